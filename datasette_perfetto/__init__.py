@@ -1,0 +1,20 @@
+"""datasette-perfetto: Perfetto traces as trace_processor-compatible SQLite, browsed with Datasette.
+
+This module is the Datasette plugin: its hooks are declared here, thin, and
+delegate to the modules that do the work.
+"""
+
+from datasette import hookimpl
+
+from . import cli
+from .functions import register_functions
+
+
+@hookimpl
+def register_commands(cli_group):
+    cli.register(cli_group)
+
+
+@hookimpl
+def prepare_connection(conn):
+    register_functions(conn)

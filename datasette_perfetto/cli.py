@@ -1,0 +1,121 @@
+"""`datasette perfetto ...`: a thin click layer over ingest(), queries and the conformance runner."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import sqlite3
+import sys
+
+import click
+
+from .functions import register_functions
+from .ingest import IngestError, ingest
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(perfetto)
+
+
+@click.group()
+def perfetto() -> None:
+    "Perfetto trace tools: ingest traces into SQLite, query them."
+
+
+@perfetto.command(name="ingest")
+@click.argument("traces", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Database file to write")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar or summary")
+def ingest_command(traces: tuple[str, ...], output: str, quiet: bool) -> None:
+    """Import TRACES (Perfetto protobuf, optionally gzipped) into a new SQLite database.
+
+    The database is only written if every trace imports; an existing OUTPUT
+    is replaced on success and left untouched on failure.
+
+    \b
+    Example:
+        datasette perfetto ingest trace.pftrace -o trace.db
+    """
+    total = sum(os.path.getsize(t) for t in traces if os.path.exists(t))
+    show = not quiet and total > 1 << 20
+    bar = click.progressbar(length=total, label="Ingesting", file=sys.stderr) if show else None
+    done = [0]
+
+    def progress(n: int) -> None:
+        if bar is not None:
+            bar.update(min(n, total) - done[0])
+            done[0] = min(n, total)
+
+    try:
+        summaries = ingest(list(traces), output, progress)
+    except IngestError as e:
+        raise click.ClickException(str(e)) from None
+    finally:
+        if bar is not None:
+            bar.render_finish()
+    if not quiet:
+        for s in summaries:
+            problems = ", ".join(f"{n}={v}" for n, v in s.problems)
+            click.echo(f"{s.path}: {s.trace_type}, {s.size:,} bytes" + (f"; stats: {problems}" if problems else ""),
+                       err=True)
+        click.echo(f"Wrote {output}", err=True)
+
+
+@perfetto.command()
+@click.argument("database", type=click.Path(exists=True, dir_okay=False))
+@click.argument("sql")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "csv"]), default="text", show_default=True)
+def query(database: str, sql: str, fmt: str) -> None:
+    """Run SQL against a trace database, with trace_processor's functions.
+
+    \b
+    Example:
+        datasette perfetto query trace.db "select name, count(*) from slice group by 1"
+    """
+    conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
+    register_functions(conn)
+    try:
+        cur = conn.execute(sql)
+        columns = [d[0] for d in cur.description] if cur.description else []
+        rows = [list(r) for r in cur.fetchall()]
+    except sqlite3.Error as e:
+        raise click.ClickException(f"SQL error: {e}") from None
+    finally:
+        conn.close()
+    rows = [[v.hex() if isinstance(v, bytes) else v for v in r] for r in rows]
+    if fmt == "json":
+        click.echo(json.dumps({"columns": columns, "rows": rows}))
+    elif fmt == "csv":
+        w = csv.writer(sys.stdout)
+        w.writerow(columns)
+        w.writerows(rows)
+    else:
+        click.echo(format_table(columns, rows))
+
+
+def format_table(columns: list[str], rows: list[list]) -> str:
+    cells = [columns] + [["NULL" if v is None else str(v) for v in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+@perfetto.command()
+@click.argument("cases_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--prefix", default="", help="Only cases whose id starts with this")
+@click.option("-v", "--verbose", is_flag=True, help="Show why failing cases fail")
+def conformance(cases_dir: str, prefix: str, verbose: bool) -> None:
+    """Run trace_processor diff tests from CASES_DIR; prints one line per case."""
+    from .conformance import run_cases
+
+    passed = failed = 0
+    for r in run_cases(cases_dir, prefix):
+        if r.passed:
+            passed += 1
+            click.echo(f"PASS {r.case_id}")
+        else:
+            failed += 1
+            click.echo(f"FAIL {r.case_id}" + (f": {r.reason}" if verbose else ""))
+    click.echo(f"{passed} passed, {failed} failed")

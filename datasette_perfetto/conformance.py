@@ -1,0 +1,176 @@
+"""Runs trace_processor's diff tests (trace + query + expected CSV) against our ingest.
+
+A case folder holds case.json, query.sql, expected.csv and one trace file.
+Expected values: quoted = string, [NULL] = NULL, anything else a number
+(compared numerically, so 100 and 100.000000 match).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import sqlite3
+import tempfile
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+from .functions import register_functions
+from .ingest import IngestError, ingest
+
+TRACE_NAMES = ("trace.pb", "trace.json", "trace.systrace")
+
+
+@dataclass
+class CaseResult:
+    case_id: str
+    passed: bool
+    reason: str = ""
+
+
+def parse_expected(text: str) -> tuple[list[str], list[list]]:
+    """Parses expected.csv keeping the distinction between quoted and bare fields."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        return [], []
+    header = next(csv.reader([lines[0]]))
+    rows = []
+    for line in lines[1:]:
+        rows.append([_expected_value(field) for field in _split_keeping_quotes(line)])
+    return header, rows
+
+
+def _split_keeping_quotes(line: str) -> list[tuple[str, bool]]:
+    fields: list[tuple[str, bool]] = []
+    i, n = 0, len(line)
+    while i <= n:
+        if i < n and line[i] == '"':
+            j = i + 1
+            buf = []
+            while j < n:
+                if line[j] == '"':
+                    if j + 1 < n and line[j + 1] == '"':
+                        buf.append('"')
+                        j += 2
+                        continue
+                    break
+                buf.append(line[j])
+                j += 1
+            fields.append(("".join(buf), True))
+            i = j + 2  # past closing quote and comma
+        else:
+            j = line.find(",", i)
+            if j == -1:
+                j = n
+            fields.append((line[i:j], False))
+            i = j + 1
+    return fields
+
+
+def _expected_value(field: tuple[str, bool]):
+    text, quoted = field
+    if quoted:
+        return "[NULL]" if text == "[NULL]" else text
+    if text == "[NULL]":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return text
+
+
+def values_equal(actual, expected) -> bool:
+    if expected is None or expected == "[NULL]":
+        return actual is None
+    if isinstance(expected, str):
+        if isinstance(actual, bytes):
+            actual = actual.decode("utf-8", "replace")
+        return isinstance(actual, str) and actual == expected
+    if isinstance(actual, (int, float)) and not isinstance(actual, bool):
+        if isinstance(expected, int) and isinstance(actual, int):
+            return actual == expected
+        return math.isclose(float(actual), float(expected), rel_tol=1e-6, abs_tol=1e-6)
+    return False
+
+
+def trace_path(case_dir: str) -> Optional[str]:
+    for name in TRACE_NAMES:
+        p = os.path.join(case_dir, name)
+        if os.path.exists(p):
+            return p
+    return None
+
+
+def run_case(case_dir: str, workdir: str) -> CaseResult:
+    case_id = os.path.basename(case_dir.rstrip("/"))
+    trace = trace_path(case_dir)
+    if trace is None:
+        return CaseResult(case_id, False, "no trace file")
+    db_path = os.path.join(workdir, case_id + ".db")
+    try:
+        ingest([trace], db_path)
+    except IngestError as e:
+        return CaseResult(case_id, False, f"ingest failed: {e}")
+    except Exception as e:  # noqa: BLE001 - a crash is a failing case, reported, not fatal to the run
+        return CaseResult(case_id, False, f"ingest crashed: {type(e).__name__}: {e}")
+    with open(os.path.join(case_dir, "query.sql"), encoding="utf-8") as f:
+        query = f.read()
+    with open(os.path.join(case_dir, "expected.csv"), encoding="utf-8") as f:
+        header, expected = parse_expected(f.read())
+    conn = sqlite3.connect(db_path)
+    try:
+        register_functions(conn)
+        cur = conn.execute(query)
+        columns = [d[0] for d in cur.description] if cur.description else []
+        rows = cur.fetchall()
+    except sqlite3.Error as e:
+        return CaseResult(case_id, False, f"query failed: {e}")
+    finally:
+        conn.close()
+        os.unlink(db_path)
+    if columns != header:
+        return CaseResult(case_id, False, f"columns {columns} != expected {header}")
+    if len(rows) != len(expected):
+        return CaseResult(case_id, False, f"{len(rows)} rows != expected {len(expected)}"
+                          + _first_diff(rows, expected))
+    for i, (got, want) in enumerate(zip(rows, expected)):
+        if len(got) != len(want) or not all(values_equal(a, e) for a, e in zip(got, want)):
+            return CaseResult(case_id, False, f"row {i}: got {list(got)} expected {want}")
+    return CaseResult(case_id, True)
+
+
+def _first_diff(rows, expected) -> str:
+    for i, (got, want) in enumerate(zip(rows, expected)):
+        if len(got) != len(want) or not all(values_equal(a, e) for a, e in zip(got, want)):
+            return f"; first difference at row {i}: got {list(got)} expected {want}"
+    return ""
+
+
+def case_dirs(cases_dir: str, prefix: str = "") -> list[str]:
+    return sorted(
+        os.path.join(cases_dir, d) for d in os.listdir(cases_dir)
+        if d.startswith(prefix) and os.path.isdir(os.path.join(cases_dir, d))
+    )
+
+
+def run_cases(cases_dir: str, prefix: str = "") -> Iterator[CaseResult]:
+    with tempfile.TemporaryDirectory() as workdir:
+        for d in case_dirs(cases_dir, prefix):
+            yield run_case(d, workdir)
+
+
+def load_passing_list(path: str) -> list[str]:
+    with open(path, encoding="utf-8") as f:
+        return [line.strip() for line in f if line.strip() and not line.startswith("#")]
+
+
+def case_info(case_dir: str) -> dict:
+    with open(os.path.join(case_dir, "case.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+__all__ = ["run_case", "run_cases", "parse_expected", "values_equal", "CaseResult"]

@@ -1,0 +1,196 @@
+"""trace_processor's scalar SQL functions, for any sqlite3 connection.
+
+Registered on every Datasette connection (prepare_connection) and by the CLI,
+so trace_processor users' queries keep working. Functions that read tables
+(extract_arg, trace_start, ...) query the connection they are registered on,
+and return NULL where the table does not exist (e.g. Datasette's _internal).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from functools import lru_cache
+from typing import Any, Callable, Optional
+
+_VALUE_BY_TYPE = (
+    "CASE value_type WHEN 'real' THEN real_value "
+    "WHEN 'string' THEN string_value WHEN 'json' THEN string_value "
+    "WHEN 'null' THEN NULL ELSE int_value END"
+)
+
+
+def _reader(conn: sqlite3.Connection, sql: str) -> Callable[..., Any]:
+    """A function running `sql` on conn, returning the first column or None."""
+
+    def run(*params: Any) -> Any:
+        try:
+            row = conn.execute(sql, params).fetchone()
+        except sqlite3.OperationalError:
+            return None  # no such table: not a trace database
+        return row[0] if row else None
+
+    return run
+
+
+def register_functions(conn: sqlite3.Connection) -> None:
+    lookup_arg = _reader(conn, f"SELECT {_VALUE_BY_TYPE} FROM args WHERE arg_set_id = ? AND key = ?")
+
+    def extract_arg(arg_set_id: Any, key: Any) -> Any:
+        if arg_set_id is None:
+            return None
+        if not isinstance(arg_set_id, int):
+            raise ValueError("EXTRACT_ARG: arg_set_id must be an integer")
+        if not isinstance(key, str):
+            raise ValueError("EXTRACT_ARG: key must be text")
+        return lookup_arg(arg_set_id, key)
+
+    bounds_start = _reader(conn, "SELECT start_ts FROM trace_bounds")
+    bounds_end = _reader(conn, "SELECT end_ts FROM trace_bounds")
+    metadata = _reader(conn, "SELECT coalesce(str_value, int_value) FROM metadata WHERE name = ? ORDER BY id LIMIT 1")
+
+    def trace_dur() -> Optional[int]:
+        start, end = bounds_start(), bounds_end()
+        return None if start is None or end is None else end - start
+
+    slice_span = _reader(conn, "SELECT json_array(track_id, depth, ts, dur) FROM slice WHERE id = ?")
+
+    def slice_is_ancestor(ancestor_id: Any, descendant_id: Any) -> Optional[int]:
+        if ancestor_id is None or descendant_id is None:
+            return None
+        a, d = slice_span(ancestor_id), slice_span(descendant_id)
+        if a is None or d is None:
+            return 0
+        a_track, a_depth, a_ts, a_dur = json.loads(a)
+        d_track, d_depth, d_ts, d_dur = json.loads(d)
+        if a_track != d_track or a_depth >= d_depth:
+            return 0
+        a_end = float("inf") if a_dur == -1 else a_ts + a_dur
+        d_end = float("inf") if d_dur == -1 else d_ts + d_dur
+        return int(a_ts <= d_ts and d_end <= a_end)
+
+    functions: dict[tuple[str, int], Callable] = {
+        ("extract_arg", 2): extract_arg,
+        ("trace_start", 0): bounds_start,
+        ("trace_end", 0): bounds_end,
+        ("trace_dur", 0): trace_dur,
+        ("extract_metadata", 1): metadata,
+        ("slice_is_ancestor", 2): slice_is_ancestor,
+        ("str_split", 3): str_split,
+        ("hash", -1): fnv1a_hash,
+        ("unhex", 1): unhex,
+        ("reverse", 1): lambda s: None if s is None else str(s)[::-1],
+        ("regexp", 2): regexp,
+        ("regexp_extract", 2): regexp_extract,
+        ("regexp_replace_simple", 3): regexp_replace_simple,
+        ("to_timecode", 1): to_timecode,
+    }
+    for unit, ns in (("us", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000),
+                     ("min", 60_000_000_000), ("hours", 3_600_000_000_000), ("days", 86_400_000_000_000)):
+        functions[(f"time_to_{unit}", 1)] = _divide_by(ns)
+        functions[(f"time_from_{unit}", 1)] = _multiply_by(ns)
+    for (name, nargs), fn in functions.items():
+        conn.create_function(name, nargs, fn, deterministic=name not in _TABLE_READERS)
+
+
+# Functions that read tables must not be marked deterministic: their result
+# depends on the database, not only the arguments.
+_TABLE_READERS = {"extract_arg", "trace_start", "trace_end", "trace_dur", "extract_metadata", "slice_is_ancestor"}
+
+
+def _divide_by(ns: int) -> Callable[[Any], Optional[int]]:
+    # trace_processor's time.conversion uses integer division (truncating).
+    return lambda v: None if v is None else int(v / ns) if isinstance(v, float) else _trunc_div(int(v), ns)
+
+
+def _multiply_by(ns: int) -> Callable[[Any], Optional[int]]:
+    return lambda v: None if v is None else int(v * ns)
+
+
+def _trunc_div(a: int, b: int) -> int:
+    q = abs(a) // b
+    return q if a >= 0 else -q
+
+
+def str_split(s: Any, delim: Any, n: Any) -> Optional[str]:
+    if not isinstance(delim, str) or not delim:
+        raise ValueError("STR_SPLIT: delimiter must be a non-empty string")
+    if not isinstance(n, int) or n < 0:
+        raise ValueError("STR_SPLIT: field index must be a non-negative integer")
+    if not isinstance(s, str):
+        return None
+    parts = s.split(delim)
+    return parts[n] if n < len(parts) else None
+
+
+def fnv1a_hash(*values: Any) -> int:
+    h = 0xCBF29CE484222325
+    for v in values:
+        if isinstance(v, bool) or isinstance(v, int):
+            data = int(v).to_bytes(8, "little", signed=True)
+        elif isinstance(v, str):
+            data = v.encode("utf-8")
+        else:
+            raise ValueError("HASH: arguments must be integers or text")
+        for byte in data:
+            h ^= byte
+            h = (h * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h - (1 << 64) if h >= 1 << 63 else h
+
+
+def unhex(s: Any) -> Optional[int]:
+    if s is None:
+        return None
+    text = str(s).strip()
+    if text[:2].lower() == "0x":
+        text = text[2:]
+    if not text:
+        raise ValueError("UNHEX: empty input")
+    try:
+        v = int(text, 16)
+    except ValueError:
+        raise ValueError(f"UNHEX: invalid hex {s!r}") from None
+    v &= 0xFFFFFFFFFFFFFFFF
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+@lru_cache(maxsize=256)
+def _compile(pattern: str) -> "re.Pattern[str]":
+    return re.compile(pattern)
+
+
+def regexp(pattern: Any, value: Any) -> Optional[int]:
+    if pattern is None or value is None:
+        return None
+    return int(_compile(str(pattern)).search(str(value)) is not None)
+
+
+def regexp_extract(value: Any, pattern: Any) -> Optional[str]:
+    if pattern is None or value is None:
+        return None
+    rx = _compile(str(pattern))
+    if rx.groups > 1:
+        raise ValueError("REGEXP_EXTRACT: at most one capture group")
+    m = rx.search(str(value))
+    if not m:
+        return None
+    return m.group(1) if rx.groups == 1 else m.group(0)
+
+
+def regexp_replace_simple(value: Any, pattern: Any, replacement: Any) -> Optional[str]:
+    if value is None or pattern is None or replacement is None:
+        return None
+    return _compile(str(pattern)).sub(lambda _m: str(replacement), str(value))
+
+
+def to_timecode(ns: Any) -> Optional[str]:
+    if ns is None:
+        return None
+    ns = int(ns)
+    s, rem = divmod(ns, 1_000_000_000)
+    h, s = divmod(s, 3600)
+    m, s = divmod(s, 60)
+    ms, rem = divmod(rem, 1_000_000)
+    us, n = divmod(rem, 1_000)
+    return f"{h:02d}:{m:02d}:{s:02d} {ms:03d} {us:03d} {n:03d}"

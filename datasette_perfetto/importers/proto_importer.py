@@ -1,0 +1,396 @@
+"""Perfetto protobuf traces: tokenizer (packets → sorted events) and parsers.
+
+Two phases, as in trace_processor:
+1. Tokenize, in file order: per-sequence state (incremental state, interned
+   data, packet defaults, thread descriptors), clock conversion, track
+   descriptor reservations and incremental counter values. Each event is
+   reduced to a self-contained tuple of plain values and pushed to the sorter.
+2. Parse, in timestamp order: trackers build processes, threads, tracks,
+   slices, flows, counters and states.
+"""
+
+from __future__ import annotations
+
+from typing import BinaryIO, Callable, Optional
+
+from google.protobuf.message import DecodeError
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+from ..model import TraceContext
+from .clock_tracker import BOOTTIME, ClockTracker, clock_key
+from .proto_reader import ProtoReader, inflate_packets
+from .sorter import Sorter
+from .track_event import (
+    EV_DESCRIPTOR,
+    EV_THREAD_DESCRIPTOR,
+    EV_TRACK_EVENT,
+    CounterDetails,
+    Reservation,
+    TrackEventParser,
+    tokenize_track_event,
+)
+
+SEQ_INCREMENTAL_STATE_CLEARED = 1
+SEQ_NEEDS_INCREMENTAL_STATE = 2
+
+TracePacket = pb.TracePacket
+
+UNIT_NAMES = {1: "ns", 2: "count", 3: "bytes"}
+COUNTER_THREAD_TIME_NS = 1
+COUNTER_THREAD_INSTRUCTION_COUNT = 2
+
+
+class SequenceState:
+    """Incremental state of one trusted packet sequence."""
+
+    __slots__ = ("seq_id", "valid", "interned", "timestamp_clock_id", "default_track_uuid",
+                 "default_extra_counter_uuids", "default_extra_double_counter_uuids", "thread", "ref_ts",
+                 "ref_thread_ts", "ref_thread_ic", "counter_values", "generation")
+
+    def __init__(self, seq_id: int) -> None:
+        self.seq_id = seq_id
+        self.valid = True
+        self.generation = 0
+        self.interned: dict[int, dict[int, object]] = {}
+        self.timestamp_clock_id: Optional[int] = None
+        self.default_track_uuid: Optional[int] = None
+        self.default_extra_counter_uuids: tuple = ()
+        self.default_extra_double_counter_uuids: tuple = ()
+        self.thread: Optional[tuple[int, int]] = None  # (pid, tid) from a ThreadDescriptor
+        self.ref_ts: Optional[int] = None  # legacy delta-timestamp baselines (ns)
+        self.ref_thread_ts: Optional[int] = None
+        self.ref_thread_ic: Optional[int] = None
+        self.counter_values: dict[int, float] = {}  # incremental counters: uuid -> running value
+
+    def clear(self) -> None:
+        self.valid = True
+        self.generation += 1
+        self.interned = {}
+        self.timestamp_clock_id = None
+        self.default_track_uuid = None
+        self.default_extra_counter_uuids = ()
+        self.default_extra_double_counter_uuids = ()
+        self.ref_ts = self.ref_thread_ts = self.ref_thread_ic = None
+        self.counter_values = {}
+
+    def lookup(self, field: int, iid: int) -> object:
+        table = self.interned.get(field)
+        return None if table is None else table.get(iid)
+
+
+# InternedData fields kept in sequence state: field number -> how to store an entry.
+def _name(e):
+    return e.name
+
+
+def _str(e):
+    return e.str.decode("utf-8", "replace") if isinstance(e.str, bytes) else e.str
+
+
+def _source_location(e):
+    return (e.file_name or None, e.function_name or None, e.line_number if e.HasField("line_number") else None)
+
+
+INTERNED_FIELDS = {
+    "event_categories": (1, _name),
+    "event_names": (2, _name),
+    "debug_annotation_names": (3, _name),
+    "source_locations": (4, _source_location),
+    "debug_annotation_string_values": (29, _str),
+    "histogram_names": (25, _name),
+    "log_message_body": (20, lambda e: e.body),
+    "debug_annotation_value_type_names": (27, _name),
+    "correlation_id_str": (43, _str),
+}
+
+
+class ProtoImporter:
+    def __init__(self, trace: TraceContext) -> None:
+        self.trace = trace
+        self.stats = trace.stats
+        self.clocks = ClockTracker(self.stats)
+        self.sequences: dict[int, SequenceState] = {}
+        self.sorter = Sorter()
+        self.reservations: dict[int, Reservation] = {}
+        self.first_packet_sequences: set[int] = set()
+        self.parser = TrackEventParser(trace, self.reservations, self.first_packet_sequences)
+        self.last_ts = 0
+
+    def run(self, stream: BinaryIO, progress: Callable[[int], None]) -> None:
+        reader = ProtoReader(stream, self.stats)
+        n = 0
+        for data in reader.packets():
+            self.trace.packets_read += 1
+            self.tokenize(data)
+            n += 1
+            if n & 0x3FFF == 0:
+                progress(reader.bytes_read)
+        progress(reader.bytes_read)
+        self.trace.metadata["trace_time_clock_id"] = self.clocks.trace_clock
+        for ts, event in self.sorter.drain():
+            self.parser.parse(ts, event)
+        self.parser.finish()
+        self._write_clock_snapshots()
+
+    # -- tokenizer -------------------------------------------------------------
+    def tokenize(self, data: bytes) -> None:
+        try:
+            packet = TracePacket.FromString(data)
+        except DecodeError:
+            self.stats.inc("proto_packet_parse_errors")
+            return
+        if packet.HasField("compressed_packets"):
+            for inner in inflate_packets(packet.compressed_packets, self.stats):
+                self.tokenize(inner)
+            return
+
+        seq_id = packet.trusted_packet_sequence_id
+        seq = self.sequences.get(seq_id)
+        if seq is None:
+            seq = self.sequences[seq_id] = SequenceState(seq_id)
+        flags = packet.sequence_flags
+        if packet.incremental_state_cleared or flags & SEQ_INCREMENTAL_STATE_CLEARED:
+            seq.clear()
+        elif packet.previous_packet_dropped:
+            seq.valid = False
+        if packet.first_packet_on_sequence:
+            self.first_packet_sequences.add(seq_id)
+        if not seq.valid and flags & SEQ_NEEDS_INCREMENTAL_STATE:
+            self.stats.inc("packet_skipped_seq_needs_incremental_state_invalid")
+            return
+
+        if packet.HasField("trace_packet_defaults"):
+            self._set_defaults(seq, packet.trace_packet_defaults)
+        if packet.HasField("interned_data"):
+            if seq.valid:
+                self._intern(seq, packet.interned_data)
+            else:
+                self.stats.inc("interned_data_skipped_incremental_state_invalid")
+
+        if packet.HasField("clock_snapshot"):
+            self._clock_snapshot(packet.clock_snapshot, seq_id)
+            return
+
+        ts = self._packet_ts(packet, seq)
+        if ts is None:
+            return
+        if packet.HasField("track_event"):
+            if not packet.HasField("trusted_packet_sequence_id"):
+                self.stats.inc("track_event_missing_sequence_id")
+                return
+            tokenized = tokenize_track_event(self, packet, seq, ts if packet.HasField("timestamp") else None)
+            if tokenized is not None:
+                self._push(tokenized[0], tokenized[1])
+        elif packet.HasField("track_descriptor"):
+            self._track_descriptor(packet, seq, ts)
+        elif packet.HasField("thread_descriptor"):
+            self._thread_descriptor(packet, seq, ts)
+        elif packet.HasField("process_descriptor"):
+            pd = packet.process_descriptor
+            self._push(ts, (EV_DESCRIPTOR, None, pd.pid, None, None, list(pd.cmdline), pd.process_name or None,
+                            None, None, None, None))
+        elif packet.HasField("system_info"):
+            self._system_info(packet.system_info)
+        elif packet.HasField("trace_config"):
+            self.trace.set_metadata("trace_config_pbtxt", str(packet.trace_config)[:100_000])
+            if packet.trace_config.unique_session_name:
+                self.trace.set_metadata("unique_session_name", packet.trace_config.unique_session_name)
+        elif packet.HasField("trace_uuid"):
+            u = packet.trace_uuid
+            msb, lsb = u.msb & 0xFFFFFFFFFFFFFFFF, u.lsb & 0xFFFFFFFFFFFFFFFF
+            h = f"{msb:016x}{lsb:016x}"
+            self.trace.set_metadata("trace_uuid", f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}")
+        elif packet.HasField("service_event"):
+            ev = packet.service_event
+            if ev.tracing_started:
+                self.trace.set_metadata("tracing_started_ns", ts)
+            if ev.all_data_sources_started:
+                self.trace.set_metadata("all_data_source_started_ns", ts)
+            if ev.tracing_disabled:
+                self.trace.set_metadata("tracing_disabled_ns", ts)
+
+    def _push(self, ts: int, event: tuple) -> None:
+        self.sorter.push(ts, event)
+
+    def _packet_ts(self, packet, seq: SequenceState) -> Optional[int]:
+        """The packet timestamp on the trace clock; the last one seen if it has none."""
+        if not packet.HasField("timestamp"):
+            return self.last_ts
+        clock_id = packet.timestamp_clock_id if packet.HasField("timestamp_clock_id") else seq.timestamp_clock_id
+        if clock_id is None:
+            clock_id = BOOTTIME
+        key = clock_key(clock_id, seq.seq_id)
+        raw = packet.timestamp
+        if key in self.clocks.incremental:
+            raw = self.clocks.resolve_incremental(key, raw)
+        ts = self.clocks.to_trace_time(key, raw)
+        if ts is None:
+            return None
+        if ts < 0:
+            self.stats.inc("trace_sorter_negative_timestamp_dropped")
+            return None
+        self.last_ts = ts
+        return ts
+
+    def _set_defaults(self, seq: SequenceState, d) -> None:
+        if d.HasField("timestamp_clock_id"):
+            seq.timestamp_clock_id = d.timestamp_clock_id
+        if d.HasField("track_event_defaults"):
+            ted = d.track_event_defaults
+            seq.default_track_uuid = ted.track_uuid if ted.HasField("track_uuid") else None
+            seq.default_extra_counter_uuids = tuple(ted.extra_counter_track_uuids)
+            seq.default_extra_double_counter_uuids = tuple(ted.extra_double_counter_track_uuids)
+
+    def _intern(self, seq: SequenceState, interned) -> None:
+        for fd, entries in interned.ListFields():
+            spec = INTERNED_FIELDS.get(fd.name)
+            if spec is None:
+                continue
+            number, convert = spec
+            table = seq.interned.setdefault(number, {})
+            for e in entries:
+                if not e.iid:
+                    self.stats.inc("interned_data_tokenizer_errors")
+                    continue
+                table[e.iid] = convert(e)
+
+    def _clock_snapshot(self, snap, seq_id: int) -> None:
+        if snap.HasField("primary_trace_clock") and snap.primary_trace_clock:
+            self.clocks.set_trace_clock(snap.primary_trace_clock)
+        elif not self.clocks.trace_clock_fixed:
+            self.clocks.set_trace_clock(BOOTTIME)
+        self.clocks.add_snapshot(
+            [(c.clock_id, c.timestamp, c.is_incremental, c.unit_multiplier_ns) for c in snap.clocks], seq_id)
+
+    def _thread_descriptor(self, packet, seq: SequenceState, ts: int) -> None:
+        if not packet.HasField("trusted_packet_sequence_id"):
+            self.stats.inc("thread_descriptor_missing_sequence_id")
+            return
+        if not seq.valid:
+            self.stats.inc("thread_descriptor_skipped_incremental_state_invalid")
+            return
+        td = packet.thread_descriptor
+        self._set_sequence_thread(seq, td)
+        self._push(ts, (EV_THREAD_DESCRIPTOR, None, td.pid, td.tid, td.thread_name or None, None, None, None, None,
+                        None, None))
+
+    @staticmethod
+    def _set_sequence_thread(seq: SequenceState, td) -> None:
+        seq.thread = (td.pid, td.tid)
+        seq.ref_ts = td.reference_timestamp_us * 1000
+        seq.ref_thread_ts = td.reference_thread_time_us * 1000
+        seq.ref_thread_ic = td.reference_thread_instruction_count
+
+    def _track_descriptor(self, packet, seq: SequenceState, ts: int) -> None:
+        td = packet.track_descriptor
+        if not td.HasField("uuid"):
+            self.stats.inc("track_descriptor_missing_uuid")
+            return
+        r = Reservation(td.uuid)
+        r.parent_uuid = td.parent_uuid
+        if td.HasField("name"):
+            r.name = td.name
+        elif td.HasField("static_name"):
+            r.name = td.static_name
+        elif td.HasField("atrace_name"):
+            r.name = td.atrace_name
+        r.has_name_field = td.HasField("name") or td.HasField("static_name") or td.HasField("atrace_name")
+        r.description = td.description or None
+        if td.HasField("child_ordering"):
+            r.child_ordering = {1: "lexicographic", 2: "chronological", 3: "explicit"}.get(td.child_ordering)
+        if td.HasField("sibling_order_rank"):
+            r.sibling_order_rank = td.sibling_order_rank
+        if td.HasField("sibling_merge_behavior"):
+            r.merge = {0: "name", 1: "name", 2: None, 3: "key"}.get(td.sibling_merge_behavior, "name")
+            if r.merge == "key":
+                r.merge_key = td.sibling_merge_key if td.HasField("sibling_merge_key") else (
+                    f"sibling_merge_key_int:{td.sibling_merge_key_int}")
+        r.seq_id = seq.seq_id
+        process = thread = None
+        if td.HasField("thread"):
+            t = td.thread
+            if not (t.HasField("pid") and t.HasField("tid")):
+                self.stats.inc("track_descriptor_thread_missing_pid_tid")
+                return
+            r.pid, r.tid = t.pid, t.tid
+            r.use_separate_track = td.disallow_merging_with_system_tracks
+            if seq.valid:
+                self._set_sequence_thread(seq, t)
+            thread = t
+        elif td.HasField("process"):
+            p = td.process
+            if not p.HasField("pid"):
+                self.stats.inc("track_descriptor_process_missing_pid")
+                return
+            r.pid = p.pid
+            process = p
+        elif td.HasField("counter"):
+            c = td.counter
+            details = CounterDetails()
+            if c.categories:
+                details.category = ",".join(c.categories)
+            details.is_incremental = c.is_incremental
+            details.unit_multiplier = c.unit_multiplier
+            details.y_axis_share_key = c.y_axis_share_key or None
+            if c.type == COUNTER_THREAD_TIME_NS:
+                details.unit, details.builtin_type = "ns", "thread_time"
+                if r.name is None:
+                    r.name = "thread_time"
+            elif c.type == COUNTER_THREAD_INSTRUCTION_COUNT:
+                details.unit, details.builtin_type = "count", "thread_instruction_count"
+                if r.name is None:
+                    r.name = "thread_instruction_count"
+            elif c.unit in UNIT_NAMES:
+                details.unit = UNIT_NAMES[c.unit]
+            else:
+                details.unit = c.unit_name or None
+            r.counter = details
+        elif td.HasField("state"):
+            r.is_state = True
+        existing = self.reservations.get(td.uuid)
+        if existing is None:
+            self.reservations[td.uuid] = r
+        elif existing.same_track(r):
+            if r.name is not None and (existing.name is None or r.merge is None):
+                existing.name = r.name
+        else:
+            self.stats.inc("track_descriptor_conflicting_reservation")
+            return
+        if thread is not None:
+            chrome = td.chrome_thread if td.HasField("chrome_thread") else None
+            self._push(ts, (EV_DESCRIPTOR, td.uuid, thread.pid, thread.tid, thread.thread_name or None, None, None,
+                            None, chrome.thread_type if chrome else None, None, None))
+        elif process is not None:
+            chrome = td.chrome_process if td.HasField("chrome_process") else None
+            labels = list(process.process_labels)
+            self._push(ts, (EV_DESCRIPTOR, td.uuid, process.pid, None, None, list(process.cmdline),
+                            process.process_name or None, process.start_timestamp_ns or None,
+                            (chrome.process_type if chrome.HasField("process_type") else None,
+                             chrome.host_app_package_name or None,
+                             chrome.crash_trace_id if chrome.HasField("crash_trace_id") else None) if chrome else None,
+                            labels or None,
+                            process.legacy_sort_index if process.HasField("legacy_sort_index") else (
+                                chrome.legacy_sort_index if chrome and chrome.HasField("legacy_sort_index") else None)))
+
+    def _system_info(self, info) -> None:
+        u = info.utsname
+        for key, value in (("system_name", u.sysname), ("system_release", u.release),
+                           ("system_version", u.version), ("system_machine", u.machine)):
+            if value:
+                self.trace.set_metadata(key, value)
+        if info.system_ram_bytes:
+            self.trace.set_metadata("system_ram_bytes", info.system_ram_bytes)
+        if info.android_build_fingerprint:
+            self.trace.set_metadata("android_build_fingerprint", info.android_build_fingerprint)
+        if info.HasField("timezone_off_mins"):
+            self.trace.set_metadata("timezone_off_mins", info.timezone_off_mins)
+        self.trace.machine_info = (u.sysname or None, u.release or None, u.version or None, u.machine or None,
+                                   info.num_cpus or None, info.system_ram_bytes or None)
+
+    def _write_clock_snapshots(self) -> None:
+        by_snapshot: dict[int, dict[int, int]] = {}
+        for snapshot_id, clock_id, _name, value in self.clocks.snapshot_rows:
+            by_snapshot.setdefault(snapshot_id, {})[clock_id] = value
+        for snapshot_id, clock_id, name, value in self.clocks.snapshot_rows:
+            ts = by_snapshot[snapshot_id].get(self.clocks.trace_clock)
+            self.trace.storage.insert("clock_snapshot", (ts, clock_id, name, value, snapshot_id, 0))

@@ -1,0 +1,141 @@
+"""Splits a Perfetto protobuf trace into TracePacket byte strings, streaming.
+
+A trace file is a `Trace` message: a sequence of field-1 (packet) records.
+Reading them one at a time keeps memory flat however large the file is;
+the whole file is never parsed as one `Trace` message.
+"""
+
+from __future__ import annotations
+
+import io
+import zlib
+from typing import BinaryIO, Iterator
+
+from ..stats import Stats
+
+CHUNK_BYTES = 4 << 20
+# A compressed_packets block inflates to a few hundred KB in practice; anything
+# far larger is treated as hostile (a zip bomb) and dropped.
+MAX_INFLATED_BYTES = 64 << 20
+# No real packet comes near this; a larger length is a corrupt length field.
+MAX_PACKET_BYTES = 256 << 20
+
+WIRE_VARINT, WIRE_I64, WIRE_LEN, WIRE_I32 = 0, 1, 2, 5
+
+
+class CorruptData(Exception):
+    pass
+
+
+def decode_varint(buf: bytes, pos: int) -> tuple[int, int]:
+    """Returns (value, new_pos); IndexError if buf ends inside the varint."""
+    b = buf[pos]
+    if b < 0x80:
+        return b, pos + 1
+    result = b & 0x7F
+    shift = 7
+    pos += 1
+    while True:
+        b = buf[pos]
+        result |= (b & 0x7F) << shift
+        pos += 1
+        if b < 0x80:
+            return result, pos
+        shift += 7
+        if shift >= 64:
+            raise CorruptData("varint longer than 10 bytes")
+
+
+def looks_like_proto_trace(head: bytes) -> bool:
+    """True if `head` starts like a Trace message (a packet record)."""
+    if len(head) < 2 or head[0] != 0x0A:
+        return False
+    try:
+        length, pos = decode_varint(head, 1)
+    except (IndexError, CorruptData):
+        return False
+    if length == 0:
+        return True
+    if pos >= len(head):
+        return True
+    tag = head[pos]
+    return (tag >> 3) > 0 and (tag & 7) in (WIRE_VARINT, WIRE_I64, WIRE_LEN, WIRE_I32)
+
+
+class ProtoReader:
+    """Yields the bytes of each TracePacket in a stream; counts damage in stats."""
+
+    def __init__(self, stream: BinaryIO, stats: Stats) -> None:
+        self.stream = stream
+        self.stats = stats
+        self.bytes_read = 0
+
+    def packets(self) -> Iterator[bytes]:
+        buf = b""
+        pos = 0
+        eof = False
+        while True:
+            # Parse as many whole records as the buffer holds.
+            n = len(buf)
+            while pos < n:
+                start = pos
+                try:
+                    tag, pos = decode_varint(buf, pos)
+                    wire = tag & 7
+                    if wire == WIRE_LEN:
+                        length, pos = decode_varint(buf, pos)
+                        if length > MAX_PACKET_BYTES:
+                            raise CorruptData(f"record length {length}")
+                        end = pos + length
+                        if end > n:
+                            pos = start
+                            break
+                        if tag >> 3 == 1:
+                            yield buf[pos:end]
+                        pos = end
+                    elif wire == WIRE_VARINT:
+                        _, pos = decode_varint(buf, pos)
+                    elif wire == WIRE_I64:
+                        if pos + 8 > n:
+                            pos = start
+                            break
+                        pos += 8
+                    elif wire == WIRE_I32:
+                        if pos + 4 > n:
+                            pos = start
+                            break
+                        pos += 4
+                    else:
+                        raise CorruptData(f"invalid wire type {wire}")
+                    if tag >> 3 == 0:
+                        raise CorruptData("field number 0")
+                except IndexError:
+                    pos = start
+                    break
+                except CorruptData:
+                    self.stats.inc("proto_tokenizer_corrupt_data")
+                    return
+            if eof:
+                if pos < len(buf):
+                    self.stats.inc("proto_tokenizer_truncated_packet")
+                return
+            chunk = self.stream.read(CHUNK_BYTES)
+            self.bytes_read += len(chunk)
+            if not chunk:
+                eof = True
+            buf = buf[pos:] + chunk
+            pos = 0
+
+
+def inflate_packets(data: bytes, stats: Stats) -> list[bytes]:
+    """Inflates a compressed_packets block into its packets (empty on damage)."""
+    inflater = zlib.decompressobj()
+    try:
+        raw = inflater.decompress(data, MAX_INFLATED_BYTES)
+    except zlib.error:
+        stats.inc("compressed_packets_errors")
+        return []
+    if inflater.unconsumed_tail:
+        stats.inc("compressed_packets_errors")
+        return []
+    return list(ProtoReader(io.BytesIO(raw), stats).packets())

@@ -1,0 +1,69 @@
+"""Orders tokenized events by timestamp, with memory bounded by a run size.
+
+trace_processor sorts every event by timestamp before parsing. Doing that in
+memory would hold the whole trace, so this is an external merge sort: events
+are collected into runs; a full run is sorted and spilled to a temporary file
+(marshal, which is fast and handles tuples of plain values); at the end the
+runs are merged. Ties keep arrival order, as trace_processor's stable sort does.
+"""
+
+from __future__ import annotations
+
+import heapq
+import marshal
+import tempfile
+from typing import IO, Iterator
+
+RUN_EVENTS = 150_000
+SPILL_BATCH = 2_000
+
+
+class Sorter:
+    def __init__(self, run_events: int = RUN_EVENTS) -> None:
+        self.run_events = run_events
+        self._run: list[tuple] = []
+        self._spills: list[IO[bytes]] = []
+        self._arrival = 0
+
+    def push(self, ts: int, event: tuple) -> None:
+        """event is a tuple of plain values (marshal-able)."""
+        self._run.append((ts, self._arrival, event))
+        self._arrival += 1
+        if len(self._run) >= self.run_events:
+            self._spill()
+
+    def _spill(self) -> None:
+        self._run.sort()
+        f = tempfile.TemporaryFile()
+        run = self._run
+        for i in range(0, len(run), SPILL_BATCH):
+            marshal.dump(run[i : i + SPILL_BATCH], f)
+        f.seek(0)
+        self._spills.append(f)
+        self._run = []
+
+    @staticmethod
+    def _read(f: IO[bytes]) -> Iterator[tuple]:
+        try:
+            while True:
+                try:
+                    batch = marshal.load(f)
+                except EOFError:
+                    return
+                yield from batch
+        finally:
+            f.close()
+
+    def drain(self) -> Iterator[tuple[int, tuple]]:
+        """Yields (ts, event) in timestamp order; the sorter is empty afterwards."""
+        self._run.sort()
+        if not self._spills:
+            run, self._run = self._run, []
+            for ts, _, event in run:
+                yield ts, event
+            return
+        streams = [self._read(f) for f in self._spills]
+        streams.append(iter(self._run))
+        self._spills, self._run = [], []
+        for ts, _, event in heapq.merge(*streams):
+            yield ts, event

@@ -1,0 +1,962 @@
+"""TrackEvent: tokenizing (sequence-dependent resolution) and parsing (trackers).
+
+`tokenize_track_event` runs in file order and reduces a TrackEvent to a plain
+tuple: interned names resolved, timestamps and counter values made absolute,
+args flattened. `TrackEventParser` runs in timestamp order and turns those
+tuples into tracks, slices, flows, counters and states with trace_processor's
+semantics (track_event_event_importer / track_event_tracker).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+from ..storage import Arg
+from ..trackers.process_tracker import NAME_PRIORITY_TRACK_DESCRIPTOR
+from ..trackers.slice_tracker import PENDING
+
+EV_TRACK_EVENT = 0
+EV_DESCRIPTOR = 1
+EV_THREAD_DESCRIPTOR = 2
+
+TYPE_SLICE_BEGIN, TYPE_SLICE_END, TYPE_INSTANT, TYPE_COUNTER, TYPE_STATE = 1, 2, 3, 4, 5
+
+# Interned data field numbers (InternedData).
+I_CATEGORIES, I_NAMES, I_DEBUG_NAMES, I_SOURCE_LOCATIONS = 1, 2, 3, 4
+I_LOG_BODY, I_HISTOGRAM_NAMES, I_DEBUG_STRINGS, I_CORRELATION_STR = 20, 25, 29, 43
+
+# Positions in the tokenized event tuple.
+(F_KIND, F_TYPE, F_UUID, F_SEQ, F_THREAD, F_CATEGORY, F_NAME, F_ARGS, F_FLOWS, F_TERM_FLOWS, F_THREAD_TS,
+ F_THREAD_IC, F_EXTRA, F_COUNTER, F_LEGACY, F_HAS_TYPE, F_HAS_UUID) = range(17)
+
+CHROME_PROCESS_NAMES = {
+    1: "Browser", 2: "Renderer", 3: "Utility", 4: "Zygote", 5: "SandboxHelper", 6: "Gpu",
+    7: "PpapiPlugin", 8: "PpapiBroker",
+}
+
+
+class CounterDetails:
+    __slots__ = ("category", "is_incremental", "unit_multiplier", "unit", "builtin_type", "y_axis_share_key")
+
+    def __init__(self) -> None:
+        self.category: Optional[str] = None
+        self.is_incremental = False
+        self.unit_multiplier = 0
+        self.unit: Optional[str] = None
+        self.builtin_type: Optional[str] = None
+        self.y_axis_share_key: Optional[str] = None
+
+
+class Reservation:
+    """What a TrackDescriptor said about a uuid (trace_processor's reservation)."""
+
+    __slots__ = ("uuid", "parent_uuid", "name", "has_name_field", "description", "child_ordering",
+                 "sibling_order_rank", "merge", "merge_key", "pid", "tid", "use_separate_track", "counter",
+                 "is_state", "seq_id")
+
+    def __init__(self, uuid: int) -> None:
+        self.uuid = uuid
+        self.parent_uuid = 0
+        self.name: Optional[str] = None
+        self.has_name_field = False
+        self.description: Optional[str] = None
+        self.child_ordering: Optional[str] = None
+        self.sibling_order_rank: Optional[int] = None
+        self.merge: Optional[str] = "name"  # "name" | "key" | None (never merge)
+        self.merge_key: Optional[str] = None
+        self.pid: Optional[int] = None
+        self.tid: Optional[int] = None
+        self.use_separate_track = False
+        self.counter: Optional[CounterDetails] = None
+        self.is_state = False
+        self.seq_id: Optional[int] = None
+
+    def same_track(self, other: "Reservation") -> bool:
+        return (self.parent_uuid == other.parent_uuid and self.pid == other.pid and self.tid == other.tid
+                and (self.counter is None) == (other.counter is None) and self.is_state == other.is_state)
+
+
+# -- tokenizing ----------------------------------------------------------------
+
+def tokenize_track_event(importer, packet, seq, packet_ts: Optional[int]) -> Optional[tuple[int, tuple]]:
+    stats = importer.stats
+    ev = packet.track_event
+    if ev.HasField("timestamp_delta_us"):
+        if seq.ref_ts is None:
+            stats.inc("track_event_skipped_timestamp_delta_without_valid_state")
+            return None
+        seq.ref_ts += ev.timestamp_delta_us * 1000
+        ts = importer.clocks.to_trace_time(3, seq.ref_ts)
+    elif ev.timestamp_absolute_us:
+        ts = importer.clocks.to_trace_time(3, ev.timestamp_absolute_us * 1000)
+    elif packet_ts is not None:
+        ts = packet_ts
+    else:
+        stats.inc("track_event_missing_timestamp")
+        return None
+    if ts is None:
+        return None
+    if ts < 0 or ts >= 1 << 63:
+        stats.inc("track_event_invalid_timestamp")
+        return None
+
+    thread_ts = thread_ic = None
+    if ev.HasField("thread_time_delta_us"):
+        if seq.ref_thread_ts is None:
+            stats.inc("track_event_skipped_thread_time_delta_without_valid_state")
+            return None
+        seq.ref_thread_ts += ev.thread_time_delta_us * 1000
+        thread_ts = seq.ref_thread_ts
+    elif ev.HasField("thread_time_absolute_us"):
+        thread_ts = ev.thread_time_absolute_us * 1000
+    if ev.HasField("thread_instruction_count_delta"):
+        if seq.ref_thread_ic is None:
+            stats.inc("track_event_skipped_thread_instruction_delta_without_valid_state")
+            return None
+        seq.ref_thread_ic += ev.thread_instruction_count_delta
+        thread_ic = seq.ref_thread_ic
+    elif ev.HasField("thread_instruction_count_absolute"):
+        thread_ic = ev.thread_instruction_count_absolute
+
+    has_uuid = ev.HasField("track_uuid")
+    uuid = ev.track_uuid if has_uuid else (seq.default_track_uuid or 0)
+    etype = ev.type
+    counter_value = None
+    if etype == TYPE_COUNTER:
+        if not uuid:
+            stats.inc("track_event_counter_missing_track_uuid")
+            return None
+        if ev.HasField("counter_value"):
+            raw = float(ev.counter_value)
+        elif ev.HasField("double_counter_value"):
+            raw = ev.double_counter_value
+        else:
+            stats.inc("track_event_counter_missing_value")
+            return None
+        counter_value = _absolute_counter_value(importer.reservations, seq, uuid, raw)
+        if counter_value is None:
+            stats.inc("track_event_counter_invalid_track_uuid")
+            return None
+    elif etype == TYPE_STATE and not uuid:
+        stats.inc("track_event_state_missing_track_uuid")
+        return None
+
+    extra = None
+    if ev.extra_counter_values or ev.extra_double_counter_values:
+        extra = []
+        for values, uuids in ((ev.extra_counter_values, ev.extra_counter_track_uuids or seq.default_extra_counter_uuids),
+                              (ev.extra_double_counter_values,
+                               ev.extra_double_counter_track_uuids or seq.default_extra_double_counter_uuids)):
+            if not values:
+                continue
+            if not uuids:
+                stats.inc("track_event_extra_counter_missing_track_uuids")
+                return None
+            if len(values) > len(uuids):
+                stats.inc("track_event_extra_counter_track_uuid_mismatch")
+                return None
+            for value, cuuid in zip(values, uuids):
+                v = _absolute_counter_value(importer.reservations, seq, cuuid, float(value))
+                if v is None:
+                    stats.inc("track_event_extra_counter_invalid_track")
+                    return None
+                extra.append((cuuid, v))
+        if len(extra) > 8:
+            stats.inc("track_event_extra_counter_exceeds_max")
+            return None
+
+    category = _category(ev, seq)
+    name_iid = ev.name_iid or (ev.legacy_event.name_iid if ev.HasField("legacy_event") else 0)
+    if name_iid:
+        name = seq.lookup(I_NAMES, name_iid)
+    else:
+        name = ev.name if ev.HasField("name") else None
+
+    legacy = None
+    if ev.HasField("legacy_event"):
+        le = ev.legacy_event
+        legacy = {f.name: v for f, v in le.ListFields() if f.name != "name_iid"}
+    args = event_args(ev, seq, stats)
+    flows = list(ev.flow_ids or ev.flow_ids_old) or None
+    term = list(ev.terminating_flow_ids or ev.terminating_flow_ids_old) or None
+    return ts, (EV_TRACK_EVENT, etype, uuid, seq.seq_id, seq.thread, category, name, args, flows, term, thread_ts,
+                thread_ic, extra, counter_value, legacy, ev.HasField("type"), has_uuid)
+
+
+def _absolute_counter_value(reservations, seq, uuid: int, value: float) -> Optional[float]:
+    r = reservations.get(uuid)
+    if r is None or r.counter is None:
+        return None
+    c = r.counter
+    if c.unit_multiplier > 0:
+        value *= c.unit_multiplier
+    if c.is_incremental:
+        value += seq.counter_values.get(uuid, 0.0)
+        seq.counter_values[uuid] = value
+    return value
+
+
+def _category(ev, seq) -> Optional[str]:
+    iids = ev.category_iids
+    strings = ev.categories
+    if len(iids) == 1 and not strings:
+        found = seq.lookup(I_CATEGORIES, iids[0])
+        return found if found is not None else f"unknown({iids[0]})"
+    if not iids and len(strings) == 1:
+        return strings[0]
+    if len(iids) + len(strings) > 1:
+        parts = [seq.lookup(I_CATEGORIES, i) for i in iids]
+        joined = ",".join([p for p in parts if p is not None] + list(strings))
+        return joined or None
+    return None
+
+
+# -- args ------------------------------------------------------------------------
+
+def _add(out: list, flat_key: str, key: str, value_type: str, value: Any) -> None:
+    out.append((flat_key, key, value_type, value))
+
+
+def add_json_value(out: list, flat_key: str, key: str, value: Any) -> None:
+    """Flattens a JSON value into args: objects nest with '.', arrays with [i]."""
+    if isinstance(value, dict):
+        if not value:
+            return
+        for k, v in value.items():
+            add_json_value(out, f"{flat_key}.{k}", f"{key}.{k}", v)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            add_json_value(out, flat_key, f"{key}[{i}]", v)
+    elif isinstance(value, bool):
+        _add(out, flat_key, key, "bool", int(value))
+    elif isinstance(value, int):
+        if -(1 << 63) <= value < (1 << 63):
+            _add(out, flat_key, key, "int", value)
+        elif 0 <= value < (1 << 64):
+            _add(out, flat_key, key, "uint", value)
+        else:
+            _add(out, flat_key, key, "real", float(value))
+    elif isinstance(value, float):
+        _add(out, flat_key, key, "real", value)
+    elif value is None:
+        _add(out, flat_key, key, "null", None)
+    else:
+        _add(out, flat_key, key, "string", str(value))
+
+
+def debug_annotation_args(out: list, ann, flat_key: str, key: str, seq) -> None:
+    field = ann.WhichOneof("value")
+    if field is None:
+        if ann.dict_entries:
+            for entry in ann.dict_entries:
+                name = _annotation_name(entry, seq)
+                debug_annotation_args(out, entry, f"{flat_key}.{name}", f"{key}.{name}", seq)
+        elif ann.array_values:
+            for i, item in enumerate(ann.array_values):
+                debug_annotation_args(out, item, flat_key, f"{key}[{i}]", seq)
+        return
+    if field == "bool_value":
+        _add(out, flat_key, key, "bool", int(ann.bool_value))
+    elif field == "uint_value":
+        _add(out, flat_key, key, "uint", ann.uint_value)
+    elif field == "int_value":
+        _add(out, flat_key, key, "int", ann.int_value)
+    elif field == "double_value":
+        _add(out, flat_key, key, "real", ann.double_value)
+    elif field == "string_value":
+        _add(out, flat_key, key, "string", ann.string_value)
+    elif field == "string_value_iid":
+        s = seq.lookup(I_DEBUG_STRINGS, ann.string_value_iid)
+        _add(out, flat_key, key, "string", s if s is not None else f"<unknown iid {ann.string_value_iid}>")
+    elif field == "pointer_value":
+        _add(out, flat_key, key, "pointer", ann.pointer_value)
+    elif field == "legacy_json_value":
+        try:
+            add_json_value(out, flat_key, key, json.loads(ann.legacy_json_value))
+        except ValueError:
+            _add(out, flat_key, key, "string", ann.legacy_json_value)
+    elif field == "nested_value":
+        _nested_value_args(out, ann.nested_value, flat_key, key)
+
+
+def _nested_value_args(out: list, nv, flat_key: str, key: str) -> None:
+    if nv.dict_keys:
+        for k, v in zip(nv.dict_keys, nv.dict_values):
+            _nested_value_args(out, v, f"{flat_key}.{k}", f"{key}.{k}")
+    elif nv.array_values:
+        for i, v in enumerate(nv.array_values):
+            _nested_value_args(out, v, flat_key, f"{key}[{i}]")
+    elif nv.HasField("int_value"):
+        _add(out, flat_key, key, "int", nv.int_value)
+    elif nv.HasField("double_value"):
+        _add(out, flat_key, key, "real", nv.double_value)
+    elif nv.HasField("bool_value"):
+        _add(out, flat_key, key, "bool", int(nv.bool_value))
+    elif nv.HasField("string_value"):
+        _add(out, flat_key, key, "string", nv.string_value)
+
+
+def _annotation_name(ann, seq) -> str:
+    if ann.HasField("name_iid"):
+        n = seq.lookup(I_DEBUG_NAMES, ann.name_iid)
+        return n if n is not None else f"<unknown iid {ann.name_iid}>"
+    return ann.name
+
+
+def _source_location_args(out: list, prefix: str, loc) -> None:
+    if loc is None:
+        return
+    file_name, function_name, line = loc
+    if file_name is not None:
+        _add(out, f"{prefix}.file_name", f"{prefix}.file_name", "string", file_name)
+    if function_name is not None:
+        _add(out, f"{prefix}.function_name", f"{prefix}.function_name", "string", function_name)
+    if line is not None:
+        _add(out, f"{prefix}.line_number", f"{prefix}.line_number", "uint", line)
+
+
+def proto_args(out: list, msg, prefix: str) -> None:
+    """Flattens a typed proto message into args named by field (reflection)."""
+    for fd, value in msg.ListFields():
+        key = f"{prefix}.{fd.name}"
+        if fd.label == fd.LABEL_REPEATED:
+            for i, item in enumerate(value):
+                _proto_field(out, fd, item, key, f"{key}[{i}]")
+        else:
+            _proto_field(out, fd, value, key, key)
+
+
+def _proto_field(out: list, fd, value, flat_key: str, key: str) -> None:
+    t = fd.type
+    if t == fd.TYPE_MESSAGE:
+        proto_args(out, value, key) if flat_key == key else _proto_message_indexed(out, value, flat_key, key)
+    elif t == fd.TYPE_BOOL:
+        _add(out, flat_key, key, "bool", int(value))
+    elif t in (fd.TYPE_DOUBLE, fd.TYPE_FLOAT):
+        _add(out, flat_key, key, "real", value)
+    elif t in (fd.TYPE_UINT32, fd.TYPE_UINT64, fd.TYPE_FIXED32, fd.TYPE_FIXED64):
+        _add(out, flat_key, key, "uint", value)
+    elif t == fd.TYPE_ENUM:
+        ev = fd.enum_type.values_by_number.get(value)
+        _add(out, flat_key, key, "string", ev.name if ev else str(value))
+    elif t == fd.TYPE_STRING:
+        _add(out, flat_key, key, "string", value)
+    elif t == fd.TYPE_BYTES:
+        _add(out, flat_key, key, "string", value.hex())
+    else:
+        _add(out, flat_key, key, "int", value)
+
+
+def _proto_message_indexed(out: list, msg, flat_key: str, key: str) -> None:
+    for fd, value in msg.ListFields():
+        _proto_field(out, fd, value, f"{flat_key}.{fd.name}", f"{key}.{fd.name}")
+
+
+# Typed TrackEvent fields whose iids point into interned data.
+def _typed_field_args(out: list, ev, seq, stats) -> None:
+    for fd, value in ev.ListFields():
+        name = fd.name
+        if name == "task_execution":
+            if value.HasField("posted_from_iid"):
+                _source_location_args(out, "task.posted_from", seq.lookup(I_SOURCE_LOCATIONS, value.posted_from_iid))
+            else:
+                proto_args(out, value, "task")
+        elif name == "log_message":
+            loc = seq.lookup(I_SOURCE_LOCATIONS, value.source_location_iid) if value.source_location_iid else None
+            _source_location_args(out, "track_event.log_message", loc)
+            body = seq.lookup(I_LOG_BODY, value.body_iid) if value.body_iid else None
+            if body is not None:
+                _add(out, "track_event.log_message", "track_event.log_message", "string", body)
+            if value.prio:
+                _add(out, "track_event.priority", "track_event.priority", "int", value.prio)
+        elif name == "chrome_histogram_sample":
+            if value.HasField("name_iid"):
+                hname = seq.lookup(I_HISTOGRAM_NAMES, value.name_iid)
+                if hname is not None:
+                    _add(out, "chrome_histogram_sample.name", "chrome_histogram_sample.name", "string", hname)
+            proto_args(out, value, "chrome_histogram_sample")
+        elif name == "source_location_iid":
+            _source_location_args(out, "source", seq.lookup(I_SOURCE_LOCATIONS, value))
+        elif name == "source_location":
+            _source_location_args(out, "source", (value.file_name or None, value.function_name or None,
+                                                  value.line_number if value.HasField("line_number") else None))
+        elif name == "correlation_id":
+            _add(out, "correlation_id", "correlation_id", "uint", value)
+        elif name == "correlation_id_str":
+            _add(out, "correlation_id", "correlation_id", "string", value)
+        elif name == "correlation_id_str_iid":
+            s = seq.lookup(I_CORRELATION_STR, value)
+            if s is not None:
+                _add(out, "correlation_id", "correlation_id", "string", s)
+        elif fd.type == fd.TYPE_MESSAGE and name.startswith(("chrome_", "cc_", "screenshot")):
+            proto_args(out, value, name)
+
+
+def event_args(ev, seq, stats) -> Optional[list]:
+    out: list = []
+    for ann in ev.debug_annotations:
+        name = _annotation_name(ann, seq)
+        debug_annotation_args(out, ann, f"debug.{name}", f"debug.{name}", seq)
+    _typed_field_args(out, ev, seq, stats)
+    return out or None
+
+
+# -- parsing -----------------------------------------------------------------------
+
+class _MergedGroup:
+    """Sibling tracks merged by name/key: slices of one uuid share a track;
+    concurrent uuids get further tracks (trace_processor's TrackCompressor)."""
+
+    __slots__ = ("tracks", "owner", "depth", "make")
+
+    def __init__(self, make) -> None:
+        self.tracks: list[int] = []
+        self.owner: dict[int, int] = {}  # track index -> uuid currently using it
+        self.depth: dict[int, int] = {}  # uuid -> open slice count
+        self.make = make
+
+    def track_for(self, uuid: int, kind: str) -> int:
+        for idx, owner in self.owner.items():
+            if owner == uuid:
+                break
+        else:
+            idx = next((i for i in range(len(self.tracks)) if i not in self.owner), None)
+            if idx is None:
+                idx = len(self.tracks)
+                self.tracks.append(self.make(idx))
+            if kind != "instant":
+                self.owner[idx] = uuid
+        if kind == "begin":
+            self.depth[uuid] = self.depth.get(uuid, 0) + 1
+        elif kind == "end":
+            d = self.depth.get(uuid, 0) - 1
+            if d <= 0:
+                self.depth.pop(uuid, None)
+                self.owner.pop(idx, None)
+            else:
+                self.depth[uuid] = d
+        return self.tracks[idx]
+
+
+class TrackEventParser:
+    def __init__(self, trace, reservations: dict[int, Reservation], first_packet_sequences: set[int]) -> None:
+        self.trace = trace
+        self.stats = trace.stats
+        self.procs = trace.processes
+        self.tracks = trace.tracks
+        self.slices = trace.slices
+        self.flows = trace.flows
+        self.reservations = reservations
+        self.first_packet_sequences = first_packet_sequences
+        self._resolved: dict[int, Optional[tuple]] = {}  # uuid -> (scope, id, is_root)
+        self._track_of_uuid: dict[int, Any] = {}  # uuid -> track id or _MergedGroup
+        self._uuid_by_utid: dict[int, int] = {}
+        self._uuid_by_upid: dict[int, int] = {}
+        self._states: dict[int, list] = {}  # state track -> [id, ts, category, value, args]
+        self._v1_flow_ids: dict[tuple, int] = {}
+
+    # -- descriptors -------------------------------------------------------------
+    def parse(self, ts: int, ev: tuple) -> None:
+        kind = ev[0]
+        if kind == EV_TRACK_EVENT:
+            self.trace.see_ts(ts)
+            self._track_event(ts, ev)
+        elif kind == EV_DESCRIPTOR:
+            self._descriptor(ts, ev)
+        else:
+            _, _, pid, tid, name, *_ = ev
+            utid = self.procs.update_thread(tid, pid)
+            self.procs.set_thread_name(utid, name, NAME_PRIORITY_TRACK_DESCRIPTOR)
+
+    def _descriptor(self, ts: int, ev: tuple) -> None:
+        _, uuid, pid, tid, thread_name, cmdline, process_name, start_ts, chrome, labels, sort_index = ev
+        if uuid is not None and self.resolve(uuid) is None:
+            self.stats.inc("track_event_parser_errors")
+            return
+        if tid is not None:
+            utid = self.procs.update_thread(tid, pid)
+            self.procs.set_thread_name(utid, thread_name, NAME_PRIORITY_TRACK_DESCRIPTOR)
+            if chrome is not None:
+                pass
+            return
+        upid = self._uuid_upid(uuid) if uuid is not None else self.procs.get_or_create_process(pid)
+        proc = self.procs.process(upid)
+        if process_name:
+            proc.name = process_name
+        if cmdline:
+            proc.cmdline = " ".join(cmdline)
+            if proc.name is None and not process_name and uuid is None:
+                proc.name = cmdline[0]
+        if start_ts and proc.start_ts is None:
+            proc.start_ts = start_ts
+        if chrome is not None:
+            ptype, host_app, crash_id = chrome
+            if ptype is not None:
+                proc.args["chrome.process_type"] = ("chrome.process_type", "chrome.process_type", "int", ptype)
+                if proc.name is None:
+                    proc.name = CHROME_PROCESS_NAMES.get(ptype)
+            if host_app:
+                proc.args["chrome.host_app_package_name"] = ("chrome.host_app_package_name",
+                                                             "chrome.host_app_package_name", "string", host_app)
+            if crash_id is not None:
+                proc.args["chrome.crash_trace_id"] = ("chrome.crash_trace_id", "chrome.crash_trace_id", "int",
+                                                      crash_id)
+        if labels:
+            for i, label in enumerate(labels):
+                k = f"chrome.process_label[{i}]"
+                proc.args[k] = ("chrome.process_label", k, "string", label)
+
+    def _uuid_upid(self, uuid: int) -> int:
+        res = self.resolve(uuid)
+        return res[1] if res and res[0] == "process" else self.procs.get_or_create_process(self.reservations[uuid].pid)
+
+    def resolve(self, uuid: int) -> Optional[tuple]:
+        """(scope, utid|upid|None, is_root) for a descriptor uuid; None if invalid."""
+        if uuid in self._resolved:
+            return self._resolved[uuid]
+        self._resolved[uuid] = None  # guards against parent loops
+        r = self.reservations.get(uuid)
+        if r is None:
+            r = self.reservations[uuid] = Reservation(uuid)
+            if uuid == 0:
+                r.name = "Default Track"
+        depth = 0
+        p = r.parent_uuid
+        seen = {uuid}
+        while p:
+            if p in seen:
+                self.stats.inc("track_event_track_hierarchy_loop")
+                return None
+            seen.add(p)
+            depth += 1
+            if depth > 100:
+                self.stats.inc("track_event_track_hierarchy_too_deep")
+                return None
+            pr = self.reservations.get(p)
+            p = pr.parent_uuid if pr else 0
+        parent = self.resolve(r.parent_uuid) if r.parent_uuid else None
+        if r.tid is not None:
+            utid = self.procs.update_thread(r.tid, r.pid)
+            if utid in self._uuid_by_utid and self._uuid_by_utid[utid] != uuid:
+                # tid reuse: a new descriptor for a known thread starts a new thread.
+                utid = self.procs._new_thread(r.tid).utid
+                self.procs.update_thread(r.tid, r.pid)
+            self._uuid_by_utid[utid] = uuid
+            result = ("thread", utid, True)
+        elif r.pid is not None:
+            upid = self.procs.get_or_create_process(r.pid)
+            if upid in self._uuid_by_upid and self._uuid_by_upid[upid] != uuid:
+                upid = self.procs._new_process(r.pid).upid
+            self._uuid_by_upid[upid] = uuid
+            result = ("process", upid, True)
+        elif parent is not None and parent[0] != "global":
+            result = (parent[0], parent[1], False)
+        else:
+            result = ("global", None, False)
+        self._resolved[uuid] = result
+        return result
+
+    # -- tracks ------------------------------------------------------------------
+    def _source_args(self, r: Reservation, is_root_in_scope: bool) -> list[Arg]:
+        out: list[Arg] = [("source", "source", "string", "descriptor"),
+                          ("trace_id", "trace_id", "int", _signed(r.uuid)),
+                          ("is_root_in_scope", "is_root_in_scope", "bool", int(is_root_in_scope))]
+        c = r.counter
+        if c is not None:
+            if c.category:
+                out.append(("category", "category", "string", c.category))
+            if c.builtin_type:
+                out.append(("builtin_counter_type", "builtin_counter_type", "string", c.builtin_type))
+            if c.y_axis_share_key:
+                out.append(("y_axis_share_key", "y_axis_share_key", "string", c.y_axis_share_key))
+        if r.seq_id is not None and r.seq_id in self.first_packet_sequences:
+            out.append(("has_first_packet_on_sequence", "has_first_packet_on_sequence", "bool", 1))
+        if r.child_ordering:
+            out.append(("child_ordering", "child_ordering", "string", r.child_ordering))
+        if r.sibling_order_rank is not None:
+            out.append(("sibling_order_rank", "sibling_order_rank", "int", r.sibling_order_rank))
+        if r.description:
+            out.append(("description", "description", "string", r.description))
+        return out
+
+    def _new_track(self, type: str, dims: tuple, r: Reservation, name, is_root: bool, event_type: str,
+                   parent_id: Optional[int]) -> int:
+        unit = r.counter.unit if r.counter else None
+        track_id = self.tracks.intern(type, dims, event_type, name, unit)
+        row = self.tracks.row(track_id)
+        if not row.source_args:
+            row.source_args = self._source_args(r, is_root)
+        if parent_id is not None:
+            row.parent_id = parent_id
+        return track_id
+
+    def descriptor_track(self, uuid: int, event_name: Optional[str]):
+        """Track id (or merged group) for events on descriptor uuid."""
+        found = self._track_of_uuid.get(uuid)
+        if found is not None:
+            return found
+        res = self.resolve(uuid)
+        if res is None:
+            return None
+        scope, owner, is_root = res
+        r = self.reservations[uuid]
+        event_type = "counter" if r.counter else "state" if r.is_state else "slice"
+        parent_id = None
+        parent_res = None
+        if r.parent_uuid:
+            parent_id = self._parent_track(r.parent_uuid)
+            parent_res = self.resolve(r.parent_uuid)
+        suuid = _signed(uuid)
+        if is_root:
+            if scope == "thread":
+                if r.counter:
+                    t = self._new_track("thread_counter_track_event", (("utid", owner), ("track_uuid", suuid)), r,
+                                        r.name, True, "counter", None)
+                elif r.use_separate_track or r.is_state:
+                    t = self._new_track("thread_state_track_event" if r.is_state else "thread_track_event",
+                                        (("utid", owner), ("track_uuid", suuid)), r, r.name, True, event_type, None)
+                else:
+                    t = self.thread_track(owner)
+            else:
+                typ = ("process_counter_track_event" if r.counter else
+                       "process_state_track_event" if r.is_state else "process_track_event")
+                t = self._new_track(typ, (("upid", owner), ("track_uuid", suuid)), r, r.name, True, event_type, None)
+            self._track_of_uuid[uuid] = t
+            return t
+        name = r.name if r.name is not None else event_name
+        # Named by the first event: the track is only final once it has a name.
+        cacheable = r.name is not None or event_name is not None
+        if parent_id is not None and parent_res is not None and parent_res[0] in ("thread", "process"):
+            pscope, powner, proot = parent_res
+            dim = "utid" if pscope == "thread" else "upid"
+            set_parent = None if proot else parent_id
+            if r.counter:
+                t = self._new_track(f"{pscope}_counter_track_event", ((dim, powner), ("track_uuid", suuid)), r,
+                                    r.name, False, "counter", set_parent)
+            elif r.merge is None or r.is_state:
+                typ = f"{pscope}_state_track_event" if r.is_state else f"{pscope}_track_event"
+                t = self._new_track(typ, ((dim, powner), ("track_uuid", suuid)), r, name, False, event_type,
+                                    set_parent)
+            else:
+                key = r.merge_key if r.merge == "key" else name
+                mtype = 2 if r.merge == "key" else 0
+                t = self._merged_group(f"{pscope}_merged_track_event",
+                                       ((dim, powner), ("parent_track_uuid", _signed(r.parent_uuid)),
+                                        ("merge_key_type", mtype), ("merge_key_value", key)), r, name, set_parent)
+        else:
+            is_root_in_scope = uuid == 0
+            if r.counter:
+                t = self._new_track("global_counter_track_event", (("track_uuid", suuid),), r, r.name,
+                                    is_root_in_scope, "counter", parent_id)
+            elif r.merge is None or r.is_state:
+                typ = "global_state_track_event" if r.is_state else "global_track_event"
+                t = self._new_track(typ, (("track_uuid", suuid),), r, name, is_root_in_scope, event_type, parent_id)
+            else:
+                key = r.merge_key if r.merge == "key" else name
+                mtype = 2 if r.merge == "key" else 0
+                t = self._merged_group("global_merged_track_event",
+                                       (("parent_track_uuid", _signed(r.parent_uuid)), ("merge_key_type", mtype),
+                                        ("merge_key_value", key)), r, name, parent_id, is_root_in_scope)
+        if cacheable:
+            self._track_of_uuid[uuid] = t
+        return t
+
+    def _merged_group(self, type: str, dims: tuple, r: Reservation, name, parent_id, is_root_in_scope=False):
+        key = (type, dims)
+        groups = self.__dict__.setdefault("_groups", {})
+        group = groups.get(key)
+        if group is None:
+            def make(idx: int) -> int:
+                return self._new_track(type, dims + (("track_compressor_idx", idx),), r, name, is_root_in_scope,
+                                       "slice", parent_id)
+            group = groups[key] = _MergedGroup(make)
+        return group
+
+    def _parent_track(self, uuid: int) -> Optional[int]:
+        t = self.descriptor_track(uuid, None)
+        if isinstance(t, _MergedGroup):
+            return t.track_for(uuid, "instant")
+        return t
+
+    def thread_track(self, utid: int) -> int:
+        return self.tracks.intern("thread_execution", (("utid", utid),), "slice")
+
+    def _slice_track(self, t, uuid: int, kind: str) -> Optional[int]:
+        if isinstance(t, _MergedGroup):
+            return t.track_for(uuid, kind)
+        return t
+
+    # -- events ----------------------------------------------------------------------
+    def _track_event(self, ts: int, ev: tuple) -> None:
+        etype = ev[F_TYPE]
+        legacy = ev[F_LEGACY]
+        phase = legacy.get("phase") if legacy else None
+        if not etype and not phase:
+            self.stats.inc("track_event_parser_errors")
+            return
+        uuid = ev[F_UUID]
+        thread = ev[F_THREAD]
+        name = ev[F_NAME]
+        utid = upid = None
+        passthrough_utid = None
+        fallback = False
+        if uuid:
+            res = self.resolve(uuid)
+            if res is None:
+                self.stats.inc("track_event_parser_errors")
+                return
+            scope, owner, _ = res
+            if scope == "thread":
+                utid = owner
+                upid = self.procs.thread(utid).upid
+            elif scope == "process":
+                upid = owner
+                if thread is not None:
+                    cand = self.procs.update_thread(thread[1], thread[0])
+                    if self.procs.thread(cand).upid == upid:
+                        passthrough_utid = cand
+            elif thread is not None:
+                passthrough_utid = self.procs.update_thread(thread[1], thread[0])
+        else:
+            valid = thread is not None
+            fallback = (not ev[F_HAS_UUID] or not ev[F_HAS_TYPE]) and valid
+            if legacy and "pid_override" in legacy:
+                fallback = True
+            if legacy and "tid_override" in legacy and valid:
+                fallback = True
+            if fallback:
+                pid, tid = thread if thread else (0, 0)
+                if legacy and "pid_override" in legacy:
+                    pid = legacy["pid_override"]
+                    tid = -1  # trace_processor makes a synthetic tid here
+                if legacy and "tid_override" in legacy:
+                    tid = legacy["tid_override"]
+                if not pid or not tid:
+                    self.stats.inc("track_event_parser_errors")
+                    return
+                utid = self.procs.update_thread(tid, pid)
+                upid = self.procs.thread(utid).upid
+        if phase in ("b", "e", "n", "S", "T", "p", "F"):
+            passthrough_utid = utid
+        elif phase in ("i", "I"):
+            scope_ = legacy.get("instant_event_scope", 0)
+            if scope_ in (0, 3):
+                if utid is None:
+                    self.stats.inc("track_event_parser_errors")
+                    return
+            elif scope_ == 1:
+                passthrough_utid, utid = utid, None
+            elif scope_ == 2:
+                if upid is None:
+                    self.stats.inc("track_event_parser_errors")
+                    return
+                passthrough_utid, utid = utid, None
+
+        thread_ts = ev[F_THREAD_TS]
+        thread_ic = ev[F_THREAD_IC]
+        # Thread time carried on the event itself becomes per-thread counters.
+        if utid is not None:
+            if thread_ts is not None:
+                t = self.tracks.intern("thread_time", (("utid", utid),), "counter", "thread_time")
+                self.trace.insert_counter(ts, t, float(thread_ts))
+            if thread_ic is not None:
+                t = self.tracks.intern("thread_instructions", (("utid", utid),), "counter", "thread_instruction_count")
+                self.trace.insert_counter(ts, t, float(thread_ic))
+        if ev[F_EXTRA]:
+            for cuuid, value in ev[F_EXTRA]:
+                t = self.descriptor_track(cuuid, None)
+                if t is None or isinstance(t, _MergedGroup):
+                    continue
+                self.trace.insert_counter(ts, t, value)
+                cname = self.tracks.row(t).name
+                if cname == "thread_time":
+                    thread_ts = int(value)
+                elif cname == "thread_instruction_count":
+                    thread_ic = int(value)
+
+        if etype == TYPE_COUNTER:
+            t = self._association(uuid, fallback, utid, upid, name, legacy, "counter")
+            if t is not None:
+                self.trace.insert_counter(ts, t, ev[F_COUNTER], ev[F_ARGS])
+            return
+        if etype == TYPE_STATE:
+            if not uuid and fallback:
+                self.stats.inc("track_event_parser_errors")
+                return
+            t = self.descriptor_track(uuid, name)
+            if t is not None:
+                self._state(ts, t, ev[F_CATEGORY], name, ev[F_ARGS])
+            return
+
+        if phase is None:
+            phase = {TYPE_SLICE_BEGIN: "B", TYPE_SLICE_END: "E", TYPE_INSTANT: "i"}.get(etype)
+            if phase is None:
+                self.stats.inc("track_event_parser_errors")
+                return
+            if utid is None:
+                phase = phase.lower() if phase != "i" else "n"
+        category = ev[F_CATEGORY]
+        args = list(ev[F_ARGS]) if ev[F_ARGS] else []
+
+        if phase in ("B", "E", "X") and utid is None:
+            self.stats.inc("track_event_parser_errors")
+            return
+        if phase in ("s", "t", "f"):
+            self._flow_v1(phase, legacy, category, name, uuid, fallback, utid, upid)
+            return
+        if phase == "M":
+            self._metadata_event(utid, upid, name, args)
+            return
+
+        async_like = phase in ("b", "e", "n", "S", "T", "p", "F")
+        kind = "begin" if phase in ("B", "b", "S") else "end" if phase in ("E", "e", "F") else "instant"
+        if async_like and legacy is not None:
+            t = self._legacy_async_track(legacy, category, name, upid, kind, args)
+            if t is None:
+                return
+            if passthrough_utid is not None:
+                args.append(("legacy_event.passthrough_utid", "legacy_event.passthrough_utid", "int",
+                             passthrough_utid))
+        elif phase in ("i", "I") and legacy and legacy.get("instant_event_scope", 0) in (1, 2):
+            if legacy.get("instant_event_scope") == 1:
+                t = self.tracks.intern("legacy_chrome_global_instants", (), "slice")
+            else:
+                t = self.tracks.intern("chrome_process_instant", (("upid", upid),), "slice")
+            row = self.tracks.row(t)
+            if not row.source_args:
+                row.source_args = [("source", "source", "string", "chrome")]
+        else:
+            t = self._association(uuid, fallback, utid, upid, name, legacy, kind)
+            if t is None:
+                return
+
+        if phase in ("S", "T", "p", "R"):
+            args.append(("legacy_event.phase", "legacy_event.phase", "string", phase))
+
+        slice_id = None
+        if phase in ("B", "b", "S"):
+            slice_id = self.slices.begin(ts, t, category, name, args, thread_ts if utid is not None else None,
+                                         thread_ic if utid is not None else None)
+        elif phase in ("E", "e", "F"):
+            slice_id = self.slices.end(ts, t, category, name, args, thread_ts, thread_ic)
+        elif phase == "X":
+            dur = legacy.get("duration_us", 0) * 1000
+            tdur = legacy.get("thread_duration_us", 0) * 1000 if thread_ts is not None else None
+            slice_id = self.slices.scoped(ts, dur, t, category, name, args, thread_ts, tdur)
+        elif phase in ("i", "I", "R", "n", "T", "p"):
+            slice_id = self.slices.scoped(ts, 0, t, category, name, args,
+                                          thread_ts if utid is not None else None,
+                                          0 if (utid is not None and thread_ts is not None) else None)
+        else:
+            self.stats.inc("track_event_parser_errors")
+            return
+        if slice_id is not None and phase not in ("T", "p"):
+            self._flows(slice_id, ev, legacy)
+
+    def _association(self, uuid, fallback, utid, upid, name, legacy, kind) -> Optional[int]:
+        if not uuid and fallback:
+            return self.thread_track(utid)
+        t = self.descriptor_track(uuid, name)
+        if t is None:
+            self.stats.inc("track_event_parser_errors")
+            return None
+        return self._slice_track(t, uuid, kind)
+
+    def _legacy_async_track(self, legacy, category, name, upid, kind, args) -> Optional[int]:
+        phase = legacy.get("phase")
+        scoped_to_process = False
+        if "unscoped_id" in legacy:
+            source_id = legacy["unscoped_id"]
+        elif "global_id" in legacy:
+            source_id = legacy["global_id"]
+        elif "local_id" in legacy:
+            if upid is None:
+                self.stats.inc("track_event_parser_errors")
+                return None
+            source_id = legacy["local_id"]
+            scoped_to_process = True
+        else:
+            self.stats.inc("track_event_parser_errors")
+            return None
+        args.insert(0, ("legacy_trace_source_id", "legacy_trace_source_id", "int", _signed(source_id)))
+        id_scope = name if phase in ("S", "T", "p", "F") else category
+        if "id_scope" in legacy:
+            id_scope = f"{category}:{legacy['id_scope']}"
+        if scoped_to_process:
+            typ, dims = "legacy_async_process_slice", (("upid", upid or 0), ("scope", id_scope or ""),
+                                                       ("source_id", _signed(source_id)))
+        else:
+            typ, dims = "legacy_async_global_slice", (("scope", id_scope or ""), ("source_id", _signed(source_id)))
+        return self.tracks.intern(typ, dims, "slice", name)
+
+    def _flows(self, slice_id: int, ev: tuple, legacy) -> None:
+        if legacy and "bind_id" in legacy:
+            direction = legacy.get("flow_direction")
+            bind_id = legacy["bind_id"]
+            if direction == 1:  # FLOW_IN
+                self.flows.step_v2(bind_id, slice_id, terminating=False) if bind_id in self.flows._last_slice \
+                    else self.stats.inc("flow_end_without_start")
+            elif direction == 2:  # FLOW_OUT
+                self.flows.begin(bind_id, slice_id)
+            elif direction == 3:  # FLOW_INOUT
+                self.flows.step(bind_id, slice_id)
+            else:
+                self.stats.inc("flow_without_direction")
+        if ev[F_FLOWS]:
+            for fid in ev[F_FLOWS]:
+                self.flows.step_v2(fid, slice_id, terminating=False)
+        if ev[F_TERM_FLOWS]:
+            for fid in ev[F_TERM_FLOWS]:
+                if fid in self.flows._last_slice:
+                    self.flows.step_v2(fid, slice_id, terminating=True)
+
+    def _flow_v1(self, phase, legacy, category, name, uuid, fallback, utid, upid) -> None:
+        if not legacy or "unscoped_id" not in legacy:
+            self.stats.inc("flow_invalid_id")
+            return
+        key = (legacy["unscoped_id"], category, name)
+        flow_id = self._v1_flow_ids.get(key)
+        if flow_id is None:
+            flow_id = self._v1_flow_ids[key] = -(len(self._v1_flow_ids) + 1)
+        t = self._association(uuid, fallback, utid, upid, name, legacy, "instant")
+        if t is None:
+            return
+        top = self.slices.top_slice(t)
+        if phase == "s":
+            self.flows.begin(flow_id, top)
+        elif phase == "t":
+            self.flows.step(flow_id, top)
+        else:
+            self.flows.end(flow_id, t, top, bool(legacy.get("bind_to_enclosing")), close=False)
+
+    def _metadata_event(self, utid, upid, name, args) -> None:
+        values = {a[1]: a[3] for a in args}
+        if name == "thread_name" and utid is not None:
+            self.procs.set_thread_name(utid, values.get("debug.name"))
+        elif name == "process_name" and upid is not None:
+            n = values.get("debug.name")
+            if n:
+                self.procs.process(upid).name = n
+        else:
+            self.stats.inc("track_event_parser_errors")
+
+    def _state(self, ts: int, track_id: int, category, value, args) -> None:
+        open_state = self._states.pop(track_id, None)
+        if open_state is not None:
+            sid, sts, scat, sval, sargs = open_state
+            self.trace.storage.write("state", (sid, sts, ts - sts, track_id, scat, sval,
+                                               self.trace.storage.arg_set(sargs) if sargs else None))
+        if value is not None:
+            sid = self.trace.storage.reserve_id("state")
+            self._states[track_id] = [sid, ts, category, value, args]
+
+    def finish(self) -> None:
+        for track_id, (sid, sts, scat, sval, sargs) in sorted(self._states.items()):
+            self.trace.storage.write("state", (sid, sts, PENDING, track_id, scat, sval,
+                                               self.trace.storage.arg_set(sargs) if sargs else None))
+        self._states.clear()
+
+
+def _signed(v: int) -> int:
+    return v - (1 << 64) if v >= 1 << 63 else v

@@ -1,0 +1,127 @@
+"""The trace model being built: database-wide state and one context per input.
+
+`TraceModel` owns the storage and what every input shares (machines, the
+process/thread/track rows, dense ids). `TraceContext` is one input file's
+view: its stats, trackers and bounds; importers only talk to a context.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+from .stats import Stats
+from .storage import Arg, TraceStorage
+from .trackers.flow_tracker import FlowTracker
+from .trackers.process_tracker import ProcessRow, ProcessTracker, ThreadRow
+from .trackers.slice_tracker import SliceTracker
+from .trackers.track_tracker import TrackRow, TrackTracker, write_tracks
+
+HOST_MACHINE_ID = 0
+
+
+class TraceContext:
+    def __init__(self, model: "TraceModel", trace_id: int, path: str, trace_type: str, size: int) -> None:
+        self.model = model
+        self.storage = model.storage
+        self.trace_id = trace_id
+        self.path = path
+        self.trace_type = trace_type
+        self.size = size
+        self.stats = Stats()
+        self.machine_id = HOST_MACHINE_ID
+        self.processes = ProcessTracker(self.storage, model.processes, model.threads,
+                                        pid_zero_is_idle=trace_type in ("proto", "systrace"))
+        self.tracks = TrackTracker(self.storage, model.tracks, trace_id)
+        self.slices = SliceTracker(self.storage, self.stats)
+        self.flows = FlowTracker(self.storage, self.stats)
+        self.slices.on_begin = self.flows.on_slice_begin
+        self.metadata: dict[str, object] = {}
+        self.min_ts: Optional[int] = None
+        self.max_ts: Optional[int] = None
+        self.packets_read = 0
+
+    def see_ts(self, ts: int) -> None:
+        if self.min_ts is None or ts < self.min_ts:
+            self.min_ts = ts
+        if self.max_ts is None or ts > self.max_ts:
+            self.max_ts = ts
+
+    def insert_counter(self, ts: int, track_id: int, value: float, args: Optional[list[Arg]] = None) -> int:
+        self.see_ts(ts)
+        arg_set_id = self.storage.arg_set(args) if args else None
+        return self.storage.insert("counter", (ts, track_id, value, arg_set_id))
+
+    def set_metadata(self, name: str, value: object) -> None:
+        self.metadata[name] = value
+
+
+class TraceModel:
+    def __init__(self, storage: TraceStorage) -> None:
+        self.storage = storage
+        self.processes: dict[int, ProcessRow] = {}
+        self.threads: dict[int, ThreadRow] = {}
+        self.tracks: dict[int, TrackRow] = {}
+        self.traces: list[TraceContext] = []
+        self._add_host()
+
+    @classmethod
+    def create(cls, path: str) -> "TraceModel":
+        return cls(TraceStorage.create(path))
+
+    def _add_host(self) -> None:
+        self.storage.insert("machine", (0, None, None, None, None, None, None, None, None, None, None, None, 0))
+        # upid 0 / utid 0 are reserved for the idle process and swapper thread.
+        proc = ProcessRow(self.storage.reserve_id("process"), 0, HOST_MACHINE_ID)
+        self.processes[proc.upid] = proc
+        swapper = ThreadRow(self.storage.reserve_id("thread"), 0, HOST_MACHINE_ID)
+        swapper.upid = 0
+        swapper.is_main_thread = 1
+        swapper.is_idle = 1
+        self.threads[swapper.utid] = swapper
+
+    def begin_trace(self, path: str, trace_type: str, size: int) -> TraceContext:
+        trace = TraceContext(self, len(self.traces), path, trace_type, size)
+        self.traces.append(trace)
+        if trace_type in ("proto", "systrace"):
+            self.threads[0].name = self.threads[0].name or "swapper"
+        return trace
+
+    def end_trace(self, trace: TraceContext) -> None:
+        trace.slices.flush()
+        self.storage.write("trace_file", (trace.trace_id, None, os.path.basename(trace.path), trace.size,
+                                          trace.trace_type, trace.trace_id))
+        for name, value in sorted(trace.metadata.items()):
+            self._metadata(name, value, trace.trace_id)
+        self._metadata("trace_type", trace.trace_type, trace.trace_id)
+        self._metadata("trace_size_bytes", trace.size, trace.trace_id)
+        for row in trace.stats.rows(HOST_MACHINE_ID, trace.trace_id):
+            self.storage.insert("stats", row)
+
+    def _metadata(self, name: str, value: object, trace_id: Optional[int]) -> None:
+        if isinstance(value, str):
+            row = (name, "single", None, value, None, trace_id)
+        else:
+            row = (name, "single", int(value), None, None, trace_id)  # type: ignore[arg-type]
+        self.storage.insert("metadata", row)
+
+    def finish(self) -> None:
+        s = self.storage
+        for p in sorted(self.processes.values(), key=lambda r: r.upid):
+            s.write("process", (p.upid, p.pid, p.name, p.start_ts, p.end_ts, p.parent_upid, p.uid, None, None,
+                                p.cmdline, s.arg_set(list(p.args.values())), p.machine_id))
+        for t in sorted(self.threads.values(), key=lambda r: r.utid):
+            s.write("thread", (t.utid, t.tid, t.name, t.start_ts, t.end_ts, t.upid, t.is_main_thread, t.is_idle,
+                               t.machine_id, s.arg_set(list(t.args.values()))))
+        write_tracks(s, self.tracks)
+        starts = [t.min_ts for t in self.traces if t.min_ts is not None]
+        ends = [max(x for x in (t.max_ts, t.slices.max_end) if x is not None)
+                for t in self.traces if t.max_ts is not None or t.slices.max_end is not None]
+        start, end = (min(starts), max(ends)) if starts and ends else (0, 0)
+        if start == end:
+            end = start + 1
+        s.write("trace_bounds", (start, end))
+        s.finish()
+
+    def abort(self) -> None:
+        self.storage.abort()

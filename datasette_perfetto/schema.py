@@ -1,0 +1,377 @@
+"""The database schema, declared once as data.
+
+Every table and view a trace database holds is described here: column names
+and order (trace_processor's public names and `SELECT *` order), SQLite types,
+documentation and indexes. DDL, the writer's INSERT statements, Datasette
+metadata and `metadata.yml` are all derived from these declarations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str  # INTEGER | REAL | TEXT | BLOB
+    doc: str
+    # SQL expression for a column computed from the others (an alias such as
+    # slice.slice_id); stored nowhere, so the writer never inserts it.
+    generated: Optional[str] = None
+    unit: Optional[str] = None
+
+    @property
+    def stored(self) -> bool:
+        return self.generated is None
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    doc: str
+    columns: tuple[Column, ...]
+    indexes: tuple[tuple[str, ...], ...] = ()
+
+    @property
+    def stored_columns(self) -> list[str]:
+        return [c.name for c in self.columns if c.stored]
+
+    def create_sql(self) -> str:
+        parts = []
+        for c in self.columns:
+            if c.generated:
+                parts.append(f"[{c.name}] {c.type} GENERATED ALWAYS AS ({c.generated}) VIRTUAL")
+            elif c.name == "id":
+                parts.append("[id] INTEGER PRIMARY KEY")
+            else:
+                parts.append(f"[{c.name}] {c.type}")
+        return f"CREATE TABLE [{self.name}] (\n  " + ",\n  ".join(parts) + "\n)"
+
+    def index_sql(self) -> list[str]:
+        return [
+            f"CREATE INDEX [{self.name}_{'_'.join(cols)}] ON [{self.name}] ({', '.join(cols)})"
+            for cols in self.indexes
+        ]
+
+    def insert_sql(self) -> str:
+        cols = self.stored_columns
+        return (
+            f"INSERT INTO [{self.name}] ({', '.join(cols)}) "
+            f"VALUES ({', '.join('?' for _ in cols)})"
+        )
+
+
+@dataclass(frozen=True)
+class View:
+    name: str
+    doc: str
+    sql: str
+    columns: tuple[Column, ...] = field(default=())
+
+    def create_sql(self) -> str:
+        return f"CREATE VIEW [{self.name}] AS {self.sql}"
+
+
+def C(name, type, doc, generated=None, unit=None) -> Column:
+    return Column(name, type, doc, generated, unit)
+
+
+TS = "ns"
+
+MACHINE = Table(
+    "machine",
+    "Machines the trace was recorded on. The host is raw_id 0 and id 0.",
+    (
+        C("id", "INTEGER", "Machine id (→ machine_id columns elsewhere)."),
+        C("raw_id", "INTEGER", "Machine id as written in the trace (TracePacket.machine_id); 0 for the host."),
+        C("name", "TEXT", "Machine name, when the trace names it."),
+        C("sysname", "TEXT", "uname sysname."),
+        C("release", "TEXT", "uname release."),
+        C("version", "TEXT", "uname version."),
+        C("arch", "TEXT", "uname machine / architecture."),
+        C("num_cpus", "INTEGER", "Number of CPUs."),
+        C("android_build_fingerprint", "TEXT", "Android build fingerprint."),
+        C("android_device_manufacturer", "TEXT", "Android device manufacturer."),
+        C("android_sdk_version", "INTEGER", "Android SDK version."),
+        C("system_ram_bytes", "INTEGER", "Installed RAM in bytes.", unit="bytes"),
+        C("system_ram_gb", "INTEGER", "Installed RAM in GB, rounded."),
+        C("label_index", "INTEGER", "0 for the host, 1..n for other machines in id order."),
+    ),
+)
+
+TRACE_FILE = Table(
+    "trace_file",
+    "One row per input file ingested into this database (trace_processor's __intrinsic_trace_file).",
+    (
+        C("id", "INTEGER", "Trace file id (→ trace_id columns elsewhere)."),
+        C("parent_id", "INTEGER", "Containing file, for archives; NULL for top-level inputs."),
+        C("name", "TEXT", "File name as given on the command line."),
+        C("size", "INTEGER", "File size in bytes.", unit="bytes"),
+        C("trace_type", "TEXT", "Detected format: proto, json, systrace, ..."),
+        C("processing_order", "INTEGER", "Order in which the file was imported."),
+    ),
+)
+
+PROCESS = Table(
+    "process",
+    "Processes seen in the trace. upid is unique within the database; pid can be reused.",
+    (
+        C("upid", "INTEGER", "Unique process id within the database (alias of id).", generated="id"),
+        C("id", "INTEGER", "Row id; same as upid. upid 0 is reserved (the idle/swapper process)."),
+        C("pid", "INTEGER", "OS process id (not unique: pids are reused)."),
+        C("name", "TEXT", "Process name."),
+        C("start_ts", "INTEGER", "Start time, when a creation event was seen.", unit=TS),
+        C("end_ts", "INTEGER", "End time, when a destruction event was seen.", unit=TS),
+        C("parent_upid", "INTEGER", "→ process.upid of the parent process."),
+        C("uid", "INTEGER", "Unix uid."),
+        C("android_appid", "INTEGER", "Android app id."),
+        C("android_user_id", "INTEGER", "Android multi-user id."),
+        C("cmdline", "TEXT", "Command line."),
+        C("arg_set_id", "INTEGER", "Extra args (→ args.arg_set_id)."),
+        C("machine_id", "INTEGER", "→ machine.id."),
+    ),
+    indexes=(("pid",),),
+)
+
+THREAD = Table(
+    "thread",
+    "Threads seen in the trace. utid is unique within the database; tid can be reused.",
+    (
+        C("utid", "INTEGER", "Unique thread id within the database (alias of id).", generated="id"),
+        C("id", "INTEGER", "Row id; same as utid. utid 0 is reserved (the idle/swapper thread)."),
+        C("tid", "INTEGER", "OS thread id (not unique: tids are reused)."),
+        C("name", "TEXT", "Thread name."),
+        C("start_ts", "INTEGER", "Start time, if known.", unit=TS),
+        C("end_ts", "INTEGER", "End time, if known.", unit=TS),
+        C("upid", "INTEGER", "→ process.upid; NULL if the owning process is unknown."),
+        C("is_main_thread", "INTEGER", "1 if tid == pid; NULL if unknown."),
+        C("is_idle", "INTEGER", "1 for a kernel idle task (utid 0)."),
+        C("machine_id", "INTEGER", "→ machine.id."),
+        C("arg_set_id", "INTEGER", "Extra args (→ args.arg_set_id)."),
+    ),
+    indexes=(("tid",), ("upid",)),
+)
+
+TRACK = Table(
+    "track",
+    "Every timeline track: thread, process, async, counter and state tracks alike. "
+    "thread_track, process_track, counter_track and the other *_track views are subsets.",
+    (
+        C("id", "INTEGER", "Track id (→ slice.track_id, counter.track_id, state.track_id)."),
+        C("name", "TEXT", "Display name; NULL for many auto-named tracks (e.g. the main thread track)."),
+        C("type", "TEXT", "Kind of data on the track, e.g. thread_execution, process_track_event, cpu_frequency."),
+        C("dimension_arg_set_id", "INTEGER", "Args that tell this track apart from others of the same type; NULL for a global track."),
+        C("parent_id", "INTEGER", "→ track.id of the parent (TrackDescriptor parent_uuid hierarchies)."),
+        C("source_arg_set_id", "INTEGER", "Args about where the track came from (description, trace_id, ...)."),
+        C("machine_id", "INTEGER", "→ machine.id."),
+        C("track_group_id", "INTEGER", "Shared by tracks that form one logical UI track."),
+        C("event_type", "TEXT", "slice, counter or state."),
+        C("counter_unit", "TEXT", "Unit of a counter track's values."),
+        C("utid", "INTEGER", "→ thread.utid for thread-associated tracks (mirrors the utid dimension)."),
+        C("upid", "INTEGER", "→ process.upid for process-associated tracks (mirrors the upid dimension)."),
+        C("trace_id", "INTEGER", "→ trace_file.id the track came from."),
+    ),
+    indexes=(("utid",), ("upid",), ("name",)),
+)
+
+SLICE = Table(
+    "slice",
+    "Slices: spans of time on a track (begin/end pairs, complete events and instants).",
+    (
+        C("id", "INTEGER", "Slice id; ids follow ts order."),
+        C("ts", "INTEGER", "Start timestamp.", unit=TS),
+        C("dur", "INTEGER", "Duration; -1 if the slice never ended, 0 for instants.", unit=TS),
+        C("track_id", "INTEGER", "→ track.id."),
+        C("category", "TEXT", "Category (TrackEvent/JSON cat)."),
+        C("name", "TEXT", "Slice name."),
+        C("depth", "INTEGER", "Nesting depth on its track; 0 is a root slice."),
+        C("parent_id", "INTEGER", "→ slice.id of the enclosing slice; NULL at depth 0."),
+        C("arg_set_id", "INTEGER", "→ args.arg_set_id."),
+        C("thread_ts", "INTEGER", "Thread CPU time at the start.", unit=TS),
+        C("thread_dur", "INTEGER", "Thread CPU time used by the slice.", unit=TS),
+        C("thread_instruction_count", "INTEGER", "Instruction counter at the start."),
+        C("thread_instruction_delta", "INTEGER", "Instructions retired during the slice."),
+        C("cat", "TEXT", "Alias of category.", generated="category"),
+        C("slice_id", "INTEGER", "Alias of id.", generated="id"),
+    ),
+    indexes=(("track_id", "ts"), ("name",), ("ts",), ("parent_id",)),
+)
+
+FLOW = Table(
+    "flow",
+    "Flow arrows between slices (TrackEvent flow ids, JSON flow events).",
+    (
+        C("id", "INTEGER", "Flow id."),
+        C("slice_out", "INTEGER", "→ slice.id where the arrow starts."),
+        C("slice_in", "INTEGER", "→ slice.id where the arrow ends."),
+        C("trace_id", "INTEGER", "Raw flow id from the trace."),
+        C("arg_set_id", "INTEGER", "→ args.arg_set_id."),
+    ),
+    indexes=(("slice_out",), ("slice_in",)),
+)
+
+COUNTER = Table(
+    "counter",
+    "Counter values. A value holds until the next row on the same track.",
+    (
+        C("id", "INTEGER", "Row id; ids follow ts order."),
+        C("ts", "INTEGER", "Timestamp.", unit=TS),
+        C("track_id", "INTEGER", "→ counter_track.id."),
+        C("value", "REAL", "Counter value."),
+        C("arg_set_id", "INTEGER", "→ args.arg_set_id."),
+    ),
+    indexes=(("track_id", "ts"),),
+)
+
+STATE = Table(
+    "state",
+    "Symbolic states on state tracks (TrackEvent state tracks).",
+    (
+        C("id", "INTEGER", "Row id."),
+        C("ts", "INTEGER", "Start timestamp.", unit=TS),
+        C("dur", "INTEGER", "Duration; -1 if still open.", unit=TS),
+        C("track_id", "INTEGER", "→ track.id (a state track)."),
+        C("category", "TEXT", "Category."),
+        C("value", "TEXT", "The state."),
+        C("arg_set_id", "INTEGER", "→ args.arg_set_id."),
+    ),
+    indexes=(("track_id", "ts"),),
+)
+
+ARGS = Table(
+    "args",
+    "Key/value arguments. Rows sharing arg_set_id form one set; other tables point at sets.",
+    (
+        C("id", "INTEGER", "Row id."),
+        C("arg_set_id", "INTEGER", "Set id; equals the id of the set's first row."),
+        C("flat_key", "TEXT", "Key without array indexes (debug.foo.bar)."),
+        C("key", "TEXT", "Full key (debug.foo[0].bar); EXTRACT_ARG matches this."),
+        C("int_value", "INTEGER", "Value for int, uint, pointer and bool."),
+        C("string_value", "TEXT", "Value for string and json."),
+        C("real_value", "REAL", "Value for real."),
+        C("value_type", "TEXT", "int, uint, string, real, pointer, bool, json or null."),
+        C(
+            "display_value",
+            "TEXT",
+            "The value as text.",
+            generated=(
+                "CASE value_type WHEN 'int' THEN CAST(int_value AS TEXT) "
+                "WHEN 'uint' THEN printf('%u', int_value) "
+                "WHEN 'string' THEN string_value WHEN 'json' THEN string_value "
+                "WHEN 'real' THEN CAST(real_value AS TEXT) "
+                "WHEN 'pointer' THEN printf('0x%x', int_value) "
+                "WHEN 'bool' THEN CASE WHEN int_value THEN 'true' ELSE 'false' END "
+                "ELSE NULL END"
+            ),
+        ),
+    ),
+    indexes=(("arg_set_id", "key"), ("key",)),
+)
+
+STATS = Table(
+    "stats",
+    "Import statistics: errors, data losses and counts, named as trace_processor names them. "
+    "Look at rows with value > 0 and severity error or data_loss.",
+    (
+        C("id", "INTEGER", "Row id."),
+        C("name", "TEXT", "Stat name."),
+        C("idx", "INTEGER", "Index for indexed stats (cpu, buffer, ...); NULL for single stats."),
+        C("severity", "TEXT", "info, notice, data_loss or error."),
+        C("source", "TEXT", "trace (counted by the recorder) or analysis (counted at import)."),
+        C("value", "INTEGER", "The count or value."),
+        C("description", "TEXT", "What the stat means."),
+        C("machine_id", "INTEGER", "→ machine.id; NULL for global stats."),
+        C("trace_id", "INTEGER", "→ trace_file.id; NULL for global stats."),
+    ),
+    indexes=(("name",),),
+)
+
+METADATA = Table(
+    "metadata",
+    "Trace-wide facts: trace_type, trace_size_bytes, trace_time_clock_id, ...",
+    (
+        C("id", "INTEGER", "Row id."),
+        C("name", "TEXT", "Key."),
+        C("key_type", "TEXT", "single or multi."),
+        C("int_value", "INTEGER", "Value for integer keys."),
+        C("str_value", "TEXT", "Value for string keys."),
+        C("machine_id", "INTEGER", "→ machine.id for machine-scoped keys."),
+        C("trace_id", "INTEGER", "→ trace_file.id for trace-scoped keys."),
+    ),
+)
+
+CLOCK_SNAPSHOT = Table(
+    "clock_snapshot",
+    "Clock snapshots from the trace, used to convert every timestamp to the trace clock.",
+    (
+        C("id", "INTEGER", "Row id."),
+        C("ts", "INTEGER", "Snapshot time on the trace clock.", unit=TS),
+        C("clock_id", "INTEGER", "Clock id as in the trace (6 = BOOTTIME)."),
+        C("clock_name", "TEXT", "Name of builtin clocks."),
+        C("clock_value", "INTEGER", "Value of that clock at the snapshot."),
+        C("snapshot_id", "INTEGER", "Snapshot this row belongs to."),
+        C("machine_id", "INTEGER", "→ machine.id."),
+    ),
+)
+
+TRACE_BOUNDS = Table(
+    "trace_bounds",
+    "First and last timestamp of the trace (over slices, counters, states, ...).",
+    (
+        C("start_ts", "INTEGER", "Smallest timestamp.", unit=TS),
+        C("end_ts", "INTEGER", "Largest end timestamp.", unit=TS),
+    ),
+)
+
+TABLES: tuple[Table, ...] = (
+    MACHINE,
+    TRACE_FILE,
+    PROCESS,
+    THREAD,
+    TRACK,
+    SLICE,
+    FLOW,
+    COUNTER,
+    STATE,
+    ARGS,
+    STATS,
+    METADATA,
+    CLOCK_SNAPSHOT,
+    TRACE_BOUNDS,
+)
+
+_TRACK_BASE = "id, name, type, parent_id, source_arg_set_id, machine_id"
+_COUNTER_BASE = (
+    "id, name, parent_id, type, dimension_arg_set_id, source_arg_set_id, machine_id, "
+    "counter_unit AS unit, "
+    "(SELECT string_value FROM args WHERE args.arg_set_id = track.source_arg_set_id "
+    "AND args.key = 'description') AS description"
+)
+
+VIEWS: tuple[View, ...] = (
+    View("thread_track", "Slice tracks associated with a thread.",
+         f"SELECT {_TRACK_BASE}, utid FROM track WHERE event_type = 'slice' AND utid IS NOT NULL"),
+    View("process_track", "Slice tracks associated with a process.",
+         f"SELECT {_TRACK_BASE}, upid FROM track WHERE event_type = 'slice' AND upid IS NOT NULL"),
+    View("counter_track", "All counter tracks.",
+         f"SELECT {_COUNTER_BASE} FROM track WHERE event_type = 'counter'"),
+    View("thread_counter_track", "Counter tracks associated with a thread.",
+         f"SELECT {_COUNTER_BASE}, utid FROM track WHERE event_type = 'counter' AND utid IS NOT NULL"),
+    View("process_counter_track", "Counter tracks associated with a process.",
+         f"SELECT {_COUNTER_BASE}, upid FROM track WHERE event_type = 'counter' AND upid IS NOT NULL"),
+    View("state_track", "All state tracks.",
+         "SELECT id, name, parent_id, type, dimension_arg_set_id, source_arg_set_id, machine_id "
+         "FROM track WHERE event_type = 'state'"),
+    View("slices", "Same as slice (legacy name).", "SELECT * FROM slice"),
+    View("instant", "Instants: slices with zero duration.",
+         "SELECT ts, track_id, name, arg_set_id FROM slice WHERE dur = 0"),
+    View("counters", "Legacy view: counter rows with their track's name and unit.",
+         "SELECT counter.*, counter_track.name AS name, counter_track.unit AS unit "
+         "FROM counter JOIN counter_track ON counter.track_id = counter_track.id ORDER BY ts"),
+)
+
+
+def table(name: str) -> Table:
+    return next(t for t in TABLES if t.name == name)

@@ -1,0 +1,124 @@
+"""Writes the tables declared in schema.py into a SQLite file, in batches.
+
+Ids are allocated here (dense from 0 per table, as trace_processor does) so a
+row can be referenced before it is written: a slice gets its id when it
+begins and is written when it ends.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any, Iterable, Optional, Sequence
+
+from . import schema
+
+BATCH_ROWS = 20_000
+
+# Arg sets are content-deduplicated like trace_processor's; the cache is bounded
+# so memory does not grow with the trace (identical sets far apart may then get
+# two ids, which changes nothing a query can see except the id).
+ARG_SET_CACHE_LIMIT = 100_000
+
+# (flat_key, key, value_type, value)
+Arg = tuple[str, str, str, Any]
+
+
+def to_int64(v: int) -> int:
+    """uint64 values are stored as their int64 bit pattern, as trace_processor does."""
+    if v >= 1 << 63:
+        v -= 1 << 64
+    return v
+
+
+class TraceStorage:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.next_id = {t.name: 0 for t in schema.TABLES}
+        self._buffers: dict[str, list[tuple]] = {t.name: [] for t in schema.TABLES}
+        self._insert_sql = {t.name: t.insert_sql() for t in schema.TABLES}
+        self._arg_sets: dict[tuple, int] = {}
+
+    @classmethod
+    def create(cls, path: str) -> "TraceStorage":
+        conn = sqlite3.connect(path, isolation_level=None)
+        # The file is a temporary one renamed into place on success, so
+        # durability during the import buys nothing.
+        conn.execute("PRAGMA journal_mode = OFF")
+        conn.execute("PRAGMA synchronous = OFF")
+        conn.execute("PRAGMA cache_size = -65536")
+        conn.execute("BEGIN")
+        for t in schema.TABLES:
+            conn.execute(t.create_sql())
+        return cls(conn)
+
+    def reserve_id(self, table: str) -> int:
+        i = self.next_id[table]
+        self.next_id[table] = i + 1
+        return i
+
+    def insert(self, table: str, row: Sequence[Any]) -> int:
+        """Appends a row whose first value is not the id; returns the new id."""
+        i = self.reserve_id(table)
+        self.write(table, (i, *row))
+        return i
+
+    def write(self, table: str, row: tuple) -> None:
+        """Queues a complete row (stored columns, id first where there is one)."""
+        buf = self._buffers[table]
+        buf.append(row)
+        if len(buf) >= BATCH_ROWS:
+            self.flush(table)
+
+    def flush(self, table: Optional[str] = None) -> None:
+        for name in [table] if table else list(self._buffers):
+            buf = self._buffers[name]
+            if buf:
+                self.conn.executemany(self._insert_sql[name], buf)
+                buf.clear()
+
+    def update(self, sql: str, params: Iterable[Any] = ()) -> None:
+        self.flush()
+        self.conn.execute(sql, tuple(params))
+
+    def arg_set(self, args: Sequence[Arg]) -> Optional[int]:
+        """Stores a set of args (deduplicated by content) and returns its id."""
+        if not args:
+            return None
+        key = tuple(args)
+        found = self._arg_sets.get(key)
+        if found is not None:
+            return found
+        if len(self._arg_sets) >= ARG_SET_CACHE_LIMIT:
+            self._arg_sets.clear()
+        set_id = self.next_id["args"]
+        for flat_key, k, value_type, value in args:
+            i = self.reserve_id("args")
+            if value_type in ("int", "uint", "pointer", "bool"):
+                row = (i, set_id, flat_key, k, to_int64(int(value)), None, None, value_type)
+            elif value_type in ("string", "json"):
+                row = (i, set_id, flat_key, k, None, value, None, value_type)
+            elif value_type == "real":
+                row = (i, set_id, flat_key, k, None, None, float(value), value_type)
+            else:
+                row = (i, set_id, flat_key, k, None, None, None, "null")
+            self.write("args", row)
+        self._arg_sets[key] = set_id
+        return set_id
+
+    def finish(self) -> None:
+        """Flushes, indexes and creates the views; the database is then complete."""
+        self.flush()
+        for t in schema.TABLES:
+            for sql in t.index_sql():
+                self.conn.execute(sql)
+        for v in schema.VIEWS:
+            self.conn.execute(v.create_sql())
+        self.conn.execute("COMMIT")
+        self.conn.execute("ANALYZE")
+        self.conn.close()
+
+    def abort(self) -> None:
+        try:
+            self.conn.close()
+        except sqlite3.Error:
+            pass

@@ -1,0 +1,76 @@
+"""Owns flow identity: which slice a flow id was last attached to.
+
+Flow events bind to the slice open on their track; each step links the
+previous slice of the flow to the new one (trace_processor's FlowTracker).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..stats import Stats
+from ..storage import TraceStorage
+
+
+class FlowTracker:
+    def __init__(self, storage: TraceStorage, stats: Stats) -> None:
+        self.storage = storage
+        self.stats = stats
+        self._last_slice: dict[int, int] = {}  # flow id -> slice id it was last attached to
+        # v1 flow ends that bind to the next slice to begin on a track.
+        self._pending_next_slice: dict[int, list[tuple[int, int]]] = {}  # track -> [(flow id, slice_out)]
+
+    def insert(self, slice_out: int, slice_in: int, trace_id: Optional[int] = None) -> None:
+        self.storage.insert("flow", (slice_out, slice_in, trace_id, None))
+
+    # TrackEvent flow_ids / terminating_flow_ids (flow v2).
+    def step_v2(self, flow_id: int, slice_id: int, terminating: bool) -> None:
+        prev = self._last_slice.get(flow_id)
+        if prev is not None:
+            self.insert(prev, slice_id, flow_id)
+        if terminating:
+            self._last_slice.pop(flow_id, None)
+        else:
+            self._last_slice[flow_id] = slice_id
+
+    # Legacy v1 flows: s (begin), t (step), f (end).
+    def begin(self, flow_id: int, slice_id: Optional[int]) -> None:
+        if slice_id is None:
+            self.stats.inc("flow_no_enclosing_slice")
+            return
+        if flow_id in self._last_slice:
+            self.stats.inc("flow_duplicate_id")
+            return
+        self._last_slice[flow_id] = slice_id
+
+    def step(self, flow_id: int, slice_id: Optional[int]) -> None:
+        if slice_id is None:
+            self.stats.inc("flow_no_enclosing_slice")
+            return
+        prev = self._last_slice.get(flow_id)
+        if prev is None:
+            self.stats.inc("flow_step_without_start")
+            return
+        self.insert(prev, slice_id, flow_id)
+        self._last_slice[flow_id] = slice_id
+
+    def end(self, flow_id: int, track_id: int, slice_id: Optional[int], bind_enclosing: bool, close: bool) -> None:
+        prev = self._last_slice.get(flow_id)
+        if prev is None:
+            self.stats.inc("flow_end_without_start")
+            return
+        if bind_enclosing:
+            if slice_id is None:
+                self.stats.inc("flow_no_enclosing_slice")
+                return
+            self.insert(prev, slice_id, flow_id)
+        else:
+            self._pending_next_slice.setdefault(track_id, []).append((flow_id, prev))
+        if close:
+            del self._last_slice[flow_id]
+
+    def on_slice_begin(self, track_id: int, slice_id: int) -> None:
+        pending = self._pending_next_slice.pop(track_id, None)
+        if pending:
+            for flow_id, prev in pending:
+                self.insert(prev, slice_id, flow_id)

@@ -1,0 +1,126 @@
+"""Owns process and thread identity: pid/tid → upid/utid.
+
+pids and tids are reused by the OS, so identity is "the latest process with
+that pid (that has not ended)". Rows stay in memory (one per process and
+thread, bounded by the machine, not the trace length) because names and
+parents arrive after creation; they are written when the import ends.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..storage import TraceStorage
+
+# thread.name priority: a name set from a stronger source is not replaced
+# by a weaker one (trace_processor's ThreadNamePriority).
+NAME_PRIORITY_OTHER = 0
+NAME_PRIORITY_TRACK_DESCRIPTOR = 3
+
+
+class ProcessRow:
+    __slots__ = ("upid", "pid", "name", "start_ts", "end_ts", "parent_upid", "uid", "cmdline", "args", "machine_id")
+
+    def __init__(self, upid: int, pid: int, machine_id: int) -> None:
+        self.upid = upid
+        self.pid = pid
+        self.name: Optional[str] = None
+        self.start_ts: Optional[int] = None
+        self.end_ts: Optional[int] = None
+        self.parent_upid: Optional[int] = None
+        self.uid: Optional[int] = None
+        self.cmdline: Optional[str] = None
+        self.args: dict[str, tuple] = {}
+        self.machine_id = machine_id
+
+
+class ThreadRow:
+    __slots__ = ("utid", "tid", "name", "name_priority", "start_ts", "end_ts", "upid", "is_main_thread", "is_idle", "args", "machine_id")
+
+    def __init__(self, utid: int, tid: int, machine_id: int) -> None:
+        self.utid = utid
+        self.tid = tid
+        self.name: Optional[str] = None
+        self.name_priority = -1
+        self.start_ts: Optional[int] = None
+        self.end_ts: Optional[int] = None
+        self.upid: Optional[int] = None
+        self.is_main_thread: Optional[int] = None
+        self.is_idle = 0
+        self.args: dict[str, tuple] = {}
+        self.machine_id = machine_id
+
+
+class ProcessTracker:
+    """Per-trace process/thread identity over the database-wide tables."""
+
+    def __init__(self, storage: TraceStorage, processes: dict[int, ProcessRow], threads: dict[int, ThreadRow],
+                 pid_zero_is_idle: bool, machine_id: int = 0) -> None:
+        self.storage = storage
+        self.processes = processes  # upid -> row, shared by every trace in the database
+        self.threads = threads  # utid -> row
+        self.machine_id = machine_id
+        self._by_pid: dict[int, int] = {}
+        self._by_tid: dict[int, list[int]] = {}
+        if pid_zero_is_idle:
+            self._by_pid[0] = 0
+            self._by_tid[0] = [0]
+
+    # -- processes ---------------------------------------------------------
+    def _new_process(self, pid: int) -> ProcessRow:
+        row = ProcessRow(self.storage.reserve_id("process"), pid, self.machine_id)
+        self.processes[row.upid] = row
+        self._by_pid[pid] = row.upid
+        return row
+
+    def get_or_create_process(self, pid: int) -> int:
+        upid = self._by_pid.get(pid)
+        if upid is None:
+            upid = self._new_process(pid).upid
+        return upid
+
+    def process(self, upid: int) -> ProcessRow:
+        return self.processes[upid]
+
+    # -- threads -----------------------------------------------------------
+    def _new_thread(self, tid: int) -> ThreadRow:
+        row = ThreadRow(self.storage.reserve_id("thread"), tid, self.machine_id)
+        self.threads[row.utid] = row
+        self._by_tid.setdefault(tid, []).append(row.utid)
+        return row
+
+    def get_or_create_thread(self, tid: int) -> int:
+        utids = self._by_tid.get(tid)
+        if utids:
+            return utids[-1]
+        return self._new_thread(tid).utid
+
+    def _find_thread(self, tid: int, pid: int) -> Optional[int]:
+        """The latest thread with `tid` that is in process `pid` or in no process yet."""
+        for utid in reversed(self._by_tid.get(tid, ())):
+            row = self.threads[utid]
+            if row.end_ts is not None:
+                continue
+            if row.upid is None or self.processes[row.upid].pid == pid:
+                return utid
+        return None
+
+    def update_thread(self, tid: int, pid: int) -> int:
+        """Associates tid with pid (creating either as needed); returns utid."""
+        utid = self._find_thread(tid, pid)
+        row = self.threads[utid] if utid is not None else self._new_thread(tid)
+        if row.upid is None:
+            row.upid = self.get_or_create_process(pid)
+            row.is_main_thread = int(tid == pid)
+        return row.utid
+
+    def thread(self, utid: int) -> ThreadRow:
+        return self.threads[utid]
+
+    def set_thread_name(self, utid: int, name: Optional[str], priority: int = NAME_PRIORITY_OTHER) -> None:
+        if not name:
+            return
+        row = self.threads[utid]
+        if priority >= row.name_priority:
+            row.name = name
+            row.name_priority = priority

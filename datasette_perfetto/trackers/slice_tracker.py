@@ -1,0 +1,204 @@
+"""Owns slice nesting: one stack of open slices per track.
+
+Semantics follow trace_processor's SliceTracker: a slice gets its id (and so
+its place in ts order) when it begins; an end closes the innermost open slice
+matching its name/category; a slice that ends while children are still open
+truncates them to its end (stat misplaced_end_event); complete events (known
+duration) stay on the stack until a later event starts after their end.
+
+A slice row is written when it leaves its stack, so only open slices are
+held in memory.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from ..stats import Stats
+from ..storage import Arg, TraceStorage
+
+PENDING = -1
+MAX_DEPTH = 512
+
+
+class OpenSlice:
+    __slots__ = ("id", "ts", "dur", "track_id", "category", "name", "depth", "parent_id", "args",
+                 "thread_ts", "thread_dur", "thread_ic", "thread_icd")
+
+    def __init__(self, id, ts, dur, track_id, category, name, depth, parent_id, args, thread_ts, thread_ic):
+        self.id = id
+        self.ts = ts
+        self.dur = dur
+        self.track_id = track_id
+        self.category = category
+        self.name = name
+        self.depth = depth
+        self.parent_id = parent_id
+        self.args: list[Arg] = args
+        self.thread_ts = thread_ts
+        self.thread_dur = None
+        self.thread_ic = thread_ic
+        self.thread_icd = None
+
+
+class SliceTracker:
+    def __init__(self, storage: TraceStorage, stats: Stats) -> None:
+        self.storage = storage
+        self.stats = stats
+        self.stacks: dict[int, list[OpenSlice]] = {}
+        self.max_end = None  # largest ts + dur seen, for trace_bounds
+        # Called with (track_id, slice_id) whenever a slice begins (flows use it).
+        self.on_begin: Optional[Callable[[int, int], None]] = None
+
+    # -- public API ----------------------------------------------------------
+    def begin(self, ts: int, track_id: int, category: Optional[str], name: Optional[str],
+              args: list[Arg], thread_ts: Optional[int] = None, thread_ic: Optional[int] = None) -> Optional[int]:
+        return self._start(ts, PENDING, track_id, category, name, args, thread_ts, thread_ic)
+
+    def scoped(self, ts: int, dur: int, track_id: int, category: Optional[str], name: Optional[str],
+               args: list[Arg], thread_ts: Optional[int] = None, thread_dur: Optional[int] = None) -> Optional[int]:
+        """A slice whose duration is already known (complete event, instant)."""
+        if dur < 0:
+            self.stats.inc("slice_negative_duration")
+            return None
+        s = self._start_slice(ts, dur, track_id, category, name, args, thread_ts, None)
+        if s is not None:
+            s.thread_dur = thread_dur
+            return s.id
+        return None
+
+    def end(self, ts: int, track_id: int, category: Optional[str], name: Optional[str],
+            args: list[Arg], thread_ts: Optional[int] = None, thread_ic: Optional[int] = None) -> Optional[int]:
+        stack = self.stacks.get(track_id)
+        if not stack:
+            return None
+        if not self._close_finished(stack, ts, PENDING):
+            return None
+        if not stack:
+            return None
+        idx = self._matching_open(stack, category, name)
+        if idx is None:
+            return None
+        s = stack[idx]
+        s.dur = ts - s.ts
+        if args:
+            s.args = _merge_args(s.args, args)
+        if thread_ts is not None and s.thread_ts is not None:
+            s.thread_dur = thread_ts - s.thread_ts
+        if thread_ic is not None and s.thread_ic is not None:
+            s.thread_icd = thread_ic - s.thread_ic
+        if idx == len(stack) - 1:
+            self._pop(stack)
+        return s.id
+
+    def add_args_to_open(self, track_id: int, category: Optional[str], name: Optional[str], args: list[Arg]) -> Optional[int]:
+        stack = self.stacks.get(track_id)
+        if not stack:
+            return None
+        idx = self._matching_open(stack, category, name)
+        if idx is None:
+            return None
+        stack[idx].args = _merge_args(stack[idx].args, args)
+        return stack[idx].id
+
+    def top_slice(self, track_id: int) -> Optional[int]:
+        stack = self.stacks.get(track_id)
+        return stack[-1].id if stack else None
+
+    def flush(self) -> None:
+        """End of trace: every slice still on a stack is written as it is."""
+        for stack in self.stacks.values():
+            while stack:
+                self._pop(stack)
+        self.stacks.clear()
+
+    # -- internals -----------------------------------------------------------
+    def _start(self, ts, dur, track_id, category, name, args, thread_ts, thread_ic) -> Optional[int]:
+        s = self._start_slice(ts, dur, track_id, category, name, args, thread_ts, thread_ic)
+        return None if s is None else s.id
+
+    def _start_slice(self, ts, dur, track_id, category, name, args, thread_ts, thread_ic) -> Optional[OpenSlice]:
+        stack = self.stacks.get(track_id)
+        if stack is None:
+            stack = self.stacks[track_id] = []
+        elif not self._close_finished(stack, ts, dur):
+            return None
+        depth = len(stack)
+        if depth >= MAX_DEPTH:
+            self.stats.inc("slice_max_depth_exceeded")
+            return None
+        parent_id = stack[-1].id if stack else None
+        s = OpenSlice(self.storage.reserve_id("slice"), ts, dur, track_id, category, name, depth,
+                      parent_id, args, thread_ts, thread_ic)
+        stack.append(s)
+        if self.on_begin is not None:
+            self.on_begin(track_id, s.id)
+        return s
+
+    @staticmethod
+    def _matching_open(stack: list[OpenSlice], category, name) -> Optional[int]:
+        for i in range(len(stack) - 1, -1, -1):
+            s = stack[i]
+            if s.dur != PENDING:
+                continue
+            if category is not None and s.category != category:
+                continue
+            if name is not None and s.name is not None and s.name != name:
+                continue
+            return i
+        return None
+
+    def _close_finished(self, stack: list[OpenSlice], new_ts: int, new_dur: int) -> bool:
+        """Pops slices that ended before new_ts; False if the new slice must be dropped."""
+        incomplete_descendant = False
+        i = len(stack) - 1
+        while i >= 0:
+            if i >= len(stack):
+                i = len(stack) - 1
+                continue
+            s = stack[i]
+            if s.dur == PENDING:
+                incomplete_descendant = True
+                i -= 1
+                continue
+            end_ts = s.ts + s.dur
+            if incomplete_descendant:
+                if new_ts <= end_ts:
+                    i -= 1
+                    continue
+                # s ended while children were open: cut them at s's end.
+                self.stats.inc("misplaced_end_event")
+                while len(stack) - 1 > i:
+                    child = stack[-1]
+                    child.dur = end_ts - child.ts
+                    self._pop(stack)
+                self._pop(stack)
+                incomplete_descendant = False
+                i -= 1
+                continue
+            if end_ts < new_ts or (end_ts == new_ts and not (s.dur == 0 and new_dur == 0)):
+                self._pop(stack)
+                i -= 1
+                continue
+            if new_dur != PENDING and new_ts < end_ts < new_ts + new_dur:
+                self.stats.inc("slice_drop_overlapping_complete_event")
+                return False
+            i -= 1
+        return True
+
+    def _pop(self, stack: list[OpenSlice]) -> None:
+        s = stack.pop()
+        arg_set_id = self.storage.arg_set(s.args) if s.args else None
+        self.storage.write("slice", (s.id, s.ts, s.dur, s.track_id, s.category, s.name, s.depth, s.parent_id,
+                                     arg_set_id, s.thread_ts, s.thread_dur, s.thread_ic, s.thread_icd))
+        end = s.ts + (s.dur if s.dur > 0 else 0)
+        if self.max_end is None or end > self.max_end:
+            self.max_end = end
+
+
+def _merge_args(existing: list[Arg], extra: list[Arg]) -> list[Arg]:
+    """Adds args from an end event; a key already present keeps its first value."""
+    if not existing:
+        return list(extra)
+    keys = {a[1] for a in existing}
+    return existing + [a for a in extra if a[1] not in keys]

@@ -104,7 +104,7 @@ class ClockTracker:
         state[0] += delta
         return state[0] * state[1]
 
-    def to_trace_time(self, key: ClockKey, ts: int) -> Optional[int]:
+    def to_trace_time(self, key: ClockKey, ts: int, quiet: bool = False) -> Optional[int]:
         if key == self.trace_clock:
             return ts
         try:
@@ -112,6 +112,8 @@ class ClockTracker:
         except KeyError:
             path = self._paths[key] = self._find_path(key)
         if path is None:
+            if quiet:
+                return None
             if key not in self._neighbours:
                 if self.snapshot_count == 0 and key == BOOTTIME:
                     return ts  # no snapshots at all: BOOTTIME is the trace clock

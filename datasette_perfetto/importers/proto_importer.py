@@ -189,6 +189,13 @@ class ProtoImporter:
             pd = packet.process_descriptor
             self._push(ts, (EV_DESCRIPTOR, None, pd.pid, None, None, list(pd.cmdline), pd.process_name or None,
                             None, None, None, None))
+        elif packet.HasField("track_event_range_of_interest"):
+            roi = packet.track_event_range_of_interest
+            if not roi.HasField("start_us"):
+                self.stats.inc("track_event_range_of_interest_missing_start_us")
+            else:
+                self.parser.range_of_interest_ns = roi.start_us * 1000
+                self.trace.set_metadata("range_of_interest_start_us", roi.start_us)
         elif packet.HasField("system_info"):
             self._system_info(packet.system_info)
         elif packet.HasField("trace_config"):
@@ -306,6 +313,10 @@ class ProtoImporter:
                 r.merge_key = td.sibling_merge_key if td.HasField("sibling_merge_key") else (
                     f"sibling_merge_key_int:{td.sibling_merge_key_int}")
         r.seq_id = seq.seq_id
+        if td.HasField("process_ordering") and td.process_ordering == 1:
+            r.process_ordering = "explicit"
+        if td.HasField("thread_ordering") and td.thread_ordering == 1:
+            r.thread_ordering = "explicit"
         process = thread = None
         if td.HasField("thread"):
             t = td.thread

@@ -53,7 +53,7 @@ class Reservation:
 
     __slots__ = ("uuid", "parent_uuid", "name", "has_name_field", "description", "child_ordering",
                  "sibling_order_rank", "merge", "merge_key", "pid", "tid", "use_separate_track", "counter",
-                 "is_state", "seq_id")
+                 "is_state", "seq_id", "process_ordering", "thread_ordering")
 
     def __init__(self, uuid: int) -> None:
         self.uuid = uuid
@@ -71,6 +71,8 @@ class Reservation:
         self.counter: Optional[CounterDetails] = None
         self.is_state = False
         self.seq_id: Optional[int] = None
+        self.process_ordering: Optional[str] = None  # "explicit" on the root (uuid 0) descriptor
+        self.thread_ordering: Optional[str] = None
 
     def same_track(self, other: "Reservation") -> bool:
         return (self.parent_uuid == other.parent_uuid and self.pid == other.pid and self.tid == other.tid
@@ -82,24 +84,29 @@ class Reservation:
 def tokenize_track_event(importer, packet, seq, packet_ts: Optional[int]) -> Optional[tuple[int, tuple]]:
     stats = importer.stats
     ev = packet.track_event
+    needs_conversion = True
     if ev.HasField("timestamp_delta_us"):
         if seq.ref_ts is None:
             stats.inc("track_event_skipped_timestamp_delta_without_valid_state")
             return None
-        seq.ref_ts += ev.timestamp_delta_us * 1000
-        ts = importer.clocks.to_trace_time(3, seq.ref_ts)
+        seq.ref_ts = _saturate(seq.ref_ts + _saturate(ev.timestamp_delta_us * 1000))
+        ts = seq.ref_ts
     elif ev.timestamp_absolute_us:
-        ts = importer.clocks.to_trace_time(3, ev.timestamp_absolute_us * 1000)
+        ts = _saturate(ev.timestamp_absolute_us * 1000)
     elif packet_ts is not None:
-        ts = packet_ts
+        ts, needs_conversion = packet_ts, False
     else:
         stats.inc("track_event_missing_timestamp")
         return None
-    if ts is None:
-        return None
-    if ts < 0 or ts >= 1 << 63:
+    if ts < 0 or ts >= INT64_MAX:
         stats.inc("track_event_invalid_timestamp")
         return None
+    if needs_conversion:
+        # Legacy microsecond timestamps are on CLOCK_MONOTONIC; kept as they are
+        # when the trace gives no way to convert them.
+        converted = importer.clocks.to_trace_time(3, ts, quiet=True)
+        if converted is not None:
+            ts = converted
 
     thread_ts = thread_ic = None
     if ev.HasField("thread_time_delta_us"):
@@ -177,11 +184,21 @@ def tokenize_track_event(importer, packet, seq, packet_ts: Optional[int]) -> Opt
     if ev.HasField("legacy_event"):
         le = ev.legacy_event
         legacy = {f.name: v for f, v in le.ListFields() if f.name != "name_iid"}
+        if "phase" in legacy:
+            legacy["phase"] = chr(legacy["phase"])
     args = event_args(ev, seq, stats)
     flows = list(ev.flow_ids or ev.flow_ids_old) or None
     term = list(ev.terminating_flow_ids or ev.terminating_flow_ids_old) or None
     return ts, (EV_TRACK_EVENT, etype, uuid, seq.seq_id, seq.thread, category, name, args, flows, term, thread_ts,
                 thread_ic, extra, counter_value, legacy, ev.HasField("type"), has_uuid)
+
+
+INT64_MAX = (1 << 63) - 1
+
+
+def _saturate(v: int) -> int:
+    """int64 saturating arithmetic, as trace_processor's SaturatingMultiply/Add."""
+    return max(-(1 << 63), min(INT64_MAX, v))
 
 
 def _absolute_counter_value(reservations, seq, uuid: int, value: float) -> Optional[float]:
@@ -320,7 +337,7 @@ def proto_args(out: list, msg, prefix: str) -> None:
     """Flattens a typed proto message into args named by field (reflection)."""
     for fd, value in msg.ListFields():
         key = f"{prefix}.{fd.name}"
-        if fd.label == fd.LABEL_REPEATED:
+        if fd.is_repeated:
             for i, item in enumerate(value):
                 _proto_field(out, fd, item, key, f"{key}[{i}]")
         else:
@@ -455,11 +472,15 @@ class TrackEventParser:
         self._uuid_by_upid: dict[int, int] = {}
         self._states: dict[int, list] = {}  # state track -> [id, ts, category, value, args]
         self._v1_flow_ids: dict[tuple, int] = {}
+        self.range_of_interest_ns: Optional[int] = None
 
     # -- descriptors -------------------------------------------------------------
     def parse(self, ts: int, ev: tuple) -> None:
         kind = ev[0]
         if kind == EV_TRACK_EVENT:
+            if self.range_of_interest_ns is not None and ts < self.range_of_interest_ns:
+                self.stats.inc("track_event_dropped_packets_outside_of_range_of_interest")
+                return
             self.trace.see_ts(ts)
             self._track_event(ts, ev)
         elif kind == EV_DESCRIPTOR:
@@ -543,12 +564,18 @@ class TrackEventParser:
                 utid = self.procs._new_thread(r.tid).utid
                 self.procs.update_thread(r.tid, r.pid)
             self._uuid_by_utid[utid] = uuid
+            if r.sibling_order_rank is not None and self._explicit_ordering("thread_ordering"):
+                self.procs.thread(utid).args["thread_sort_index_hint"] = (
+                    "thread_sort_index_hint", "thread_sort_index_hint", "int", r.sibling_order_rank)
             result = ("thread", utid, True)
         elif r.pid is not None:
             upid = self.procs.get_or_create_process(r.pid)
             if upid in self._uuid_by_upid and self._uuid_by_upid[upid] != uuid:
                 upid = self.procs._new_process(r.pid).upid
             self._uuid_by_upid[upid] = uuid
+            if r.sibling_order_rank is not None and self._explicit_ordering("process_ordering"):
+                self.procs.process(upid).args["process_sort_index_hint"] = (
+                    "process_sort_index_hint", "process_sort_index_hint", "int", r.sibling_order_rank)
             result = ("process", upid, True)
         elif parent is not None and parent[0] != "global":
             result = (parent[0], parent[1], False)
@@ -556,6 +583,10 @@ class TrackEventParser:
             result = ("global", None, False)
         self._resolved[uuid] = result
         return result
+
+    def _explicit_ordering(self, which: str) -> bool:
+        root = self.reservations.get(0)
+        return root is not None and getattr(root, which) == "explicit"
 
     # -- tracks ------------------------------------------------------------------
     def _source_args(self, r: Reservation, is_root_in_scope: bool) -> list[Arg]:
@@ -895,8 +926,7 @@ class TrackEventParser:
             direction = legacy.get("flow_direction")
             bind_id = legacy["bind_id"]
             if direction == 1:  # FLOW_IN
-                self.flows.step_v2(bind_id, slice_id, terminating=False) if bind_id in self.flows._last_slice \
-                    else self.stats.inc("flow_end_without_start")
+                self.flows.end_v2(bind_id, slice_id, close=False)
             elif direction == 2:  # FLOW_OUT
                 self.flows.begin(bind_id, slice_id)
             elif direction == 3:  # FLOW_INOUT
@@ -908,8 +938,7 @@ class TrackEventParser:
                 self.flows.step_v2(fid, slice_id, terminating=False)
         if ev[F_TERM_FLOWS]:
             for fid in ev[F_TERM_FLOWS]:
-                if fid in self.flows._last_slice:
-                    self.flows.step_v2(fid, slice_id, terminating=True)
+                self.flows.end_v2(fid, slice_id, close=True)
 
     def _flow_v1(self, phase, legacy, category, name, uuid, fallback, utid, upid) -> None:
         if not legacy or "unscoped_id" not in legacy:

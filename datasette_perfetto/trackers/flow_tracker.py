@@ -33,6 +33,15 @@ class FlowTracker:
         else:
             self._last_slice[flow_id] = slice_id
 
+    def end_v2(self, flow_id: int, slice_id: int, close: bool) -> None:
+        """Links the flow's last slice to this one; an unknown id is ignored, as trace_processor does."""
+        prev = self._last_slice.get(flow_id)
+        if prev is None:
+            return
+        self.insert(prev, slice_id, flow_id)
+        if close:
+            del self._last_slice[flow_id]
+
     # Legacy v1 flows: s (begin), t (step), f (end).
     def begin(self, flow_id: int, slice_id: Optional[int]) -> None:
         if slice_id is None:

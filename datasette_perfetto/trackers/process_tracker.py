@@ -73,10 +73,13 @@ class ProcessTracker:
         self._by_pid[pid] = row.upid
         return row
 
-    def get_or_create_process(self, pid: int) -> int:
+    def get_or_create_process(self, pid: int, with_main_thread: bool = True) -> int:
+        """The live process with `pid`; a new one also gets its main thread (tid == pid)."""
         upid = self._by_pid.get(pid)
         if upid is None:
             upid = self._new_process(pid).upid
+            if with_main_thread:
+                self.update_thread(pid, pid)
         return upid
 
     def process(self, upid: int) -> ProcessRow:
@@ -107,10 +110,11 @@ class ProcessTracker:
 
     def update_thread(self, tid: int, pid: int) -> int:
         """Associates tid with pid (creating either as needed); returns utid."""
+        upid = self.get_or_create_process(pid)
         utid = self._find_thread(tid, pid)
         row = self.threads[utid] if utid is not None else self._new_thread(tid)
         if row.upid is None:
-            row.upid = self.get_or_create_process(pid)
+            row.upid = upid
             row.is_main_thread = int(tid == pid)
         return row.utid
 

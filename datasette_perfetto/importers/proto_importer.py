@@ -17,6 +17,7 @@ from google.protobuf.message import DecodeError
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from ..model import TraceContext
+from .atrace import EV_ATRACE, AtraceParser
 from .clock_tracker import BOOTTIME, ClockTracker, clock_key
 from .proto_reader import ProtoReader, inflate_packets
 from .sorter import Sorter
@@ -114,6 +115,7 @@ class ProtoImporter:
         self.reservations: dict[int, Reservation] = {}
         self.first_packet_sequences: set[int] = set()
         self.parser = TrackEventParser(trace, self.reservations, self.first_packet_sequences)
+        self.atrace = AtraceParser(trace, self.parser.thread_track)
         self.last_ts = 0
 
     def run(self, stream: BinaryIO, progress: Callable[[int], None]) -> None:
@@ -127,8 +129,12 @@ class ProtoImporter:
                 progress(reader.bytes_read)
         progress(reader.bytes_read)
         self.trace.metadata["trace_time_clock_id"] = self.clocks.trace_clock
+        parse_track_event, parse_atrace = self.parser.parse, self.atrace.parse
         for ts, event in self.sorter.drain():
-            self.parser.parse(ts, event)
+            if event[0] == EV_ATRACE:
+                parse_atrace(ts, event)
+            else:
+                parse_track_event(ts, event)
         self.parser.finish()
         self._write_clock_snapshots()
 
@@ -181,6 +187,8 @@ class ProtoImporter:
             tokenized = tokenize_track_event(self, packet, seq, ts if packet.HasField("timestamp") else None)
             if tokenized is not None:
                 self._push(tokenized[0], tokenized[1])
+        elif packet.HasField("ftrace_events"):
+            self._ftrace_events(packet.ftrace_events)
         elif packet.HasField("track_descriptor"):
             self._track_descriptor(packet, seq, ts)
         elif packet.HasField("thread_descriptor"):
@@ -382,6 +390,13 @@ class ProtoImporter:
                             labels or None,
                             process.legacy_sort_index if process.HasField("legacy_sort_index") else (
                                 chrome.legacy_sort_index if chrome and chrome.HasField("legacy_sort_index") else None)))
+
+    def _ftrace_events(self, bundle) -> None:
+        for event in bundle.event:
+            if event.HasField("print"):
+                ts = self.clocks.to_trace_time(BOOTTIME, event.timestamp)
+                if ts is not None:
+                    self._push(ts, (EV_ATRACE, event.pid, event.print.buf))
 
     def _system_info(self, info) -> None:
         u = info.utsname

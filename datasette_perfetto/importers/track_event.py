@@ -561,8 +561,7 @@ class TrackEventParser:
             utid = self.procs.update_thread(r.tid, r.pid)
             if utid in self._uuid_by_utid and self._uuid_by_utid[utid] != uuid:
                 # tid reuse: a new descriptor for a known thread starts a new thread.
-                utid = self.procs._new_thread(r.tid).utid
-                self.procs.update_thread(r.tid, r.pid)
+                utid = self.procs.start_new_thread(r.tid, r.pid)
             self._uuid_by_utid[utid] = uuid
             if r.sibling_order_rank is not None and self._explicit_ordering("thread_ordering"):
                 self.procs.thread(utid).args["thread_sort_index_hint"] = (
@@ -571,7 +570,7 @@ class TrackEventParser:
         elif r.pid is not None:
             upid = self.procs.get_or_create_process(r.pid)
             if upid in self._uuid_by_upid and self._uuid_by_upid[upid] != uuid:
-                upid = self.procs._new_process(r.pid).upid
+                upid = self.procs.start_new_process(r.pid)
             self._uuid_by_upid[upid] = uuid
             if r.sibling_order_rank is not None and self._explicit_ordering("process_ordering"):
                 self.procs.process(upid).args["process_sort_index_hint"] = (

@@ -82,6 +82,19 @@ class ProcessTracker:
                 self.update_thread(pid, pid)
         return upid
 
+    def start_new_process(self, pid: int) -> int:
+        """pid reuse: a new process replaces the live one, whose threads stop resolving."""
+        old = self._by_pid.pop(pid, None)
+        if old is not None:
+            for tid, utids in self._by_tid.items():
+                utids[:] = [u for u in utids if self.threads[u].upid != old]
+        return self.get_or_create_process(pid)
+
+    def start_new_thread(self, tid: int, pid: int) -> int:
+        """tid reuse: a new thread replaces the live one with that tid."""
+        self._by_tid.pop(tid, None)
+        return self.update_thread(tid, pid)
+
     def process(self, upid: int) -> ProcessRow:
         return self.processes[upid]
 

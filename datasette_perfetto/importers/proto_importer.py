@@ -28,6 +28,7 @@ from .track_event import (
     CounterDetails,
     Reservation,
     TrackEventParser,
+    saturate,
     tokenize_track_event,
 )
 
@@ -187,6 +188,8 @@ class ProtoImporter:
             tokenized = tokenize_track_event(self, packet, seq, ts if packet.HasField("timestamp") else None)
             if tokenized is not None:
                 self._push(tokenized[0], tokenized[1])
+        elif packet.HasField("streaming_profile_packet"):
+            self._streaming_profile(packet.streaming_profile_packet, seq)
         elif packet.HasField("ftrace_events"):
             self._ftrace_events(packet.ftrace_events)
         elif packet.HasField("track_descriptor"):
@@ -390,6 +393,17 @@ class ProtoImporter:
                             labels or None,
                             process.legacy_sort_index if process.HasField("legacy_sort_index") else (
                                 chrome.legacy_sort_index if chrome and chrome.HasField("legacy_sort_index") else None)))
+
+    def _streaming_profile(self, spp, seq: SequenceState) -> None:
+        # Sample timestamps are deltas on the sequence's track-event time baseline
+        # (the samples themselves are imported by the stack-sample importer).
+        if seq.ref_ts is None:
+            self.stats.inc("stackprofile_parser_error")
+            return
+        for delta in spp.timestamp_delta_us:
+            seq.ref_ts = saturate(seq.ref_ts + saturate(delta * 1000))
+            if seq.ref_ts < 0:
+                self.stats.inc("streaming_profile_invalid_timestamp")
 
     def _ftrace_events(self, bundle) -> None:
         for event in bundle.event:

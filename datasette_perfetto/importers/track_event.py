@@ -89,10 +89,10 @@ def tokenize_track_event(importer, packet, seq, packet_ts: Optional[int]) -> Opt
         if seq.ref_ts is None:
             stats.inc("track_event_skipped_timestamp_delta_without_valid_state")
             return None
-        seq.ref_ts = _saturate(seq.ref_ts + _saturate(ev.timestamp_delta_us * 1000))
+        seq.ref_ts = saturate(seq.ref_ts + saturate(ev.timestamp_delta_us * 1000))
         ts = seq.ref_ts
     elif ev.timestamp_absolute_us:
-        ts = _saturate(ev.timestamp_absolute_us * 1000)
+        ts = saturate(ev.timestamp_absolute_us * 1000)
     elif packet_ts is not None:
         ts, needs_conversion = packet_ts, False
     else:
@@ -196,7 +196,7 @@ def tokenize_track_event(importer, packet, seq, packet_ts: Optional[int]) -> Opt
 INT64_MAX = (1 << 63) - 1
 
 
-def _saturate(v: int) -> int:
+def saturate(v: int) -> int:
     """int64 saturating arithmetic, as trace_processor's SaturatingMultiply/Add."""
     return max(-(1 << 63), min(INT64_MAX, v))
 

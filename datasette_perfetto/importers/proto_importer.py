@@ -146,99 +146,117 @@ class ProtoImporter:
         except DecodeError:
             self.stats.inc("proto_packet_parse_errors")
             return
-        if packet.HasField("compressed_packets"):
-            for inner in inflate_packets(packet.compressed_packets, self.stats):
+        # One ListFields() pass instead of a HasField() per field: this is the hot loop.
+        f = {fd.name: v for fd, v in packet.ListFields()}
+        get = f.get
+        if "compressed_packets" in f:
+            for inner in inflate_packets(f["compressed_packets"], self.stats):
                 self.tokenize(inner)
             return
 
-        seq_id = packet.trusted_packet_sequence_id
+        seq_id = get("trusted_packet_sequence_id", 0)
         seq = self.sequences.get(seq_id)
         if seq is None:
             seq = self.sequences[seq_id] = SequenceState(seq_id)
-        flags = packet.sequence_flags
-        if packet.incremental_state_cleared or flags & SEQ_INCREMENTAL_STATE_CLEARED:
+        flags = get("sequence_flags", 0)
+        if get("incremental_state_cleared") or flags & SEQ_INCREMENTAL_STATE_CLEARED:
             seq.clear()
-        elif packet.previous_packet_dropped:
+        elif get("previous_packet_dropped"):
             seq.valid = False
-        if packet.first_packet_on_sequence:
+        if get("first_packet_on_sequence"):
             self.first_packet_sequences.add(seq_id)
         if not seq.valid and flags & SEQ_NEEDS_INCREMENTAL_STATE:
             self.stats.inc("packet_skipped_seq_needs_incremental_state_invalid")
             return
 
-        if packet.HasField("trace_packet_defaults"):
-            self._set_defaults(seq, packet.trace_packet_defaults)
-        if packet.HasField("interned_data"):
+        if "trace_packet_defaults" in f:
+            self._set_defaults(seq, f["trace_packet_defaults"])
+        if "interned_data" in f:
             if seq.valid:
-                self._intern(seq, packet.interned_data)
+                self._intern(seq, f["interned_data"])
             else:
                 self.stats.inc("interned_data_skipped_incremental_state_invalid")
 
-        if packet.HasField("clock_snapshot"):
-            self._clock_snapshot(packet.clock_snapshot, seq_id)
+        if "clock_snapshot" in f:
+            self._clock_snapshot(f["clock_snapshot"], seq_id)
             return
 
-        ts = self._packet_ts(packet, seq)
+        ts = self._packet_ts(f, seq)
         if ts is None:
             return
-        if packet.HasField("track_event"):
-            if not packet.HasField("trusted_packet_sequence_id"):
+        if "track_event" in f:
+            if "trusted_packet_sequence_id" not in f:
                 self.stats.inc("track_event_missing_sequence_id")
                 return
-            tokenized = tokenize_track_event(self, packet, seq, ts if packet.HasField("timestamp") else None)
+            tokenized = tokenize_track_event(self, f["track_event"], seq, ts if "timestamp" in f else None)
             if tokenized is not None:
-                self._push(tokenized[0], tokenized[1])
-        elif packet.HasField("streaming_profile_packet"):
-            self._streaming_profile(packet.streaming_profile_packet, seq)
-        elif packet.HasField("ftrace_events"):
-            self._ftrace_events(packet.ftrace_events)
-        elif packet.HasField("track_descriptor"):
-            self._track_descriptor(packet, seq, ts)
-        elif packet.HasField("thread_descriptor"):
-            self._thread_descriptor(packet, seq, ts)
-        elif packet.HasField("process_descriptor"):
-            pd = packet.process_descriptor
-            self._push(ts, (EV_DESCRIPTOR, None, pd.pid, None, None, list(pd.cmdline), pd.process_name or None,
-                            None, None, None, None))
-        elif packet.HasField("track_event_range_of_interest"):
-            roi = packet.track_event_range_of_interest
-            if not roi.HasField("start_us"):
-                self.stats.inc("track_event_range_of_interest_missing_start_us")
-            else:
-                self.parser.range_of_interest_ns = roi.start_us * 1000
-                self.trace.set_metadata("range_of_interest_start_us", roi.start_us)
-        elif packet.HasField("system_info"):
-            self._system_info(packet.system_info)
-        elif packet.HasField("trace_config"):
-            self.trace.set_metadata("trace_config_pbtxt", str(packet.trace_config)[:100_000])
-            if packet.trace_config.unique_session_name:
-                self.trace.set_metadata("unique_session_name", packet.trace_config.unique_session_name)
-        elif packet.HasField("trace_uuid"):
-            u = packet.trace_uuid
-            msb, lsb = u.msb & 0xFFFFFFFFFFFFFFFF, u.lsb & 0xFFFFFFFFFFFFFFFF
-            h = f"{msb:016x}{lsb:016x}"
-            self.trace.set_metadata("trace_uuid", f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}")
-        elif packet.HasField("service_event"):
-            ev = packet.service_event
-            if ev.tracing_started:
-                self.trace.set_metadata("tracing_started_ns", ts)
-            if ev.all_data_sources_started:
-                self.trace.set_metadata("all_data_source_started_ns", ts)
-            if ev.tracing_disabled:
-                self.trace.set_metadata("tracing_disabled_ns", ts)
+                self.sorter.push(tokenized[0], tokenized[1])
+            return
+        handler = self._handlers.get(packet.WhichOneof("data"))
+        if handler is not None:
+            handler(packet, seq, ts)
 
     def _push(self, ts: int, event: tuple) -> None:
         self.sorter.push(ts, event)
 
-    def _packet_ts(self, packet, seq: SequenceState) -> Optional[int]:
+    @property
+    def _handlers(self) -> dict:
+        h = self.__dict__.get("_handler_table")
+        if h is None:
+            h = self.__dict__["_handler_table"] = {
+                "track_descriptor": self._track_descriptor,
+                "thread_descriptor": self._thread_descriptor,
+                "process_descriptor": self._process_descriptor,
+                "streaming_profile_packet": lambda p, seq, ts: self._streaming_profile(p.streaming_profile_packet, seq),
+                "ftrace_events": lambda p, seq, ts: self._ftrace_events(p.ftrace_events),
+                "track_event_range_of_interest": lambda p, seq, ts: self._range_of_interest(p),
+                "system_info": lambda p, seq, ts: self._system_info(p.system_info),
+                "trace_config": lambda p, seq, ts: self._trace_config(p.trace_config),
+                "trace_uuid": lambda p, seq, ts: self._trace_uuid(p.trace_uuid),
+                "service_event": lambda p, seq, ts: self._service_event(p.service_event, ts),
+            }
+        return h
+
+    def _process_descriptor(self, packet, seq: SequenceState, ts: int) -> None:
+        pd = packet.process_descriptor
+        self._push(ts, (EV_DESCRIPTOR, None, pd.pid, None, None, list(pd.cmdline), pd.process_name or None,
+                        None, None, None, None))
+
+    def _range_of_interest(self, packet) -> None:
+        roi = packet.track_event_range_of_interest
+        if not roi.HasField("start_us"):
+            self.stats.inc("track_event_range_of_interest_missing_start_us")
+            return
+        self.parser.range_of_interest_ns = roi.start_us * 1000
+        self.trace.set_metadata("range_of_interest_start_us", roi.start_us)
+
+    def _trace_config(self, config) -> None:
+        self.trace.set_metadata("trace_config_pbtxt", str(config)[:100_000])
+        if config.unique_session_name:
+            self.trace.set_metadata("unique_session_name", config.unique_session_name)
+
+    def _trace_uuid(self, u) -> None:
+        msb, lsb = u.msb & 0xFFFFFFFFFFFFFFFF, u.lsb & 0xFFFFFFFFFFFFFFFF
+        h = f"{msb:016x}{lsb:016x}"
+        self.trace.set_metadata("trace_uuid", f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}")
+
+    def _service_event(self, ev, ts: int) -> None:
+        if ev.tracing_started:
+            self.trace.set_metadata("tracing_started_ns", ts)
+        if ev.all_data_sources_started:
+            self.trace.set_metadata("all_data_source_started_ns", ts)
+        if ev.tracing_disabled:
+            self.trace.set_metadata("tracing_disabled_ns", ts)
+
+    def _packet_ts(self, f: dict, seq: SequenceState) -> Optional[int]:
         """The packet timestamp on the trace clock; the last one seen if it has none."""
-        if not packet.HasField("timestamp"):
+        raw = f.get("timestamp")
+        if raw is None:
             return self.last_ts
-        clock_id = packet.timestamp_clock_id if packet.HasField("timestamp_clock_id") else seq.timestamp_clock_id
+        clock_id = f.get("timestamp_clock_id", seq.timestamp_clock_id)
         if clock_id is None:
             clock_id = BOOTTIME
         key = clock_key(clock_id, seq.seq_id)
-        raw = packet.timestamp
         if key in self.clocks.incremental:
             raw = self.clocks.resolve_incremental(key, raw)
         ts = self.clocks.to_trace_time(key, raw)

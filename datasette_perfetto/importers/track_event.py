@@ -81,18 +81,21 @@ class Reservation:
 
 # -- tokenizing ----------------------------------------------------------------
 
-def tokenize_track_event(importer, packet, seq, packet_ts: Optional[int]) -> Optional[tuple[int, tuple]]:
+def tokenize_track_event(importer, ev, seq, packet_ts: Optional[int]) -> Optional[tuple[int, tuple]]:
     stats = importer.stats
-    ev = packet.track_event
+    # One ListFields() pass instead of a HasField() per field: this is the hot loop.
+    f = {fd.name: v for fd, v in ev.ListFields()}
+    get = f.get
     needs_conversion = True
-    if ev.HasField("timestamp_delta_us"):
+    delta = get("timestamp_delta_us")
+    if delta is not None:
         if seq.ref_ts is None:
             stats.inc("track_event_skipped_timestamp_delta_without_valid_state")
             return None
-        seq.ref_ts = saturate(seq.ref_ts + saturate(ev.timestamp_delta_us * 1000))
+        seq.ref_ts = saturate(seq.ref_ts + saturate(delta * 1000))
         ts = seq.ref_ts
-    elif ev.timestamp_absolute_us:
-        ts = saturate(ev.timestamp_absolute_us * 1000)
+    elif get("timestamp_absolute_us"):
+        ts = saturate(f["timestamp_absolute_us"] * 1000)
     elif packet_ts is not None:
         ts, needs_conversion = packet_ts, False
     else:
@@ -109,35 +112,35 @@ def tokenize_track_event(importer, packet, seq, packet_ts: Optional[int]) -> Opt
             ts = converted
 
     thread_ts = thread_ic = None
-    if ev.HasField("thread_time_delta_us"):
+    if "thread_time_delta_us" in f:
         if seq.ref_thread_ts is None:
             stats.inc("track_event_skipped_thread_time_delta_without_valid_state")
             return None
-        seq.ref_thread_ts += ev.thread_time_delta_us * 1000
+        seq.ref_thread_ts += f["thread_time_delta_us"] * 1000
         thread_ts = seq.ref_thread_ts
-    elif ev.HasField("thread_time_absolute_us"):
-        thread_ts = ev.thread_time_absolute_us * 1000
-    if ev.HasField("thread_instruction_count_delta"):
+    elif "thread_time_absolute_us" in f:
+        thread_ts = f["thread_time_absolute_us"] * 1000
+    if "thread_instruction_count_delta" in f:
         if seq.ref_thread_ic is None:
             stats.inc("track_event_skipped_thread_instruction_delta_without_valid_state")
             return None
-        seq.ref_thread_ic += ev.thread_instruction_count_delta
+        seq.ref_thread_ic += f["thread_instruction_count_delta"]
         thread_ic = seq.ref_thread_ic
-    elif ev.HasField("thread_instruction_count_absolute"):
-        thread_ic = ev.thread_instruction_count_absolute
+    elif "thread_instruction_count_absolute" in f:
+        thread_ic = f["thread_instruction_count_absolute"]
 
-    has_uuid = ev.HasField("track_uuid")
-    uuid = ev.track_uuid if has_uuid else (seq.default_track_uuid or 0)
-    etype = ev.type
+    has_uuid = "track_uuid" in f
+    uuid = f["track_uuid"] if has_uuid else (seq.default_track_uuid or 0)
+    etype = get("type", 0)
     counter_value = None
     if etype == TYPE_COUNTER:
         if not uuid:
             stats.inc("track_event_counter_missing_track_uuid")
             return None
-        if ev.HasField("counter_value"):
-            raw = float(ev.counter_value)
-        elif ev.HasField("double_counter_value"):
-            raw = ev.double_counter_value
+        if "counter_value" in f:
+            raw = float(f["counter_value"])
+        elif "double_counter_value" in f:
+            raw = f["double_counter_value"]
         else:
             stats.inc("track_event_counter_missing_value")
             return None
@@ -150,11 +153,12 @@ def tokenize_track_event(importer, packet, seq, packet_ts: Optional[int]) -> Opt
         return None
 
     extra = None
-    if ev.extra_counter_values or ev.extra_double_counter_values:
+    if "extra_counter_values" in f or "extra_double_counter_values" in f:
         extra = []
-        for values, uuids in ((ev.extra_counter_values, ev.extra_counter_track_uuids or seq.default_extra_counter_uuids),
-                              (ev.extra_double_counter_values,
-                               ev.extra_double_counter_track_uuids or seq.default_extra_double_counter_uuids)):
+        for values, uuids in ((get("extra_counter_values"),
+                               get("extra_counter_track_uuids") or seq.default_extra_counter_uuids),
+                              (get("extra_double_counter_values"),
+                               get("extra_double_counter_track_uuids") or seq.default_extra_double_counter_uuids)):
             if not values:
                 continue
             if not uuids:
@@ -173,24 +177,23 @@ def tokenize_track_event(importer, packet, seq, packet_ts: Optional[int]) -> Opt
             stats.inc("track_event_extra_counter_exceeds_max")
             return None
 
-    category = _category(ev, seq)
-    name_iid = ev.name_iid or (ev.legacy_event.name_iid if ev.HasField("legacy_event") else 0)
+    category = _category(get("category_iids"), get("categories"), seq)
+    legacy = None
+    le = get("legacy_event")
+    name_iid = get("name_iid") or (le.name_iid if le is not None else 0)
     if name_iid:
         name = seq.lookup(I_NAMES, name_iid)
     else:
-        name = ev.name if ev.HasField("name") else None
-
-    legacy = None
-    if ev.HasField("legacy_event"):
-        le = ev.legacy_event
-        legacy = {f.name: v for f, v in le.ListFields() if f.name != "name_iid"}
+        name = get("name")
+    if le is not None:
+        legacy = {fd.name: v for fd, v in le.ListFields() if fd.name != "name_iid"}
         if "phase" in legacy:
             legacy["phase"] = chr(legacy["phase"])
-    args = event_args(ev, seq, stats)
-    flows = list(ev.flow_ids or ev.flow_ids_old) or None
-    term = list(ev.terminating_flow_ids or ev.terminating_flow_ids_old) or None
+    args = event_args(f, seq)
+    flows = list(get("flow_ids") or get("flow_ids_old") or ()) or None
+    term = list(get("terminating_flow_ids") or get("terminating_flow_ids_old") or ()) or None
     return ts, (EV_TRACK_EVENT, etype, uuid, seq.seq_id, seq.thread, category, name, args, flows, term, thread_ts,
-                thread_ic, extra, counter_value, legacy, ev.HasField("type"), has_uuid)
+                thread_ic, extra, counter_value, legacy, "type" in f, has_uuid)
 
 
 INT64_MAX = (1 << 63) - 1
@@ -214,9 +217,9 @@ def _absolute_counter_value(reservations, seq, uuid: int, value: float) -> Optio
     return value
 
 
-def _category(ev, seq) -> Optional[str]:
-    iids = ev.category_iids
-    strings = ev.categories
+def _category(iids, strings, seq) -> Optional[str]:
+    iids = iids or ()
+    strings = strings or ()
     if len(iids) == 1 and not strings:
         found = seq.lookup(I_CATEGORIES, iids[0])
         return found if found is not None else f"unknown({iids[0]})"
@@ -371,9 +374,19 @@ def _proto_message_indexed(out: list, msg, flat_key: str, key: str) -> None:
 
 
 # Typed TrackEvent fields whose iids point into interned data.
-def _typed_field_args(out: list, ev, seq, stats) -> None:
-    for fd, value in ev.ListFields():
-        name = fd.name
+_TYPED_FIELDS = frozenset({
+    "task_execution", "log_message", "chrome_histogram_sample", "source_location_iid", "source_location",
+    "correlation_id", "correlation_id_str", "correlation_id_str_iid",
+    "cc_scheduler_state", "chrome_user_event", "chrome_keyed_service", "chrome_legacy_ipc", "chrome_latency_info",
+    "chrome_frame_reporter", "chrome_application_state_info", "chrome_renderer_scheduler_state",
+    "chrome_window_handle_event_info", "chrome_content_settings_event_info", "chrome_active_processes",
+    "chrome_message_pump", "chrome_mojo_event_info", "screenshot",
+})
+
+
+def _typed_field_args(out: list, fields: dict, seq) -> None:
+    for name in _TYPED_FIELDS.intersection(fields):
+        value = fields[name]
         if name == "task_execution":
             if value.HasField("posted_from_iid"):
                 _source_location_args(out, "task.posted_from", seq.lookup(I_SOURCE_LOCATIONS, value.posted_from_iid))
@@ -406,16 +419,18 @@ def _typed_field_args(out: list, ev, seq, stats) -> None:
             s = seq.lookup(I_CORRELATION_STR, value)
             if s is not None:
                 _add(out, "correlation_id", "correlation_id", "string", s)
-        elif fd.type == fd.TYPE_MESSAGE and name.startswith(("chrome_", "cc_", "screenshot")):
+        else:
             proto_args(out, value, name)
 
 
-def event_args(ev, seq, stats) -> Optional[list]:
+def event_args(fields: dict, seq) -> Optional[list]:
     out: list = []
-    for ann in ev.debug_annotations:
-        name = _annotation_name(ann, seq)
-        debug_annotation_args(out, ann, f"debug.{name}", f"debug.{name}", seq)
-    _typed_field_args(out, ev, seq, stats)
+    annotations = fields.get("debug_annotations")
+    if annotations:
+        for ann in annotations:
+            name = _annotation_name(ann, seq)
+            debug_annotation_args(out, ann, f"debug.{name}", f"debug.{name}", seq)
+    _typed_field_args(out, fields, seq)
     return out or None
 
 

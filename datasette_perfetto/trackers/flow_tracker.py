@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..stats import Stats
-from ..storage import TraceStorage
+from ..storage import TraceStorage, to_int64
 
 
 class FlowTracker:
@@ -21,7 +21,7 @@ class FlowTracker:
         self._pending_next_slice: dict[int, list[tuple[int, int]]] = {}  # track -> [(flow id, slice_out)]
 
     def insert(self, slice_out: int, slice_in: int, trace_id: Optional[int] = None) -> None:
-        self.storage.insert("flow", (slice_out, slice_in, trace_id, None))
+        self.storage.insert("flow", (slice_out, slice_in, None if trace_id is None else to_int64(trace_id), None))
 
     # TrackEvent flow_ids / terminating_flow_ids (flow v2).
     def step_v2(self, flow_id: int, slice_id: int, terminating: bool) -> None:

@@ -54,6 +54,10 @@ class _Hop:
         return self.dst[i] + (ts - self.src[i])
 
 
+def _identity(ts: int) -> int:
+    return ts
+
+
 class ClockTracker:
     def __init__(self, stats: Stats) -> None:
         self.stats = stats
@@ -64,6 +68,7 @@ class ClockTracker:
         self._paths: dict[ClockKey, Optional[list[_Hop]]] = {}
         # Incremental clocks: key -> (last value in units, unit multiplier).
         self.incremental: dict[ClockKey, list[int]] = {}
+        self._converters: dict = {}  # clock key -> fast ts converter, until the next snapshot
         self.snapshot_rows: list[tuple] = []  # (snapshot_id, clock_id, clock_name, clock_value_ns)
         self.snapshot_count = 0
 
@@ -85,6 +90,7 @@ class ClockTracker:
                 self.incremental[key] = [timestamp, multiplier]
             values.append((key, timestamp * multiplier))
             self.snapshot_rows.append((snapshot_id, clock_id, BUILTIN_CLOCK_NAMES.get(clock_id), timestamp * multiplier))
+        self._converters.clear()
         for a, va in values:
             for b, vb in values:
                 if a == b:
@@ -103,6 +109,27 @@ class ClockTracker:
             return None
         state[0] += delta
         return state[0] * state[1]
+
+    def converter(self, key: ClockKey):
+        """A function ts -> trace time (None if impossible) for one clock; cached until the next snapshot."""
+        conv = self._converters.get(key)
+        if conv is None:
+            conv = self._converters[key] = self._make_converter(key)
+        return conv
+
+    def _make_converter(self, key: ClockKey):
+        if key == self.trace_clock:
+            return _identity
+        path = self._paths.get(key)
+        if path is None:
+            path = self._paths[key] = self._find_path(key)
+        if path is None or len(path) != 1:
+            return lambda ts: self.to_trace_time(key, ts)
+        hop = path[0]
+        if len(hop.src) == 1:
+            offset = hop.dst[0] - hop.src[0]
+            return lambda ts: ts + offset
+        return hop.convert
 
     def to_trace_time(self, key: ClockKey, ts: int, quiet: bool = False) -> Optional[int]:
         if key == self.trace_clock:

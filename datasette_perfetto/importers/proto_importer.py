@@ -146,53 +146,57 @@ class ProtoImporter:
         except DecodeError:
             self.stats.inc("proto_packet_parse_errors")
             return
-        # One ListFields() pass instead of a HasField() per field: this is the hot loop.
-        f = {fd.name: v for fd, v in packet.ListFields()}
-        get = f.get
-        if "compressed_packets" in f:
-            for inner in inflate_packets(f["compressed_packets"], self.stats):
+        # Attribute reads and HasField() are the cheapest upb accessors; this
+        # is the hot loop, so the common path touches as few fields as it can.
+        kind = packet.WhichOneof("data")
+        if kind == "compressed_packets":
+            for inner in inflate_packets(packet.compressed_packets, self.stats):
                 self.tokenize(inner)
             return
 
-        seq_id = get("trusted_packet_sequence_id", 0)
+        seq_id = packet.trusted_packet_sequence_id
         seq = self.sequences.get(seq_id)
         if seq is None:
             seq = self.sequences[seq_id] = SequenceState(seq_id)
-        flags = get("sequence_flags", 0)
-        if get("incremental_state_cleared") or flags & SEQ_INCREMENTAL_STATE_CLEARED:
+        flags = packet.sequence_flags
+        if packet.incremental_state_cleared or flags & SEQ_INCREMENTAL_STATE_CLEARED:
             seq.clear()
-        elif get("previous_packet_dropped"):
+        elif packet.previous_packet_dropped:
             seq.valid = False
-        if get("first_packet_on_sequence"):
+        if packet.first_packet_on_sequence:
             self.first_packet_sequences.add(seq_id)
         if not seq.valid and flags & SEQ_NEEDS_INCREMENTAL_STATE:
             self.stats.inc("packet_skipped_seq_needs_incremental_state_invalid")
             return
 
-        if "trace_packet_defaults" in f:
-            self._set_defaults(seq, f["trace_packet_defaults"])
-        if "interned_data" in f:
+        if packet.HasField("trace_packet_defaults"):
+            self._set_defaults(seq, packet.trace_packet_defaults)
+        if packet.HasField("interned_data"):
             if seq.valid:
-                self._intern(seq, f["interned_data"])
+                self._intern(seq, packet.interned_data)
             else:
                 self.stats.inc("interned_data_skipped_incremental_state_invalid")
 
-        if "clock_snapshot" in f:
-            self._clock_snapshot(f["clock_snapshot"], seq_id)
+        if kind == "clock_snapshot":
+            self._clock_snapshot(packet.clock_snapshot, seq_id)
             return
 
-        ts = self._packet_ts(f, seq)
-        if ts is None:
-            return
-        if "track_event" in f:
-            if "trusted_packet_sequence_id" not in f:
+        has_ts = packet.HasField("timestamp")
+        if has_ts:
+            ts = self._packet_ts(packet, seq)
+            if ts is None:
+                return
+        else:
+            ts = self.last_ts
+        if kind == "track_event":
+            if not packet.HasField("trusted_packet_sequence_id"):
                 self.stats.inc("track_event_missing_sequence_id")
                 return
-            tokenized = tokenize_track_event(self, f["track_event"], seq, ts if "timestamp" in f else None)
+            tokenized = tokenize_track_event(self, packet.track_event, seq, ts if has_ts else None)
             if tokenized is not None:
                 self.sorter.push(tokenized[0], tokenized[1])
             return
-        handler = self._handlers.get(packet.WhichOneof("data"))
+        handler = self._handlers.get(kind)
         if handler is not None:
             handler(packet, seq, ts)
 
@@ -248,18 +252,17 @@ class ProtoImporter:
         if ev.tracing_disabled:
             self.trace.set_metadata("tracing_disabled_ns", ts)
 
-    def _packet_ts(self, f: dict, seq: SequenceState) -> Optional[int]:
-        """The packet timestamp on the trace clock; the last one seen if it has none."""
-        raw = f.get("timestamp")
-        if raw is None:
-            return self.last_ts
-        clock_id = f.get("timestamp_clock_id", seq.timestamp_clock_id)
+    def _packet_ts(self, packet, seq: SequenceState) -> Optional[int]:
+        """The packet timestamp on the trace clock (None if it cannot be converted)."""
+        raw = packet.timestamp
+        clock_id = packet.timestamp_clock_id if packet.HasField("timestamp_clock_id") else seq.timestamp_clock_id
         if clock_id is None:
             clock_id = BOOTTIME
         key = clock_key(clock_id, seq.seq_id)
-        if key in self.clocks.incremental:
-            raw = self.clocks.resolve_incremental(key, raw)
-        ts = self.clocks.to_trace_time(key, raw)
+        clocks = self.clocks
+        if key in clocks.incremental:
+            raw = clocks.resolve_incremental(key, raw)
+        ts = clocks.converter(key)(raw)
         if ts is None:
             return None
         if ts < 0:

@@ -13,7 +13,13 @@ import json
 from typing import Any, Optional
 
 from ..storage import Arg
-from ..trackers.process_tracker import NAME_PRIORITY_TRACK_DESCRIPTOR
+from ..trackers.process_tracker import (
+    NAME_PRIORITY_CHROME_PROCESS_LABEL,
+    NAME_PRIORITY_CHROME_RENDERER_LABEL,
+    NAME_PRIORITY_PROCESS_TRACK_DESCRIPTOR,
+    NAME_PRIORITY_THREAD_TYPE,
+    NAME_PRIORITY_TRACK_DESCRIPTOR,
+)
 from ..trackers.slice_tracker import PENDING
 
 EV_TRACK_EVENT = 0
@@ -30,10 +36,30 @@ I_LOG_BODY, I_HISTOGRAM_NAMES, I_DEBUG_STRINGS, I_CORRELATION_STR = 20, 25, 29, 
 (F_KIND, F_TYPE, F_UUID, F_SEQ, F_THREAD, F_CATEGORY, F_NAME, F_ARGS, F_FLOWS, F_TERM_FLOWS, F_THREAD_TS,
  F_THREAD_IC, F_EXTRA, F_COUNTER, F_LEGACY, F_HAS_TYPE, F_HAS_UUID) = range(17)
 
+# Chrome's process/thread type enums → the names trace_processor shows.
 CHROME_PROCESS_NAMES = {
-    1: "Browser", 2: "Renderer", 3: "Utility", 4: "Zygote", 5: "SandboxHelper", 6: "Gpu",
-    7: "PpapiPlugin", 8: "PpapiBroker",
+    1: "Browser", 2: "Renderer", 3: "Utility", 4: "SandboxHelper", 6: "Gpu", 7: "PpapiPlugin",
+    8: "PpapiBroker", 40: "Extension Renderer",
 }
+CHROME_RENDERER_TYPES = (2, 40)
+CHROME_THREAD_NAMES = {
+    1: "CrProcessMain", 2: "ChromeIOThread", 3: "ThreadPoolBackgroundWorker&", 4: "ThreadPoolForegroundWorker&",
+    5: "ThreadPoolSingleThreadForegroundBlocking&", 6: "ThreadPoolSingleThreadBackgroundBlocking&",
+    7: "ThreadPoolService", 8: "Compositor", 9: "VizCompositorThread", 10: "CompositorTileWorker&",
+    11: "ServiceWorkerThread&", 12: "NetworkService", 13: "Chrome_ChildIOThread", 14: "Chrome_IOThread",
+    15: "CrBrowserMain", 16: "CrRendererMain", 17: "CrUtilityMain", 18: "CrGpuMain", 50: "MemoryInfra",
+    51: "StackSamplingProfiler", 52: "CompositorGpuThread",
+}
+
+
+# Other values are Chrome enum names that the perfetto package's protos do not
+# carry (they are plain ints there); those stay unnamed.
+def chrome_process_name(process_type: int) -> Optional[str]:
+    return CHROME_PROCESS_NAMES.get(process_type)
+
+
+def chrome_thread_name(thread_type: int) -> Optional[str]:
+    return CHROME_THREAD_NAMES.get(thread_type)
 
 
 class CounterDetails:
@@ -436,6 +462,9 @@ def event_args(fields: dict, seq) -> Optional[list]:
 
 # -- parsing -----------------------------------------------------------------------
 
+_SLICE_PHASES = frozenset("BEXiIRnbeSTpF")
+
+
 class _MergedGroup:
     """Sibling tracks merged by name/key: slices of one uuid share a track;
     concurrent uuids get further tracks (trace_processor's TrackCompressor)."""
@@ -512,26 +541,27 @@ class TrackEventParser:
             return
         if tid is not None:
             utid = self.procs.update_thread(tid, pid)
-            self.procs.set_thread_name(utid, thread_name, NAME_PRIORITY_TRACK_DESCRIPTOR)
-            if chrome is not None:
-                pass
+            if thread_name:
+                self.procs.set_thread_name(utid, thread_name, NAME_PRIORITY_TRACK_DESCRIPTOR)
+            elif chrome is not None:
+                self.procs.set_thread_name(utid, chrome_thread_name(chrome), NAME_PRIORITY_THREAD_TYPE)
             return
         upid = self._uuid_upid(uuid) if uuid is not None else self.procs.get_or_create_process(pid)
         proc = self.procs.process(upid)
-        if process_name:
-            proc.name = process_name
+        self.procs.set_process_name(upid, process_name, NAME_PRIORITY_PROCESS_TRACK_DESCRIPTOR)
         if cmdline:
+            # trace_processor drops the cmdline of track-event processes; it is too useful to lose.
             proc.cmdline = " ".join(cmdline)
-            if proc.name is None and not process_name and uuid is None:
-                proc.name = cmdline[0]
         if start_ts and proc.start_ts is None:
             proc.start_ts = start_ts
         if chrome is not None:
             ptype, host_app, crash_id = chrome
             if ptype is not None:
-                proc.args["chrome.process_type"] = ("chrome.process_type", "chrome.process_type", "int", ptype)
-                if proc.name is None:
-                    proc.name = CHROME_PROCESS_NAMES.get(ptype)
+                label = chrome_process_name(ptype)
+                self.procs.set_process_name(upid, label, NAME_PRIORITY_CHROME_RENDERER_LABEL
+                                            if ptype in CHROME_RENDERER_TYPES else NAME_PRIORITY_CHROME_PROCESS_LABEL)
+                if label is not None:
+                    proc.args["chrome.process_type"] = ("chrome.process_type", "chrome.process_type", "string", label)
             if host_app:
                 proc.args["chrome.host_app_package_name"] = ("chrome.host_app_package_name",
                                                              "chrome.host_app_package_name", "string", host_app)
@@ -852,6 +882,10 @@ class TrackEventParser:
             return
         if phase == "M":
             self._metadata_event(utid, upid, name, args)
+            return
+        if phase not in _SLICE_PHASES:
+            # trace_processor keeps other legacy phases (e.g. 'P' V8 samples) only
+            # in its raw/profiler tables; they make no slice.
             return
 
         async_like = phase in ("b", "e", "n", "S", "T", "p", "F")

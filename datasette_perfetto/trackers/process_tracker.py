@@ -12,19 +12,24 @@ from typing import Optional
 
 from ..storage import TraceStorage
 
-# thread.name priority: a name set from a stronger source is not replaced
-# by a weaker one (trace_processor's ThreadNamePriority).
+# Name priorities: a name from a stronger source is not replaced by a weaker
+# one (trace_processor's ThreadNamePriority / ProcessNamePriority).
 NAME_PRIORITY_OTHER = 0
-NAME_PRIORITY_TRACK_DESCRIPTOR = 3
+NAME_PRIORITY_CHROME_PROCESS_LABEL = 1
+NAME_PRIORITY_PROCESS_TRACK_DESCRIPTOR = 2
+NAME_PRIORITY_CHROME_RENDERER_LABEL = 3
+NAME_PRIORITY_THREAD_TYPE = 3
+NAME_PRIORITY_TRACK_DESCRIPTOR = 4
 
 
 class ProcessRow:
-    __slots__ = ("upid", "pid", "name", "start_ts", "end_ts", "parent_upid", "uid", "cmdline", "args", "machine_id")
+    __slots__ = ("upid", "pid", "name", "name_priority", "start_ts", "end_ts", "parent_upid", "uid", "cmdline", "args", "machine_id")
 
     def __init__(self, upid: int, pid: int, machine_id: int) -> None:
         self.upid = upid
         self.pid = pid
         self.name: Optional[str] = None
+        self.name_priority = -1
         self.start_ts: Optional[int] = None
         self.end_ts: Optional[int] = None
         self.parent_upid: Optional[int] = None
@@ -94,6 +99,14 @@ class ProcessTracker:
         """tid reuse: a new thread replaces the live one with that tid."""
         self._by_tid.pop(tid, None)
         return self.update_thread(tid, pid)
+
+    def set_process_name(self, upid: int, name: Optional[str], priority: int = NAME_PRIORITY_OTHER) -> None:
+        if not name:
+            return
+        row = self.processes[upid]
+        if priority >= row.name_priority:
+            row.name = name
+            row.name_priority = priority
 
     def process(self, upid: int) -> ProcessRow:
         return self.processes[upid]

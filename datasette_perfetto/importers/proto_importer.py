@@ -47,7 +47,7 @@ class SequenceState:
 
     __slots__ = ("seq_id", "valid", "interned", "timestamp_clock_id", "default_track_uuid",
                  "default_extra_counter_uuids", "default_extra_double_counter_uuids", "thread", "ref_ts",
-                 "ref_thread_ts", "ref_thread_ic", "counter_values", "generation")
+                 "ref_thread_ts", "ref_thread_ic", "counter_values", "generation", "derived")
 
     def __init__(self, seq_id: int) -> None:
         self.seq_id = seq_id
@@ -63,6 +63,7 @@ class SequenceState:
         self.ref_thread_ts: Optional[int] = None
         self.ref_thread_ic: Optional[int] = None
         self.counter_values: dict[int, float] = {}  # incremental counters: uuid -> running value
+        self.derived: dict = {}  # values computed from interned data (e.g. args of a source location)
 
     def clear(self) -> None:
         self.valid = True
@@ -74,6 +75,7 @@ class SequenceState:
         self.default_extra_double_counter_uuids = ()
         self.ref_ts = self.ref_thread_ts = self.ref_thread_ic = None
         self.counter_values = {}
+        self.derived = {}
 
     def lookup(self, field: int, iid: int) -> object:
         table = self.interned.get(field)

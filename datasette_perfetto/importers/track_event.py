@@ -180,27 +180,8 @@ def tokenize_track_event(importer, ev, seq, packet_ts: Optional[int]) -> Optiona
 
     extra = None
     if "extra_counter_values" in f or "extra_double_counter_values" in f:
-        extra = []
-        for values, uuids in ((get("extra_counter_values"),
-                               get("extra_counter_track_uuids") or seq.default_extra_counter_uuids),
-                              (get("extra_double_counter_values"),
-                               get("extra_double_counter_track_uuids") or seq.default_extra_double_counter_uuids)):
-            if not values:
-                continue
-            if not uuids:
-                stats.inc("track_event_extra_counter_missing_track_uuids")
-                return None
-            if len(values) > len(uuids):
-                stats.inc("track_event_extra_counter_track_uuid_mismatch")
-                return None
-            for value, cuuid in zip(values, uuids):
-                v = _absolute_counter_value(importer.reservations, seq, cuuid, float(value))
-                if v is None:
-                    stats.inc("track_event_extra_counter_invalid_track")
-                    return None
-                extra.append((cuuid, v))
-        if len(extra) > 8:
-            stats.inc("track_event_extra_counter_exceeds_max")
+        extra = _extra_counters(importer, seq, get)
+        if extra is None:
             return None
 
     category = _category(get("category_iids"), get("categories"), seq)
@@ -223,6 +204,33 @@ def tokenize_track_event(importer, ev, seq, packet_ts: Optional[int]) -> Optiona
 
 
 INT64_MAX = (1 << 63) - 1
+
+
+def _extra_counters(importer, seq, get) -> Optional[list]:
+    stats = importer.stats
+    extra = []
+    for values, uuids in ((get("extra_counter_values"),
+                           get("extra_counter_track_uuids") or seq.default_extra_counter_uuids),
+                          (get("extra_double_counter_values"),
+                           get("extra_double_counter_track_uuids") or seq.default_extra_double_counter_uuids)):
+        if not values:
+            continue
+        if not uuids:
+            stats.inc("track_event_extra_counter_missing_track_uuids")
+            return None
+        if len(values) > len(uuids):
+            stats.inc("track_event_extra_counter_track_uuid_mismatch")
+            return None
+        for value, cuuid in zip(values, uuids):
+            v = _absolute_counter_value(importer.reservations, seq, cuuid, float(value))
+            if v is None:
+                stats.inc("track_event_extra_counter_invalid_track")
+                return None
+            extra.append((cuuid, v))
+    if len(extra) > 8:
+        stats.inc("track_event_extra_counter_exceeds_max")
+        return None
+    return extra
 
 
 def saturate(v: int) -> int:
@@ -414,8 +422,16 @@ def _typed_field_args(out: list, fields: dict, seq) -> None:
     for name in _TYPED_FIELDS.intersection(fields):
         value = fields[name]
         if name == "task_execution":
-            if value.HasField("posted_from_iid"):
-                _source_location_args(out, "task.posted_from", seq.lookup(I_SOURCE_LOCATIONS, value.posted_from_iid))
+            iid = value.posted_from_iid
+            if iid:
+                # Every posted task repeats one of a few locations: build their args once.
+                key = ("task", iid)
+                cached = seq.derived.get(key)
+                if cached is None:
+                    cached = []
+                    _source_location_args(cached, "task.posted_from", seq.lookup(I_SOURCE_LOCATIONS, iid))
+                    cached = seq.derived[key] = tuple(cached)
+                out.extend(cached)
             else:
                 proto_args(out, value, "task")
         elif name == "log_message":

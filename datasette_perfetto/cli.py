@@ -103,6 +103,34 @@ def format_table(columns: list[str], rows: list[list]) -> str:
 
 
 @perfetto.command()
+@click.option("-o", "--output", default="demo.db", show_default=True, type=click.Path(dir_okay=False),
+              help="Database to write the demo into")
+@click.option("-p", "--port", default=8001, show_default=True, help="Port to serve on (127.0.0.1)")
+@click.option("--no-serve", is_flag=True, help="Only build the database")
+def demo(output: str, port: int, no_serve: bool) -> None:
+    """Build the bundled demo trace, ingest it and serve it with Datasette on 127.0.0.1.
+
+    \b
+    Example:
+        datasette perfetto demo --port 8001
+    """
+    from .trace_builder import write_demo_trace
+
+    trace_path = os.path.splitext(output)[0] + ".pftrace"
+    write_demo_trace(trace_path)
+    try:
+        ingest([trace_path], output)
+    except IngestError as e:
+        raise click.ClickException(str(e)) from None
+    click.echo(f"Ingested {trace_path} into {output}", err=True)
+    if no_serve:
+        return
+    click.echo(f"Serving on http://127.0.0.1:{port}/ (Ctrl+C to stop)", err=True)
+    sys.stdout.flush()
+    os.execv(sys.executable, [sys.executable, "-m", "datasette", "serve", output, "-h", "127.0.0.1", "-p", str(port)])
+
+
+@perfetto.command()
 @click.argument("cases_dir", type=click.Path(exists=True, file_okay=False))
 @click.option("--prefix", default="", help="Only cases whose id starts with this")
 @click.option("-v", "--verbose", is_flag=True, help="Show why failing cases fail")

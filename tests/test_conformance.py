@@ -1,0 +1,54 @@
+"""The conformance ratchet: every case listed in conformance_passing.txt must pass."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from datasette_perfetto.conformance import load_passing_list, parse_expected, run_case, values_equal
+
+HERE = Path(__file__).parent
+CASES = HERE.parent.parent / "shared" / "conformance" / "cases"
+PASSING = load_passing_list(str(HERE / "conformance_passing.txt"))
+
+
+def test_cases_folder_is_present():
+    assert CASES.is_dir(), f"conformance cases not found at {CASES}"
+    assert len(PASSING) >= 39
+
+
+@pytest.mark.parametrize("case_id", PASSING)
+def test_listed_case_passes(case_id, tmp_path):
+    result = run_case(str(CASES / case_id), str(tmp_path))
+    assert result.passed, result.reason
+
+
+def test_expected_csv_parsing_keeps_types():
+    header, rows = parse_expected('"a","b","c","d"\n"x",[NULL],"[NULL]",1.500000\n')
+    assert header == ["a", "b", "c", "d"]
+    assert rows == [["x", None, "[NULL]", 1.5]]
+
+
+def test_values_compare_numbers_numerically_and_strings_exactly():
+    assert values_equal(100, 100.0)
+    assert values_equal(1.0000001, 1.0)
+    assert not values_equal("1", 1)
+    assert not values_equal(None, "x")
+    assert values_equal(None, None)
+    assert not values_equal(0, None)
+
+
+def test_a_wrong_expectation_fails(tmp_path):
+    case = tmp_path / "case"
+    case.mkdir()
+    src = CASES / PASSING[0]
+    for name in ("query.sql", "case.json"):
+        (case / name).write_bytes((src / name).read_bytes())
+    for name in ("trace.pb", "trace.json", "trace.systrace"):
+        if (src / name).exists():
+            (case / name).write_bytes((src / name).read_bytes())
+    expected = (src / "expected.csv").read_text().splitlines()
+    expected.append(",".join(["999999"] * len(expected[0].split(","))))
+    (case / "expected.csv").write_text("\n".join(expected) + "\n")
+    assert not run_case(str(case), str(tmp_path)).passed

@@ -18,3 +18,11 @@ def register_commands(cli_group):
 @hookimpl
 def prepare_connection(conn):
     register_functions(conn)
+
+
+@hookimpl
+def get_metadata(datasette, key, database, table):
+    # Descriptions for every served trace database (Datasette 0.65; 1.0 ignores this hook).
+    from .metadata import plugin_metadata
+
+    return plugin_metadata(datasette, key, database)

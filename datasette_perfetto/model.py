@@ -37,18 +37,9 @@ class TraceContext:
         self.flows = FlowTracker(self.storage, self.stats)
         self.slices.on_begin = self.flows.on_slice_begin
         self.metadata: dict[str, object] = {}
-        self.min_ts: Optional[int] = None
-        self.max_ts: Optional[int] = None
         self.packets_read = 0
 
-    def see_ts(self, ts: int) -> None:
-        if self.min_ts is None or ts < self.min_ts:
-            self.min_ts = ts
-        if self.max_ts is None or ts > self.max_ts:
-            self.max_ts = ts
-
     def insert_counter(self, ts: int, track_id: int, value: float, args: Optional[list[Arg]] = None) -> int:
-        self.see_ts(ts)
         arg_set_id = self.storage.arg_set(args) if args else None
         return self.storage.insert("counter", (ts, track_id, value, arg_set_id))
 
@@ -114,14 +105,23 @@ class TraceModel:
             s.write("thread", (t.utid, t.tid, t.name, t.start_ts, t.end_ts, t.upid, t.is_main_thread, t.is_idle,
                                t.machine_id, s.arg_set(list(t.args.values()))))
         write_tracks(s, self.tracks)
-        starts = [t.min_ts for t in self.traces if t.min_ts is not None]
-        ends = [max(x for x in (t.max_ts, t.slices.max_end) if x is not None)
-                for t in self.traces if t.max_ts is not None or t.slices.max_end is not None]
-        start, end = (min(starts), max(ends)) if starts and ends else (0, 0)
-        if start == end:
-            end = start + 1
-        s.write("trace_bounds", (start, end))
+        s.flush()
+        s.write("trace_bounds", self._bounds())
         s.finish()
+
+    def _bounds(self) -> tuple[int, int]:
+        """trace_processor's trace_bounds: over every table with timestamps."""
+        starts, ends = [], []
+        for table, has_dur in (("slice", True), ("counter", False), ("state", True)):
+            row = self.storage.conn.execute(
+                f"SELECT min(ts), max(ts + {'max(dur, 0)' if has_dur else '0'}) FROM [{table}]").fetchone()
+            if row[0] is not None:
+                starts.append(row[0])
+                ends.append(row[1])
+        if not starts:
+            return (0, 0)
+        start, end = min(starts), max(ends)
+        return (start, end + 1 if end == start else end)
 
     def abort(self) -> None:
         self.storage.abort()

@@ -48,7 +48,6 @@ class AtraceParser:
         marker = parse_print(buf)
         if marker is None:
             return  # not an atrace marker: an ordinary kernel print
-        self.trace.see_ts(ts)
         procs = self.trace.processes
         kind, tgid = marker[0], marker[1]
         utid = procs.update_thread(tid, tgid) if tgid else procs.get_or_create_thread(tid)

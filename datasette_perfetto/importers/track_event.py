@@ -533,6 +533,8 @@ class TrackEventParser:
         self._states: dict[int, list] = {}  # state track -> [id, ts, category, value, args]
         self._v1_flow_ids: dict[tuple, int] = {}
         self.range_of_interest_ns: Optional[int] = None
+        self._fast: dict[int, tuple] = {}  # uuid -> (utid, slice track) once resolved, for the hot path
+        self._counter_tracks: dict[int, tuple[int, int]] = {}  # counter uuid -> (track, builtin kind)
 
     # -- descriptors -------------------------------------------------------------
     def parse(self, ts: int, ev: tuple) -> None:
@@ -541,7 +543,6 @@ class TrackEventParser:
             if self.range_of_interest_ns is not None and ts < self.range_of_interest_ns:
                 self.stats.inc("track_event_dropped_packets_outside_of_range_of_interest")
                 return
-            self.trace.see_ts(ts)
             self._track_event(ts, ev)
         elif kind == EV_DESCRIPTOR:
             self._descriptor(ts, ev)
@@ -780,6 +781,69 @@ class TrackEventParser:
 
     # -- events ----------------------------------------------------------------------
     def _track_event(self, ts: int, ev: tuple) -> None:
+        fast = self._fast.get(ev[F_UUID]) if ev[F_LEGACY] is None else None
+        if fast is not None and ev[F_TYPE] in (TYPE_SLICE_BEGIN, TYPE_SLICE_END, TYPE_INSTANT):
+            self._fast_slice_event(ts, ev, fast[0], fast[1])
+            return
+        self._general_event(ts, ev)
+
+    def _fast_slice_event(self, ts: int, ev: tuple, utid: Optional[int], track: int) -> None:
+        """The common case, with every lookup already cached: a typed slice
+        event on a descriptor track that is a plain (unmerged) track. Same
+        semantics as _general_event, which filled the cache."""
+        thread_ts = ev[F_THREAD_TS]
+        thread_ic = ev[F_THREAD_IC]
+        insert = self.trace.storage.insert
+        if utid is not None:
+            if thread_ts is not None:
+                insert("counter", (ts, self._thread_counter_track(utid, "thread_time"), float(thread_ts), None))
+            if thread_ic is not None:
+                insert("counter", (ts, self._thread_counter_track(utid, "thread_instructions"), float(thread_ic), None))
+        extra = ev[F_EXTRA]
+        if extra:
+            counter_tracks = self._counter_tracks
+            for cuuid, value in extra:
+                entry = counter_tracks.get(cuuid)
+                if entry is None:
+                    entry = self._counter_track_entry(cuuid)
+                    if entry is None:
+                        continue
+                t, builtin = entry
+                insert("counter", (ts, t, value, None))
+                if builtin == 1:
+                    thread_ts = int(value)
+                elif builtin == 2:
+                    thread_ic = int(value)
+        etype = ev[F_TYPE]
+        args = ev[F_ARGS]
+        if etype == TYPE_SLICE_BEGIN:
+            slice_id = self.slices.begin(ts, track, ev[F_CATEGORY], ev[F_NAME], list(args) if args else [],
+                                         thread_ts if utid is not None else None,
+                                         thread_ic if utid is not None else None)
+        elif etype == TYPE_SLICE_END:
+            slice_id = self.slices.end(ts, track, ev[F_CATEGORY], ev[F_NAME], list(args) if args else [],
+                                       thread_ts, thread_ic)
+        else:
+            slice_id = self.slices.scoped(ts, 0, track, ev[F_CATEGORY], ev[F_NAME], list(args) if args else [],
+                                          thread_ts if utid is not None else None,
+                                          0 if (utid is not None and thread_ts is not None) else None)
+        if slice_id is not None and (ev[F_FLOWS] or ev[F_TERM_FLOWS]):
+            self._flows(slice_id, ev, None)
+
+    def _thread_counter_track(self, utid: int, kind: str) -> int:
+        return self.tracks.intern(kind, (("utid", utid),), "counter",
+                                  "thread_time" if kind == "thread_time" else "thread_instruction_count")
+
+    def _counter_track_entry(self, cuuid: int) -> Optional[tuple[int, int]]:
+        t = self.descriptor_track(cuuid, None)
+        if t is None or isinstance(t, _MergedGroup):
+            return None
+        cname = self.tracks.row(t).name
+        entry = (t, 1 if cname == "thread_time" else 2 if cname == "thread_instruction_count" else 0)
+        self._counter_tracks[cuuid] = entry
+        return entry
+
+    def _general_event(self, ts: int, ev: tuple) -> None:
         etype = ev[F_TYPE]
         legacy = ev[F_LEGACY]
         phase = legacy.get("phase") if legacy else None
@@ -849,21 +913,19 @@ class TrackEventParser:
         # Thread time carried on the event itself becomes per-thread counters.
         if utid is not None:
             if thread_ts is not None:
-                t = self.tracks.intern("thread_time", (("utid", utid),), "counter", "thread_time")
-                self.trace.insert_counter(ts, t, float(thread_ts))
+                self.trace.insert_counter(ts, self._thread_counter_track(utid, "thread_time"), float(thread_ts))
             if thread_ic is not None:
-                t = self.tracks.intern("thread_instructions", (("utid", utid),), "counter", "thread_instruction_count")
-                self.trace.insert_counter(ts, t, float(thread_ic))
+                self.trace.insert_counter(ts, self._thread_counter_track(utid, "thread_instructions"), float(thread_ic))
         if ev[F_EXTRA]:
             for cuuid, value in ev[F_EXTRA]:
-                t = self.descriptor_track(cuuid, None)
-                if t is None or isinstance(t, _MergedGroup):
+                entry = self._counter_tracks.get(cuuid) or self._counter_track_entry(cuuid)
+                if entry is None:
                     continue
+                t, builtin = entry
                 self.trace.insert_counter(ts, t, value)
-                cname = self.tracks.row(t).name
-                if cname == "thread_time":
+                if builtin == 1:
                     thread_ts = int(value)
-                elif cname == "thread_instruction_count":
+                elif builtin == 2:
                     thread_ic = int(value)
 
         if etype == TYPE_COUNTER:
@@ -925,6 +987,9 @@ class TrackEventParser:
             t = self._association(uuid, fallback, utid, upid, name, legacy, kind)
             if t is None:
                 return
+            if (legacy is None and uuid and not isinstance(self._track_of_uuid.get(uuid), _MergedGroup)
+                    and uuid in self._track_of_uuid):
+                self._fast[uuid] = (utid, t)
 
         if phase in ("S", "T", "p", "R"):
             args.append(("legacy_event.phase", "legacy_event.phase", "string", phase))

@@ -46,7 +46,9 @@ class SliceTracker:
         self.storage = storage
         self.stats = stats
         self.stacks: dict[int, list[OpenSlice]] = {}
-        self.max_end = None  # largest ts + dur seen, for trace_bounds
+        # Per track, how many slices on its stack already have a duration: when
+        # none do (the usual case), there is nothing to close before an event.
+        self._ended_on_stack: dict[int, int] = {}
         # Called with (track_id, slice_id) whenever a slice begins (flows use it).
         self.on_begin: Optional[Callable[[int, int], None]] = None
 
@@ -72,7 +74,7 @@ class SliceTracker:
         stack = self.stacks.get(track_id)
         if not stack:
             return None
-        if not self._close_finished(stack, ts, PENDING):
+        if self._ended_on_stack.get(track_id) and not self._close_finished(stack, ts, PENDING):
             return None
         if not stack:
             return None
@@ -81,6 +83,7 @@ class SliceTracker:
             return None
         s = stack[idx]
         s.dur = ts - s.ts
+        self._ended_on_stack[track_id] = self._ended_on_stack.get(track_id, 0) + 1
         if args:
             s.args = _merge_args(s.args, args)
         if thread_ts is not None and s.thread_ts is not None:
@@ -111,6 +114,7 @@ class SliceTracker:
             while stack:
                 self._pop(stack)
         self.stacks.clear()
+        self._ended_on_stack.clear()
 
     # -- internals -----------------------------------------------------------
     def _start(self, ts, dur, track_id, category, name, args, thread_ts, thread_ic) -> Optional[int]:
@@ -121,7 +125,7 @@ class SliceTracker:
         stack = self.stacks.get(track_id)
         if stack is None:
             stack = self.stacks[track_id] = []
-        elif not self._close_finished(stack, ts, dur):
+        elif self._ended_on_stack.get(track_id) and not self._close_finished(stack, ts, dur):
             return None
         depth = len(stack)
         if depth >= MAX_DEPTH:
@@ -131,6 +135,8 @@ class SliceTracker:
         s = OpenSlice(self.storage.reserve_id("slice"), ts, dur, track_id, category, name, depth,
                       parent_id, args, thread_ts, thread_ic)
         stack.append(s)
+        if dur != PENDING:
+            self._ended_on_stack[track_id] = self._ended_on_stack.get(track_id, 0) + 1
         if self.on_begin is not None:
             self.on_begin(track_id, s.id)
         return s
@@ -153,9 +159,6 @@ class SliceTracker:
         incomplete_descendant = False
         i = len(stack) - 1
         while i >= 0:
-            if i >= len(stack):
-                i = len(stack) - 1
-                continue
             s = stack[i]
             if s.dur == PENDING:
                 incomplete_descendant = True
@@ -171,6 +174,7 @@ class SliceTracker:
                 while len(stack) - 1 > i:
                     child = stack[-1]
                     child.dur = end_ts - child.ts
+                    self._ended_on_stack[child.track_id] += 1
                     self._pop(stack)
                 self._pop(stack)
                 incomplete_descendant = False
@@ -188,12 +192,11 @@ class SliceTracker:
 
     def _pop(self, stack: list[OpenSlice]) -> None:
         s = stack.pop()
+        if s.dur != PENDING:
+            self._ended_on_stack[s.track_id] -= 1
         arg_set_id = self.storage.arg_set(s.args) if s.args else None
         self.storage.write("slice", (s.id, s.ts, s.dur, s.track_id, s.category, s.name, s.depth, s.parent_id,
                                      arg_set_id, s.thread_ts, s.thread_dur, s.thread_ic, s.thread_icd))
-        end = s.ts + (s.dur if s.dur > 0 else 0)
-        if self.max_end is None or end > self.max_end:
-            self.max_end = end
 
 
 def _merge_args(existing: list[Arg], extra: list[Arg]) -> list[Arg]:

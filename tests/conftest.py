@@ -1,0 +1,102 @@
+"""Shared fixtures: the demo trace, its ingested database, and a helper to ingest bytes.
+
+Also makes `datasette perfetto` available when the package is not installed
+(no entry point): the plugin is registered with Datasette's plugin manager
+before `datasette.cli` is imported, since that import is what runs the
+`register_commands` hook.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from datasette.plugins import pm
+
+import datasette_perfetto
+from datasette_perfetto.ingest import ingest
+from datasette_perfetto.trace_builder import build_demo_trace
+
+if not pm.is_registered(datasette_perfetto):
+    try:
+        pm.register(datasette_perfetto, name="perfetto-test")
+    except Exception:
+        # A hook that does not match Datasette's hookspecs; test_cli.py's
+        # test_plugin_hooks_register_the_perfetto_group reports it. The
+        # command tests still run against the commands themselves.
+        pass
+
+from datasette.cli import cli as datasette_cli  # noqa: E402  (after registration, on purpose)
+
+if "perfetto" not in datasette_cli.commands:
+    datasette_perfetto.cli.register(datasette_cli)
+
+DEMO_TABLES = ("slice", "thread", "process", "track", "args", "counter", "flow")
+
+
+class TraceDB:
+    """Read-only helpers over an ingested database."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def rows(self, sql: str, params: tuple = ()) -> list[tuple]:
+        conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+        try:
+            return conn.execute(sql, params).fetchall()
+        finally:
+            conn.close()
+
+    def one(self, sql: str, params: tuple = ()):
+        (row,) = self.rows(sql, params)
+        return row[0]
+
+    def count(self, table: str) -> int:
+        return self.one(f"SELECT count(*) FROM [{table}]")
+
+    def counts(self, tables=DEMO_TABLES) -> dict[str, int]:
+        return {t: self.count(t) for t in tables}
+
+    def stat(self, name: str) -> int:
+        return self.one("SELECT sum(value) FROM stats WHERE name = ?", (name,))
+
+
+@pytest.fixture(scope="session")
+def demo_bytes() -> bytes:
+    return build_demo_trace()
+
+
+@pytest.fixture(scope="session")
+def demo_trace(tmp_path_factory, demo_bytes) -> Path:
+    path = tmp_path_factory.mktemp("demo") / "demo.pftrace"
+    path.write_bytes(demo_bytes)
+    return path
+
+
+@pytest.fixture(scope="session")
+def demo_db(tmp_path_factory, demo_trace) -> TraceDB:
+    path = tmp_path_factory.mktemp("demo-db") / "demo.db"
+    ingest([str(demo_trace)], str(path))
+    return TraceDB(path)
+
+
+@pytest.fixture(scope="session")
+def demo_counts(demo_db) -> dict[str, int]:
+    counts = demo_db.counts()
+    assert all(counts.values()), counts  # the demo has some of everything
+    return counts
+
+
+@pytest.fixture
+def ingest_data(tmp_path):
+    """ingest_data(data, name="trace.pftrace") -> (summaries, TraceDB) for in-memory trace bytes."""
+
+    def run(data: bytes, name: str = "trace.pftrace"):
+        trace = tmp_path / name
+        trace.write_bytes(data)
+        db = tmp_path / (name + ".db")
+        summaries = ingest([str(trace)], str(db))
+        return summaries, TraceDB(db)
+
+    return run

@@ -6,13 +6,14 @@ delegate to the modules that do the work.
 
 from datasette import hookimpl
 
-from . import cli
+from . import cli as cli_module
 from .functions import register_functions
 
 
 @hookimpl
-def register_commands(cli_group):
-    cli.register(cli_group)
+def register_commands(cli):
+    # pluggy matches hook arguments by name, so this one must be called `cli`.
+    cli_module.register(cli)
 
 
 @hookimpl

@@ -73,6 +73,9 @@ def query(database: str, sql: str, fmt: str) -> None:
     Example:
         datasette perfetto query trace.db "select name, count(*) from slice group by 1"
     """
+    # Datasette switches on tracebacks from SQL functions process-wide; a CLI
+    # user gets the one-line SQL error instead.
+    sqlite3.enable_callback_tracebacks(False)
     conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
     register_functions(conn)
     try:

@@ -8,7 +8,6 @@ half-written database and never damages an existing one.
 from __future__ import annotations
 
 import gc
-import gzip
 import os
 import tempfile
 import zlib
@@ -49,18 +48,76 @@ def open_trace(path: str) -> tuple[str, BinaryIO]:
     raw.seek(0)
     stream: BinaryIO = raw
     if head[:2] == b"\x1f\x8b":
-        stream = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
+        probe = GzipReader(raw)
         try:
-            head = stream.read(4096)
-        except (OSError, EOFError, zlib.error) as e:
+            head = probe.read(4096)
+        except zlib.error as e:
             raw.close()
             raise IngestError(f"{path}: corrupt gzip data: {e}") from None
-        stream = gzip.GzipFile(fileobj=_rewound(raw), mode="rb")  # type: ignore[assignment]
+        if not head:
+            raw.close()
+            raise IngestError(f"{path}: gzip file holds no data (empty or cut short)")
+        stream = GzipReader(_rewound(raw))  # type: ignore[assignment]
+    if not head:
+        raw.close()
+        raise IngestError(f"{path}: empty file")
     fmt = detect_format(head)
     if fmt is None:
         raw.close()
         raise IngestError(f"{path}: not a recognised trace format (expected a Perfetto protobuf trace)")
     return fmt, stream
+
+
+class GzipReader:
+    """Streams a gzip file (all members). Unlike gzip.GzipFile it hands back
+    everything before a cut instead of raising, and records the cut in
+    `truncated`, so a truncated .gz imports like a truncated trace."""
+
+    CHUNK = 1 << 20
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self.inflater = zlib.decompressobj(wbits=31)
+        self.pending = b""  # inflated bytes not yet returned
+        self.raw_pending = b""  # compressed bytes of the next member, already read
+        self.in_member = False  # inside a gzip member that has not ended yet
+        self.truncated = False
+        self.done = False
+
+    def read(self, n: int) -> bytes:
+        out = [self.pending]
+        size = len(self.pending)
+        while size < n and not self.done:
+            data = self.inflater.unconsumed_tail or self.raw_pending or self.raw.read(self.CHUNK)
+            self.raw_pending = b""
+            if not data:
+                self.done = True
+                self.truncated = self.in_member
+                break
+            self.in_member = True
+            piece = self.inflater.decompress(data, n - size)
+            out.append(piece)
+            size += len(piece)
+            if self.inflater.eof:
+                self.in_member = False
+                rest = self.inflater.unused_data
+                self.inflater = zlib.decompressobj(wbits=31)
+                if rest[:2] == b"\x1f\x8b":
+                    self.raw_pending = rest
+                elif rest:
+                    self.done = True  # trailing bytes that are not another member: ignored
+        joined = b"".join(out)
+        joined, self.pending = joined[:n], joined[n:]
+        return joined
+
+    def close(self) -> None:
+        self.raw.close()
+
+    def __enter__(self) -> "GzipReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def _rewound(f: BinaryIO) -> BinaryIO:

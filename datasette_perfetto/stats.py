@@ -31,6 +31,8 @@ EXTRA_STATS = (
              "A corrupt varint, length or field tag was found; the rest of the file (or the compressed block) was skipped."),
     StatSpec("proto_packet_parse_errors", False, "data_loss", "analysis", "machine_and_trace",
              "A TracePacket could not be decoded; it was dropped."),
+    StatSpec("compressed_file_truncated", False, "data_loss", "analysis", "machine_and_trace",
+             "The gzip-compressed trace file ended early; everything before the cut was imported."),
     StatSpec("compressed_packets_errors", False, "data_loss", "analysis", "machine_and_trace",
              "A compressed_packets block could not be inflated, or inflated beyond the size limit; it was dropped."),
 )

@@ -72,12 +72,12 @@ def failing_inputs(tmp_path, demo_bytes) -> dict[str, tuple[list, str]]:
         "random bytes": (random.Random(0).randbytes(4096), "not a recognised trace format"),
         "random bytes after a packet tag": (b"\x0a" + random.Random(1).randbytes(4096), "no readable data"),
         "text": (b"hello, world\nthis is not a trace\n", "not a recognised trace format"),
-        "empty": (b"", "not a recognised trace format"),
+        "empty": (b"", "empty file"),
         "png": (PNG, "not a recognised trace format"),
         "corrupt first length": (demo_bytes[:1] + b"\xff" * 10 + demo_bytes[11:], "not a recognised trace format"),
         "json": (b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2}]}', "json traces are not supported"),
         "corrupt gzip": (b"\x1f\x8b" + b"not deflate" * 10, "corrupt gzip data"),
-        "truncated gzip": (gzip.compress(demo_bytes, mtime=0)[:5000], "read error"),
+        "gzip cut in its header": (gzip.compress(demo_bytes, mtime=0)[:12], "gzip file holds no data"),
     }
     out = {}
     for name, (data, problem) in cases.items():
@@ -94,7 +94,7 @@ def failing_inputs(tmp_path, demo_bytes) -> dict[str, tuple[list, str]]:
 
 
 FAILURES = ["random bytes", "random bytes after a packet tag", "text", "empty", "png", "corrupt first length",
-            "json", "corrupt gzip", "truncated gzip", "missing input", "second input bad"]
+            "json", "corrupt gzip", "gzip cut in its header", "missing input", "second input bad"]
 
 
 @pytest.mark.parametrize("case", FAILURES)
@@ -108,7 +108,7 @@ def test_unusable_input_fails_cleanly(tmp_path, demo_bytes, case):
     assert list(out_dir.iterdir()) == []  # no database, no .ingest-*.db temp files
 
 
-@pytest.mark.parametrize("case", ["text", "json", "truncated gzip", "second input bad"])
+@pytest.mark.parametrize("case", ["text", "json", "gzip cut in its header", "second input bad"])
 def test_failed_ingest_leaves_existing_database_untouched(tmp_path, demo_bytes, demo_db, case):
     paths, _ = failing_inputs(tmp_path, demo_bytes)[case]
     out_dir = tmp_path / "out"
@@ -154,6 +154,13 @@ def test_truncated_trace_imports_the_complete_packets(ingest_data, demo_bytes, d
     assert db.counts() == prefix_db.counts()
     assert db.stat("proto_tokenizer_truncated_packet") == 1
     assert summaries[0].problems == [("proto_tokenizer_truncated_packet", 1)]
+
+
+def test_truncated_gzip_imports_what_was_compressed_before_the_cut(ingest_data, demo_bytes, demo_counts):
+    summaries, db = ingest_data(gzip.compress(demo_bytes, mtime=0)[:5000], "cut.pftrace.gz")
+    assert 0 < db.count("slice") < demo_counts["slice"]
+    assert db.stat("compressed_file_truncated") == 1
+    assert ("compressed_file_truncated", 1) in summaries[0].problems
 
 
 @pytest.mark.parametrize("damage", ["length 0xFF*10", "wire type 7", "field number 0"])

@@ -47,11 +47,13 @@ class SequenceState:
 
     __slots__ = ("seq_id", "valid", "interned", "timestamp_clock_id", "default_track_uuid",
                  "default_extra_counter_uuids", "default_extra_double_counter_uuids", "thread", "ref_ts",
-                 "ref_thread_ts", "ref_thread_ic", "counter_values", "generation", "derived")
+                 "ref_thread_ts", "ref_thread_ic", "counter_values", "generation", "derived", "misses")
 
     def __init__(self, seq_id: int) -> None:
         self.seq_id = seq_id
-        self.valid = True
+        # The start of a sequence may have been lost: its incremental state is
+        # only trusted after the first incremental_state_cleared.
+        self.valid = False
         self.generation = 0
         self.interned: dict[int, dict[int, object]] = {}
         self.timestamp_clock_id: Optional[int] = None
@@ -64,6 +66,7 @@ class SequenceState:
         self.ref_thread_ic: Optional[int] = None
         self.counter_values: dict[int, float] = {}  # incremental counters: uuid -> running value
         self.derived: dict = {}  # values computed from interned data (e.g. args of a source location)
+        self.misses = 0  # interned lookups that found nothing
 
     def clear(self) -> None:
         self.valid = True
@@ -78,8 +81,12 @@ class SequenceState:
         self.derived = {}
 
     def lookup(self, field: int, iid: int) -> object:
+        """The interned value, or None (counted, as trace_processor does) if unknown."""
         table = self.interned.get(field)
-        return None if table is None else table.get(iid)
+        found = None if table is None else table.get(iid)
+        if found is None:
+            self.misses += 1
+        return found
 
 
 # InternedData fields kept in sequence state: field number -> how to store an entry.
@@ -131,6 +138,9 @@ class ProtoImporter:
             if n & 0x3FFF == 0:
                 progress(reader.bytes_read)
         progress(reader.bytes_read)
+        misses = sum(seq.misses for seq in self.sequences.values())
+        if misses:
+            self.stats.inc("interned_data_tokenizer_errors", misses)
         self.trace.metadata["trace_time_clock_id"] = self.clocks.trace_clock
         parse_track_event, parse_atrace = self.parser.parse, self.atrace.parse
         for ts, event in self.sorter.drain():

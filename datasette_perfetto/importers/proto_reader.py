@@ -84,7 +84,7 @@ class ProtoReader:
                     wire = tag & 7
                     if wire == WIRE_LEN:
                         length, pos = decode_varint(buf, pos)
-                        if length > MAX_PACKET_BYTES:
+                        if length >= MAX_PACKET_BYTES:
                             raise CorruptData(f"record length {length}")
                         end = pos + length
                         if end > n:
@@ -119,10 +119,17 @@ class ProtoReader:
                 if pos < len(buf):
                     self.stats.inc("proto_tokenizer_truncated_packet")
                 return
-            chunk = self.stream.read(CHUNK_BYTES)
+            try:
+                chunk = self.stream.read(CHUNK_BYTES)
+            except (EOFError, OSError, zlib.error):
+                # A gzip file cut short: keep what was read, as for a truncated trace.
+                self.stats.inc("compressed_file_truncated")
+                chunk = b""
             self.bytes_read += len(chunk)
             if not chunk:
                 eof = True
+                if getattr(self.stream, "truncated", False):
+                    self.stats.inc("compressed_file_truncated")
             buf = buf[pos:] + chunk
             pos = 0
 
@@ -135,7 +142,8 @@ def inflate_packets(data: bytes, stats: Stats) -> list[bytes]:
     except zlib.error:
         stats.inc("compressed_packets_errors")
         return []
-    if inflater.unconsumed_tail:
+    if inflater.unconsumed_tail or not inflater.eof:
+        # Beyond the size limit (a zip bomb) or an unfinished stream: drop it whole.
         stats.inc("compressed_packets_errors")
         return []
     return list(ProtoReader(io.BytesIO(raw), stats).packets())

@@ -69,6 +69,7 @@ class ClockTracker:
         # Incremental clocks: key -> (last value in units, unit multiplier).
         self.incremental: dict[ClockKey, list[int]] = {}
         self._converters: dict = {}  # clock key -> fast ts converter, until the next snapshot
+        self.users: list = []  # sequence states caching a converter; reset on every snapshot
         self.snapshot_rows: list[tuple] = []  # (snapshot_id, clock_id, clock_name, clock_value_ns)
         self.snapshot_count = 0
 
@@ -77,6 +78,7 @@ class ClockTracker:
             self.trace_clock = clock_id
             self.trace_clock_fixed = True
             self._paths.clear()
+            self._converters.clear()
 
     def add_snapshot(self, clocks: list[tuple[int, int, bool, int]], seq_id: int) -> None:
         """clocks: (clock_id, timestamp in the clock's units, is_incremental, unit_multiplier_ns)."""
@@ -91,6 +93,9 @@ class ClockTracker:
             values.append((key, timestamp * multiplier))
             self.snapshot_rows.append((snapshot_id, clock_id, BUILTIN_CLOCK_NAMES.get(clock_id), timestamp * multiplier))
         self._converters.clear()
+        for user in self.users:
+            user.clock = None
+        self.users.clear()
         for a, va in values:
             for b, vb in values:
                 if a == b:

@@ -47,7 +47,7 @@ class SequenceState:
 
     __slots__ = ("seq_id", "valid", "interned", "timestamp_clock_id", "default_track_uuid",
                  "default_extra_counter_uuids", "default_extra_double_counter_uuids", "thread", "ref_ts",
-                 "ref_thread_ts", "ref_thread_ic", "counter_values", "generation", "derived", "misses")
+                 "ref_thread_ts", "ref_thread_ic", "counter_values", "generation", "derived", "misses", "clock")
 
     def __init__(self, seq_id: int) -> None:
         self.seq_id = seq_id
@@ -67,9 +67,13 @@ class SequenceState:
         self.counter_values: dict[int, float] = {}  # incremental counters: uuid -> running value
         self.derived: dict = {}  # values computed from interned data (e.g. args of a source location)
         self.misses = 0  # interned lookups that found nothing
+        # (clock key, converter, incremental state) of the default clock, cached
+        # by _packet_ts and dropped whenever clocks or defaults change.
+        self.clock = None
 
     def clear(self) -> None:
         self.valid = True
+        self.clock = None
         self.generation += 1
         self.interned = {}
         self.timestamp_clock_id = None
@@ -123,6 +127,9 @@ class ProtoImporter:
         self.sequences: dict[int, SequenceState] = {}
         self.sorter = Sorter()
         self.reservations: dict[int, Reservation] = {}
+        # Counter uuid -> (unit multiplier, incremental); reservations are final
+        # once seen (a conflicting re-declaration is rejected), so this can cache.
+        self.counter_specs: dict[int, tuple] = {}
         self.first_packet_sequences: set[int] = set()
         self.parser = TrackEventParser(trace, self.reservations, self.first_packet_sequences)
         self.atrace = AtraceParser(trace, self.parser.thread_track)
@@ -195,9 +202,23 @@ class ProtoImporter:
 
         has_ts = packet.HasField("timestamp")
         if has_ts:
-            ts = self._packet_ts(packet, seq)
-            if ts is None:
-                return
+            # Inline fast path of _packet_ts for packets on the sequence's default clock.
+            if seq.clock is not None and not packet.HasField("timestamp_clock_id"):
+                key, converter, incremental = seq.clock
+                raw = packet.timestamp
+                if incremental is not None:
+                    incremental[0] += raw
+                    raw = incremental[0] * incremental[1]
+                ts = converter(raw)
+                if ts is None or ts < 0:
+                    ts = self._packet_ts(packet, seq, raw_done=raw)
+                    if ts is None:
+                        return
+                self.last_ts = ts
+            else:
+                ts = self._packet_ts(packet, seq)
+                if ts is None:
+                    return
         else:
             ts = self.last_ts
         if kind == "track_event":
@@ -264,17 +285,26 @@ class ProtoImporter:
         if ev.tracing_disabled:
             self.trace.set_metadata("tracing_disabled_ns", ts)
 
-    def _packet_ts(self, packet, seq: SequenceState) -> Optional[int]:
+    def _packet_ts(self, packet, seq: SequenceState, raw_done: Optional[int] = None) -> Optional[int]:
         """The packet timestamp on the trace clock (None if it cannot be converted)."""
-        raw = packet.timestamp
-        clock_id = packet.timestamp_clock_id if packet.HasField("timestamp_clock_id") else seq.timestamp_clock_id
+        per_packet = packet.HasField("timestamp_clock_id")
+        clock_id = packet.timestamp_clock_id if per_packet else seq.timestamp_clock_id
         if clock_id is None:
             clock_id = BOOTTIME
         key = clock_key(clock_id, seq.seq_id)
         clocks = self.clocks
-        if key in clocks.incremental:
-            raw = clocks.resolve_incremental(key, raw)
-        ts = clocks.converter(key)(raw)
+        if raw_done is not None:
+            raw = raw_done
+        else:
+            raw = packet.timestamp
+            if key in clocks.incremental:
+                raw = clocks.resolve_incremental(key, raw)
+        converter = clocks.converter(key)
+        if not per_packet:
+            # Cache the sequence's default clock until the clocks change.
+            seq.clock = (key, converter, clocks.incremental.get(key))
+            clocks.users.append(seq)
+        ts = converter(raw)
         if ts is None:
             return None
         if ts < 0:
@@ -284,6 +314,7 @@ class ProtoImporter:
         return ts
 
     def _set_defaults(self, seq: SequenceState, d) -> None:
+        seq.clock = None
         if d.HasField("timestamp_clock_id"):
             seq.timestamp_clock_id = d.timestamp_clock_id
         if d.HasField("track_event_defaults"):

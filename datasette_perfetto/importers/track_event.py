@@ -10,7 +10,10 @@ semantics (track_event_event_importer / track_event_tracker).
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 from typing import Any, Optional
+
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from ..storage import Arg
 from ..trackers.process_tracker import (
@@ -21,6 +24,9 @@ from ..trackers.process_tracker import (
     NAME_PRIORITY_TRACK_DESCRIPTOR,
 )
 from ..trackers.slice_tracker import PENDING
+
+# TrackEvent field descriptors by name: TE.type, TE.track_uuid, ...
+TE = SimpleNamespace(**pb.TrackEvent.DESCRIPTOR.fields_by_name)
 
 EV_TRACK_EVENT = 0
 EV_DESCRIPTOR = 1
@@ -109,19 +115,20 @@ class Reservation:
 
 def tokenize_track_event(importer, ev, seq, packet_ts: Optional[int]) -> Optional[tuple[int, tuple]]:
     stats = importer.stats
-    # One ListFields() pass instead of a HasField() per field: this is the hot loop.
-    f = {fd.name: v for fd, v in ev.ListFields()}
+    # One ListFields() pass instead of a HasField() per field, keyed by field
+    # descriptor (hashing those is cheaper than reading their names): the hot loop.
+    f = dict(ev.ListFields())
     get = f.get
     needs_conversion = True
-    delta = get("timestamp_delta_us")
+    delta = get(TE.timestamp_delta_us)
     if delta is not None:
         if seq.ref_ts is None:
             stats.inc("track_event_skipped_timestamp_delta_without_valid_state")
             return None
         seq.ref_ts = saturate(seq.ref_ts + saturate(delta * 1000))
         ts = seq.ref_ts
-    elif get("timestamp_absolute_us"):
-        ts = saturate(f["timestamp_absolute_us"] * 1000)
+    elif get(TE.timestamp_absolute_us):
+        ts = saturate(f[TE.timestamp_absolute_us] * 1000)
     elif packet_ts is not None:
         ts, needs_conversion = packet_ts, False
     else:
@@ -138,35 +145,35 @@ def tokenize_track_event(importer, ev, seq, packet_ts: Optional[int]) -> Optiona
             ts = converted
 
     thread_ts = thread_ic = None
-    if "thread_time_delta_us" in f:
+    if TE.thread_time_delta_us in f:
         if seq.ref_thread_ts is None:
             stats.inc("track_event_skipped_thread_time_delta_without_valid_state")
             return None
-        seq.ref_thread_ts += f["thread_time_delta_us"] * 1000
+        seq.ref_thread_ts += f[TE.thread_time_delta_us] * 1000
         thread_ts = seq.ref_thread_ts
-    elif "thread_time_absolute_us" in f:
-        thread_ts = f["thread_time_absolute_us"] * 1000
-    if "thread_instruction_count_delta" in f:
+    elif TE.thread_time_absolute_us in f:
+        thread_ts = f[TE.thread_time_absolute_us] * 1000
+    if TE.thread_instruction_count_delta in f:
         if seq.ref_thread_ic is None:
             stats.inc("track_event_skipped_thread_instruction_delta_without_valid_state")
             return None
-        seq.ref_thread_ic += f["thread_instruction_count_delta"]
+        seq.ref_thread_ic += f[TE.thread_instruction_count_delta]
         thread_ic = seq.ref_thread_ic
-    elif "thread_instruction_count_absolute" in f:
-        thread_ic = f["thread_instruction_count_absolute"]
+    elif TE.thread_instruction_count_absolute in f:
+        thread_ic = f[TE.thread_instruction_count_absolute]
 
-    has_uuid = "track_uuid" in f
-    uuid = f["track_uuid"] if has_uuid else (seq.default_track_uuid or 0)
-    etype = get("type", 0)
+    has_uuid = TE.track_uuid in f
+    uuid = f[TE.track_uuid] if has_uuid else (seq.default_track_uuid or 0)
+    etype = get(TE.type, 0)
     counter_value = None
     if etype == TYPE_COUNTER:
         if not uuid:
             stats.inc("track_event_counter_missing_track_uuid")
             return None
-        if "counter_value" in f:
-            raw = float(f["counter_value"])
-        elif "double_counter_value" in f:
-            raw = f["double_counter_value"]
+        if TE.counter_value in f:
+            raw = float(f[TE.counter_value])
+        elif TE.double_counter_value in f:
+            raw = f[TE.double_counter_value]
         else:
             stats.inc("track_event_counter_missing_value")
             return None
@@ -179,28 +186,28 @@ def tokenize_track_event(importer, ev, seq, packet_ts: Optional[int]) -> Optiona
         return None
 
     extra = None
-    if "extra_counter_values" in f or "extra_double_counter_values" in f:
+    if TE.extra_counter_values in f or TE.extra_double_counter_values in f:
         extra = _extra_counters(importer, seq, get)
         if extra is None:
             return None
 
-    category = _category(get("category_iids"), get("categories"), seq)
+    category = _category(get(TE.category_iids), get(TE.categories), seq)
     legacy = None
-    le = get("legacy_event")
-    name_iid = get("name_iid") or (le.name_iid if le is not None else 0)
+    le = get(TE.legacy_event)
+    name_iid = get(TE.name_iid) or (le.name_iid if le is not None else 0)
     if name_iid:
         name = seq.lookup(I_NAMES, name_iid)
     else:
-        name = get("name")
+        name = get(TE.name)
     if le is not None:
         legacy = {fd.name: v for fd, v in le.ListFields() if fd.name != "name_iid"}
         if "phase" in legacy:
             legacy["phase"] = chr(legacy["phase"])
     args = event_args(f, seq)
-    flows = list(get("flow_ids") or get("flow_ids_old") or ()) or None
-    term = list(get("terminating_flow_ids") or get("terminating_flow_ids_old") or ()) or None
+    flows = list(get(TE.flow_ids) or get(TE.flow_ids_old) or ()) or None
+    term = list(get(TE.terminating_flow_ids) or get(TE.terminating_flow_ids_old) or ()) or None
     return ts, (EV_TRACK_EVENT, etype, uuid, seq.seq_id, seq.thread, category, name, args, flows, term, thread_ts,
-                thread_ic, extra, counter_value, legacy, "type" in f, has_uuid)
+                thread_ic, extra, counter_value, legacy, TE.type in f, has_uuid)
 
 
 INT64_MAX = (1 << 63) - 1
@@ -209,10 +216,10 @@ INT64_MAX = (1 << 63) - 1
 def _extra_counters(importer, seq, get) -> Optional[list]:
     stats = importer.stats
     extra = []
-    for values, uuids in ((get("extra_counter_values"),
-                           get("extra_counter_track_uuids") or seq.default_extra_counter_uuids),
-                          (get("extra_double_counter_values"),
-                           get("extra_double_counter_track_uuids") or seq.default_extra_double_counter_uuids)):
+    for values, uuids in ((get(TE.extra_counter_values),
+                           get(TE.extra_counter_track_uuids) or seq.default_extra_counter_uuids),
+                          (get(TE.extra_double_counter_values),
+                           get(TE.extra_double_counter_track_uuids) or seq.default_extra_double_counter_uuids)):
         if not values:
             continue
         if not uuids:
@@ -221,16 +228,34 @@ def _extra_counters(importer, seq, get) -> Optional[list]:
         if len(values) > len(uuids):
             stats.inc("track_event_extra_counter_track_uuid_mismatch")
             return None
+        running = seq.counter_values
+        specs = importer.counter_specs
         for value, cuuid in zip(values, uuids):
-            v = _absolute_counter_value(importer.reservations, seq, cuuid, float(value))
-            if v is None:
-                stats.inc("track_event_extra_counter_invalid_track")
-                return None
+            spec = specs.get(cuuid)
+            if spec is None:
+                spec = _counter_spec(importer.reservations, cuuid)
+                if spec is None:
+                    stats.inc("track_event_extra_counter_invalid_track")
+                    return None
+                specs[cuuid] = spec
+            multiplier, incremental = spec
+            v = value * multiplier if multiplier else float(value)
+            if incremental:
+                v += running.get(cuuid, 0.0)
+                running[cuuid] = v
             extra.append((cuuid, v))
     if len(extra) > 8:
         stats.inc("track_event_extra_counter_exceeds_max")
         return None
     return extra
+
+
+def _counter_spec(reservations, uuid: int) -> Optional[tuple]:
+    """(unit multiplier or 0, is_incremental) of a counter track, None if it is not one."""
+    r = reservations.get(uuid)
+    if r is None or r.counter is None:
+        return None
+    return (float(r.counter.unit_multiplier) if r.counter.unit_multiplier > 0 else 0, r.counter.is_incremental)
 
 
 def saturate(v: int) -> int:
@@ -239,13 +264,13 @@ def saturate(v: int) -> int:
 
 
 def _absolute_counter_value(reservations, seq, uuid: int, value: float) -> Optional[float]:
-    r = reservations.get(uuid)
-    if r is None or r.counter is None:
+    spec = _counter_spec(reservations, uuid)
+    if spec is None:
         return None
-    c = r.counter
-    if c.unit_multiplier > 0:
-        value *= c.unit_multiplier
-    if c.is_incremental:
+    multiplier, incremental = spec
+    if multiplier:
+        value *= multiplier
+    if incremental:
         value += seq.counter_values.get(uuid, 0.0)
         seq.counter_values[uuid] = value
     return value
@@ -408,7 +433,7 @@ def _proto_message_indexed(out: list, msg, flat_key: str, key: str) -> None:
 
 
 # Typed TrackEvent fields whose iids point into interned data.
-_TYPED_FIELDS = frozenset({
+_TYPED_FIELD_NAMES = frozenset({
     "task_execution", "log_message", "chrome_histogram_sample", "source_location_iid", "source_location",
     "correlation_id", "correlation_id_str", "correlation_id_str_iid",
     "cc_scheduler_state", "chrome_user_event", "chrome_keyed_service", "chrome_legacy_ipc", "chrome_latency_info",
@@ -418,9 +443,13 @@ _TYPED_FIELDS = frozenset({
 })
 
 
+_TYPED_FIELDS = frozenset(getattr(TE, name) for name in _TYPED_FIELD_NAMES)
+
+
 def _typed_field_args(out: list, fields: dict, seq) -> None:
-    for name in _TYPED_FIELDS.intersection(fields):
-        value = fields[name]
+    for fd in _TYPED_FIELDS.intersection(fields):
+        name = fd.name
+        value = fields[fd]
         if name == "task_execution":
             iid = value.posted_from_iid
             if iid:
@@ -467,7 +496,7 @@ def _typed_field_args(out: list, fields: dict, seq) -> None:
 
 def event_args(fields: dict, seq) -> Optional[list]:
     out: list = []
-    annotations = fields.get("debug_annotations")
+    annotations = fields.get(TE.debug_annotations)
     if annotations:
         for ann in annotations:
             name = _annotation_name(ann, seq)

@@ -32,6 +32,9 @@ from .track_event import (
     tokenize_track_event,
 )
 
+# Sorter streams: at equal timestamps, descriptors (0) are parsed before track events (1).
+TRACK_EVENT_STREAM = 1
+
 SEQ_INCREMENTAL_STATE_CLEARED = 1
 SEQ_NEEDS_INCREMENTAL_STATE = 2
 
@@ -227,7 +230,7 @@ class ProtoImporter:
                 return
             tokenized = tokenize_track_event(self, packet.track_event, seq, ts if has_ts else None)
             if tokenized is not None:
-                self.sorter.push(tokenized[0], tokenized[1])
+                self.sorter.push(tokenized[0], tokenized[1], TRACK_EVENT_STREAM)
             return
         handler = self._handlers.get(kind)
         if handler is not None:

@@ -25,9 +25,12 @@ class Sorter:
         self._spills: list[IO[bytes]] = []
         self._arrival = 0
 
-    def push(self, ts: int, event: tuple) -> None:
-        """event is a tuple of plain values (picklable, no objects)."""
-        self._run.append((ts, self._arrival, event))
+    def push(self, ts: int, event: tuple, stream: int = 0) -> None:
+        """event is a tuple of plain values (picklable, no objects).
+
+        At equal timestamps lower streams come first (trace_processor parses
+        descriptor packets before the track events of the same instant)."""
+        self._run.append((ts, stream, self._arrival, event))
         self._arrival += 1
         if len(self._run) >= self.run_events:
             self._spill()
@@ -59,11 +62,11 @@ class Sorter:
         self._run.sort()
         if not self._spills:
             run, self._run = self._run, []
-            for ts, _, event in run:
+            for ts, _, _, event in run:
                 yield ts, event
             return
         streams = [self._read(f) for f in self._spills]
         streams.append(iter(self._run))
         self._spills, self._run = [], []
-        for ts, _, event in heapq.merge(*streams):
+        for ts, _, _, event in heapq.merge(*streams):
             yield ts, event

@@ -472,7 +472,7 @@ def _typed_field_args(out: list, fields: dict, seq) -> None:
             if value.prio:
                 _add(out, "track_event.priority", "track_event.priority", "int", value.prio)
         elif name == "chrome_histogram_sample":
-            if value.HasField("name_iid"):
+            if value.HasField("name_iid") and not value.HasField("name"):
                 hname = seq.lookup(I_HISTOGRAM_NAMES, value.name_iid)
                 if hname is not None:
                     _add(out, "chrome_histogram_sample.name", "chrome_histogram_sample.name", "string", hname)

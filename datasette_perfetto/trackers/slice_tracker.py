@@ -12,6 +12,7 @@ held in memory.
 
 from __future__ import annotations
 
+import re
 from typing import Callable, Optional
 
 from ..stats import Stats
@@ -199,9 +200,30 @@ class SliceTracker:
                                      arg_set_id, s.thread_ts, s.thread_dur, s.thread_ic, s.thread_icd))
 
 
+_ARRAY_KEY = re.compile(r"^(.*?)\[(\d+)\](.*)$")
+
+
 def _merge_args(existing: list[Arg], extra: list[Arg]) -> list[Arg]:
-    """Adds args from an end event; a key already present keeps its first value."""
+    """Adds an end event's args to its slice's, as trace_processor's inserter does:
+    a key already present is replaced in place; arrays continue their numbering
+    (begin key[0], key[1]; end key[2], ...)."""
     if not existing:
         return list(extra)
-    keys = {a[1] for a in existing}
-    return existing + [a for a in extra if a[1] not in keys]
+    out = list(existing)
+    position = {a[1]: i for i, a in enumerate(out)}
+    array_sizes: dict[str, int] = {}
+    for a in existing:
+        m = _ARRAY_KEY.match(a[1])
+        if m:
+            array_sizes[m.group(1)] = max(array_sizes.get(m.group(1), 0), int(m.group(2)) + 1)
+    for flat_key, key, value_type, value in extra:
+        m = _ARRAY_KEY.match(key)
+        if m and m.group(1) in array_sizes:
+            key = f"{m.group(1)}[{int(m.group(2)) + array_sizes[m.group(1)]}]{m.group(3)}"
+        arg = (flat_key, key, value_type, value)
+        if key in position:
+            out[position[key]] = arg
+        else:
+            position[key] = len(out)
+            out.append(arg)
+    return out

@@ -1,0 +1,131 @@
+"""Ingest speed and memory on a real trace, against the floor (benchmarks/floor.py).
+
+Prints, for each trace: whole-process wall time of `ingest`, the floor's wall
+time, their ratio, and the peak RSS of the ingesting process. With --scale N
+it also builds a trace N times larger (the input repeated N times, each copy
+shifted later in time so tracks continue rather than overlap) to show that
+memory does not grow with trace size.
+
+Usage: python benchmarks/ingest.py [TRACE] [--scale 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+from datasette_perfetto.importers.proto_reader import ProtoReader
+from datasette_perfetto.stats import Stats
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_TRACE = os.path.join(HERE, "..", "..", "shared", "traces", "chrome_startup.pftrace")
+
+def measure_one(trace: str) -> None:
+    """In a fresh interpreter: ingest once and print wall time and peak RSS."""
+    fd, db = tempfile.mkstemp(suffix=".db")
+    os.close(fd)
+    os.unlink(db)
+    from datasette_perfetto.ingest import ingest
+
+    start = time.perf_counter()
+    summaries = ingest([trace], db)
+    wall = time.perf_counter() - start
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    size = os.path.getsize(db)
+    os.unlink(db)
+    print(f"{wall:.3f} {peak_mb:.1f} {size} {sum(v for _, v in summaries[0].problems)}")
+
+
+def measure(trace: str) -> tuple[float, float, float]:
+    """(process wall seconds, ingest seconds, peak RSS MB) of ingesting trace in a fresh process."""
+    start = time.perf_counter()
+    out = subprocess.run([sys.executable, __file__, "--one", trace], check=True, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": os.path.join(HERE, "..")}).stdout.split()
+    process_wall = time.perf_counter() - start
+    return process_wall, float(out[0]), float(out[1])
+
+
+def floor(trace: str) -> float:
+    start = time.perf_counter()
+    subprocess.run([sys.executable, os.path.join(HERE, "floor.py"), trace], check=True, capture_output=True,
+                   env={**os.environ, "PYTHONPATH": os.path.join(HERE, "..")})
+    return time.perf_counter() - start
+
+
+def scaled_copy(trace: str, times: int, out_path: str) -> None:
+    """Writes `trace` repeated `times` times, copy k shifted by k trace lengths.
+
+    Shifting every non-sequence-scoped clock in the ClockSnapshots moves all
+    converted timestamps; everything else is copied byte for byte.
+    """
+    first = last = None
+    with open(trace, "rb") as f:
+        for data in ProtoReader(f, Stats()).packets():
+            p = pb.TracePacket.FromString(data)
+            if p.HasField("clock_snapshot"):
+                for c in p.clock_snapshot.clocks:
+                    if c.clock_id < 64:
+                        first = c.timestamp if first is None else min(first, c.timestamp)
+                        last = c.timestamp if last is None else max(last, c.timestamp)
+    span = (last - first) + 10_000_000_000 if first is not None else 0
+    with open(out_path, "wb") as out:
+        for k in range(times):
+            with open(trace, "rb") as f:
+                for data in ProtoReader(f, Stats()).packets():
+                    if k:
+                        p = pb.TracePacket.FromString(data)
+                        if p.HasField("clock_snapshot"):
+                            for c in p.clock_snapshot.clocks:
+                                if c.clock_id < 64:
+                                    c.timestamp += k * span
+                            data = p.SerializeToString()
+                    out.write(b"\x0a" + _varint(len(data)) + data)
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("trace", nargs="?", default=DEFAULT_TRACE)
+    ap.add_argument("--scale", type=int, default=0, help="also measure a trace this many times larger")
+    ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.one:
+        measure_one(args.trace)
+        return
+    floor_s = floor(args.trace)
+    wall, ingest_s, peak = measure(args.trace)
+    size_mb = os.path.getsize(args.trace) / 1e6
+    print(f"trace: {args.trace} ({size_mb:.1f} MB)")
+    print(f"floor (split + parse TracePacket + insert one row per track event): {floor_s:.2f} s")
+    print(f"ingest: {wall:.2f} s whole process ({ingest_s:.2f} s in ingest()), peak RSS {peak:.0f} MB")
+    print(f"ratio ingest / floor: {wall / floor_s:.2f}x")
+    if args.scale:
+        with tempfile.TemporaryDirectory() as tmp:
+            big = os.path.join(tmp, f"x{args.scale}.pftrace")
+            scaled_copy(args.trace, args.scale, big)
+            big_mb = os.path.getsize(big) / 1e6
+            wall_big, ingest_big, peak_big = measure(big)
+            print(f"x{args.scale} trace ({big_mb:.0f} MB): {wall_big:.1f} s whole process, peak RSS {peak_big:.0f} MB "
+                  f"(x1: {peak:.0f} MB)")
+
+
+if __name__ == "__main__":
+    main()

@@ -27,3 +27,21 @@ def get_metadata(datasette, key, database, table):
     from .metadata import plugin_metadata
 
     return plugin_metadata(datasette, key, database)
+
+
+@hookimpl
+def extra_template_vars(view_name, database, datasette):
+    # The trace summary panel on a trace database's page (templates/database.html).
+    if view_name != "database" or not database:
+        return None
+
+    async def inner():
+        from .metadata import is_trace_database
+        from .summary import trace_summary
+
+        db = datasette.get_database(database)
+        if not is_trace_database(db):
+            return {}
+        return {"perfetto_summary": await db.execute_fn(trace_summary)}
+
+    return inner

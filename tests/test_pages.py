@@ -1,0 +1,94 @@
+"""Datasette pages of a trace database, driven through datasette.client."""
+
+from __future__ import annotations
+
+import html
+import sqlite3
+
+import pytest
+from datasette.app import Datasette
+from datasette.plugins import pm
+
+import datasette_perfetto
+from datasette_perfetto.trace_builder import TraceBuilder
+from datasette_perfetto.ingest import ingest_bytes
+
+
+@pytest.fixture(scope="module", autouse=True)
+def perfetto_plugin():
+    registered_here = False
+    if not pm.is_registered(datasette_perfetto):
+        pm.register(datasette_perfetto, name="perfetto-pages")
+        registered_here = True
+    yield
+    if registered_here:
+        pm.unregister(datasette_perfetto)
+
+
+def hostile_trace() -> bytes:
+    """A trace whose names try to break out of the page."""
+    b = TraceBuilder()
+    seq = b.sequence(1)
+    seq.process(10, "<script>alert('p')</script>")
+    seq.thread(10, 11, 'thread "quoted" & <b>bold</b>')
+    track = seq.thread(10, 12, "worker")
+    seq.slice_begin(1_000, track, "<img src=x onerror=alert(1)>", args={"html": "<i>x</i>"})
+    seq.slice_end(2_000, track)
+    return b.to_bytes()
+
+
+@pytest.mark.asyncio
+async def test_database_page_shows_the_trace_summary(demo_db):
+    ds = Datasette([str(demo_db.path)])
+    page = (await ds.client.get("/demo")).text
+    assert "perfetto-summary" in page
+    assert "demo.pftrace" in page
+    assert "683 slices" in page and "8 threads" in page and "3 processes" in page and "17 flows" in page
+    assert 'href="/demo/slice"' in page
+    assert "No import errors or data loss." in page
+
+
+@pytest.mark.asyncio
+async def test_summary_lists_import_problems(tmp_path, demo_bytes):
+    path = tmp_path / "cut.db"
+    ingest_bytes(demo_bytes[: len(demo_bytes) - 7], str(path))
+    ds = Datasette([str(path)])
+    page = (await ds.client.get("/cut")).text
+    assert "proto_tokenizer_truncated_packet = 1 (data_loss)" in page
+    assert 'href="/cut/stats?value__gt=0"' in page
+
+
+@pytest.mark.asyncio
+async def test_non_trace_database_page_has_no_summary(tmp_path):
+    path = tmp_path / "plain.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE t (x)")
+    conn.commit()
+    conn.close()
+    ds = Datasette([str(path)])
+    response = await ds.client.get("/plain")
+    assert response.status_code == 200 and "perfetto-summary" not in response.text
+
+
+@pytest.mark.asyncio
+async def test_hostile_names_are_escaped(tmp_path):
+    path = tmp_path / "hostile.db"
+    ingest_bytes(hostile_trace(), str(path))
+    ds = Datasette([str(path)])
+    for url in ("/hostile", "/hostile/process", "/hostile/thread", "/hostile/slice", "/hostile/args"):
+        page = (await ds.client.get(url)).text
+        assert "<script>alert" not in page and "<img src=x" not in page and "<b>bold</b>" not in page, url
+    slices = (await ds.client.get("/hostile/slice")).text
+    assert html.escape("<img src=x onerror=alert(1)>") in slices.replace("&#39;", "'")
+    rows = (await ds.client.get("/hostile/slice.json?_shape=array")).json()
+    assert rows[0]["name"] == "<img src=x onerror=alert(1)>"  # stored intact
+
+
+@pytest.mark.asyncio
+async def test_extract_arg_in_ad_hoc_sql(demo_db):
+    ds = Datasette([str(demo_db.path)])
+    response = await ds.client.get(
+        "/demo.json?_shape=array&sql=select+extract_arg(arg_set_id,+'debug.url')+as+url+"
+        "from+slice+where+name+%3D+'URLRequest'+order+by+ts+limit+1")
+    assert response.status_code == 200
+    assert response.json()[0]["url"].startswith("https://")

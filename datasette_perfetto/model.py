@@ -37,6 +37,8 @@ class TraceContext:
         self.flows = FlowTracker(self.storage, self.stats)
         self.slices.on_begin = self.flows.on_slice_begin
         self.metadata: dict[str, object] = {}
+        # (sysname, release, version, arch, num_cpus, ram bytes) from SystemInfo, for the machine row.
+        self.machine_info: Optional[tuple] = None
         self.packets_read = 0
 
     def insert_counter(self, ts: int, track_id: int, value: float, args: Optional[list[Arg]] = None) -> int:
@@ -61,7 +63,7 @@ class TraceModel:
         return cls(TraceStorage.create(path))
 
     def _add_host(self) -> None:
-        self.storage.insert("machine", (0, None, None, None, None, None, None, None, None, None, None, None, 0))
+        self.storage.reserve_id("machine")  # the host, written by finish() once SystemInfo is known
         # upid 0 / utid 0 are reserved for the idle process and swapper thread.
         proc = ProcessRow(self.storage.reserve_id("process"), 0, HOST_MACHINE_ID)
         self.processes[proc.upid] = proc
@@ -98,6 +100,10 @@ class TraceModel:
 
     def finish(self) -> None:
         s = self.storage
+        sysname, release, version, arch, num_cpus, ram = next(
+            (t.machine_info for t in self.traces if t.machine_info), (None,) * 6)
+        s.write("machine", (HOST_MACHINE_ID, 0, None, sysname, release, version, arch, num_cpus, None, None, None,
+                            ram, round(ram / (1 << 30)) if ram else None, 0))
         for p in sorted(self.processes.values(), key=lambda r: r.upid):
             s.write("process", (p.upid, p.pid, p.name, p.start_ts, p.end_ts, p.parent_upid, p.uid, None, None,
                                 p.cmdline, s.arg_set(list(p.args.values())), p.machine_id))

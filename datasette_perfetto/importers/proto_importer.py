@@ -137,6 +137,7 @@ class ProtoImporter:
         self.parser = TrackEventParser(trace, self.reservations, self.first_packet_sequences)
         self.atrace = AtraceParser(trace, self.parser.thread_track)
         self.last_ts = 0
+        self._handlers = self._handler_table()
 
     def run(self, stream: BinaryIO, progress: Callable[[int], None]) -> None:
         reader = ProtoReader(stream, self.stats)
@@ -239,23 +240,20 @@ class ProtoImporter:
     def _push(self, ts: int, event: tuple) -> None:
         self.sorter.push(ts, event)
 
-    @property
-    def _handlers(self) -> dict:
-        h = self.__dict__.get("_handler_table")
-        if h is None:
-            h = self.__dict__["_handler_table"] = {
-                "track_descriptor": self._track_descriptor,
-                "thread_descriptor": self._thread_descriptor,
-                "process_descriptor": self._process_descriptor,
-                "streaming_profile_packet": lambda p, seq, ts: self._streaming_profile(p.streaming_profile_packet, seq),
-                "ftrace_events": lambda p, seq, ts: self._ftrace_events(p.ftrace_events),
-                "track_event_range_of_interest": lambda p, seq, ts: self._range_of_interest(p),
-                "system_info": lambda p, seq, ts: self._system_info(p.system_info),
-                "trace_config": lambda p, seq, ts: self._trace_config(p.trace_config),
-                "trace_uuid": lambda p, seq, ts: self._trace_uuid(p.trace_uuid),
-                "service_event": lambda p, seq, ts: self._service_event(p.service_event, ts),
-            }
-        return h
+    def _handler_table(self) -> dict:
+        """TracePacket `data` oneof name -> handler(packet, seq, ts) for everything but track events."""
+        return {
+            "track_descriptor": self._track_descriptor,
+            "thread_descriptor": self._thread_descriptor,
+            "process_descriptor": self._process_descriptor,
+            "streaming_profile_packet": lambda p, seq, ts: self._streaming_profile(p.streaming_profile_packet, seq),
+            "ftrace_events": lambda p, seq, ts: self._ftrace_events(p.ftrace_events),
+            "track_event_range_of_interest": lambda p, seq, ts: self._range_of_interest(p),
+            "system_info": lambda p, seq, ts: self._system_info(p.system_info),
+            "trace_config": lambda p, seq, ts: self._trace_config(p.trace_config),
+            "trace_uuid": lambda p, seq, ts: self._trace_uuid(p.trace_uuid),
+            "service_event": lambda p, seq, ts: self._service_event(p.service_event, ts),
+        }
 
     def _process_descriptor(self, packet, seq: SequenceState, ts: int) -> None:
         pd = packet.process_descriptor

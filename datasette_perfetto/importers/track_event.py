@@ -562,6 +562,7 @@ class TrackEventParser:
         self._states: dict[int, list] = {}  # state track -> [id, ts, category, value, args]
         self._v1_flow_ids: dict[tuple, int] = {}
         self.range_of_interest_ns: Optional[int] = None
+        self._merged_groups: dict[tuple, _MergedGroup] = {}
         self._fast: dict[int, tuple] = {}  # uuid -> (utid, slice track) once resolved, for the hot path
         self._counter_tracks: dict[int, tuple[int, int]] = {}  # counter uuid -> (track, builtin kind)
 
@@ -785,7 +786,7 @@ class TrackEventParser:
 
     def _merged_group(self, type: str, dims: tuple, r: Reservation, name, parent_id, is_root_in_scope=False):
         key = (type, dims)
-        groups = self.__dict__.setdefault("_groups", {})
+        groups = self._merged_groups
         group = groups.get(key)
         if group is None:
             def make(idx: int) -> int:

@@ -33,7 +33,10 @@ class TraceContext:
         self.processes = ProcessTracker(self.storage, model.processes, model.threads,
                                         pid_zero_is_idle=trace_type in ("proto", "systrace"))
         self.tracks = TrackTracker(self.storage, model.tracks, trace_id)
-        self.slices = SliceTracker(self.storage, self.stats)
+        # Renames a trace can carry (TranslationTable packets): raw name -> name.
+        self.slice_name_map: dict[str, str] = {}
+        self.process_track_name_map: dict[str, str] = {}
+        self.slices = SliceTracker(self.storage, self.stats, self.slice_name_map)
         self.flows = FlowTracker(self.storage, self.stats)
         self.slices.on_begin = self.flows.on_slice_begin
         self.metadata: dict[str, object] = {}
@@ -112,6 +115,11 @@ class TraceModel:
                                t.machine_id, s.arg_set(list(t.args.values()))))
         write_tracks(s, self.tracks)
         s.flush()
+        # A flow always points from the earlier slice to the later one, whichever
+        # the trace named first (trace_processor corrects it the same way).
+        s.conn.execute("""UPDATE flow SET slice_out = slice_in, slice_in = slice_out
+                          WHERE (SELECT ts FROM slice WHERE id = flow.slice_out)
+                              > (SELECT ts FROM slice WHERE id = flow.slice_in)""")
         s.write("trace_bounds", self._bounds())
         s.finish()
 

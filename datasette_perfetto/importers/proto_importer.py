@@ -253,6 +253,7 @@ class ProtoImporter:
             "trace_config": lambda p, seq, ts: self._trace_config(p.trace_config),
             "trace_uuid": lambda p, seq, ts: self._trace_uuid(p.trace_uuid),
             "service_event": lambda p, seq, ts: self._service_event(p.service_event, ts),
+            "translation_table": lambda p, seq, ts: self._translation_table(p.translation_table),
         }
 
     def _process_descriptor(self, packet, seq: SequenceState, ts: int) -> None:
@@ -267,6 +268,12 @@ class ProtoImporter:
             return
         self.parser.range_of_interest_ns = roi.start_us * 1000
         self.trace.set_metadata("range_of_interest_start_us", roi.start_us)
+
+    def _translation_table(self, table) -> None:
+        if table.HasField("slice_name"):
+            self.trace.slice_name_map.update(table.slice_name.raw_to_deobfuscated_name)
+        if table.HasField("process_track_name"):
+            self.trace.process_track_name_map.update(table.process_track_name.raw_to_deobfuscated_name)
 
     def _trace_config(self, config) -> None:
         self.trace.set_metadata("trace_config_pbtxt", str(config)[:100_000])

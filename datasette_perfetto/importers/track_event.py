@@ -743,7 +743,8 @@ class TrackEventParser:
             else:
                 typ = ("process_counter_track_event" if r.counter else
                        "process_state_track_event" if r.is_state else "process_track_event")
-                t = self._new_track(typ, (("upid", owner), ("track_uuid", suuid)), r, r.name, True, event_type, None)
+                t = self._new_track(typ, (("upid", owner), ("track_uuid", suuid)), r, self._process_track_name(r.name),
+                                    True, event_type, None)
             self._track_of_uuid[uuid] = t
             return t
         name = r.name if r.name is not None else event_name
@@ -753,9 +754,12 @@ class TrackEventParser:
             pscope, powner, proot = parent_res
             dim = "utid" if pscope == "thread" else "upid"
             set_parent = None if proot else parent_id
+            if pscope == "process":
+                name = self._process_track_name(name)
             if r.counter:
                 t = self._new_track(f"{pscope}_counter_track_event", ((dim, powner), ("track_uuid", suuid)), r,
-                                    r.name, False, "counter", set_parent)
+                                    self._process_track_name(r.name) if pscope == "process" else r.name, False,
+                                    "counter", set_parent)
             elif r.merge is None or r.is_state:
                 typ = f"{pscope}_state_track_event" if r.is_state else f"{pscope}_track_event"
                 t = self._new_track(typ, ((dim, powner), ("track_uuid", suuid)), r, name, False, event_type,
@@ -783,6 +787,10 @@ class TrackEventParser:
         if cacheable:
             self._track_of_uuid[uuid] = t
         return t
+
+    def _process_track_name(self, name: Optional[str]) -> Optional[str]:
+        """Process-scoped track names go through the trace's process_track_name renames."""
+        return self.trace.process_track_name_map.get(name, name) if name is not None else None
 
     def _merged_group(self, type: str, dims: tuple, r: Reservation, name, parent_id, is_root_in_scope=False):
         key = (type, dims)

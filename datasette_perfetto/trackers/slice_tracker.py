@@ -43,9 +43,10 @@ class OpenSlice:
 
 
 class SliceTracker:
-    def __init__(self, storage: TraceStorage, stats: Stats) -> None:
+    def __init__(self, storage: TraceStorage, stats: Stats, name_map: Optional[dict[str, str]] = None) -> None:
         self.storage = storage
         self.stats = stats
+        self.name_map = name_map if name_map is not None else {}  # the trace's slice renames
         self.stacks: dict[int, list[OpenSlice]] = {}
         # Per track, how many slices on its stack already have a duration: when
         # none do (the usual case), there is nothing to close before an event.
@@ -133,6 +134,8 @@ class SliceTracker:
             self.stats.inc("slice_max_depth_exceeded")
             return None
         parent_id = stack[-1].id if stack else None
+        if self.name_map and name in self.name_map:
+            name = self.name_map[name]
         s = OpenSlice(self.storage.reserve_id("slice"), ts, dur, track_id, category, name, depth,
                       parent_id, args, thread_ts, thread_ic)
         stack.append(s)

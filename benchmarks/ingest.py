@@ -71,7 +71,7 @@ def scaled_copy(trace: str, times: int, out_path: str) -> None:
             p = pb.TracePacket.FromString(data)
             if p.HasField("clock_snapshot"):
                 for c in p.clock_snapshot.clocks:
-                    if c.clock_id < 64:
+                    if c.clock_id == 6:  # BOOTTIME: how long the recording lasted
                         first = c.timestamp if first is None else min(first, c.timestamp)
                         last = c.timestamp if last is None else max(last, c.timestamp)
     span = (last - first) + 10_000_000_000 if first is not None else 0

@@ -11,7 +11,7 @@ import os
 from typing import Optional
 
 from .stats import Stats
-from .storage import Arg, TraceStorage
+from .storage import Arg, TraceStorage, to_int64
 from .trackers.flow_tracker import FlowTracker
 from .trackers.process_tracker import ProcessRow, ProcessTracker, ThreadRow
 from .trackers.slice_tracker import SliceTracker
@@ -98,7 +98,7 @@ class TraceModel:
         if isinstance(value, str):
             row = (name, "single", None, value, None, trace_id)
         else:
-            row = (name, "single", int(value), None, None, trace_id)  # type: ignore[arg-type]
+            row = (name, "single", to_int64(int(value)), None, None, trace_id)  # type: ignore[arg-type]
         self.storage.insert("metadata", row)
 
     def finish(self) -> None:

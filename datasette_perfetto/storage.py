@@ -17,7 +17,7 @@ BATCH_ROWS = 20_000
 # Arg sets are content-deduplicated like trace_processor's; the cache is bounded
 # so memory does not grow with the trace (identical sets far apart may then get
 # two ids, which changes nothing a query can see except the id).
-ARG_SET_CACHE_LIMIT = 100_000
+ARG_SET_CACHE_LIMIT = 20_000
 
 # (flat_key, key, value_type, value)
 Arg = tuple[str, str, str, Any]
@@ -26,7 +26,7 @@ Arg = tuple[str, str, str, Any]
 def to_int64(v: int) -> int:
     """uint64 values are stored as their int64 bit pattern, as trace_processor does."""
     if v >= 1 << 63:
-        v -= 1 << 64
+        v = (v & 0xFFFFFFFFFFFFFFFF) - (1 << 64) if v < 1 << 64 else (1 << 63) - 1
     return v
 
 
@@ -93,7 +93,9 @@ class TraceStorage:
         set_id = self.next_id["args"]
         for flat_key, k, value_type, value in args:
             i = self.reserve_id("args")
-            if value_type in ("int", "uint", "pointer", "bool"):
+            if value is None:
+                row = (i, set_id, flat_key, k, None, None, None, "null")
+            elif value_type in ("int", "uint", "pointer", "bool"):
                 row = (i, set_id, flat_key, k, to_int64(int(value)), None, None, value_type)
             elif value_type in ("string", "json"):
                 row = (i, set_id, flat_key, k, None, value, None, value_type)

@@ -268,3 +268,45 @@ def test_packets_needing_state_are_skipped_before_the_first_clear(ingest_data):
     _, db = ingest_data(builder.to_bytes())
     assert slices(db) == [(200, "ok", None)]
     assert db.stat("packet_skipped_seq_needs_incremental_state_invalid") == 1
+
+
+# -- fuzzing: whatever the damage, a clean error or an import, never a crash ----------------
+
+@pytest.mark.parametrize("seed", range(60))
+def test_randomly_damaged_traces_never_crash(tmp_path, demo_bytes, seed):
+    rng = random.Random(seed)
+    data = bytearray(demo_bytes)
+    for _ in range(rng.randint(1, 20)):
+        kind = rng.random()
+        pos = rng.randrange(len(data))
+        if kind < 0.5:
+            data[pos] = rng.randrange(256)                       # flip a byte
+        elif kind < 0.75:
+            del data[pos:pos + rng.randint(1, 64)]               # drop a run
+        else:
+            data[pos:pos] = rng.randbytes(rng.randint(1, 64))    # insert garbage
+    path = tmp_path / "fuzzed.pftrace"
+    path.write_bytes(bytes(data))
+    out = tmp_path / "out.db"
+    try:
+        summaries = ingest([str(path)], str(out))
+    except IngestError as e:
+        assert "\n" not in str(e) and str(path) in str(e)
+        assert not out.exists()
+    else:
+        assert out.exists() and summaries[0].trace_type == "proto"
+
+
+def test_names_that_are_not_utf8_are_kept_escaped(ingest_data):
+    b = TraceBuilder()
+    seq = b.sequence(1, intern=False)
+    track = seq.thread(1, 2, "QQQQthread")
+    seq.slice_begin(1_000, track, "PPPPslice", category="CCCCcat", args={"k": "VVVVvalue"})
+    seq.slice_end(2_000, track)
+    data = b.to_bytes()
+    for marker in (b"QQQQ", b"PPPP", b"CCCC", b"VVVV"):
+        data = data.replace(marker, b"\xff\xfe\xfd\xfc")  # same length: framing stays valid
+    _, db = ingest_data(data)
+    assert db.rows("SELECT name, category FROM slice") == [("\\xff\\xfe\\xfd\\xfcslice", "\\xff\\xfe\\xfd\\xfccat")]
+    assert db.one("SELECT name FROM thread WHERE tid = 2") == "\\xff\\xfe\\xfd\\xfcthread"
+    assert db.one("SELECT string_value FROM args WHERE key = 'debug.k'") == "\\xff\\xfe\\xfd\\xfcvalue"

@@ -17,6 +17,7 @@ from google.protobuf.message import DecodeError
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from ..model import TraceContext
+from ..storage import to_int64
 from .atrace import EV_ATRACE, AtraceParser
 from .clock_tracker import BOOTTIME, ClockTracker, clock_key
 from .proto_reader import ProtoReader, inflate_packets
@@ -27,8 +28,10 @@ from .track_event import (
     EV_TRACK_EVENT,
     CounterDetails,
     Reservation,
+    INT64_MAX,
     TrackEventParser,
     saturate,
+    text,
     tokenize_track_event,
 )
 
@@ -98,15 +101,16 @@ class SequenceState:
 
 # InternedData fields kept in sequence state: field number -> how to store an entry.
 def _name(e):
-    return e.name
+    return text(e.name)
 
 
 def _str(e):
-    return e.str.decode("utf-8", "replace") if isinstance(e.str, bytes) else e.str
+    return text(e.str)
 
 
 def _source_location(e):
-    return (e.file_name or None, e.function_name or None, e.line_number if e.HasField("line_number") else None)
+    return (text(e.file_name) or None, text(e.function_name) or None,
+            e.line_number if e.HasField("line_number") else None)
 
 
 INTERNED_FIELDS = {
@@ -116,7 +120,7 @@ INTERNED_FIELDS = {
     "source_locations": (4, _source_location),
     "debug_annotation_string_values": (29, _str),
     "histogram_names": (25, _name),
-    "log_message_body": (20, lambda e: e.body),
+    "log_message_body": (20, lambda e: text(e.body)),
     "debug_annotation_value_type_names": (27, _name),
     "correlation_id_str": (43, _str),
 }
@@ -258,7 +262,8 @@ class ProtoImporter:
 
     def _process_descriptor(self, packet, seq: SequenceState, ts: int) -> None:
         pd = packet.process_descriptor
-        self._push(ts, (EV_DESCRIPTOR, None, pd.pid, None, None, list(pd.cmdline), pd.process_name or None,
+        self._push(ts, (EV_DESCRIPTOR, None, pd.pid, None, None, [text(c) for c in pd.cmdline],
+                        text(pd.process_name) or None,
                         None, None, None, None))
 
     def _range_of_interest(self, packet) -> None:
@@ -271,14 +276,16 @@ class ProtoImporter:
 
     def _translation_table(self, table) -> None:
         if table.HasField("slice_name"):
-            self.trace.slice_name_map.update(table.slice_name.raw_to_deobfuscated_name)
+            self.trace.slice_name_map.update(
+                (text(k), text(v)) for k, v in table.slice_name.raw_to_deobfuscated_name.items())
         if table.HasField("process_track_name"):
-            self.trace.process_track_name_map.update(table.process_track_name.raw_to_deobfuscated_name)
+            self.trace.process_track_name_map.update(
+                (text(k), text(v)) for k, v in table.process_track_name.raw_to_deobfuscated_name.items())
 
     def _trace_config(self, config) -> None:
         self.trace.set_metadata("trace_config_pbtxt", str(config)[:100_000])
         if config.unique_session_name:
-            self.trace.set_metadata("unique_session_name", config.unique_session_name)
+            self.trace.set_metadata("unique_session_name", text(config.unique_session_name))
 
     def _trace_uuid(self, u) -> None:
         msb, lsb = u.msb & 0xFFFFFFFFFFFFFFFF, u.lsb & 0xFFFFFFFFFFFFFFFF
@@ -361,7 +368,7 @@ class ProtoImporter:
             return
         td = packet.thread_descriptor
         self._set_sequence_thread(seq, td)
-        self._push(ts, (EV_THREAD_DESCRIPTOR, None, td.pid, td.tid, td.thread_name or None, None, None, None, None,
+        self._push(ts, (EV_THREAD_DESCRIPTOR, None, td.pid, td.tid, text(td.thread_name) or None, None, None, None, None,
                         None, None))
 
     @staticmethod
@@ -379,13 +386,13 @@ class ProtoImporter:
         r = Reservation(td.uuid)
         r.parent_uuid = td.parent_uuid
         if td.HasField("name"):
-            r.name = td.name
+            r.name = text(td.name)
         elif td.HasField("static_name"):
-            r.name = td.static_name
+            r.name = text(td.static_name)
         elif td.HasField("atrace_name"):
-            r.name = td.atrace_name
+            r.name = text(td.atrace_name)
         r.has_name_field = td.HasField("name") or td.HasField("static_name") or td.HasField("atrace_name")
-        r.description = td.description or None
+        r.description = text(td.description) or None
         if td.HasField("child_ordering"):
             r.child_ordering = {1: "lexicographic", 2: "chronological", 3: "explicit"}.get(td.child_ordering)
         if td.HasField("sibling_order_rank"):
@@ -393,7 +400,7 @@ class ProtoImporter:
         if td.HasField("sibling_merge_behavior"):
             r.merge = {0: "name", 1: "name", 2: None, 3: "key"}.get(td.sibling_merge_behavior, "name")
             if r.merge == "key":
-                r.merge_key = td.sibling_merge_key if td.HasField("sibling_merge_key") else (
+                r.merge_key = text(td.sibling_merge_key) if td.HasField("sibling_merge_key") else (
                     f"sibling_merge_key_int:{td.sibling_merge_key_int}")
         r.seq_id = seq.seq_id
         if td.HasField("process_ordering") and td.process_ordering == 1:
@@ -422,10 +429,10 @@ class ProtoImporter:
             c = td.counter
             details = CounterDetails()
             if c.categories:
-                details.category = ",".join(c.categories)
+                details.category = ",".join(text(x) for x in c.categories)
             details.is_incremental = c.is_incremental
             details.unit_multiplier = c.unit_multiplier
-            details.y_axis_share_key = c.y_axis_share_key or None
+            details.y_axis_share_key = text(c.y_axis_share_key) or None
             if c.type == COUNTER_THREAD_TIME_NS:
                 details.unit, details.builtin_type = "ns", "thread_time"
                 if r.name is None:
@@ -437,7 +444,7 @@ class ProtoImporter:
             elif c.unit in UNIT_NAMES:
                 details.unit = UNIT_NAMES[c.unit]
             else:
-                details.unit = c.unit_name or None
+                details.unit = text(c.unit_name) or None
             r.counter = details
         elif td.HasField("state"):
             r.is_state = True
@@ -452,15 +459,15 @@ class ProtoImporter:
             return
         if thread is not None:
             chrome = td.chrome_thread if td.HasField("chrome_thread") else None
-            self._push(ts, (EV_DESCRIPTOR, td.uuid, thread.pid, thread.tid, thread.thread_name or None, None, None,
+            self._push(ts, (EV_DESCRIPTOR, td.uuid, thread.pid, thread.tid, text(thread.thread_name) or None, None, None,
                             None, chrome.thread_type if chrome else None, None, None))
         elif process is not None:
             chrome = td.chrome_process if td.HasField("chrome_process") else None
-            labels = list(process.process_labels)
-            self._push(ts, (EV_DESCRIPTOR, td.uuid, process.pid, None, None, list(process.cmdline),
-                            process.process_name or None, process.start_timestamp_ns or None,
+            labels = [text(x) for x in process.process_labels]
+            self._push(ts, (EV_DESCRIPTOR, td.uuid, process.pid, None, None, [text(c) for c in process.cmdline],
+                            text(process.process_name) or None, process.start_timestamp_ns or None,
                             (chrome.process_type if chrome.HasField("process_type") else None,
-                             chrome.host_app_package_name or None,
+                             text(chrome.host_app_package_name) or None,
                              chrome.crash_trace_id if chrome.HasField("crash_trace_id") else None) if chrome else None,
                             labels or None,
                             process.legacy_sort_index if process.HasField("legacy_sort_index") else (
@@ -481,22 +488,23 @@ class ProtoImporter:
         for event in bundle.event:
             if event.HasField("print"):
                 ts = self.clocks.to_trace_time(BOOTTIME, event.timestamp)
-                if ts is not None:
-                    self._push(ts, (EV_ATRACE, event.pid, event.print.buf))
+                if ts is not None and 0 <= ts <= INT64_MAX:
+                    self._push(ts, (EV_ATRACE, event.pid, text(event.print.buf)))
 
     def _system_info(self, info) -> None:
         u = info.utsname
-        for key, value in (("system_name", u.sysname), ("system_release", u.release),
-                           ("system_version", u.version), ("system_machine", u.machine)):
+        sysname, release, version, machine = (text(u.sysname), text(u.release), text(u.version), text(u.machine))
+        for key, value in (("system_name", sysname), ("system_release", release),
+                           ("system_version", version), ("system_machine", machine)):
             if value:
                 self.trace.set_metadata(key, value)
         if info.system_ram_bytes:
             self.trace.set_metadata("system_ram_bytes", info.system_ram_bytes)
         if info.android_build_fingerprint:
-            self.trace.set_metadata("android_build_fingerprint", info.android_build_fingerprint)
+            self.trace.set_metadata("android_build_fingerprint", text(info.android_build_fingerprint))
         if info.HasField("timezone_off_mins"):
             self.trace.set_metadata("timezone_off_mins", info.timezone_off_mins)
-        self.trace.machine_info = (u.sysname or None, u.release or None, u.version or None, u.machine or None,
+        self.trace.machine_info = (sysname or None, release or None, version or None, machine or None,
                                    info.num_cpus or None, info.system_ram_bytes or None)
 
     def _write_clock_snapshots(self) -> None:
@@ -505,4 +513,5 @@ class ProtoImporter:
             by_snapshot.setdefault(snapshot_id, {})[clock_id] = value
         for snapshot_id, clock_id, name, value in self.clocks.snapshot_rows:
             ts = by_snapshot[snapshot_id].get(self.clocks.trace_clock)
-            self.trace.storage.insert("clock_snapshot", (ts, clock_id, name, value, snapshot_id, 0))
+            self.trace.storage.insert("clock_snapshot", (None if ts is None else to_int64(ts), clock_id, name,
+                                                         to_int64(value), snapshot_id, 0))

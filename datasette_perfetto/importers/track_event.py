@@ -198,7 +198,7 @@ def tokenize_track_event(importer, ev, seq, packet_ts: Optional[int]) -> Optiona
     if name_iid:
         name = seq.lookup(I_NAMES, name_iid)
     else:
-        name = get(TE.name)
+        name = text(get(TE.name))
     if le is not None:
         legacy = {fd.name: v for fd, v in le.ListFields() if fd.name != "name_iid"}
         if "phase" in legacy:
@@ -211,6 +211,14 @@ def tokenize_track_event(importer, ev, seq, packet_ts: Optional[int]) -> Optiona
 
 
 INT64_MAX = (1 << 63) - 1
+
+
+def text(value):
+    """A proto string field as str. upb hands back bytes when a trace's string is
+    not valid UTF-8; those keep every byte, escaped as \\xNN."""
+    if type(value) is bytes:
+        return value.decode("utf-8", "backslashreplace")
+    return value
 
 
 def _extra_counters(importer, seq, get) -> Optional[list]:
@@ -283,10 +291,10 @@ def _category(iids, strings, seq) -> Optional[str]:
         found = seq.lookup(I_CATEGORIES, iids[0])
         return found if found is not None else f"unknown({iids[0]})"
     if not iids and len(strings) == 1:
-        return strings[0]
+        return text(strings[0])
     if len(iids) + len(strings) > 1:
         parts = [seq.lookup(I_CATEGORIES, i) for i in iids]
-        joined = ",".join([p for p in parts if p is not None] + list(strings))
+        joined = ",".join([p for p in parts if p is not None] + [text(c) for c in strings])
         return joined or None
     return None
 
@@ -344,7 +352,7 @@ def debug_annotation_args(out: list, ann, flat_key: str, key: str, seq) -> None:
     elif field == "double_value":
         _add(out, flat_key, key, "real", ann.double_value)
     elif field == "string_value":
-        _add(out, flat_key, key, "string", ann.string_value)
+        _add(out, flat_key, key, "string", text(ann.string_value))
     elif field == "string_value_iid":
         s = seq.lookup(I_DEBUG_STRINGS, ann.string_value_iid)
         _add(out, flat_key, key, "string", s if s is not None else f"<unknown iid {ann.string_value_iid}>")
@@ -353,15 +361,15 @@ def debug_annotation_args(out: list, ann, flat_key: str, key: str, seq) -> None:
     elif field == "legacy_json_value":
         try:
             add_json_value(out, flat_key, key, json.loads(ann.legacy_json_value))
-        except ValueError:
-            _add(out, flat_key, key, "string", ann.legacy_json_value)
+        except (ValueError, TypeError, RecursionError):
+            _add(out, flat_key, key, "string", text(ann.legacy_json_value))
     elif field == "nested_value":
         _nested_value_args(out, ann.nested_value, flat_key, key)
 
 
 def _nested_value_args(out: list, nv, flat_key: str, key: str) -> None:
     if nv.dict_keys:
-        for k, v in zip(nv.dict_keys, nv.dict_values):
+        for k, v in zip(map(text, nv.dict_keys), nv.dict_values):
             _nested_value_args(out, v, f"{flat_key}.{k}", f"{key}.{k}")
     elif nv.array_values:
         for i, v in enumerate(nv.array_values):
@@ -373,14 +381,14 @@ def _nested_value_args(out: list, nv, flat_key: str, key: str) -> None:
     elif nv.HasField("bool_value"):
         _add(out, flat_key, key, "bool", int(nv.bool_value))
     elif nv.HasField("string_value"):
-        _add(out, flat_key, key, "string", nv.string_value)
+        _add(out, flat_key, key, "string", text(nv.string_value))
 
 
 def _annotation_name(ann, seq) -> str:
     if ann.HasField("name_iid"):
         n = seq.lookup(I_DEBUG_NAMES, ann.name_iid)
         return n if n is not None else f"<unknown iid {ann.name_iid}>"
-    return ann.name
+    return text(ann.name)
 
 
 def _source_location_args(out: list, prefix: str, loc) -> None:
@@ -420,7 +428,7 @@ def _proto_field(out: list, fd, value, flat_key: str, key: str) -> None:
         ev = fd.enum_type.values_by_number.get(value)
         _add(out, flat_key, key, "string", ev.name if ev else str(value))
     elif t == fd.TYPE_STRING:
-        _add(out, flat_key, key, "string", value)
+        _add(out, flat_key, key, "string", text(value))
     elif t == fd.TYPE_BYTES:
         _add(out, flat_key, key, "string", value.hex())
     else:

@@ -34,7 +34,9 @@ class TrackRow:
 def dimension_args(dims: tuple) -> list[Arg]:
     out: list[Arg] = []
     for key, value in dims:
-        if isinstance(value, str):
+        if value is None:
+            out.append((key, key, "null", None))
+        elif isinstance(value, str):
             out.append((key, key, "string", value))
         else:
             out.append((key, key, "int", value))

@@ -38,7 +38,6 @@ class TraceContext:
         self.process_track_name_map: dict[str, str] = {}
         self.slices = SliceTracker(self.storage, self.stats, self.slice_name_map)
         self.flows = FlowTracker(self.storage, self.stats)
-        self.slices.on_begin = self.flows.on_slice_begin
         self.metadata: dict[str, object] = {}
         # (sysname, release, version, arch, num_cpus, ram bytes) from SystemInfo, for the machine row.
         self.machine_info: Optional[tuple] = None

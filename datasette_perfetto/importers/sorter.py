@@ -57,16 +57,24 @@ class Sorter:
         finally:
             f.close()
 
+    @staticmethod
+    def _consume(run: list[tuple]) -> Iterator[tuple]:
+        """Yields a run in order while releasing each event as it goes, so the
+        parser's allocations reuse that memory instead of adding to it."""
+        run.sort(reverse=True)
+        pop = run.pop
+        while run:
+            yield pop()
+
     def drain(self) -> Iterator[tuple[int, tuple]]:
         """Yields (ts, event) in timestamp order; the sorter is empty afterwards."""
-        self._run.sort()
         if not self._spills:
             run, self._run = self._run, []
-            for ts, _, _, event in run:
+            for ts, _, _, event in self._consume(run):
                 yield ts, event
             return
         streams = [self._read(f) for f in self._spills]
-        streams.append(iter(self._run))
+        streams.append(self._consume(self._run))
         self._spills, self._run = [], []
         for ts, _, _, event in heapq.merge(*streams):
             yield ts, event

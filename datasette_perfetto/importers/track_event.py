@@ -1132,7 +1132,7 @@ class TrackEventParser:
         elif phase == "t":
             self.flows.step(flow_id, top)
         else:
-            self.flows.end(flow_id, t, top, bool(legacy.get("bind_to_enclosing")), close=False)
+            self.flows.end(flow_id, top, bool(legacy.get("bind_to_enclosing")), close=False)
 
     def _metadata_event(self, utid, upid, name, args) -> None:
         values = {a[1]: a[3] for a in args}

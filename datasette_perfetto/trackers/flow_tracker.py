@@ -17,8 +17,7 @@ class FlowTracker:
         self.storage = storage
         self.stats = stats
         self._last_slice: dict[int, int] = {}  # flow id -> slice id it was last attached to
-        # v1 flow ends that bind to the next slice to begin on a track.
-        self._pending_next_slice: dict[int, list[tuple[int, int]]] = {}  # track -> [(flow id, slice_out)]
+
 
     def insert(self, slice_out: int, slice_in: int, trace_id: Optional[int] = None) -> None:
         self.storage.insert("flow", (slice_out, slice_in, None if trace_id is None else to_int64(trace_id), None))
@@ -63,7 +62,7 @@ class FlowTracker:
         self.insert(prev, slice_id, flow_id)
         self._last_slice[flow_id] = slice_id
 
-    def end(self, flow_id: int, track_id: int, slice_id: Optional[int], bind_enclosing: bool, close: bool) -> None:
+    def end(self, flow_id: int, slice_id: Optional[int], bind_enclosing: bool, close: bool) -> None:
         prev = self._last_slice.get(flow_id)
         if prev is None:
             self.stats.inc("flow_end_without_start")
@@ -73,13 +72,7 @@ class FlowTracker:
                 self.stats.inc("flow_no_enclosing_slice")
                 return
             self.insert(prev, slice_id, flow_id)
-        else:
-            self._pending_next_slice.setdefault(track_id, []).append((flow_id, prev))
+        # Without bind_to_enclosing the end would bind to the next slice on the
+        # track; trace_processor queues it but never binds it, so no row either.
         if close:
             del self._last_slice[flow_id]
-
-    def on_slice_begin(self, track_id: int, slice_id: int) -> None:
-        pending = self._pending_next_slice.pop(track_id, None)
-        if pending:
-            for flow_id, prev in pending:
-                self.insert(prev, slice_id, flow_id)

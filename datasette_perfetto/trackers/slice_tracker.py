@@ -13,10 +13,10 @@ held in memory.
 from __future__ import annotations
 
 import re
-from typing import Callable, Optional
+from typing import Optional
 
 from ..stats import Stats
-from ..storage import Arg, TraceStorage
+from ..storage import BATCH_ROWS, Arg, TraceStorage
 
 PENDING = -1
 MAX_DEPTH = 512
@@ -45,19 +45,20 @@ class OpenSlice:
 class SliceTracker:
     def __init__(self, storage: TraceStorage, stats: Stats, name_map: Optional[dict[str, str]] = None) -> None:
         self.storage = storage
+        self._next_id = storage.next_id  # ids handed out inline: this is the hot path
+        self._slice_rows = storage.buffer("slice")
         self.stats = stats
         self.name_map = name_map if name_map is not None else {}  # the trace's slice renames
         self.stacks: dict[int, list[OpenSlice]] = {}
         # Per track, how many slices on its stack already have a duration: when
         # none do (the usual case), there is nothing to close before an event.
         self._ended_on_stack: dict[int, int] = {}
-        # Called with (track_id, slice_id) whenever a slice begins (flows use it).
-        self.on_begin: Optional[Callable[[int, int], None]] = None
 
     # -- public API ----------------------------------------------------------
     def begin(self, ts: int, track_id: int, category: Optional[str], name: Optional[str],
               args: list[Arg], thread_ts: Optional[int] = None, thread_ic: Optional[int] = None) -> Optional[int]:
-        return self._start(ts, PENDING, track_id, category, name, args, thread_ts, thread_ic)
+        s = self._start_slice(ts, PENDING, track_id, category, name, args, thread_ts, thread_ic)
+        return None if s is None else s.id
 
     def scoped(self, ts: int, dur: int, track_id: int, category: Optional[str], name: Optional[str],
                args: list[Arg], thread_ts: Optional[int] = None, thread_dur: Optional[int] = None) -> Optional[int]:
@@ -119,10 +120,6 @@ class SliceTracker:
         self._ended_on_stack.clear()
 
     # -- internals -----------------------------------------------------------
-    def _start(self, ts, dur, track_id, category, name, args, thread_ts, thread_ic) -> Optional[int]:
-        s = self._start_slice(ts, dur, track_id, category, name, args, thread_ts, thread_ic)
-        return None if s is None else s.id
-
     def _start_slice(self, ts, dur, track_id, category, name, args, thread_ts, thread_ic) -> Optional[OpenSlice]:
         stack = self.stacks.get(track_id)
         if stack is None:
@@ -136,13 +133,13 @@ class SliceTracker:
         parent_id = stack[-1].id if stack else None
         if self.name_map and name in self.name_map:
             name = self.name_map[name]
-        s = OpenSlice(self.storage.reserve_id("slice"), ts, dur, track_id, category, name, depth,
-                      parent_id, args, thread_ts, thread_ic)
+        ids = self._next_id
+        slice_id = ids["slice"]
+        ids["slice"] = slice_id + 1
+        s = OpenSlice(slice_id, ts, dur, track_id, category, name, depth, parent_id, args, thread_ts, thread_ic)
         stack.append(s)
         if dur != PENDING:
             self._ended_on_stack[track_id] = self._ended_on_stack.get(track_id, 0) + 1
-        if self.on_begin is not None:
-            self.on_begin(track_id, s.id)
         return s
 
     @staticmethod
@@ -199,8 +196,11 @@ class SliceTracker:
         if s.dur != PENDING:
             self._ended_on_stack[s.track_id] -= 1
         arg_set_id = self.storage.arg_set(s.args) if s.args else None
-        self.storage.write("slice", (s.id, s.ts, s.dur, s.track_id, s.category, s.name, s.depth, s.parent_id,
-                                     arg_set_id, s.thread_ts, s.thread_dur, s.thread_ic, s.thread_icd))
+        rows = self._slice_rows
+        rows.append((s.id, s.ts, s.dur, s.track_id, s.category, s.name, s.depth, s.parent_id,
+                     arg_set_id, s.thread_ts, s.thread_dur, s.thread_ic, s.thread_icd))
+        if len(rows) >= BATCH_ROWS:
+            self.storage.flush("slice")
 
 
 _ARRAY_KEY = re.compile(r"^(.*?)\[(\d+)\](.*)$")

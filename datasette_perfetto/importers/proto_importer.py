@@ -53,7 +53,8 @@ class SequenceState:
 
     __slots__ = ("seq_id", "valid", "interned", "timestamp_clock_id", "default_track_uuid",
                  "default_extra_counter_uuids", "default_extra_double_counter_uuids", "thread", "ref_ts",
-                 "ref_thread_ts", "ref_thread_ic", "counter_values", "generation", "derived", "misses", "clock")
+                 "ref_thread_ts", "ref_thread_ic", "counter_values", "generation", "derived", "misses", "clock",
+                 "decoded")
 
     def __init__(self, seq_id: int) -> None:
         self.seq_id = seq_id
@@ -72,6 +73,7 @@ class SequenceState:
         self.ref_thread_ic: Optional[int] = None
         self.counter_values: dict[int, float] = {}  # incremental counters: uuid -> running value
         self.derived: dict = {}  # values computed from interned data (e.g. args of a source location)
+        self.decoded: dict[bytes, tuple] = {}  # TrackEvent bytes -> their decoded static part
         self.misses = 0  # interned lookups that found nothing
         # (clock key, converter, incremental state) of the default clock, cached
         # by _packet_ts and dropped whenever clocks or defaults change.
@@ -89,6 +91,7 @@ class SequenceState:
         self.ref_ts = self.ref_thread_ts = self.ref_thread_ic = None
         self.counter_values = {}
         self.derived = {}
+        self.decoded = {}
 
     def lookup(self, field: int, iid: int) -> object:
         """The interned value, or None (counted, as trace_processor does) if unknown."""

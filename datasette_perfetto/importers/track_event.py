@@ -113,22 +113,43 @@ class Reservation:
 
 # -- tokenizing ----------------------------------------------------------------
 
+# Per sequence, how many decoded TrackEvents to remember (see tokenize_track_event).
+DECODE_CACHE_ENTRIES = 4096
+
+
 def tokenize_track_event(importer, ev, seq, packet_ts: Optional[int]) -> Optional[tuple[int, tuple]]:
+    """Reduces a TrackEvent to a plain tuple for the sorter (None if dropped, counted).
+
+    Most events repeat byte for byte within a sequence (an end event with the
+    same thread-time delta, the same task posted from the same place), so the
+    part that depends only on the bytes and the interned data is decoded once
+    per distinct encoding and kept until the sequence's state is cleared. What
+    depends on earlier events (delta timestamps, incremental counters) is
+    computed every time.
+    """
     stats = importer.stats
-    # One ListFields() pass instead of a HasField() per field, keyed by field
-    # descriptor (hashing those is cheaper than reading their names): the hot loop.
-    f = dict(ev.ListFields())
-    get = f.get
+    raw = ev.SerializeToString()
+    static = seq.decoded.get(raw)
+    if static is None:
+        misses = seq.misses
+        static = _decode(ev, seq)
+        if seq.misses == misses:  # an unresolved iid may be interned later: don't remember it
+            if len(seq.decoded) >= DECODE_CACHE_ENTRIES:
+                seq.decoded.clear()
+            seq.decoded[raw] = static
+    (ts_delta, ts_abs, tt_delta, tt_abs, tic_delta, tic_abs, has_uuid, explicit_uuid, etype, has_type,
+     counter_raw, extra_values, extra_uuids, extra_dvalues, extra_duuids,
+     category, name, args, flows, term, legacy) = static
+
     needs_conversion = True
-    delta = get(TE.timestamp_delta_us)
-    if delta is not None:
+    if ts_delta is not None:
         if seq.ref_ts is None:
             stats.inc("track_event_skipped_timestamp_delta_without_valid_state")
             return None
-        seq.ref_ts = saturate(seq.ref_ts + saturate(delta * 1000))
+        seq.ref_ts = saturate(seq.ref_ts + saturate(ts_delta * 1000))
         ts = seq.ref_ts
-    elif get(TE.timestamp_absolute_us):
-        ts = saturate(f[TE.timestamp_absolute_us] * 1000)
+    elif ts_abs:
+        ts = saturate(ts_abs * 1000)
     elif packet_ts is not None:
         ts, needs_conversion = packet_ts, False
     else:
@@ -145,39 +166,33 @@ def tokenize_track_event(importer, ev, seq, packet_ts: Optional[int]) -> Optiona
             ts = converted
 
     thread_ts = thread_ic = None
-    if TE.thread_time_delta_us in f:
+    if tt_delta is not None:
         if seq.ref_thread_ts is None:
             stats.inc("track_event_skipped_thread_time_delta_without_valid_state")
             return None
-        seq.ref_thread_ts += f[TE.thread_time_delta_us] * 1000
+        seq.ref_thread_ts += tt_delta * 1000
         thread_ts = seq.ref_thread_ts
-    elif TE.thread_time_absolute_us in f:
-        thread_ts = f[TE.thread_time_absolute_us] * 1000
-    if TE.thread_instruction_count_delta in f:
+    elif tt_abs is not None:
+        thread_ts = tt_abs * 1000
+    if tic_delta is not None:
         if seq.ref_thread_ic is None:
             stats.inc("track_event_skipped_thread_instruction_delta_without_valid_state")
             return None
-        seq.ref_thread_ic += f[TE.thread_instruction_count_delta]
+        seq.ref_thread_ic += tic_delta
         thread_ic = seq.ref_thread_ic
-    elif TE.thread_instruction_count_absolute in f:
-        thread_ic = f[TE.thread_instruction_count_absolute]
+    elif tic_abs is not None:
+        thread_ic = tic_abs
 
-    has_uuid = TE.track_uuid in f
-    uuid = f[TE.track_uuid] if has_uuid else (seq.default_track_uuid or 0)
-    etype = get(TE.type, 0)
+    uuid = explicit_uuid if has_uuid else (seq.default_track_uuid or 0)
     counter_value = None
     if etype == TYPE_COUNTER:
         if not uuid:
             stats.inc("track_event_counter_missing_track_uuid")
             return None
-        if TE.counter_value in f:
-            raw = float(f[TE.counter_value])
-        elif TE.double_counter_value in f:
-            raw = f[TE.double_counter_value]
-        else:
+        if counter_raw is None:
             stats.inc("track_event_counter_missing_value")
             return None
-        counter_value = _absolute_counter_value(importer.reservations, seq, uuid, raw)
+        counter_value = _absolute_counter_value(importer.reservations, seq, uuid, counter_raw)
         if counter_value is None:
             stats.inc("track_event_counter_invalid_track_uuid")
             return None
@@ -186,28 +201,45 @@ def tokenize_track_event(importer, ev, seq, packet_ts: Optional[int]) -> Optiona
         return None
 
     extra = None
-    if TE.extra_counter_values in f or TE.extra_double_counter_values in f:
-        extra = _extra_counters(importer, seq, get)
+    if extra_values or extra_dvalues:
+        extra = _extra_counters(importer, seq, extra_values, extra_uuids or seq.default_extra_counter_uuids,
+                                extra_dvalues, extra_duuids or seq.default_extra_double_counter_uuids)
         if extra is None:
             return None
+    return ts, (EV_TRACK_EVENT, etype, uuid, seq.seq_id, seq.thread, category, name, args, flows, term, thread_ts,
+                thread_ic, extra, counter_value, legacy, has_type, has_uuid)
 
-    category = _category(get(TE.category_iids), get(TE.categories), seq)
-    legacy = None
+
+def _decode(ev, seq) -> tuple:
+    """The part of a TrackEvent that depends only on its bytes and the interned data."""
+    # One ListFields() pass instead of a HasField() per field, keyed by field
+    # descriptor (hashing those is cheaper than reading their names).
+    f = dict(ev.ListFields())
+    get = f.get
     le = get(TE.legacy_event)
     name_iid = get(TE.name_iid) or (le.name_iid if le is not None else 0)
-    if name_iid:
-        name = seq.lookup(I_NAMES, name_iid)
-    else:
-        name = text(get(TE.name))
+    name = seq.lookup(I_NAMES, name_iid) if name_iid else text(get(TE.name))
+    legacy = None
     if le is not None:
         legacy = {fd.name: v for fd, v in le.ListFields() if fd.name != "name_iid"}
         if "phase" in legacy:
             legacy["phase"] = chr(legacy["phase"])
+    counter_raw = get(TE.counter_value)
+    counter_raw = float(counter_raw) if counter_raw is not None else get(TE.double_counter_value)
     args = event_args(f, seq)
-    flows = list(get(TE.flow_ids) or get(TE.flow_ids_old) or ()) or None
-    term = list(get(TE.terminating_flow_ids) or get(TE.terminating_flow_ids_old) or ()) or None
-    return ts, (EV_TRACK_EVENT, etype, uuid, seq.seq_id, seq.thread, category, name, args, flows, term, thread_ts,
-                thread_ic, extra, counter_value, legacy, TE.type in f, has_uuid)
+    return (
+        get(TE.timestamp_delta_us), get(TE.timestamp_absolute_us),
+        get(TE.thread_time_delta_us), get(TE.thread_time_absolute_us),
+        get(TE.thread_instruction_count_delta), get(TE.thread_instruction_count_absolute),
+        TE.track_uuid in f, get(TE.track_uuid, 0), get(TE.type, 0), TE.type in f, counter_raw,
+        tuple(get(TE.extra_counter_values, ())), tuple(get(TE.extra_counter_track_uuids, ())),
+        tuple(get(TE.extra_double_counter_values, ())), tuple(get(TE.extra_double_counter_track_uuids, ())),
+        _category(get(TE.category_iids), get(TE.categories), seq), name,
+        tuple(args) if args else None,
+        list(get(TE.flow_ids) or get(TE.flow_ids_old) or ()) or None,
+        list(get(TE.terminating_flow_ids) or get(TE.terminating_flow_ids_old) or ()) or None,
+        legacy,
+    )
 
 
 INT64_MAX = (1 << 63) - 1
@@ -221,13 +253,10 @@ def text(value):
     return value
 
 
-def _extra_counters(importer, seq, get) -> Optional[list]:
+def _extra_counters(importer, seq, values, uuids, dvalues, duuids) -> Optional[list]:
     stats = importer.stats
     extra = []
-    for values, uuids in ((get(TE.extra_counter_values),
-                           get(TE.extra_counter_track_uuids) or seq.default_extra_counter_uuids),
-                          (get(TE.extra_double_counter_values),
-                           get(TE.extra_double_counter_track_uuids) or seq.default_extra_double_counter_uuids)):
+    for values, uuids in ((values, uuids), (dvalues, duuids)):
         if not values:
             continue
         if not uuids:

@@ -20,7 +20,7 @@ from ..model import TraceContext
 from ..storage import to_int64
 from .atrace import EV_ATRACE, AtraceParser
 from .clock_tracker import BOOTTIME, ClockTracker, clock_key
-from .proto_reader import ProtoReader, inflate_packets
+from .proto_reader import ProtoReader, inflate_packets, scan_simple_track_event
 from .sorter import Sorter
 from .track_event import (
     EV_DESCRIPTOR,
@@ -171,6 +171,10 @@ class ProtoImporter:
 
     # -- tokenizer -------------------------------------------------------------
     def tokenize(self, data: bytes) -> None:
+        simple = scan_simple_track_event(data)
+        if simple is not None:
+            self._tokenize_simple(*simple)
+            return
         try:
             packet = TracePacket.FromString(data)
         except DecodeError:
@@ -236,13 +240,49 @@ class ProtoImporter:
             if not packet.HasField("trusted_packet_sequence_id"):
                 self.stats.inc("track_event_missing_sequence_id")
                 return
-            tokenized = tokenize_track_event(self, packet.track_event, seq, ts if has_ts else None)
+            tokenized = tokenize_track_event(self, packet.track_event.SerializeToString(), seq,
+                                             ts if has_ts else None)
             if tokenized is not None:
                 self.sorter.push(tokenized[0], tokenized[1], TRACK_EVENT_STREAM)
             return
         handler = self._handlers.get(kind)
         if handler is not None:
             handler(packet, seq, ts)
+
+    def _tokenize_simple(self, ts_raw: Optional[int], seq_id: Optional[int], flags: int, event: bytes) -> None:
+        """tokenize() for the common packet: a TrackEvent with nothing but a timestamp,
+        sequence id and flags beside it, read straight from the bytes (no TracePacket)."""
+        if seq_id is None:
+            self.stats.inc("track_event_missing_sequence_id")
+            return
+        seq = self.sequences.get(seq_id)
+        if seq is None:
+            seq = self.sequences[seq_id] = SequenceState(seq_id)
+        if flags & SEQ_INCREMENTAL_STATE_CLEARED:
+            seq.clear()
+        if not seq.valid and flags & SEQ_NEEDS_INCREMENTAL_STATE:
+            self.stats.inc("packet_skipped_seq_needs_incremental_state_invalid")
+            return
+        if ts_raw is None:
+            ts = None
+        else:
+            clock = seq.clock
+            if clock is not None:
+                _, converter, incremental = clock
+                if incremental is not None:
+                    incremental[0] += ts_raw
+                    ts_raw = incremental[0] * incremental[1]
+                ts = converter(ts_raw)
+                if ts is None or ts < 0:
+                    ts = self._convert(ts_raw, None, seq, incremental_done=True)
+            else:
+                ts = self._convert(ts_raw, None, seq)
+            if ts is None:
+                return
+            self.last_ts = ts
+        tokenized = tokenize_track_event(self, event, seq, ts)
+        if tokenized is not None:
+            self.sorter.push(tokenized[0], tokenized[1], TRACK_EVENT_STREAM)
 
     def _push(self, ts: int, event: tuple) -> None:
         self.sorter.push(ts, event)
@@ -305,20 +345,24 @@ class ProtoImporter:
 
     def _packet_ts(self, packet, seq: SequenceState, raw_done: Optional[int] = None) -> Optional[int]:
         """The packet timestamp on the trace clock (None if it cannot be converted)."""
-        per_packet = packet.HasField("timestamp_clock_id")
-        clock_id = packet.timestamp_clock_id if per_packet else seq.timestamp_clock_id
+        clock_id = packet.timestamp_clock_id if packet.HasField("timestamp_clock_id") else None
+        if raw_done is not None:
+            return self._convert(raw_done, clock_id, seq, incremental_done=True)
+        return self._convert(packet.timestamp, clock_id, seq)
+
+    def _convert(self, raw: int, packet_clock_id: Optional[int], seq: SequenceState,
+                 incremental_done: bool = False) -> Optional[int]:
+        """A packet timestamp on its clock (the packet's, else the sequence default,
+        else BOOTTIME) → trace time; None (counted) if it cannot be converted."""
+        clock_id = packet_clock_id if packet_clock_id is not None else seq.timestamp_clock_id
         if clock_id is None:
             clock_id = BOOTTIME
         key = clock_key(clock_id, seq.seq_id)
         clocks = self.clocks
-        if raw_done is not None:
-            raw = raw_done
-        else:
-            raw = packet.timestamp
-            if key in clocks.incremental:
-                raw = clocks.resolve_incremental(key, raw)
+        if not incremental_done and key in clocks.incremental:
+            raw = clocks.resolve_incremental(key, raw)
         converter = clocks.converter(key)
-        if not per_packet:
+        if packet_clock_id is None:
             # Cache the sequence's default clock until the clocks change.
             seq.clock = (key, converter, clocks.incremental.get(key))
             clocks.users.append(seq)

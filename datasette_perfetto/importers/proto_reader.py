@@ -147,3 +147,44 @@ def inflate_packets(data: bytes, stats: Stats) -> list[bytes]:
         stats.inc("compressed_packets_errors")
         return []
     return list(ProtoReader(io.BytesIO(raw), stats).packets())
+
+
+# TracePacket fields a "simple" track-event packet may hold: trusted_uid (3),
+# timestamp (8), trusted_packet_sequence_id (10), track_event (11),
+# sequence_flags (13). Anything else goes through the full TracePacket parse.
+_TAG_UID, _TAG_TS, _TAG_SEQ, _TAG_EVENT, _TAG_FLAGS = 0x18, 0x40, 0x50, 0x5A, 0x68
+
+
+def scan_simple_track_event(data: bytes):
+    """(timestamp, sequence id, flags, TrackEvent bytes) for a packet holding only
+    those fields, read without building a TracePacket (the hot path); else None."""
+    ts = seq = event = None
+    flags = 0
+    pos = 0
+    n = len(data)
+    try:
+        while pos < n:
+            tag = data[pos]
+            pos += 1
+            if tag == _TAG_EVENT:
+                length, pos = decode_varint(data, pos)
+                end = pos + length
+                if end > n:
+                    return None
+                event = data[pos:end]
+                pos = end
+                continue
+            if tag not in (_TAG_TS, _TAG_SEQ, _TAG_FLAGS, _TAG_UID):
+                return None
+            value, pos = decode_varint(data, pos)
+            if tag == _TAG_TS:
+                ts = value
+            elif tag == _TAG_SEQ:
+                seq = value
+            elif tag == _TAG_FLAGS:
+                flags = value
+    except (IndexError, CorruptData):
+        return None
+    if event is None or pos != n:
+        return None
+    return ts, seq, flags, event

@@ -13,6 +13,7 @@ import json
 from types import SimpleNamespace
 from typing import Any, Optional
 
+from google.protobuf.message import DecodeError
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from ..storage import Arg
@@ -117,8 +118,9 @@ class Reservation:
 DECODE_CACHE_ENTRIES = 4096
 
 
-def tokenize_track_event(importer, ev, seq, packet_ts: Optional[int]) -> Optional[tuple[int, tuple]]:
-    """Reduces a TrackEvent to a plain tuple for the sorter (None if dropped, counted).
+def tokenize_track_event(importer, raw: bytes, seq, packet_ts: Optional[int]) -> Optional[tuple[int, tuple]]:
+    """Reduces a TrackEvent (its encoded bytes) to a plain tuple for the sorter
+    (None if dropped, counted).
 
     Most events repeat byte for byte within a sequence (an end event with the
     same thread-time delta, the same task posted from the same place), so the
@@ -128,11 +130,14 @@ def tokenize_track_event(importer, ev, seq, packet_ts: Optional[int]) -> Optiona
     computed every time.
     """
     stats = importer.stats
-    raw = ev.SerializeToString()
     static = seq.decoded.get(raw)
     if static is None:
         misses = seq.misses
-        static = _decode(ev, seq)
+        try:
+            static = _decode(pb.TrackEvent.FromString(raw), seq)
+        except DecodeError:
+            stats.inc("track_event_parser_errors")
+            return None
         if seq.misses == misses:  # an unresolved iid may be interned later: don't remember it
             if len(seq.decoded) >= DECODE_CACHE_ENTRIES:
                 seq.decoded.clear()

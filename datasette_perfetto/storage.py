@@ -23,8 +23,9 @@ ARG_SET_CACHE_LIMIT = 20_000
 Arg = tuple[str, str, str, Any]
 
 
-def _first(row: tuple):
-    return row[0]
+# Tables whose rows are written out of id order: slices are written when they
+# end, states when the next state begins.
+OUT_OF_ORDER_TABLES = frozenset({"slice", "state"})
 
 
 def to_int64(v: int) -> int:
@@ -84,9 +85,10 @@ class TraceStorage:
         for name in [table] if table else list(self._buffers):
             buf = self._buffers[name]
             if buf:
-                # Rows written out of id order (slices are written when they end)
-                # go in sorted: appending to the b-tree is much cheaper.
-                buf.sort(key=_first)
+                if name in OUT_OF_ORDER_TABLES:
+                    # Ids are unique, so tuples sort by id; appending to the
+                    # b-tree in order is much cheaper than random inserts.
+                    buf.sort()
                 self.conn.executemany(self._insert_sql[name], buf)
                 buf.clear()
 

@@ -16,7 +16,7 @@ from typing import Any, Optional
 from google.protobuf.message import DecodeError
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
-from ..storage import Arg
+from ..storage import BATCH_ROWS, Arg
 from ..trackers.process_tracker import (
     NAME_PRIORITY_CHROME_PROCESS_LABEL,
     NAME_PRIORITY_CHROME_RENDERER_LABEL,
@@ -607,6 +607,8 @@ class TrackEventParser:
         self._merged_groups: dict[tuple, _MergedGroup] = {}
         self._fast: dict[int, tuple] = {}  # uuid -> (utid, slice track) once resolved, for the hot path
         self._counter_tracks: dict[int, tuple[int, int]] = {}  # counter uuid -> (track, builtin kind)
+        self._next_id = trace.storage.next_id  # counter rows are appended inline on the hot path
+        self._counter_rows = trace.storage.buffer("counter")
 
     # -- descriptors -------------------------------------------------------------
     def parse(self, ts: int, ev: tuple) -> None:
@@ -882,6 +884,8 @@ class TrackEventParser:
         extra = ev[F_EXTRA]
         if extra:
             counter_tracks = self._counter_tracks
+            rows = self._counter_rows
+            ids = self._next_id
             for cuuid, value in extra:
                 entry = counter_tracks.get(cuuid)
                 if entry is None:
@@ -889,7 +893,11 @@ class TrackEventParser:
                     if entry is None:
                         continue
                 t, builtin = entry
-                insert("counter", (ts, t, value, None))
+                counter_id = ids["counter"]
+                ids["counter"] = counter_id + 1
+                rows.append((counter_id, ts, t, value, None))
+                if len(rows) >= BATCH_ROWS:
+                    self.trace.storage.flush("counter")
                 if builtin == 1:
                     thread_ts = int(value)
                 elif builtin == 2:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import resource
 import subprocess
 import sys
@@ -105,17 +106,24 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("trace", nargs="?", default=DEFAULT_TRACE)
     ap.add_argument("--scale", type=int, default=0, help="also measure a trace this many times larger")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each measurement; medians are printed")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
         measure_one(args.trace)
         return
-    floor_s = floor(args.trace)
-    wall, ingest_s, peak = measure(args.trace)
+    # This machine's timings vary by tens of percent run to run: take medians.
+    floor_s = statistics.median(floor(args.trace) for _ in range(args.repeat))
+    runs = [measure(args.trace) for _ in range(args.repeat)]
+    wall = statistics.median(r[0] for r in runs)
+    ingest_s = statistics.median(r[1] for r in runs)
+    peak = max(r[2] for r in runs)
     size_mb = os.path.getsize(args.trace) / 1e6
     print(f"trace: {args.trace} ({size_mb:.1f} MB)")
-    print(f"floor (split + parse TracePacket + insert one row per track event): {floor_s:.2f} s")
-    print(f"ingest: {wall:.2f} s whole process ({ingest_s:.2f} s in ingest()), peak RSS {peak:.0f} MB")
+    print(f"floor (split + parse TracePacket + insert one row per track event): {floor_s:.2f} s "
+          f"(median of {args.repeat})")
+    print(f"ingest: {wall:.2f} s whole process ({ingest_s:.2f} s in ingest()), median of {args.repeat}; "
+          f"peak RSS {peak:.0f} MB")
     print(f"ratio ingest / floor: {wall / floor_s:.2f}x")
     if args.scale:
         with tempfile.TemporaryDirectory() as tmp:

@@ -905,14 +905,14 @@ class TrackEventParser:
         etype = ev[F_TYPE]
         args = ev[F_ARGS]
         if etype == TYPE_SLICE_BEGIN:
-            slice_id = self.slices.begin(ts, track, ev[F_CATEGORY], ev[F_NAME], list(args) if args else [],
+            slice_id = self.slices.begin(ts, track, ev[F_CATEGORY], ev[F_NAME], args,
                                          thread_ts if utid is not None else None,
                                          thread_ic if utid is not None else None)
         elif etype == TYPE_SLICE_END:
-            slice_id = self.slices.end(ts, track, ev[F_CATEGORY], ev[F_NAME], list(args) if args else [],
+            slice_id = self.slices.end(ts, track, ev[F_CATEGORY], ev[F_NAME], args,
                                        thread_ts, thread_ic)
         else:
-            slice_id = self.slices.scoped(ts, 0, track, ev[F_CATEGORY], ev[F_NAME], list(args) if args else [],
+            slice_id = self.slices.scoped(ts, 0, track, ev[F_CATEGORY], ev[F_NAME], args,
                                           thread_ts if utid is not None else None,
                                           0 if (utid is not None and thread_ts is not None) else None)
         if slice_id is not None and (ev[F_FLOWS] or ev[F_TERM_FLOWS]):

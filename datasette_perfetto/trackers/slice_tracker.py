@@ -22,24 +22,10 @@ PENDING = -1
 MAX_DEPTH = 512
 
 
-class OpenSlice:
-    __slots__ = ("id", "ts", "dur", "track_id", "category", "name", "depth", "parent_id", "args",
-                 "thread_ts", "thread_dur", "thread_ic", "thread_icd")
-
-    def __init__(self, id, ts, dur, track_id, category, name, depth, parent_id, args, thread_ts, thread_ic):
-        self.id = id
-        self.ts = ts
-        self.dur = dur
-        self.track_id = track_id
-        self.category = category
-        self.name = name
-        self.depth = depth
-        self.parent_id = parent_id
-        self.args: list[Arg] = args
-        self.thread_ts = thread_ts
-        self.thread_dur = None
-        self.thread_ic = thread_ic
-        self.thread_icd = None
+# An open slice is a list laid out like its future `slice` row (args in place
+# of arg_set_id until it is written): cheaper than an object on the hot path.
+S_ID, S_TS, S_DUR, S_TRACK, S_CAT, S_NAME, S_DEPTH, S_PARENT, S_ARGS, S_TTS, S_TDUR, S_TIC, S_TICD = range(13)
+OpenSlice = list
 
 
 class SliceTracker:
@@ -58,7 +44,7 @@ class SliceTracker:
     def begin(self, ts: int, track_id: int, category: Optional[str], name: Optional[str],
               args: list[Arg], thread_ts: Optional[int] = None, thread_ic: Optional[int] = None) -> Optional[int]:
         s = self._start_slice(ts, PENDING, track_id, category, name, args, thread_ts, thread_ic)
-        return None if s is None else s.id
+        return None if s is None else s[S_ID]
 
     def scoped(self, ts: int, dur: int, track_id: int, category: Optional[str], name: Optional[str],
                args: list[Arg], thread_ts: Optional[int] = None, thread_dur: Optional[int] = None) -> Optional[int]:
@@ -68,8 +54,8 @@ class SliceTracker:
             return None
         s = self._start_slice(ts, dur, track_id, category, name, args, thread_ts, None)
         if s is not None:
-            s.thread_dur = thread_dur
-            return s.id
+            s[S_TDUR] = thread_dur
+            return s[S_ID]
         return None
 
     def end(self, ts: int, track_id: int, category: Optional[str], name: Optional[str],
@@ -85,17 +71,17 @@ class SliceTracker:
         if idx is None:
             return None
         s = stack[idx]
-        s.dur = ts - s.ts
+        s[S_DUR] = ts - s[S_TS]
         self._ended_on_stack[track_id] = self._ended_on_stack.get(track_id, 0) + 1
         if args:
-            s.args = _merge_args(s.args, args)
-        if thread_ts is not None and s.thread_ts is not None:
-            s.thread_dur = thread_ts - s.thread_ts
-        if thread_ic is not None and s.thread_ic is not None:
-            s.thread_icd = thread_ic - s.thread_ic
+            s[S_ARGS] = _merge_args(s[S_ARGS], args)
+        if thread_ts is not None and s[S_TTS] is not None:
+            s[S_TDUR] = thread_ts - s[S_TTS]
+        if thread_ic is not None and s[S_TIC] is not None:
+            s[S_TICD] = thread_ic - s[S_TIC]
         if idx == len(stack) - 1:
             self._pop(stack)
-        return s.id
+        return s[S_ID]
 
     def add_args_to_open(self, track_id: int, category: Optional[str], name: Optional[str], args: list[Arg]) -> Optional[int]:
         stack = self.stacks.get(track_id)
@@ -104,12 +90,12 @@ class SliceTracker:
         idx = self._matching_open(stack, category, name)
         if idx is None:
             return None
-        stack[idx].args = _merge_args(stack[idx].args, args)
-        return stack[idx].id
+        stack[idx][S_ARGS] = _merge_args(stack[idx][S_ARGS], args)
+        return stack[idx][S_ID]
 
     def top_slice(self, track_id: int) -> Optional[int]:
         stack = self.stacks.get(track_id)
-        return stack[-1].id if stack else None
+        return stack[-1][S_ID] if stack else None
 
     def flush(self) -> None:
         """End of trace: every slice still on a stack is written as it is."""
@@ -130,13 +116,13 @@ class SliceTracker:
         if depth >= MAX_DEPTH:
             self.stats.inc("slice_max_depth_exceeded")
             return None
-        parent_id = stack[-1].id if stack else None
+        parent_id = stack[-1][S_ID] if stack else None
         if self.name_map and name in self.name_map:
             name = self.name_map[name]
         ids = self._next_id
         slice_id = ids["slice"]
         ids["slice"] = slice_id + 1
-        s = OpenSlice(slice_id, ts, dur, track_id, category, name, depth, parent_id, args, thread_ts, thread_ic)
+        s = [slice_id, ts, dur, track_id, category, name, depth, parent_id, args, thread_ts, None, thread_ic, None]
         stack.append(s)
         if dur != PENDING:
             self._ended_on_stack[track_id] = self._ended_on_stack.get(track_id, 0) + 1
@@ -146,11 +132,11 @@ class SliceTracker:
     def _matching_open(stack: list[OpenSlice], category, name) -> Optional[int]:
         for i in range(len(stack) - 1, -1, -1):
             s = stack[i]
-            if s.dur != PENDING:
+            if s[S_DUR] != PENDING:
                 continue
-            if category is not None and s.category != category:
+            if category is not None and s[S_CAT] != category:
                 continue
-            if name is not None and s.name is not None and s.name != name:
+            if name is not None and s[S_NAME] is not None and s[S_NAME] != name:
                 continue
             return i
         return None
@@ -161,11 +147,11 @@ class SliceTracker:
         i = len(stack) - 1
         while i >= 0:
             s = stack[i]
-            if s.dur == PENDING:
+            if s[S_DUR] == PENDING:
                 incomplete_descendant = True
                 i -= 1
                 continue
-            end_ts = s.ts + s.dur
+            end_ts = s[S_TS] + s[S_DUR]
             if incomplete_descendant:
                 if new_ts <= end_ts:
                     i -= 1
@@ -174,14 +160,14 @@ class SliceTracker:
                 self.stats.inc("misplaced_end_event")
                 while len(stack) - 1 > i:
                     child = stack[-1]
-                    child.dur = end_ts - child.ts
-                    self._ended_on_stack[child.track_id] += 1
+                    child[S_DUR] = end_ts - child[S_TS]
+                    self._ended_on_stack[child[S_TRACK]] += 1
                     self._pop(stack)
                 self._pop(stack)
                 incomplete_descendant = False
                 i -= 1
                 continue
-            if end_ts < new_ts or (end_ts == new_ts and not (s.dur == 0 and new_dur == 0)):
+            if end_ts < new_ts or (end_ts == new_ts and not (s[S_DUR] == 0 and new_dur == 0)):
                 self._pop(stack)
                 i -= 1
                 continue
@@ -193,12 +179,12 @@ class SliceTracker:
 
     def _pop(self, stack: list[OpenSlice]) -> None:
         s = stack.pop()
-        if s.dur != PENDING:
-            self._ended_on_stack[s.track_id] -= 1
-        arg_set_id = self.storage.arg_set(s.args) if s.args else None
+        if s[S_DUR] != PENDING:
+            self._ended_on_stack[s[S_TRACK]] -= 1
+        args = s[S_ARGS]
+        s[S_ARGS] = self.storage.arg_set(args) if args else None
         rows = self._slice_rows
-        rows.append((s.id, s.ts, s.dur, s.track_id, s.category, s.name, s.depth, s.parent_id,
-                     arg_set_id, s.thread_ts, s.thread_dur, s.thread_ic, s.thread_icd))
+        rows.append(tuple(s))
         if len(rows) >= BATCH_ROWS:
             self.storage.flush("slice")
 

@@ -165,24 +165,26 @@ def scan_simple_track_event(data: bytes):
     try:
         while pos < n:
             tag = data[pos]
-            pos += 1
+            b = data[pos + 1]
+            pos += 2
+            if b < 0x80:  # one-byte varint: the usual case, decoded inline
+                value = b
+            else:
+                value, pos = decode_varint(data, pos - 1)
             if tag == _TAG_EVENT:
-                length, pos = decode_varint(data, pos)
-                end = pos + length
+                end = pos + value
                 if end > n:
                     return None
                 event = data[pos:end]
                 pos = end
-                continue
-            if tag not in (_TAG_TS, _TAG_SEQ, _TAG_FLAGS, _TAG_UID):
-                return None
-            value, pos = decode_varint(data, pos)
-            if tag == _TAG_TS:
+            elif tag == _TAG_TS:
                 ts = value
             elif tag == _TAG_SEQ:
                 seq = value
             elif tag == _TAG_FLAGS:
                 flags = value
+            elif tag != _TAG_UID:
+                return None
     except (IndexError, CorruptData):
         return None
     if event is None or pos != n:

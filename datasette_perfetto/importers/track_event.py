@@ -206,7 +206,26 @@ def tokenize_track_event(importer, raw: bytes, seq, packet_ts: Optional[int]) ->
         return None
 
     extra = None
-    if extra_values or extra_dvalues:
+    if extra_values and not extra_dvalues and len(extra_values) == 1 and (extra_uuids or
+                                                                          seq.default_extra_counter_uuids):
+        # One extra counter (Chromium's thread time on every event): inline.
+        cuuid = (extra_uuids or seq.default_extra_counter_uuids)[0]
+        spec = importer.counter_specs.get(cuuid)
+        if spec is None:
+            spec = _counter_spec(importer.reservations, cuuid)
+            if spec is None:
+                stats.inc("track_event_extra_counter_invalid_track")
+                return None
+            importer.counter_specs[cuuid] = spec
+        multiplier, incremental = spec
+        value = extra_values[0]
+        value = value * multiplier if multiplier else float(value)
+        if incremental:
+            running = seq.counter_values
+            value += running.get(cuuid, 0.0)
+            running[cuuid] = value
+        extra = ((cuuid, value),)
+    elif extra_values or extra_dvalues:
         extra = _extra_counters(importer, seq, extra_values, extra_uuids or seq.default_extra_counter_uuids,
                                 extra_dvalues, extra_duuids or seq.default_extra_double_counter_uuids)
         if extra is None:

@@ -34,6 +34,7 @@ EV_DESCRIPTOR = 1
 EV_THREAD_DESCRIPTOR = 2
 
 TYPE_SLICE_BEGIN, TYPE_SLICE_END, TYPE_INSTANT, TYPE_COUNTER, TYPE_STATE = 1, 2, 3, 4, 5
+_SLICE_TYPES = frozenset((TYPE_SLICE_BEGIN, TYPE_SLICE_END, TYPE_INSTANT))
 
 # Interned data field numbers (InternedData).
 I_CATEGORIES, I_NAMES, I_DEBUG_NAMES, I_SOURCE_LOCATIONS = 1, 2, 3, 4
@@ -636,7 +637,12 @@ class TrackEventParser:
             if self.range_of_interest_ns is not None and ts < self.range_of_interest_ns:
                 self.stats.inc("track_event_dropped_packets_outside_of_range_of_interest")
                 return
-            self._track_event(ts, ev)
+            if ev[F_LEGACY] is None:
+                fast = self._fast.get(ev[F_UUID])
+                if fast is not None and ev[F_TYPE] in _SLICE_TYPES:
+                    self._fast_slice_event(ts, ev, fast[0], fast[1])
+                    return
+            self._general_event(ts, ev)
         elif kind == EV_DESCRIPTOR:
             self._descriptor(ts, ev)
         else:
@@ -881,13 +887,6 @@ class TrackEventParser:
         return t
 
     # -- events ----------------------------------------------------------------------
-    def _track_event(self, ts: int, ev: tuple) -> None:
-        fast = self._fast.get(ev[F_UUID]) if ev[F_LEGACY] is None else None
-        if fast is not None and ev[F_TYPE] in (TYPE_SLICE_BEGIN, TYPE_SLICE_END, TYPE_INSTANT):
-            self._fast_slice_event(ts, ev, fast[0], fast[1])
-            return
-        self._general_event(ts, ev)
-
     def _fast_slice_event(self, ts: int, ev: tuple, utid: Optional[int], track: int) -> None:
         """The common case, with every lookup already cached: a typed slice
         event on a descriptor track that is a plain (unmerged) track. Same

@@ -63,6 +63,18 @@ class SliceTracker:
         stack = self.stacks.get(track_id)
         if not stack:
             return None
+        if category is None and name is None and not self._ended_on_stack.get(track_id):
+            # The usual end: nothing on the stack has ended, so it closes the top.
+            s = stack.pop()
+            s[S_DUR] = ts - s[S_TS]
+            if args:
+                s[S_ARGS] = _merge_args(s[S_ARGS], args)
+            if thread_ts is not None and s[S_TTS] is not None:
+                s[S_TDUR] = thread_ts - s[S_TTS]
+            if thread_ic is not None and s[S_TIC] is not None:
+                s[S_TICD] = thread_ic - s[S_TIC]
+            self._write(s)
+            return s[S_ID]
         if self._ended_on_stack.get(track_id) and not self._close_finished(stack, ts, PENDING):
             return None
         if not stack:
@@ -181,6 +193,9 @@ class SliceTracker:
         s = stack.pop()
         if s[S_DUR] != PENDING:
             self._ended_on_stack[s[S_TRACK]] -= 1
+        self._write(s)
+
+    def _write(self, s: OpenSlice) -> None:
         args = s[S_ARGS]
         s[S_ARGS] = self.storage.arg_set(args) if args else None
         rows = self._slice_rows

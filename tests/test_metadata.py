@@ -5,10 +5,8 @@ from pathlib import Path
 
 import pytest
 from datasette.app import Datasette
-from datasette.plugins import pm
 from markupsafe import escape
 
-import datasette_perfetto
 from datasette_perfetto import metadata as md
 from datasette_perfetto import schema
 from datasette_perfetto.ingest import ingest_bytes
@@ -16,16 +14,6 @@ from datasette_perfetto.trace_builder import build_demo_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 
-
-@pytest.fixture(scope="module", autouse=True)
-def perfetto_plugin():
-    registered_here = False
-    if not pm.is_registered(datasette_perfetto):
-        pm.register(datasette_perfetto, name="perfetto")
-        registered_here = True
-    yield
-    if registered_here:
-        pm.unregister(datasette_perfetto)
 
 
 @pytest.fixture(scope="module")

@@ -7,22 +7,10 @@ import sqlite3
 
 import pytest
 from datasette.app import Datasette
-from datasette.plugins import pm
 
-import datasette_perfetto
 from datasette_perfetto.trace_builder import TraceBuilder
 from datasette_perfetto.ingest import ingest_bytes
 
-
-@pytest.fixture(scope="module", autouse=True)
-def perfetto_plugin():
-    registered_here = False
-    if not pm.is_registered(datasette_perfetto):
-        pm.register(datasette_perfetto, name="perfetto-pages")
-        registered_here = True
-    yield
-    if registered_here:
-        pm.unregister(datasette_perfetto)
 
 
 def hostile_trace() -> bytes:

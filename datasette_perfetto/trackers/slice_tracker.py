@@ -66,13 +66,7 @@ class SliceTracker:
         if category is None and name is None and not self._ended_on_stack.get(track_id):
             # The usual end: nothing on the stack has ended, so it closes the top.
             s = stack.pop()
-            s[S_DUR] = ts - s[S_TS]
-            if args:
-                s[S_ARGS] = _merge_args(s[S_ARGS], args)
-            if thread_ts is not None and s[S_TTS] is not None:
-                s[S_TDUR] = thread_ts - s[S_TTS]
-            if thread_ic is not None and s[S_TIC] is not None:
-                s[S_TICD] = thread_ic - s[S_TIC]
+            _close(s, ts, args, thread_ts, thread_ic)
             self._write(s)
             return s[S_ID]
         if self._ended_on_stack.get(track_id) and not self._close_finished(stack, ts, PENDING):
@@ -83,14 +77,8 @@ class SliceTracker:
         if idx is None:
             return None
         s = stack[idx]
-        s[S_DUR] = ts - s[S_TS]
+        _close(s, ts, args, thread_ts, thread_ic)
         self._ended_on_stack[track_id] = self._ended_on_stack.get(track_id, 0) + 1
-        if args:
-            s[S_ARGS] = _merge_args(s[S_ARGS], args)
-        if thread_ts is not None and s[S_TTS] is not None:
-            s[S_TDUR] = thread_ts - s[S_TTS]
-        if thread_ic is not None and s[S_TIC] is not None:
-            s[S_TICD] = thread_ic - s[S_TIC]
         if idx == len(stack) - 1:
             self._pop(stack)
         return s[S_ID]
@@ -202,6 +190,17 @@ class SliceTracker:
         rows.append(tuple(s))
         if len(rows) >= BATCH_ROWS:
             self.storage.flush("slice")
+
+
+def _close(s: OpenSlice, ts: int, args, thread_ts: Optional[int], thread_ic: Optional[int]) -> None:
+    """An end event closes s: its duration, the end's args, thread time and instruction deltas."""
+    s[S_DUR] = ts - s[S_TS]
+    if args:
+        s[S_ARGS] = _merge_args(s[S_ARGS], args)
+    if thread_ts is not None and s[S_TTS] is not None:
+        s[S_TDUR] = thread_ts - s[S_TTS]
+    if thread_ic is not None and s[S_TIC] is not None:
+        s[S_TICD] = thread_ic - s[S_TIC]
 
 
 _ARRAY_KEY = re.compile(r"^(.*?)\[(\d+)\](.*)$")

@@ -8,7 +8,6 @@ Expected values: quoted = string, [NULL] = NULL, anything else a number
 from __future__ import annotations
 
 import csv
-import json
 import math
 import os
 import sqlite3
@@ -166,11 +165,6 @@ def run_cases(cases_dir: str, prefix: str = "") -> Iterator[CaseResult]:
 def load_passing_list(path: str) -> list[str]:
     with open(path, encoding="utf-8") as f:
         return [line.strip() for line in f if line.strip() and not line.startswith("#")]
-
-
-def case_info(case_dir: str) -> dict:
-    with open(os.path.join(case_dir, "case.json"), encoding="utf-8") as f:
-        return json.load(f)
 
 
 __all__ = ["run_case", "run_cases", "parse_expected", "values_equal", "CaseResult"]

@@ -25,7 +25,6 @@ from .sorter import Sorter
 from .track_event import (
     EV_DESCRIPTOR,
     EV_THREAD_DESCRIPTOR,
-    EV_TRACK_EVENT,
     CounterDetails,
     Reservation,
     INT64_MAX,
@@ -438,7 +437,6 @@ class ProtoImporter:
             r.name = text(td.static_name)
         elif td.HasField("atrace_name"):
             r.name = text(td.atrace_name)
-        r.has_name_field = td.HasField("name") or td.HasField("static_name") or td.HasField("atrace_name")
         r.description = text(td.description) or None
         if td.HasField("child_ordering"):
             r.child_ordering = {1: "lexicographic", 2: "chronological", 3: "explicit"}.get(td.child_ordering)

@@ -85,7 +85,7 @@ class CounterDetails:
 class Reservation:
     """What a TrackDescriptor said about a uuid (trace_processor's reservation)."""
 
-    __slots__ = ("uuid", "parent_uuid", "name", "has_name_field", "description", "child_ordering",
+    __slots__ = ("uuid", "parent_uuid", "name", "description", "child_ordering",
                  "sibling_order_rank", "merge", "merge_key", "pid", "tid", "use_separate_track", "counter",
                  "is_state", "seq_id", "process_ordering", "thread_ordering")
 
@@ -93,7 +93,6 @@ class Reservation:
         self.uuid = uuid
         self.parent_uuid = 0
         self.name: Optional[str] = None
-        self.has_name_field = False
         self.description: Optional[str] = None
         self.child_ordering: Optional[str] = None
         self.sibling_order_rank: Optional[int] = None
@@ -278,10 +277,10 @@ def text(value):
     return value
 
 
-def _extra_counters(importer, seq, values, uuids, dvalues, duuids) -> Optional[list]:
+def _extra_counters(importer, seq, int_values, int_uuids, double_values, double_uuids) -> Optional[list]:
     stats = importer.stats
     extra = []
-    for values, uuids in ((values, uuids), (dvalues, duuids)):
+    for values, uuids in ((int_values, int_uuids), (double_values, double_uuids)):
         if not values:
             continue
         if not uuids:
@@ -585,10 +584,9 @@ class _MergedGroup:
         self.make = make
 
     def track_for(self, uuid: int, kind: str) -> int:
-        for idx, owner in self.owner.items():
-            if owner == uuid:
-                break
-        else:
+        # The track this uuid already holds, else the first free one, else a new one.
+        idx = next((i for i, owner in self.owner.items() if owner == uuid), None)
+        if idx is None:
             idx = next((i for i in range(len(self.tracks)) if i not in self.owner), None)
             if idx is None:
                 idx = len(self.tracks)

@@ -91,7 +91,7 @@ class ProcessTracker:
         """pid reuse: a new process replaces the live one, whose threads stop resolving."""
         old = self._by_pid.pop(pid, None)
         if old is not None:
-            for tid, utids in self._by_tid.items():
+            for utids in self._by_tid.values():
                 utids[:] = [u for u in utids if self.threads[u].upid != old]
         return self.get_or_create_process(pid)
 

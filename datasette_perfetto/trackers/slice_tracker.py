@@ -83,16 +83,6 @@ class SliceTracker:
             self._pop(stack)
         return s[S_ID]
 
-    def add_args_to_open(self, track_id: int, category: Optional[str], name: Optional[str], args: list[Arg]) -> Optional[int]:
-        stack = self.stacks.get(track_id)
-        if not stack:
-            return None
-        idx = self._matching_open(stack, category, name)
-        if idx is None:
-            return None
-        stack[idx][S_ARGS] = _merge_args(stack[idx][S_ARGS], args)
-        return stack[idx][S_ID]
-
     def top_slice(self, track_id: int) -> Optional[int]:
         stack = self.stacks.get(track_id)
         return stack[-1][S_ID] if stack else None

@@ -6,7 +6,7 @@ parents and source args can arrive after a track is created).
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 from ..storage import Arg, TraceStorage
 
@@ -87,5 +87,3 @@ def write_tracks(storage: TraceStorage, tracks: dict[int, TrackRow]) -> None:
                                 row.track_group_id, row.event_type, row.counter_unit, row.utid, row.upid,
                                 row.trace_id))
 
-
-Value = Any

@@ -52,3 +52,32 @@ def test_a_wrong_expectation_fails(tmp_path):
     expected.append(",".join(["999999"] * len(expected[0].split(","))))
     (case / "expected.csv").write_text("\n".join(expected) + "\n")
     assert not run_case(str(case), str(tmp_path)).passed
+
+
+# These two list every args row; trace_processor recorded them with its
+# --analyze-trace-proto-content debugging option, which adds event.category /
+# event.name arg sets a normal import does not have. Everything else must match.
+ANALYZER_CASES = [
+    "parser.track_event.TrackEvent.test_track_event_merged_debug_annotations_args",
+    "parser.track_event.TrackEvent.test_track_event_chrome_histogram_sample_args",
+]
+
+
+@pytest.mark.parametrize("case_id", ANALYZER_CASES)
+def test_analyzer_cases_match_apart_from_analyzer_args(case_id, tmp_path):
+    import sqlite3
+
+    from datasette_perfetto.functions import register_functions
+    from datasette_perfetto.ingest import ingest
+
+    case = CASES / case_id
+    db = tmp_path / "case.db"
+    ingest([str(case / "trace.pb")], str(db))
+    conn = sqlite3.connect(db)
+    register_functions(conn)
+    rows = conn.execute((case / "query.sql").read_text()).fetchall()
+    _, expected = parse_expected((case / "expected.csv").read_text())
+    expected = [r for r in expected if not str(r[0]).startswith("event.")]
+    assert len(rows) == len(expected)
+    for got, want in zip(rows, expected):
+        assert all(values_equal(a, e) for a, e in zip(got, want)), (got, want)

@@ -571,38 +571,48 @@ def event_args(fields: dict, seq) -> Optional[list]:
 _SLICE_PHASES = frozenset("BEXiIRnbeSTpF")
 
 
-class _MergedGroup:
-    """Sibling tracks merged by name/key: slices of one uuid share a track;
-    concurrent uuids get further tracks (trace_processor's TrackCompressor)."""
+class _TrackSet:
+    """Tracks that share (type, dimensions) and differ only by track_compressor_idx
+    (trace_processor's TrackCompressor): each index serves one cookie (a uuid or
+    an async id) at a time, so overlapping slices get separate tracks."""
 
-    __slots__ = ("tracks", "owner", "depth", "make")
+    __slots__ = ("tracks", "cookies", "nesting", "make")
 
     def __init__(self, make) -> None:
         self.tracks: list[int] = []
-        self.owner: dict[int, int] = {}  # track index -> uuid currently using it
-        self.depth: dict[int, int] = {}  # uuid -> open slice count
-        self.make = make
+        self.cookies: list = []
+        self.nesting: list[int] = []
+        self.make = make  # index -> new track id
 
-    def track_for(self, uuid: int, kind: str) -> int:
-        # The track this uuid already holds, else the first free one, else a new one.
-        idx = next((i for i, owner in self.owner.items() if owner == uuid), None)
-        if idx is None:
-            idx = next((i for i in range(len(self.tracks)) if i not in self.owner), None)
-            if idx is None:
-                idx = len(self.tracks)
-                self.tracks.append(self.make(idx))
-            if kind != "instant":
-                self.owner[idx] = uuid
+    def _index(self, cookie) -> int:
+        # The index this cookie holds, else the first idle one, else a new one.
+        for i, c in enumerate(self.cookies):
+            if c == cookie:
+                return i
+        for i, n in enumerate(self.nesting):
+            if n == 0:
+                self.cookies[i] = cookie
+                return i
+        self.cookies.append(cookie)
+        self.nesting.append(0)
+        self.tracks.append(self.make(len(self.tracks)))
+        return len(self.tracks) - 1
+
+    def track_for(self, cookie, kind: str) -> int:
+        """kind: begin (nests), end (unnests), instant (both)."""
+        i = self._index(cookie)
         if kind == "begin":
-            self.depth[uuid] = self.depth.get(uuid, 0) + 1
-        elif kind == "end":
-            d = self.depth.get(uuid, 0) - 1
-            if d <= 0:
-                self.depth.pop(uuid, None)
-                self.owner.pop(idx, None)
-            else:
-                self.depth[uuid] = d
-        return self.tracks[idx]
+            self.nesting[i] += 1
+        elif kind == "end" and self.nesting[i] > 0:
+            self.nesting[i] -= 1
+        return self.tracks[i]
+
+    def default(self) -> int:
+        if not self.tracks:
+            self.cookies.append(None)
+            self.nesting.append(0)
+            self.tracks.append(self.make(0))
+        return self.tracks[0]
 
 
 class TrackEventParser:
@@ -616,13 +626,14 @@ class TrackEventParser:
         self.reservations = reservations
         self.first_packet_sequences = first_packet_sequences
         self._resolved: dict[int, Optional[tuple]] = {}  # uuid -> (scope, id, is_root)
-        self._track_of_uuid: dict[int, Any] = {}  # uuid -> track id or _MergedGroup
+        self._track_of_uuid: dict[int, Any] = {}  # uuid -> track id or _TrackSet
         self._uuid_by_utid: dict[int, int] = {}
         self._uuid_by_upid: dict[int, int] = {}
         self._states: dict[int, list] = {}  # state track -> [id, ts, category, value, args]
         self._v1_flow_ids: dict[tuple, int] = {}
         self.range_of_interest_ns: Optional[int] = None
-        self._merged_groups: dict[tuple, _MergedGroup] = {}
+        self._track_sets: dict[tuple, _TrackSet] = {}
+        self._legacy_async_names: dict[tuple, str] = {}  # async id key -> the first name seen for it
         self._fast: dict[int, tuple] = {}  # uuid -> (utid, slice track) once resolved, for the hot path
         self._counter_tracks: dict[int, tuple[int, int]] = {}  # counter uuid -> (track, builtin kind)
         self._next_id = trace.storage.next_id  # counter rows are appended inline on the hot path
@@ -860,27 +871,37 @@ class TrackEventParser:
         return self.trace.process_track_name_map.get(name, name) if name is not None else None
 
     def _merged_group(self, type: str, dims: tuple, r: Reservation, name, parent_id, is_root_in_scope=False):
+        def make(idx: int) -> int:
+            return self._new_track(type, dims + (("track_compressor_idx", idx),), r, name, is_root_in_scope,
+                                   "slice", parent_id)
+
+        return self._track_set(type, dims, make)
+
+    def _track_set(self, type: str, dims: tuple, make) -> _TrackSet:
         key = (type, dims)
-        groups = self._merged_groups
-        group = groups.get(key)
-        if group is None:
-            def make(idx: int) -> int:
-                return self._new_track(type, dims + (("track_compressor_idx", idx),), r, name, is_root_in_scope,
-                                       "slice", parent_id)
-            group = groups[key] = _MergedGroup(make)
-        return group
+        track_set = self._track_sets.get(key)
+        if track_set is None:
+            group_id = len(self._track_sets)  # track_group_id: sets numbered as first used
+
+            def make_grouped(idx: int) -> int:
+                track_id = make(idx)
+                self.tracks.row(track_id).track_group_id = group_id
+                return track_id
+
+            track_set = self._track_sets[key] = _TrackSet(make_grouped)
+        return track_set
 
     def _parent_track(self, uuid: int) -> Optional[int]:
         t = self.descriptor_track(uuid, None)
-        if isinstance(t, _MergedGroup):
-            return t.track_for(uuid, "instant")
+        if isinstance(t, _TrackSet):
+            return t.default()
         return t
 
     def thread_track(self, utid: int) -> int:
         return self.tracks.intern("thread_execution", (("utid", utid),), "slice")
 
     def _slice_track(self, t, uuid: int, kind: str) -> Optional[int]:
-        if isinstance(t, _MergedGroup):
+        if isinstance(t, _TrackSet):
             return t.track_for(uuid, kind)
         return t
 
@@ -940,7 +961,7 @@ class TrackEventParser:
 
     def _counter_track_entry(self, cuuid: int) -> Optional[tuple[int, int]]:
         t = self.descriptor_track(cuuid, None)
-        if t is None or isinstance(t, _MergedGroup):
+        if t is None or isinstance(t, _TrackSet):
             return None
         cname = self.tracks.row(t).name
         entry = (t, 1 if cname == "thread_time" else 2 if cname == "thread_instruction_count" else 0)
@@ -1073,10 +1094,11 @@ class TrackEventParser:
         async_like = phase in ("b", "e", "n", "S", "T", "p", "F")
         kind = "begin" if phase in ("B", "b", "S") else "end" if phase in ("E", "e", "F") else "instant"
         if async_like and legacy is not None:
-            t = self._legacy_async_track(legacy, category, name, upid, kind, args)
+            t = self._legacy_async_track(legacy, category, name, upid, args)
             if t is None:
                 return
-            if passthrough_utid is not None:
+            if passthrough_utid is not None and phase not in ("e", "F"):
+                # An end's thread does not replace the one recorded by its begin.
                 args.append(("legacy_event.passthrough_utid", "legacy_event.passthrough_utid", "int",
                              passthrough_utid))
         elif phase in ("i", "I") and legacy and legacy.get("instant_event_scope", 0) in (1, 2):
@@ -1091,7 +1113,7 @@ class TrackEventParser:
             t = self._association(uuid, fallback, utid, upid, name, legacy, kind)
             if t is None:
                 return
-            if (legacy is None and uuid and not isinstance(self._track_of_uuid.get(uuid), _MergedGroup)
+            if (legacy is None and uuid and not isinstance(self._track_of_uuid.get(uuid), _TrackSet)
                     and uuid in self._track_of_uuid):
                 self._fast[uuid] = (utid, t)
 
@@ -1127,7 +1149,9 @@ class TrackEventParser:
             return None
         return self._slice_track(t, uuid, kind)
 
-    def _legacy_async_track(self, legacy, category, name, upid, kind, args) -> Optional[int]:
+    def _legacy_async_track(self, legacy, category, name, upid, args) -> Optional[int]:
+        """The track of a legacy async event (b/e/n, S/T/p/F), as trace_processor's
+        InternLegacyAsyncTrack: one track set per (scope, first name of the id)."""
         phase = legacy.get("phase")
         scoped_to_process = False
         if "unscoped_id" in legacy:
@@ -1143,16 +1167,36 @@ class TrackEventParser:
         else:
             self.stats.inc("track_event_parser_errors")
             return None
-        args.insert(0, ("legacy_trace_source_id", "legacy_trace_source_id", "int", _signed(source_id)))
+        source_id = _signed(source_id)
+        args.insert(0, ("legacy_trace_source_id", "legacy_trace_source_id", "int", source_id))
         id_scope = name if phase in ("S", "T", "p", "F") else category
         if "id_scope" in legacy:
             id_scope = f"{category}:{legacy['id_scope']}"
+        upid = upid or 0
         if scoped_to_process:
-            typ, dims = "legacy_async_process_slice", (("upid", upid or 0), ("scope", id_scope or ""),
-                                                       ("source_id", _signed(source_id)))
+            name = self._process_track_name(name)
+            root_key = ("process", upid, source_id)
         else:
-            typ, dims = "legacy_async_global_slice", (("scope", id_scope or ""), ("source_id", _signed(source_id)))
-        return self.tracks.intern(typ, dims, "slice", name)
+            root_key = ("global", source_id)
+        root_name = self._legacy_async_names.setdefault(root_key, name)
+        if scoped_to_process:
+            typ, dims = "legacy_async_process_slice", (("upid", upid), ("scope", id_scope), ("name", root_name))
+        else:
+            typ, dims = "legacy_async_global_slice", (("scope", id_scope), ("name", root_name))
+        source_args = [("source", "source", "string", "chrome"),
+                       ("trace_id_is_process_scoped", "trace_id_is_process_scoped", "bool", int(scoped_to_process)),
+                       ("upid", "upid", "uint", upid),
+                       ("source_scope", "source_scope", "string", id_scope)]
+
+        def make(idx: int) -> int:
+            track_id = self.tracks.create(typ, dims + (("track_compressor_idx", idx),), "slice", name)
+            self.tracks.row(track_id).source_args = source_args
+            return track_id
+
+        # trace_processor's mapping, as coded there: 'F' (async end) counts as
+        # an instant and 'T' (step) as an end.
+        kind = "begin" if phase in ("b", "S") else "end" if phase in ("e", "T") else "instant"
+        return self._track_set(typ, dims, make).track_for(source_id, kind)
 
     def _flows(self, slice_id: int, ev: tuple, legacy) -> None:
         if legacy and "bind_id" in legacy:

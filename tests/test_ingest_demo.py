@@ -106,3 +106,23 @@ def test_metadata_and_trace_file(demo_db):
     assert meta["trace_time_clock_id"] == 6
     assert demo_db.rows("SELECT name, trace_type FROM trace_file") == [("demo.pftrace", "proto")]
     assert demo_db.rows("SELECT id, raw_id FROM machine") == [(0, 0)]
+
+
+def test_several_traces_in_one_database(tmp_path, demo_trace):
+    from datasette_perfetto.ingest import ingest
+
+    from conftest import TraceDB
+
+    second = tmp_path / "second.pftrace"
+    second.write_bytes(demo_trace.read_bytes())
+    db_path = tmp_path / "both.db"
+    summaries = ingest([str(demo_trace), str(second)], str(db_path))
+    db = TraceDB(db_path)
+    assert [s.path for s in summaries] == [str(demo_trace), str(second)]
+    assert db.rows("SELECT id, name FROM trace_file ORDER BY id") == [(0, "demo.pftrace"), (1, "second.pftrace")]
+    assert db.count("slice") == 2 * 683
+    # Each input keeps its own processes (pids are per trace) with dense ids across files.
+    assert db.one("SELECT count(*) FROM process WHERE upid != 0") == 6
+    assert [r[0] for r in db.rows("SELECT upid FROM process ORDER BY upid")] == list(range(7))
+    assert db.rows("SELECT trace_id, count(*) FROM track GROUP BY 1") == [(0, 13), (1, 13)]
+    assert db.one("SELECT count(DISTINCT trace_id) FROM stats WHERE trace_id IS NOT NULL") == 2

@@ -234,34 +234,66 @@ def tokenize_track_event(importer, raw: bytes, seq, packet_ts: Optional[int]) ->
                 thread_ic, extra, counter_value, legacy, has_type, has_uuid)
 
 
+# Field -> position in _decode's working list; the fields in neither this nor
+# _TYPED_FIELDS carry nothing the importer uses.
+(D_TS_DELTA, D_TS_ABS, D_TT_DELTA, D_TT_ABS, D_TIC_DELTA, D_TIC_ABS, D_UUID, D_TYPE, D_COUNTER, D_DCOUNTER,
+ D_EXTRA, D_EXTRA_UUIDS, D_DEXTRA, D_DEXTRA_UUIDS, D_CAT_IIDS, D_CATS, D_NAME_IID, D_NAME, D_FLOWS, D_FLOWS_OLD,
+ D_TERM, D_TERM_OLD, D_LEGACY, D_ANNOTATIONS) = range(24)
+_DECODE_SLOTS = {getattr(TE, name): i for i, name in enumerate((
+    "timestamp_delta_us", "timestamp_absolute_us", "thread_time_delta_us", "thread_time_absolute_us",
+    "thread_instruction_count_delta", "thread_instruction_count_absolute", "track_uuid", "type", "counter_value",
+    "double_counter_value", "extra_counter_values", "extra_counter_track_uuids", "extra_double_counter_values",
+    "extra_double_counter_track_uuids", "category_iids", "categories", "name_iid", "name", "flow_ids",
+    "flow_ids_old", "terminating_flow_ids", "terminating_flow_ids_old", "legacy_event", "debug_annotations"))}
+
+
 def _decode(ev, seq) -> tuple:
     """The part of a TrackEvent that depends only on its bytes and the interned data."""
-    # One ListFields() pass instead of a HasField() per field, keyed by field
-    # descriptor (hashing those is cheaper than reading their names).
-    f = dict(ev.ListFields())
-    get = f.get
-    le = get(TE.legacy_event)
-    name_iid = get(TE.name_iid) or (le.name_iid if le is not None else 0)
-    name = seq.lookup(I_NAMES, name_iid) if name_iid else text(get(TE.name))
+    # One ListFields() pass (cheaper than a HasField() per field) sorted into slots.
+    d: list = [None] * 24
+    typed = None
+    slots = _DECODE_SLOTS
+    for fd, value in ev.ListFields():
+        i = slots.get(fd)
+        if i is not None:
+            d[i] = value
+        elif fd in _TYPED_FIELDS:
+            if typed is None:
+                typed = {}
+            typed[fd] = value
+    le = d[D_LEGACY]
+    name_iid = d[D_NAME_IID] or (le.name_iid if le is not None else 0)
+    name = seq.lookup(I_NAMES, name_iid) if name_iid else text(d[D_NAME])
     legacy = None
     if le is not None:
         legacy = {fd.name: v for fd, v in le.ListFields() if fd.name != "name_iid"}
         if "phase" in legacy:
             legacy["phase"] = chr(legacy["phase"])
-    counter_raw = get(TE.counter_value)
-    counter_raw = float(counter_raw) if counter_raw is not None else get(TE.double_counter_value)
-    args = event_args(f, seq)
+    counter_raw = d[D_COUNTER]
+    counter_raw = float(counter_raw) if counter_raw is not None else d[D_DCOUNTER]
+    args: list = []
+    if d[D_ANNOTATIONS]:
+        for ann in d[D_ANNOTATIONS]:
+            ann_name = _annotation_name(ann, seq)
+            debug_annotation_args(args, ann, f"debug.{ann_name}", f"debug.{ann_name}", seq)
+    if typed:
+        _typed_field_args(args, typed, seq)
+    cat_iids, cats = d[D_CAT_IIDS], d[D_CATS]
+    if cat_iids is not None and len(cat_iids) == 1 and not cats:
+        category = seq.lookup(I_CATEGORIES, cat_iids[0])
+        if category is None:
+            category = f"unknown({cat_iids[0]})"
+    else:
+        category = _category(cat_iids, cats, seq)
+    flows = d[D_FLOWS] or d[D_FLOWS_OLD]
+    term = d[D_TERM] or d[D_TERM_OLD]
     return (
-        get(TE.timestamp_delta_us), get(TE.timestamp_absolute_us),
-        get(TE.thread_time_delta_us), get(TE.thread_time_absolute_us),
-        get(TE.thread_instruction_count_delta), get(TE.thread_instruction_count_absolute),
-        TE.track_uuid in f, get(TE.track_uuid, 0), get(TE.type, 0), TE.type in f, counter_raw,
-        tuple(get(TE.extra_counter_values, ())), tuple(get(TE.extra_counter_track_uuids, ())),
-        tuple(get(TE.extra_double_counter_values, ())), tuple(get(TE.extra_double_counter_track_uuids, ())),
-        _category(get(TE.category_iids), get(TE.categories), seq), name,
-        tuple(args) if args else None,
-        list(get(TE.flow_ids) or get(TE.flow_ids_old) or ()) or None,
-        list(get(TE.terminating_flow_ids) or get(TE.terminating_flow_ids_old) or ()) or None,
+        d[D_TS_DELTA], d[D_TS_ABS], d[D_TT_DELTA], d[D_TT_ABS], d[D_TIC_DELTA], d[D_TIC_ABS],
+        d[D_UUID] is not None, d[D_UUID] or 0, d[D_TYPE] or 0, d[D_TYPE] is not None, counter_raw,
+        tuple(d[D_EXTRA]) if d[D_EXTRA] else (), tuple(d[D_EXTRA_UUIDS]) if d[D_EXTRA_UUIDS] else (),
+        tuple(d[D_DEXTRA]) if d[D_DEXTRA] else (), tuple(d[D_DEXTRA_UUIDS]) if d[D_DEXTRA_UUIDS] else (),
+        category, name, tuple(args) if args else None,
+        list(flows) if flows else None, list(term) if term else None,
         legacy,
     )
 
@@ -553,17 +585,6 @@ def _typed_field_args(out: list, fields: dict, seq) -> None:
                 _add(out, "correlation_id", "correlation_id", "string", s)
         else:
             proto_args(out, value, name)
-
-
-def event_args(fields: dict, seq) -> Optional[list]:
-    out: list = []
-    annotations = fields.get(TE.debug_annotations)
-    if annotations:
-        for ann in annotations:
-            name = _annotation_name(ann, seq)
-            debug_annotation_args(out, ann, f"debug.{name}", f"debug.{name}", seq)
-    _typed_field_args(out, fields, seq)
-    return out or None
 
 
 # -- parsing -----------------------------------------------------------------------

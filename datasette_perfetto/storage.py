@@ -19,6 +19,9 @@ BATCH_ROWS = 20_000
 # two ids, which changes nothing a query can see except the id).
 ARG_SET_CACHE_LIMIT = 20_000
 
+_INT_TYPES = frozenset(("int", "uint", "pointer", "bool"))
+_TEXT_TYPES = frozenset(("string", "json"))
+
 # (flat_key, key, value_type, value)
 Arg = tuple[str, str, str, Any]
 
@@ -107,19 +110,21 @@ class TraceStorage:
         if len(self._arg_sets) >= ARG_SET_CACHE_LIMIT:
             self._arg_sets.clear()
         set_id = self.next_id["args"]
-        for flat_key, k, value_type, value in args:
-            i = self.reserve_id("args")
+        self.next_id["args"] = set_id + len(key)
+        rows = self._buffers["args"]
+        for i, (flat_key, k, value_type, value) in enumerate(key, set_id):
             if value is None:
-                row = (i, set_id, flat_key, k, None, None, None, "null")
-            elif value_type in ("int", "uint", "pointer", "bool"):
-                row = (i, set_id, flat_key, k, to_int64(int(value)), None, None, value_type)
-            elif value_type in ("string", "json"):
-                row = (i, set_id, flat_key, k, None, value, None, value_type)
+                rows.append((i, set_id, flat_key, k, None, None, None, "null"))
+            elif value_type in _INT_TYPES:
+                rows.append((i, set_id, flat_key, k, to_int64(int(value)), None, None, value_type))
+            elif value_type in _TEXT_TYPES:
+                rows.append((i, set_id, flat_key, k, None, value, None, value_type))
             elif value_type == "real":
-                row = (i, set_id, flat_key, k, None, None, float(value), value_type)
+                rows.append((i, set_id, flat_key, k, None, None, float(value), value_type))
             else:
-                row = (i, set_id, flat_key, k, None, None, None, "null")
-            self.write("args", row)
+                rows.append((i, set_id, flat_key, k, None, None, None, "null"))
+        if len(rows) >= BATCH_ROWS:
+            self.flush("args")
         self._arg_sets[key] = set_id
         return set_id
 

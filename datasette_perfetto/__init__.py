@@ -4,7 +4,11 @@ This module is the Datasette plugin: its hooks are declared here, thin, and
 delegate to the modules that do the work.
 """
 
-from datasette import hookimpl
+from pluggy import HookimplMarker
+
+# Datasette's own marker is this same object; making it here keeps `import
+# datasette_perfetto` (the importers, the CLI's ingest) from loading Datasette.
+hookimpl = HookimplMarker("datasette")
 
 from . import cli as cli_module
 from .functions import register_functions

@@ -52,7 +52,7 @@ class SequenceState:
 
     __slots__ = ("seq_id", "valid", "interned", "timestamp_clock_id", "default_track_uuid",
                  "default_extra_counter_uuids", "default_extra_double_counter_uuids", "thread", "ref_ts",
-                 "ref_thread_ts", "ref_thread_ic", "counter_values", "generation", "derived", "misses", "clock",
+                 "ref_thread_ts", "ref_thread_ic", "counter_values", "derived", "misses", "clock",
                  "decoded")
 
     def __init__(self, seq_id: int) -> None:
@@ -60,7 +60,6 @@ class SequenceState:
         # The start of a sequence may have been lost: its incremental state is
         # only trusted after the first incremental_state_cleared.
         self.valid = False
-        self.generation = 0
         self.interned: dict[int, dict[int, object]] = {}
         self.timestamp_clock_id: Optional[int] = None
         self.default_track_uuid: Optional[int] = None
@@ -81,7 +80,6 @@ class SequenceState:
     def clear(self) -> None:
         self.valid = True
         self.clock = None
-        self.generation += 1
         self.interned = {}
         self.timestamp_clock_id = None
         self.default_track_uuid = None

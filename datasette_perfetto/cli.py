@@ -39,13 +39,15 @@ def ingest_command(traces: tuple[str, ...], output: str, quiet: bool) -> None:
     """
     total = sum(os.path.getsize(t) for t in traces if os.path.exists(t))
     show = not quiet and total > 1 << 20
-    bar = click.progressbar(length=total, label="Ingesting", file=sys.stderr) if show else None
+    bar = click.progressbar(length=1000, label="Ingesting", file=sys.stderr) if show else None
     done = [0]
 
-    def progress(n: int) -> None:
+    def progress(fraction: float) -> None:
         if bar is not None:
-            bar.update(min(n, total) - done[0])
-            done[0] = min(n, total)
+            step = min(int(fraction * 1000), 1000)
+            if step > done[0]:
+                bar.update(step - done[0])
+                done[0] = step
 
     try:
         summaries = ingest(list(traces), output, progress)

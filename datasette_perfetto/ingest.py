@@ -32,7 +32,7 @@ class TraceSummary:
     problems: list[tuple[str, int]] = field(default_factory=list)
 
 
-Progress = Callable[[int], None]  # called with bytes consumed so far
+Progress = Callable[[float], None]  # called with the share of all inputs done, 0 to 1
 
 
 def open_trace(path: str) -> tuple[str, BinaryIO]:
@@ -164,6 +164,8 @@ def ingest(
     # otherwise rescan every buffered event again and again (~20% of the time).
     gc_was_enabled = gc.isenabled()
     gc.disable()
+    sizes = {p: os.path.getsize(p) for p in paths if os.path.isfile(p)}
+    total = max(sum(sizes.values()), 1)
     try:
         consumed_before = 0
         for path in paths:
@@ -176,9 +178,9 @@ def ingest(
             trace = model.begin_trace(path, fmt, size)
             base = consumed_before
 
-            def report(n: int, base: int = base) -> None:
+            def report(fraction: float, base: int = base, size: int = size) -> None:
                 if progress:
-                    progress(base + n)
+                    progress((base + fraction * size) / total)
 
             try:
                 with stream:

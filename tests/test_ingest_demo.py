@@ -126,3 +126,12 @@ def test_several_traces_in_one_database(tmp_path, demo_trace):
     assert [r[0] for r in db.rows("SELECT upid FROM process ORDER BY upid")] == list(range(7))
     assert db.rows("SELECT trace_id, count(*) FROM track GROUP BY 1") == [(0, 13), (1, 13)]
     assert db.one("SELECT count(DISTINCT trace_id) FROM stats WHERE trace_id IS NOT NULL") == 2
+
+
+def test_progress_is_reported_from_zero_to_one(tmp_path, demo_trace):
+    from datasette_perfetto.ingest import ingest
+
+    seen: list[float] = []
+    ingest([str(demo_trace), str(demo_trace)], str(tmp_path / "p.db"), seen.append)
+    assert seen == sorted(seen) and seen[-1] == 1.0
+    assert any(0.4 < f <= 0.5 for f in seen)  # the first of two equal inputs is half the work

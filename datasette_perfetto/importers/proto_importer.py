@@ -47,6 +47,12 @@ COUNTER_THREAD_TIME_NS = 1
 COUNTER_THREAD_INSTRUCTION_COUNT = 2
 
 
+def _file_position(stream) -> Callable[[], int]:
+    """How far into the file on disk the reader is (the compressed file for gzip)."""
+    raw = getattr(stream, "raw", stream)
+    return raw.tell
+
+
 class SequenceState:
     """Incremental state of one trusted packet sequence."""
 
@@ -143,26 +149,34 @@ class ProtoImporter:
         self.last_ts = 0
         self._handlers = self._handler_table()
 
-    def run(self, stream: BinaryIO, progress: Callable[[int], None]) -> None:
+    def run(self, stream: BinaryIO, progress: Callable[[float], None]) -> None:
+        """Imports the trace; progress(f) reports the share done, f from 0 to 1
+        (reading the file is the first half, parsing the sorted events the second)."""
         reader = ProtoReader(stream, self.stats)
+        size = max(self.trace.size, 1)
+        position = _file_position(stream)
         n = 0
         for data in reader.packets():
             self.trace.packets_read += 1
             self.tokenize(data)
             n += 1
             if n & 0x3FFF == 0:
-                progress(reader.bytes_read)
-        progress(reader.bytes_read)
+                progress(0.5 * min(position() / size, 1.0))
+        progress(0.5)
         misses = sum(seq.misses for seq in self.sequences.values())
         if misses:
             self.stats.inc("interned_data_tokenizer_errors", misses)
         self.trace.metadata["trace_time_clock_id"] = self.clocks.trace_clock
         parse_track_event, parse_atrace = self.parser.parse, self.atrace.parse
-        for ts, event in self.sorter.drain():
+        total = max(self.sorter.count, 1)
+        for i, (ts, event) in enumerate(self.sorter.drain()):
             if event[0] == EV_ATRACE:
                 parse_atrace(ts, event)
             else:
                 parse_track_event(ts, event)
+            if i & 0x3FFF == 0:
+                progress(0.5 + 0.5 * i / total)
+        progress(1.0)
         self.parser.finish()
         self._write_clock_snapshots()
 

@@ -23,6 +23,7 @@ class Sorter:
         self.run_events = run_events
         self._run: list[tuple] = []
         self._spills: list[IO[bytes]] = []
+        self.count = 0  # events pushed
         self._arrival = 0
 
     def push(self, ts: int, event: tuple, stream: int = 0) -> None:
@@ -31,6 +32,7 @@ class Sorter:
         At equal timestamps lower streams come first (trace_processor parses
         descriptor packets before the track events of the same instant)."""
         self._run.append((ts, stream, self._arrival, event))
+        self.count += 1
         self._arrival += 1
         if len(self._run) >= self.run_events:
             self._spill()

@@ -164,8 +164,7 @@ def ingest(
     # otherwise rescan every buffered event again and again (~20% of the time).
     gc_was_enabled = gc.isenabled()
     gc.disable()
-    sizes = {p: os.path.getsize(p) for p in paths if os.path.isfile(p)}
-    total = max(sum(sizes.values()), 1)
+    total = max(sum(os.path.getsize(p) for p in paths if os.path.isfile(p)), 1)
     try:
         consumed_before = 0
         for path in paths:

@@ -55,12 +55,10 @@ class Table:
             for cols in self.indexes
         ]
 
-    def insert_sql(self) -> str:
+    def insert_sql(self, rows: int = 1) -> str:
         cols = self.stored_columns
-        return (
-            f"INSERT INTO [{self.name}] ({', '.join(cols)}) "
-            f"VALUES ({', '.join('?' for _ in cols)})"
-        )
+        one = f"({', '.join('?' for _ in cols)})"
+        return f"INSERT INTO [{self.name}] ({', '.join(cols)}) VALUES " + ", ".join([one] * rows)
 
 
 @dataclass(frozen=True)

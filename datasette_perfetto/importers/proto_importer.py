@@ -37,6 +37,11 @@ from .track_event import (
 # Sorter streams: at equal timestamps, descriptors (0) are parsed before track events (1).
 TRACK_EVENT_STREAM = 1
 
+# TracePacket.previous_packet_dropped: bit 0 says packets were lost (the old
+# boolean); the bits above it say why.
+DATA_LOSS_CAUSES = {2: "read_gap", 4: "chunk_corrupted", 8: "orphan_continuation", 16: "reassembly_gap",
+                    32: "reassembly_broken_chain", 64: "overwrite", 128: "writer_abort", 256: "smb_full"}
+
 SEQ_INCREMENTAL_STATE_CLEARED = 1
 SEQ_NEEDS_INCREMENTAL_STATE = 2
 
@@ -59,7 +64,7 @@ class SequenceState:
     __slots__ = ("seq_id", "valid", "interned", "timestamp_clock_id", "default_track_uuid",
                  "default_extra_counter_uuids", "default_extra_double_counter_uuids", "thread", "ref_ts",
                  "ref_thread_ts", "ref_thread_ic", "counter_values", "derived", "misses", "clock",
-                 "decoded")
+                 "decoded", "dropped", "loss_causes", "needs_state", "needs_state_skipped")
 
     def __init__(self, seq_id: int) -> None:
         self.seq_id = seq_id
@@ -78,6 +83,11 @@ class SequenceState:
         self.counter_values: dict[int, float] = {}  # incremental counters: uuid -> running value
         self.derived: dict = {}  # values computed from interned data (e.g. args of a source location)
         self.decoded: dict[bytes, tuple] = {}  # TrackEvent bytes -> their decoded static part
+        # Packet-loss accounting, reported per buffer when trace_stats names the sequence's buffer.
+        self.dropped = 0  # packets flagged previous_packet_dropped (not counting the first packet)
+        self.loss_causes: dict[int, int] = {}  # data-loss cause bit -> packets flagged with it
+        self.needs_state = 0  # packets that needed incremental state
+        self.needs_state_skipped = 0  # ... and were dropped for want of it
         self.misses = 0  # interned lookups that found nothing
         # (clock key, converter, incremental state) of the default clock, cached
         # by _packet_ts and dropped whenever clocks or defaults change.
@@ -203,6 +213,13 @@ class ProtoImporter:
         seq = self.sequences.get(seq_id)
         if seq is None:
             seq = self.sequences[seq_id] = SequenceState(seq_id)
+        elif packet.previous_packet_dropped and packet.HasField("trusted_packet_sequence_id"):
+            # The first packet of a sequence may say so without anything being lost to us.
+            seq.dropped += 1
+            causes = packet.previous_packet_dropped
+            for bit in DATA_LOSS_CAUSES:
+                if causes & bit:
+                    seq.loss_causes[bit] = seq.loss_causes.get(bit, 0) + 1
         flags = packet.sequence_flags
         if packet.incremental_state_cleared or flags & SEQ_INCREMENTAL_STATE_CLEARED:
             seq.clear()
@@ -210,9 +227,12 @@ class ProtoImporter:
             seq.valid = False
         if packet.first_packet_on_sequence:
             self.first_packet_sequences.add(seq_id)
-        if not seq.valid and flags & SEQ_NEEDS_INCREMENTAL_STATE:
-            self.stats.inc("packet_skipped_seq_needs_incremental_state_invalid")
-            return
+        if flags & SEQ_NEEDS_INCREMENTAL_STATE:
+            seq.needs_state += 1
+            if not seq.valid:
+                seq.needs_state_skipped += 1
+                self.stats.inc("packet_skipped_seq_needs_incremental_state_invalid")
+                return
 
         if packet.HasField("trace_packet_defaults"):
             self._set_defaults(seq, packet.trace_packet_defaults)
@@ -271,9 +291,12 @@ class ProtoImporter:
             seq = self.sequences[seq_id] = SequenceState(seq_id)
         if flags & SEQ_INCREMENTAL_STATE_CLEARED:
             seq.clear()
-        if not seq.valid and flags & SEQ_NEEDS_INCREMENTAL_STATE:
-            self.stats.inc("packet_skipped_seq_needs_incremental_state_invalid")
-            return
+        if flags & SEQ_NEEDS_INCREMENTAL_STATE:
+            seq.needs_state += 1
+            if not seq.valid:
+                seq.needs_state_skipped += 1
+                self.stats.inc("packet_skipped_seq_needs_incremental_state_invalid")
+                return
         if ts_raw is None:
             ts = None
         else:
@@ -312,6 +335,7 @@ class ProtoImporter:
             "trace_uuid": lambda p, seq, ts: self._trace_uuid(p.trace_uuid),
             "service_event": lambda p, seq, ts: self._service_event(p.service_event, ts),
             "translation_table": lambda p, seq, ts: self._translation_table(p.translation_table),
+            "trace_stats": lambda p, seq, ts: self._trace_stats(p.trace_stats),
         }
 
     def _process_descriptor(self, packet, seq: SequenceState, ts: int) -> None:
@@ -327,6 +351,21 @@ class ProtoImporter:
             return
         self.parser.range_of_interest_ns = roi.start_us * 1000
         self.trace.set_metadata("range_of_interest_start_us", roi.start_us)
+
+    def _trace_stats(self, trace_stats) -> None:
+        """Per-buffer packet-loss stats for the sequences the trace says wrote to each buffer."""
+        for writer in trace_stats.writer_stats:
+            seq = self.sequences.get(writer.sequence_id)
+            if seq is None:
+                continue
+            buffer = writer.buffer
+            self.stats.inc("traced_buf_sequence_packet_loss", seq.dropped, idx=buffer)
+            if seq.needs_state_skipped and seq.needs_state_skipped == seq.needs_state:
+                self.stats.inc("traced_buf_incremental_sequences_dropped", 1, idx=buffer)
+            else:
+                self.stats.inc("traced_buf_incremental_sequences_dropped", 0, idx=buffer)
+            for bit, count in seq.loss_causes.items():
+                self.stats.inc(f"traced_buf_data_loss_{DATA_LOSS_CAUSES[bit]}", count, idx=buffer)
 
     def _translation_table(self, table) -> None:
         if table.HasField("slice_name"):

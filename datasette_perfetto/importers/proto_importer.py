@@ -17,6 +17,7 @@ from google.protobuf.message import DecodeError
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from ..model import TraceContext
+from ..stats import REGISTRY as STATS
 from ..storage import to_int64
 from .atrace import EV_ATRACE, AtraceParser
 from .clock_tracker import BOOTTIME, ClockTracker, clock_key
@@ -353,7 +354,25 @@ class ProtoImporter:
         self.trace.set_metadata("range_of_interest_start_us", roi.start_us)
 
     def _trace_stats(self, trace_stats) -> None:
-        """Per-buffer packet-loss stats for the sequences the trace says wrote to each buffer."""
+        """The tracing service's own counters (traced_*, traced_buf_*[buffer], filter_*),
+        and per-buffer packet-loss stats for the sequences that wrote to each buffer."""
+        for fd, value in trace_stats.ListFields():
+            name = f"traced_{fd.name}"
+            if name in STATS and not STATS[name].indexed and isinstance(value, int):
+                self.stats.set(name, value)
+        for buffer, buffer_stats in enumerate(trace_stats.buffer_stats):
+            for fd, value in buffer_stats.ListFields():
+                name = f"traced_buf_{fd.name}"
+                if name in STATS and STATS[name].indexed:
+                    self.stats.set(name, value, idx=buffer)
+        if trace_stats.HasField("filter_stats"):
+            fs = trace_stats.filter_stats
+            for fd, value in fs.ListFields():
+                if fd.name == "bytes_discarded_per_buffer":
+                    for buffer, discarded in enumerate(value):
+                        self.stats.set("traced_buf_bytes_filtered_out", discarded, idx=buffer)
+                elif f"filter_{fd.name}" in STATS:
+                    self.stats.set(f"filter_{fd.name}", value)
         for writer in trace_stats.writer_stats:
             seq = self.sequences.get(writer.sequence_id)
             if seq is None:

@@ -124,7 +124,16 @@ def str_split(s: Any, delim: Any, n: Any) -> Optional[str]:
     return parts[n] if n < len(parts) else None
 
 
+def fnv1a_hash_bytes(data: bytes, h: int = 0xCBF29CE484222325) -> int:
+    """64-bit FNV-1a, unsigned."""
+    for byte in data:
+        h ^= byte
+        h = (h * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
 def fnv1a_hash(*values: Any) -> int:
+    """trace_processor's HASH(): FNV-1a over the values, as a signed int64."""
     h = 0xCBF29CE484222325
     for v in values:
         if isinstance(v, bool) or isinstance(v, int):
@@ -133,9 +142,7 @@ def fnv1a_hash(*values: Any) -> int:
             data = v.encode("utf-8")
         else:
             raise ValueError("HASH: arguments must be integers or text")
-        for byte in data:
-            h ^= byte
-            h = (h * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+        h = fnv1a_hash_bytes(data, h)
     return h - (1 << 64) if h >= 1 << 63 else h
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from typing import Optional
 
+from .functions import fnv1a_hash_bytes
 from .stats import Stats
 from .storage import Arg, TraceStorage, to_int64
 from .trackers.flow_tracker import FlowTracker
@@ -18,6 +19,11 @@ from .trackers.slice_tracker import SliceTracker
 from .trackers.track_tracker import TrackRow, TrackTracker, write_tracks
 
 HOST_MACHINE_ID = 0
+
+
+def format_uuid(msb: int, lsb: int) -> str:
+    h = f"{msb & 0xFFFFFFFFFFFFFFFF:016x}{lsb & 0xFFFFFFFFFFFFFFFF:016x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 class TraceContext:
@@ -42,6 +48,7 @@ class TraceContext:
         # (sysname, release, version, arch, num_cpus, ram bytes) from SystemInfo, for the machine row.
         self.machine_info: Optional[tuple] = None
         self.packets_read = 0
+        self.content_hash: Optional[int] = None  # FNV-1a of the file's first 4 KiB
 
     def insert_counter(self, ts: int, track_id: int, value: float, args: Optional[list[Arg]] = None) -> int:
         arg_set_id = self.storage.arg_set(args) if args else None
@@ -77,6 +84,11 @@ class TraceModel:
 
     def begin_trace(self, path: str, trace_type: str, size: int) -> TraceContext:
         trace = TraceContext(self, len(self.traces), path, trace_type, size)
+        try:
+            with open(path, "rb") as f:
+                trace.content_hash = fnv1a_hash_bytes(f.read(4096))
+        except OSError:
+            pass
         self.traces.append(trace)
         if trace_type in ("proto", "systrace"):
             self.threads[0].name = self.threads[0].name or "swapper"
@@ -86,6 +98,9 @@ class TraceModel:
         trace.slices.flush()
         self.storage.write("trace_file", (trace.trace_id, None, os.path.basename(trace.path), trace.size,
                                           trace.trace_type, trace.trace_id))
+        if "trace_uuid" not in trace.metadata and trace.content_hash is not None:
+            # No uuid in the trace: trace_processor names it by a hash of its first 4 KiB.
+            trace.metadata["trace_uuid"] = format_uuid(0, trace.content_hash)
         for name, value in sorted(trace.metadata.items()):
             self._metadata(name, value, trace.trace_id)
         self._metadata("trace_type", trace.trace_type, trace.trace_id)

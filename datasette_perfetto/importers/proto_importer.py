@@ -11,12 +11,13 @@ Two phases, as in trace_processor:
 
 from __future__ import annotations
 
+import base64
 from typing import BinaryIO, Callable, Optional
 
 from google.protobuf.message import DecodeError
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
-from ..model import TraceContext
+from ..model import TraceContext, format_uuid
 from ..stats import REGISTRY as STATS
 from ..storage import to_int64
 from .atrace import EV_ATRACE, AtraceParser
@@ -158,6 +159,7 @@ class ProtoImporter:
         self.parser = TrackEventParser(trace, self.reservations, self.first_packet_sequences)
         self.atrace = AtraceParser(trace, self.parser.thread_track)
         self.last_ts = 0
+        self.chrome_metadata_packets = 0
         self._handlers = self._handler_table()
 
     def run(self, stream: BinaryIO, progress: Callable[[float], None]) -> None:
@@ -337,6 +339,8 @@ class ProtoImporter:
             "service_event": lambda p, seq, ts: self._service_event(p.service_event, ts),
             "translation_table": lambda p, seq, ts: self._translation_table(p.translation_table),
             "trace_stats": lambda p, seq, ts: self._trace_stats(p.trace_stats),
+            "trace_attributes": lambda p, seq, ts: self._trace_attributes(p.trace_attributes),
+            "chrome_metadata": lambda p, seq, ts: self._chrome_metadata(p.chrome_metadata),
         }
 
     def _process_descriptor(self, packet, seq: SequenceState, ts: int) -> None:
@@ -394,15 +398,52 @@ class ProtoImporter:
             self.trace.process_track_name_map.update(
                 (text(k), text(v)) for k, v in table.process_track_name.raw_to_deobfuscated_name.items())
 
+    def _chrome_metadata(self, m) -> None:
+        """Chrome's metadata packet → metadata cr-<letter>-* (a letter per packet) and cr-*."""
+        prefix = f"cr-{chr(ord('a') + self.chrome_metadata_packets % 26)}-"
+        self.chrome_metadata_packets += 1
+        meta = self.trace.set_metadata
+        if m.HasField("chrome_version_code"):
+            meta(prefix + "playstore_version_code", m.chrome_version_code)
+        if m.HasField("enabled_categories"):
+            meta(prefix + "enabled_categories", text(m.enabled_categories))
+        if m.field_trial_hashes:
+            meta(prefix + "field_trial_hashes",
+                 "".join(f"{{ name: {h.name}, group: {h.group} }} " for h in m.field_trial_hashes))
+        if m.HasField("app_package_name"):
+            meta(prefix + "package-name", text(m.app_package_name))
+        if m.HasField("app_version"):
+            meta(prefix + "product-version", text(m.app_version))
+        if m.HasField("channel"):
+            meta(prefix + "channel", m.channel)
+        if m.HasField("os_name"):
+            meta(prefix + "os-name", text(m.os_name))
+        if m.HasField("background_tracing_metadata"):
+            btm = m.background_tracing_metadata
+            meta("cr-background_tracing_metadata", base64.b64encode(btm.SerializeToString()).decode("ascii"))
+            if btm.HasField("scenario_name_hash"):
+                meta("cr-scenario_name_hash", btm.scenario_name_hash)
+            if btm.HasField("triggered_rule") and btm.triggered_rule.HasField("name_hash"):
+                meta("cr-triggered_rule_name_hash", btm.triggered_rule.name_hash)
+
+    def _trace_attributes(self, attributes) -> None:
+        """User-declared key/values (TraceConfig or TracePacket) → metadata trace_attribute.<key>."""
+        for attribute in attributes.attribute:
+            value = attribute.long_value if attribute.HasField("long_value") else text(attribute.string_value)
+            self.trace.set_metadata(f"trace_attribute.{text(attribute.key)}", value)
+
     def _trace_config(self, config) -> None:
         self.trace.set_metadata("trace_config_pbtxt", str(config)[:100_000])
+        if (config.trace_uuid_msb or config.trace_uuid_lsb) and "trace_uuid" not in self.trace.metadata:
+            self.trace.set_metadata("trace_uuid", format_uuid(config.trace_uuid_msb, config.trace_uuid_lsb))
+        if config.HasField("trace_attributes"):
+            self._trace_attributes(config.trace_attributes)
         if config.unique_session_name:
             self.trace.set_metadata("unique_session_name", text(config.unique_session_name))
 
     def _trace_uuid(self, u) -> None:
-        msb, lsb = u.msb & 0xFFFFFFFFFFFFFFFF, u.lsb & 0xFFFFFFFFFFFFFFFF
-        h = f"{msb:016x}{lsb:016x}"
-        self.trace.set_metadata("trace_uuid", f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}")
+        if u.msb or u.lsb:
+            self.trace.set_metadata("trace_uuid", format_uuid(u.msb, u.lsb))
 
     def _service_event(self, ev, ts: int) -> None:
         if ev.tracing_started:

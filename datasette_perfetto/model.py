@@ -57,6 +57,14 @@ class TraceContext:
     def set_metadata(self, name: str, value: object) -> None:
         self.metadata[name] = value
 
+    def add_metadata(self, name: str, value: object) -> None:
+        """A value of a multi-valued key (each one its own row, key_type 'multi')."""
+        self.metadata.setdefault(name, MultiValue()).append(value)
+
+
+class MultiValue(list):
+    pass
+
 
 class TraceModel:
     def __init__(self, storage: TraceStorage) -> None:
@@ -108,11 +116,15 @@ class TraceModel:
         for row in trace.stats.rows(HOST_MACHINE_ID, trace.trace_id):
             self.storage.insert("stats", row)
 
-    def _metadata(self, name: str, value: object, trace_id: Optional[int]) -> None:
+    def _metadata(self, name: str, value: object, trace_id: Optional[int], key_type: str = "single") -> None:
+        if isinstance(value, MultiValue):
+            for item in value:
+                self._metadata(name, item, trace_id, "multi")
+            return
         if isinstance(value, str):
-            row = (name, "single", None, value, None, trace_id)
+            row = (name, key_type, None, value, None, trace_id)
         else:
-            row = (name, "single", to_int64(int(value)), None, None, trace_id)  # type: ignore[arg-type]
+            row = (name, key_type, to_int64(int(value)), None, None, trace_id)  # type: ignore[arg-type]
         self.storage.insert("metadata", row)
 
     def finish(self) -> None:

@@ -446,6 +446,10 @@ class ProtoImporter:
             self.trace.set_metadata("trace_uuid", format_uuid(u.msb, u.lsb))
 
     def _service_event(self, ev, ts: int) -> None:
+        if ev.HasField("slow_starting_data_sources"):
+            for ds in ev.slow_starting_data_sources.data_source:
+                self.trace.add_metadata("slow_start_data_source",
+                                        f"{text(ds.producer_name)} {text(ds.data_source_name)}")
         if ev.tracing_started:
             self.trace.set_metadata("tracing_started_ns", ts)
         if ev.all_data_sources_started:

@@ -19,6 +19,10 @@ from .trackers.slice_tracker import SliceTracker
 from .trackers.track_tracker import TrackRow, TrackTracker, write_tracks
 
 HOST_MACHINE_ID = 0
+MACHINE_METADATA = frozenset({
+    "system_name", "system_version", "system_release", "system_machine", "system_ram_bytes", "system_ram_gb",
+    "timezone_off_mins", "android_build_fingerprint", "android_sdk_version",
+})
 
 
 def format_uuid(msb: int, lsb: int) -> str:
@@ -121,10 +125,12 @@ class TraceModel:
             for item in value:
                 self._metadata(name, item, trace_id, "multi")
             return
+        # Facts about the machine are scoped to it, everything else to the trace file.
+        machine_id, trace_id = (HOST_MACHINE_ID, None) if name in MACHINE_METADATA else (None, trace_id)
         if isinstance(value, str):
-            row = (name, key_type, None, value, None, trace_id)
+            row = (name, key_type, None, value, machine_id, trace_id)
         else:
-            row = (name, key_type, to_int64(int(value)), None, None, trace_id)  # type: ignore[arg-type]
+            row = (name, key_type, to_int64(int(value)), None, machine_id, trace_id)  # type: ignore[arg-type]
         self.storage.insert("metadata", row)
 
     def finish(self) -> None:
@@ -132,7 +138,7 @@ class TraceModel:
         sysname, release, version, arch, num_cpus, ram = next(
             (t.machine_info for t in self.traces if t.machine_info), (None,) * 6)
         s.write("machine", (HOST_MACHINE_ID, 0, None, sysname, release, version, arch, num_cpus, None, None, None,
-                            ram, round(ram / (1 << 30)) if ram else None, 0))
+                            ram, round(ram / 1e9) if ram else None, 0))
         for p in sorted(self.processes.values(), key=lambda r: r.upid):
             s.write("process", (p.upid, p.pid, p.name, p.start_ts, p.end_ts, p.parent_upid, p.uid, None, None,
                                 p.cmdline, s.arg_set(list(p.args.values())), p.machine_id))

@@ -660,6 +660,7 @@ class ProtoImporter:
                 self.trace.set_metadata(key, value)
         if info.system_ram_bytes:
             self.trace.set_metadata("system_ram_bytes", info.system_ram_bytes)
+            self.trace.set_metadata("system_ram_gb", round(info.system_ram_bytes / 1e9))
         if info.android_build_fingerprint:
             self.trace.set_metadata("android_build_fingerprint", text(info.android_build_fingerprint))
         if info.HasField("timezone_off_mins"):

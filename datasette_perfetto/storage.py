@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 from itertools import chain
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from . import schema
 
@@ -105,10 +105,6 @@ class TraceStorage:
                 if whole < len(buf):
                     self.conn.executemany(self._insert_sql[name], buf[whole:])
                 buf.clear()
-
-    def update(self, sql: str, params: Iterable[Any] = ()) -> None:
-        self.flush()
-        self.conn.execute(sql, tuple(params))
 
     def arg_set(self, args: Sequence[Arg]) -> Optional[int]:
         """Stores a set of args (deduplicated by content) and returns its id."""

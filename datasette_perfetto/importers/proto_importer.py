@@ -92,7 +92,7 @@ class SequenceState:
         self.needs_state_skipped = 0  # ... and were dropped for want of it
         self.misses = 0  # interned lookups that found nothing
         # (clock key, converter, incremental state) of the default clock, cached
-        # by _packet_ts and dropped whenever clocks or defaults change.
+        # by _convert and dropped whenever clocks or defaults change.
         self.clock = None
 
     def clear(self) -> None:
@@ -230,12 +230,8 @@ class ProtoImporter:
             seq.valid = False
         if packet.first_packet_on_sequence:
             self.first_packet_sequences.add(seq_id)
-        if flags & SEQ_NEEDS_INCREMENTAL_STATE:
-            seq.needs_state += 1
-            if not seq.valid:
-                seq.needs_state_skipped += 1
-                self.stats.inc("packet_skipped_seq_needs_incremental_state_invalid")
-                return
+        if flags & SEQ_NEEDS_INCREMENTAL_STATE and self._lacks_state(seq):
+            return
 
         if packet.HasField("trace_packet_defaults"):
             self._set_defaults(seq, packet.trace_packet_defaults)
@@ -251,23 +247,10 @@ class ProtoImporter:
 
         has_ts = packet.HasField("timestamp")
         if has_ts:
-            # Inline fast path of _packet_ts for packets on the sequence's default clock.
-            if seq.clock is not None and not packet.HasField("timestamp_clock_id"):
-                key, converter, incremental = seq.clock
-                raw = packet.timestamp
-                if incremental is not None:
-                    incremental[0] += raw
-                    raw = incremental[0] * incremental[1]
-                ts = converter(raw)
-                if ts is None or ts < 0:
-                    ts = self._packet_ts(packet, seq, raw_done=raw)
-                    if ts is None:
-                        return
-                self.last_ts = ts
-            else:
-                ts = self._packet_ts(packet, seq)
-                if ts is None:
-                    return
+            clock_id = packet.timestamp_clock_id if packet.HasField("timestamp_clock_id") else None
+            ts = self._trace_time(packet.timestamp, clock_id, seq)
+            if ts is None:
+                return
         else:
             ts = self.last_ts
         if kind == "track_event":
@@ -294,29 +277,14 @@ class ProtoImporter:
             seq = self.sequences[seq_id] = SequenceState(seq_id)
         if flags & SEQ_INCREMENTAL_STATE_CLEARED:
             seq.clear()
-        if flags & SEQ_NEEDS_INCREMENTAL_STATE:
-            seq.needs_state += 1
-            if not seq.valid:
-                seq.needs_state_skipped += 1
-                self.stats.inc("packet_skipped_seq_needs_incremental_state_invalid")
-                return
+        if flags & SEQ_NEEDS_INCREMENTAL_STATE and self._lacks_state(seq):
+            return
         if ts_raw is None:
             ts = None
         else:
-            clock = seq.clock
-            if clock is not None:
-                _, converter, incremental = clock
-                if incremental is not None:
-                    incremental[0] += ts_raw
-                    ts_raw = incremental[0] * incremental[1]
-                ts = converter(ts_raw)
-                if ts is None or ts < 0:
-                    ts = self._convert(ts_raw, None, seq, incremental_done=True)
-            else:
-                ts = self._convert(ts_raw, None, seq)
+            ts = self._trace_time(ts_raw, None, seq)
             if ts is None:
                 return
-            self.last_ts = ts
         tokenized = tokenize_track_event(self, event, seq, ts)
         if tokenized is not None:
             self.sorter.push(tokenized[0], tokenized[1], TRACK_EVENT_STREAM)
@@ -457,12 +425,30 @@ class ProtoImporter:
         if ev.tracing_disabled:
             self.trace.set_metadata("tracing_disabled_ns", ts)
 
-    def _packet_ts(self, packet, seq: SequenceState, raw_done: Optional[int] = None) -> Optional[int]:
-        """The packet timestamp on the trace clock (None if it cannot be converted)."""
-        clock_id = packet.timestamp_clock_id if packet.HasField("timestamp_clock_id") else None
-        if raw_done is not None:
-            return self._convert(raw_done, clock_id, seq, incremental_done=True)
-        return self._convert(packet.timestamp, clock_id, seq)
+    def _lacks_state(self, seq: SequenceState) -> bool:
+        """For a packet that needs incremental state: True (dropped, counted) if its sequence has none."""
+        seq.needs_state += 1
+        if seq.valid:
+            return False
+        seq.needs_state_skipped += 1
+        self.stats.inc("packet_skipped_seq_needs_incremental_state_invalid")
+        return True
+
+    def _trace_time(self, raw: int, packet_clock_id: Optional[int], seq: SequenceState) -> Optional[int]:
+        """A packet timestamp on the trace clock (None, counted, if it cannot be converted).
+        Packets on the sequence's default clock use its cached converter."""
+        clock = seq.clock
+        if clock is None or packet_clock_id is not None:
+            return self._convert(raw, packet_clock_id, seq)
+        _, converter, incremental = clock
+        if incremental is not None:
+            incremental[0] += raw
+            raw = incremental[0] * incremental[1]
+        ts = converter(raw)
+        if ts is None or ts < 0:
+            return self._convert(raw, None, seq, incremental_done=True)
+        self.last_ts = ts
+        return ts
 
     def _convert(self, raw: int, packet_clock_id: Optional[int], seq: SequenceState,
                  incremental_done: bool = False) -> Optional[int]:

@@ -22,6 +22,12 @@ NAME_PRIORITY_THREAD_TYPE = 3
 NAME_PRIORITY_TRACK_DESCRIPTOR = 4
 
 
+def _set_name(row, name: Optional[str], priority: int) -> None:
+    if name and priority >= row.name_priority:
+        row.name = name
+        row.name_priority = priority
+
+
 class ProcessRow:
     __slots__ = ("upid", "pid", "name", "name_priority", "start_ts", "end_ts", "parent_upid", "uid", "cmdline", "args", "machine_id")
 
@@ -101,12 +107,7 @@ class ProcessTracker:
         return self.update_thread(tid, pid)
 
     def set_process_name(self, upid: int, name: Optional[str], priority: int = NAME_PRIORITY_OTHER) -> None:
-        if not name:
-            return
-        row = self.processes[upid]
-        if priority >= row.name_priority:
-            row.name = name
-            row.name_priority = priority
+        _set_name(self.processes[upid], name, priority)
 
     def process(self, upid: int) -> ProcessRow:
         return self.processes[upid]
@@ -148,9 +149,4 @@ class ProcessTracker:
         return self.threads[utid]
 
     def set_thread_name(self, utid: int, name: Optional[str], priority: int = NAME_PRIORITY_OTHER) -> None:
-        if not name:
-            return
-        row = self.threads[utid]
-        if priority >= row.name_priority:
-            row.name = name
-            row.name_priority = priority
+        _set_name(self.threads[utid], name, priority)

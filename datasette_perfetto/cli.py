@@ -122,7 +122,10 @@ def demo(output: str, port: int, no_serve: bool) -> None:
     from .trace_builder import write_demo_trace
 
     trace_path = os.path.splitext(output)[0] + ".pftrace"
-    write_demo_trace(trace_path)
+    try:
+        write_demo_trace(trace_path)
+    except OSError as e:
+        raise click.ClickException(f"{trace_path}: cannot write the demo trace: {e.strerror or e}") from None
     try:
         ingest([trace_path], output)
     except IngestError as e:
@@ -140,7 +143,10 @@ def demo(output: str, port: int, no_serve: bool) -> None:
 @click.option("--prefix", default="", help="Only cases whose id starts with this")
 @click.option("-v", "--verbose", is_flag=True, help="Show why failing cases fail")
 def conformance(cases_dir: str, prefix: str, verbose: bool) -> None:
-    """Run trace_processor diff tests from CASES_DIR; prints one line per case."""
+    """Run trace_processor diff tests from CASES_DIR; prints one line per case.
+
+    Exits non-zero when a case fails.
+    """
     from .conformance import run_cases
 
     passed = failed = 0
@@ -152,3 +158,5 @@ def conformance(cases_dir: str, prefix: str, verbose: bool) -> None:
             failed += 1
             click.echo(f"FAIL {r.case_id}" + (f": {r.reason}" if verbose else ""))
     click.echo(f"{passed} passed, {failed} failed")
+    if failed:
+        sys.exit(1)

@@ -151,3 +151,25 @@ def test_query_extract_arg(demo_db):
         "WHERE s.name = 'URLRequest' ORDER BY s.ts")
     assert urls == [r[0] for r in expected]
     assert len(urls) == 8 and all(u.startswith("https://example.com/") for u in urls)
+
+
+def test_demo_into_missing_directory_is_one_clean_error(tmp_path):
+    result = run("demo", "--no-serve", "-o", str(tmp_path / "missing" / "demo.db"))
+    assert result.exit_code == 1
+    assert "cannot write the demo trace" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert not (tmp_path / "missing").exists()
+
+
+def test_demo_builds_the_database_without_serving(tmp_path):
+    result = run("demo", "--no-serve", "-o", str(tmp_path / "demo.db"))
+    assert result.exit_code == 0, result.output
+    assert sqlite3.connect(tmp_path / "demo.db").execute("SELECT count(*) FROM slice").fetchone() == (683,)
+
+
+def test_conformance_reports_each_case_and_fails_on_a_bad_one(tmp_path):
+    (tmp_path / "not-a-case").mkdir()
+    result = run("conformance", str(tmp_path), "-v")
+    assert result.exit_code == 1
+    assert result.output.splitlines() == ["FAIL not-a-case: no trace file", "0 passed, 1 failed"]
+    assert run("conformance", str(tmp_path / "nowhere")).exit_code == 2  # click: no such directory

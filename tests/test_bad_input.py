@@ -221,14 +221,19 @@ def test_zip_bomb_is_dropped_with_bounded_memory(ingest_data, demo_bytes, demo_c
 
 # -- incremental state --------------------------------------------------------------------
 
+def main_thread_sequence():
+    """A builder with one sequence describing thread 1 ("main"): (builder, sequence, track uuid)."""
+    builder = TraceBuilder()
+    seq = builder.sequence(1)
+    return builder, seq, seq.thread(1, 1, "main", ts=100)
+
+
 def slices(db) -> list[tuple]:
     return db.rows("SELECT ts, name, category FROM slice ORDER BY ts")
 
 
 def test_unknown_interned_ids_are_counted_and_the_events_kept(ingest_data):
-    builder = TraceBuilder()
-    seq = builder.sequence(1)
-    track = seq.thread(1, 1, "main", ts=100)
+    builder, seq, track = main_thread_sequence()
     seq.slice_begin(1000, track, "known")
     seq.slice_end(2000, track)
     seq.packet(3000, track_event=TE(type=TE.TYPE_SLICE_BEGIN, track_uuid=track, name_iid=99))
@@ -242,9 +247,7 @@ def test_unknown_interned_ids_are_counted_and_the_events_kept(ingest_data):
 
 
 def test_packets_needing_state_are_skipped_after_packet_loss(ingest_data):
-    builder = TraceBuilder()
-    seq = builder.sequence(1)
-    track = seq.thread(1, 1, "main", ts=100)
+    builder, seq, track = main_thread_sequence()
     seq.slice_begin(1000, track, "before loss")
     seq.slice_end(2000, track)
     seq.slice_begin(3000, track, "after loss").previous_packet_dropped = 1

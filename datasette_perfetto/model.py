@@ -61,9 +61,35 @@ class TraceContext:
     def set_metadata(self, name: str, value: object) -> None:
         self.metadata[name] = value
 
+    def cpu(self, cpu: int) -> int:
+        """The ucpu of core `cpu` on this trace's machine, its cpu row created on first use."""
+        ucpu = self.machine_id * MAX_CPUS_PER_MACHINE + cpu
+        if ucpu not in self.model.cpus:
+            self.model.cpus[ucpu] = CpuRow(ucpu, cpu, self.machine_id)
+        return ucpu
+
+    def cpu_row(self, cpu: int) -> CpuRow:
+        return self.model.cpus[self.cpu(cpu)]
+
     def add_metadata(self, name: str, value: object) -> None:
         """A value of a multi-valued key (each one its own row, key_type 'multi')."""
         self.metadata.setdefault(name, MultiValue()).append(value)
+
+
+class CpuRow:
+    __slots__ = ("ucpu", "cpu", "cluster_id", "processor", "machine_id", "capacity", "args")
+
+    def __init__(self, ucpu: int, cpu: int, machine_id: int) -> None:
+        self.ucpu = ucpu
+        self.cpu = cpu
+        self.machine_id = machine_id
+        self.cluster_id: Optional[int] = None
+        self.processor: Optional[str] = None
+        self.capacity: Optional[int] = None
+        self.args: list[Arg] = []
+
+
+MAX_CPUS_PER_MACHINE = 4096
 
 
 class MultiValue(list):
@@ -76,6 +102,7 @@ class TraceModel:
         self.processes: dict[int, ProcessRow] = {}
         self.threads: dict[int, ThreadRow] = {}
         self.tracks: dict[int, TrackRow] = {}
+        self.cpus: dict[int, CpuRow] = {}  # ucpu -> row
         self.traces: list[TraceContext] = []
         self._add_host()
 
@@ -139,6 +166,9 @@ class TraceModel:
             (t.machine_info for t in self.traces if t.machine_info), (None,) * 6)
         s.write("machine", (HOST_MACHINE_ID, 0, None, sysname, release, version, arch, num_cpus, None, None, None,
                             ram, round(ram / 1e9) if ram else None, 0))
+        for c in sorted(self.cpus.values(), key=lambda r: r.ucpu):
+            s.write("cpu", (c.ucpu, c.cpu, c.cluster_id, c.processor, c.machine_id, c.capacity,
+                            s.arg_set(c.args) if c.args else None))
         for p in sorted(self.processes.values(), key=lambda r: r.upid):
             s.write("process", (p.upid, p.pid, p.name, p.start_ts, p.end_ts, p.parent_upid, p.uid, None, None,
                                 p.cmdline, s.arg_set(list(p.args.values())), p.machine_id))

@@ -99,6 +99,21 @@ MACHINE = Table(
     ),
 )
 
+CPU = Table(
+    "cpu",
+    "CPUs seen in the trace (from CpuInfo packets and from kernel events). ucpu = cpu on the host machine.",
+    (
+        C("id", "INTEGER", "Unique CPU id (ucpu): machine id * 4096 + cpu."),
+        C("ucpu", "INTEGER", "Alias of id.", generated="id"),
+        C("cpu", "INTEGER", "0-based core number on its machine."),
+        C("cluster_id", "INTEGER", "Cluster shared by CPUs of one cluster."),
+        C("processor", "TEXT", "Description of the core (CpuInfo); NULL if none was recorded."),
+        C("machine_id", "INTEGER", "→ machine.id."),
+        C("capacity", "INTEGER", "Relative CPU capacity (devicetree cpu-capacity)."),
+        C("arg_set_id", "INTEGER", "Extra args (e.g. cpu_features.raw_bitmap)."),
+    ),
+)
+
 TRACE_FILE = Table(
     "trace_file",
     "One row per input file ingested into this database (trace_processor's __intrinsic_trace_file).",
@@ -238,6 +253,58 @@ STATE = Table(
     indexes=(("track_id", "ts"),),
 )
 
+SCHED = Table(
+    "sched",
+    "Scheduling slices: one row per time a thread ran on a CPU (from sched_switch). "
+    "sched_slice is the same without ts_end.",
+    (
+        C("id", "INTEGER", "Row id; ids follow ts order per CPU."),
+        C("ts", "INTEGER", "Time the thread was switched in.", unit=TS),
+        C("dur", "INTEGER", "Running time; -1 for the last, still running slice on a CPU.", unit=TS),
+        C("cpu", "INTEGER", "The ucpu value (the core number on single-machine traces).", generated="ucpu"),
+        C("utid", "INTEGER", "→ thread.utid (utid 0 = swapper/idle)."),
+        C("end_state", "TEXT", "State of the thread when switched out (R, R+, S, D, ...); NULL while open."),
+        C("priority", "INTEGER", "Kernel priority."),
+        C("ucpu", "INTEGER", "→ cpu.id."),
+        C("ts_end", "INTEGER", "ts + dur (legacy column).", generated="ts + dur", unit=TS),
+    ),
+    indexes=(("utid", "ts"), ("ucpu", "ts"), ("ts",)),
+)
+
+THREAD_STATE = Table(
+    "thread_state",
+    "What each thread was doing over time: Running (matching a sched row), runnable (R, R+), "
+    "sleeping (S), uninterruptible (D), ...",
+    (
+        C("id", "INTEGER", "Row id."),
+        C("ts", "INTEGER", "Start time.", unit=TS),
+        C("dur", "INTEGER", "Duration; -1 if still open.", unit=TS),
+        C("cpu", "INTEGER", "The ucpu value while Running (or of the wakeup).", generated="ucpu"),
+        C("utid", "INTEGER", "→ thread.utid."),
+        C("state", "TEXT", "Running, or a task state code such as R, R+, S, D."),
+        C("io_wait", "INTEGER", "1 if blocked on I/O."),
+        C("blocked_function", "TEXT", "Kernel function the thread was blocked in."),
+        C("waker_utid", "INTEGER", "→ thread.utid of the thread that woke this one."),
+        C("waker_id", "INTEGER", "→ thread_state.id of the waker's state at the wakeup."),
+        C("irq_context", "INTEGER", "1 if the wakeup came from interrupt context."),
+        C("ucpu", "INTEGER", "→ cpu.id."),
+    ),
+    indexes=(("utid", "ts"), ("ts",)),
+)
+
+SPURIOUS_SCHED_WAKEUP = Table(
+    "spurious_sched_wakeup",
+    "Wakeups of threads that were not blocked (not recorded in thread_state).",
+    (
+        C("id", "INTEGER", "Row id."),
+        C("ts", "INTEGER", "Time of the wakeup.", unit=TS),
+        C("thread_state_id", "INTEGER", "→ thread_state.id the thread was in."),
+        C("irq_context", "INTEGER", "1 if the wakeup came from interrupt context."),
+        C("utid", "INTEGER", "→ thread.utid woken."),
+        C("waker_utid", "INTEGER", "→ thread.utid of the waker."),
+    ),
+)
+
 ARGS = Table(
     "args",
     "Key/value arguments. Rows sharing arg_set_id form one set; other tables point at sets.",
@@ -325,6 +392,7 @@ TRACE_BOUNDS = Table(
 
 TABLES: tuple[Table, ...] = (
     MACHINE,
+    CPU,
     TRACE_FILE,
     PROCESS,
     THREAD,
@@ -333,6 +401,9 @@ TABLES: tuple[Table, ...] = (
     FLOW,
     COUNTER,
     STATE,
+    SCHED,
+    THREAD_STATE,
+    SPURIOUS_SCHED_WAKEUP,
     ARGS,
     STATS,
     METADATA,
@@ -362,6 +433,8 @@ VIEWS: tuple[View, ...] = (
     View("state_track", "All state tracks.",
          "SELECT id, name, parent_id, type, dimension_arg_set_id, source_arg_set_id, machine_id "
          "FROM track WHERE event_type = 'state'"),
+    View("sched_slice", "Scheduling slices (the sched table without ts_end).",
+         "SELECT id, ts, dur, cpu, utid, end_state, priority, ucpu FROM sched"),
     View("slices", "Same as slice (legacy name).", "SELECT * FROM slice"),
     View("instant", "Instants: slices with zero duration.",
          "SELECT ts, track_id, name, arg_set_id FROM slice WHERE dur = 0"),

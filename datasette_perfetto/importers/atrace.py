@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Optional
 
 from ..model import TraceContext
+from .ftrace import ftrace_handler
+from .track_event import text
 
 EV_ATRACE = 3
 
@@ -64,3 +66,12 @@ class AtraceParser:
             track = self.trace.tracks.intern("atrace_counter", (("upid", upid), ("name", marker[2])), "counter",
                                              marker[2])
             self.trace.insert_counter(ts, track, marker[3])
+
+
+def _atrace(parser) -> AtraceParser:
+    return parser.state("atrace", lambda: AtraceParser(parser.trace, parser.thread_track))
+
+
+@ftrace_handler("print")
+def _print(parser, ts: int, cpu: int, pid: int, event) -> None:
+    _atrace(parser).parse(ts, (EV_ATRACE, pid, text(event.buf)))

@@ -21,6 +21,7 @@ from ..model import TraceContext, format_uuid
 from ..stats import REGISTRY as STATS
 from ..storage import to_int64
 from .atrace import EV_ATRACE, AtraceParser
+from .ftrace import EV_FTRACE, EV_PACKET, PACKET_HANDLERS, FtraceParser
 from .clock_tracker import BOOTTIME, ClockTracker, clock_key
 from .proto_reader import ProtoReader, inflate_packets, scan_simple_track_event
 from .sorter import Sorter
@@ -158,6 +159,7 @@ class ProtoImporter:
         self.first_packet_sequences: set[int] = set()
         self.parser = TrackEventParser(trace, self.reservations, self.first_packet_sequences)
         self.atrace = AtraceParser(trace, self.parser.thread_track)
+        self.ftrace = FtraceParser(trace, self.parser.thread_track)
         self.last_ts = 0
         self.chrome_metadata_packets = 0
         self._handlers = self._handler_table()
@@ -181,9 +183,15 @@ class ProtoImporter:
             self.stats.inc("interned_data_tokenizer_errors", misses)
         self.trace.metadata["trace_time_clock_id"] = self.clocks.trace_clock
         parse_track_event, parse_atrace = self.parser.parse, self.atrace.parse
+        parse_ftrace, parse_packet = self.ftrace.parse_ftrace, self.ftrace.parse_packet
         total = max(self.sorter.count, 1)
         for i, (ts, event) in enumerate(self.sorter.drain()):
-            if event[0] == EV_ATRACE:
+            kind = event[0]
+            if kind == EV_FTRACE:
+                parse_ftrace(ts, event)
+            elif kind == EV_PACKET:
+                parse_packet(ts, event)
+            elif kind == EV_ATRACE:
                 parse_atrace(ts, event)
             else:
                 parse_track_event(ts, event)
@@ -191,6 +199,7 @@ class ProtoImporter:
                 progress(0.5 + 0.5 * i / total)
         progress(1.0)
         self.parser.finish()
+        self.ftrace.finish()
         self._write_clock_snapshots()
 
     # -- tokenizer -------------------------------------------------------------
@@ -265,6 +274,9 @@ class ProtoImporter:
         handler = self._handlers.get(kind)
         if handler is not None:
             handler(packet, seq, ts)
+        elif kind in PACKET_HANDLERS:
+            # Parsed in timestamp order with everything else (process trees, stats, ...).
+            self._push(ts, (EV_PACKET, kind, getattr(packet, kind).SerializeToString()))
 
     def _tokenize_simple(self, ts_raw: Optional[int], seq_id: Optional[int], flags: int, event: bytes) -> None:
         """tokenize() for the common packet: a TrackEvent with nothing but a timestamp,
@@ -631,11 +643,11 @@ class ProtoImporter:
                 self.stats.inc("streaming_profile_invalid_timestamp")
 
     def _ftrace_events(self, bundle) -> None:
+        cpu = bundle.cpu
         for event in bundle.event:
-            if event.HasField("print"):
-                ts = self.clocks.to_trace_time(BOOTTIME, event.timestamp)
-                if ts is not None and 0 <= ts <= INT64_MAX:
-                    self._push(ts, (EV_ATRACE, event.pid, text(event.print.buf)))
+            ts = self.clocks.to_trace_time(BOOTTIME, event.timestamp)
+            if ts is not None and 0 <= ts <= INT64_MAX:
+                self._push(ts, (EV_FTRACE, cpu, event.SerializeToString()))
 
     def _system_info(self, info) -> None:
         u = info.utsname

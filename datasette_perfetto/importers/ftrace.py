@@ -1,0 +1,124 @@
+"""Kernel events (ftrace) and sorted packet data: dispatch to per-event handlers.
+
+The tokenizer turns each FtraceEvent into a sorter event
+`(EV_FTRACE, cpu, serialized FtraceEvent)`, and each TracePacket payload that
+must be parsed in timestamp order into `(EV_PACKET, oneof name, serialized
+payload)`. At parse time `FtraceParser` decodes the event and calls the
+handler registered for its oneof field, as trace_processor's FtraceParser
+switches on the event's field id.
+
+Handlers live in modules by data source (`ftrace_sched`, `ftrace_counters`,
+`atrace`, `system_probes`, ...) and register themselves with `@ftrace_handler`
+or `@packet_handler`; `HANDLER_MODULES` lists them so importing this module
+is enough for every handler to be known.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Callable, Optional
+
+from google.protobuf.message import DecodeError
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+from ..model import TraceContext
+
+EV_FTRACE = 4
+EV_PACKET = 5
+
+# FtraceEvent oneof field name -> handler(parser, ts, cpu, pid, payload message)
+FTRACE_HANDLERS: dict[str, Callable] = {}
+# TracePacket oneof field name -> (payload class, handler(parser, ts, payload message))
+PACKET_HANDLERS: dict[str, tuple[type, Callable]] = {}
+
+# Modules whose import registers handlers (each a module of datasette_perfetto.importers).
+HANDLER_MODULES = ("ftrace_sched", "ftrace_counters", "system_probes", "atrace")
+
+
+def ftrace_handler(*names: str) -> Callable:
+    def register(fn: Callable) -> Callable:
+        for name in names:
+            FTRACE_HANDLERS[name] = fn
+        return fn
+
+    return register
+
+
+def packet_handler(name: str) -> Callable:
+    """Registers handler(parser, ts, payload) for the TracePacket field `name`."""
+    payload_class = getattr(pb, pb.TracePacket.DESCRIPTOR.fields_by_name[name].message_type.name)
+
+    def register(fn: Callable) -> Callable:
+        PACKET_HANDLERS[name] = (payload_class, fn)
+        return fn
+
+    return register
+
+
+def _load_handlers() -> None:
+    for name in HANDLER_MODULES:
+        try:
+            importlib.import_module(f"{__package__}.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"{__package__}.{name}":
+                raise
+
+
+class FtraceParser:
+    """Parses sorted kernel events and sorted packets of one trace.
+
+    Per-source state (the sched tracker, counters per cpu, ...) hangs off this
+    object as attributes that handler modules create on first use via
+    `state(key, factory)`, so the modules stay independent of each other.
+    """
+
+    def __init__(self, trace: TraceContext, thread_track: Optional[Callable[[int], int]] = None) -> None:
+        _load_handlers()
+        self.trace = trace
+        self.stats = trace.stats
+        # utid -> the thread's slice track; shared with the track-event parser
+        # so atrace and TrackEvent slices of a thread nest on one track.
+        self.thread_track = thread_track
+        self._state: dict[str, object] = {}
+        self._finishers: list[Callable[[], None]] = []
+
+    def state(self, key: str, factory: Callable[[], object]) -> object:
+        value = self._state.get(key)
+        if value is None:
+            value = self._state[key] = factory()
+            finish = getattr(value, "finish", None)
+            if finish is not None:
+                self._finishers.append(finish)
+        return value
+
+    def parse_ftrace(self, ts: int, event: tuple) -> None:
+        _, cpu, raw = event
+        try:
+            ev = pb.FtraceEvent.FromString(raw)
+        except DecodeError:
+            self.stats.inc("ftrace_bundle_tokenizer_errors")
+            return
+        self.parse_ftrace_event(ts, cpu, ev)
+
+    def parse_ftrace_event(self, ts: int, cpu: int, ev) -> None:
+        kind = ev.WhichOneof("event")
+        if kind is None:
+            return
+        handler = FTRACE_HANDLERS.get(kind)
+        if handler is None:
+            return  # an event we keep no table for (trace_processor keeps it only in ftrace_event)
+        handler(self, ts, cpu, ev.pid, getattr(ev, kind))
+
+    def parse_packet(self, ts: int, event: tuple) -> None:
+        _, kind, raw = event
+        payload_class, handler = PACKET_HANDLERS[kind]
+        try:
+            payload = payload_class.FromString(raw)
+        except DecodeError:
+            self.stats.inc("proto_packet_parse_errors")
+            return
+        handler(self, ts, payload)
+
+    def finish(self) -> None:
+        for finish in self._finishers:
+            finish()

@@ -41,7 +41,7 @@ class TraceContext:
         self.stats = Stats()
         self.machine_id = HOST_MACHINE_ID
         self.processes = ProcessTracker(self.storage, model.processes, model.threads,
-                                        pid_zero_is_idle=trace_type in ("proto", "systrace"))
+                                        pid_zero_is_idle=trace_type in ("proto", "systrace"), stats=self.stats)
         self.tracks = TrackTracker(self.storage, model.tracks, trace_id)
         # Renames a trace can carry (TranslationTable packets): raw name -> name.
         self.slice_name_map: dict[str, str] = {}
@@ -83,7 +83,7 @@ class CpuRow:
         self.ucpu = ucpu
         self.cpu = cpu
         self.machine_id = machine_id
-        self.cluster_id: Optional[int] = None
+        self.cluster_id = 0  # trace_processor's column is never NULL
         self.processor: Optional[str] = None
         self.capacity: Optional[int] = None
         self.args: list[Arg] = []
@@ -170,8 +170,8 @@ class TraceModel:
             s.write("cpu", (c.ucpu, c.cpu, c.cluster_id, c.processor, c.machine_id, c.capacity,
                             s.arg_set(c.args) if c.args else None))
         for p in sorted(self.processes.values(), key=lambda r: r.upid):
-            s.write("process", (p.upid, p.pid, p.name, p.start_ts, p.end_ts, p.parent_upid, p.uid, None, None,
-                                p.cmdline, s.arg_set(list(p.args.values())), p.machine_id))
+            s.write("process", (p.upid, p.pid, p.name, p.start_ts, p.end_ts, p.parent_upid, p.uid, p.android_appid,
+                                p.android_user_id, p.cmdline, s.arg_set(list(p.args.values())), p.machine_id))
         for t in sorted(self.threads.values(), key=lambda r: r.utid):
             s.write("thread", (t.utid, t.tid, t.name, t.start_ts, t.end_ts, t.upid, t.is_main_thread, t.is_idle,
                                t.machine_id, s.arg_set(list(t.args.values()))))

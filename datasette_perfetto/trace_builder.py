@@ -45,6 +45,14 @@ class TraceBuilder:
         self.packets.append(packet)
         return packet
 
+    def ftrace(self, cpu: int, *events: dict, seq_id: int = 1, **bundle_fields: Any) -> pb.TracePacket:
+        """Append an FtraceEventBundle for `cpu`; each event is a dict of FtraceEvent
+        fields, e.g. {"timestamp": 10, "pid": 0, "sched_switch": {...}}."""
+        bundle = pb.FtraceEventBundle(cpu=cpu, **bundle_fields)
+        for event in events:
+            bundle.event.append(pb.FtraceEvent(**event))
+        return self.packet(ftrace_events=bundle, trusted_packet_sequence_id=seq_id)
+
     def sequence(self, seq_id: int, *, intern: bool = True,
                  use_incremental_clock: bool = False) -> Sequence:
         """Return the writer for `trusted_packet_sequence_id=seq_id`, creating it once."""

@@ -16,7 +16,7 @@ is enough for every handler to be known.
 from __future__ import annotations
 
 import importlib
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 from google.protobuf.message import DecodeError
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
@@ -25,6 +25,7 @@ from ..model import TraceContext
 
 EV_FTRACE = 4
 EV_PACKET = 5
+EV_COMPACT_SCHED = 6  # (EV_COMPACT_SCHED, cpu, "switch"|"waking", *fields) from compact_sched bundles
 
 # FtraceEvent oneof field name -> handler(parser, ts, cpu, pid, payload message)
 FTRACE_HANDLERS: dict[str, Callable] = {}
@@ -81,6 +82,7 @@ class FtraceParser:
         self.thread_track = thread_track
         self._state: dict[str, object] = {}
         self._finishers: list[Callable[[], None]] = []
+        self.clocks = None  # the trace's ClockTracker, when the format has clocks (set by the proto importer)
 
     def state(self, key: str, factory: Callable[[], object]) -> object:
         value = self._state.get(key)
@@ -92,22 +94,33 @@ class FtraceParser:
         return value
 
     def parse_ftrace(self, ts: int, event: tuple) -> None:
-        _, cpu, raw = event
+        """event: (EV_FTRACE, cpu, serialized FtraceEvent[, value resolved at tokenize time])."""
         try:
-            ev = pb.FtraceEvent.FromString(raw)
+            ev = pb.FtraceEvent.FromString(event[2])
         except DecodeError:
             self.stats.inc("ftrace_bundle_tokenizer_errors")
             return
-        self.parse_ftrace_event(ts, cpu, ev)
+        self.parse_ftrace_event(ts, event[1], ev, *event[3:])
 
-    def parse_ftrace_event(self, ts: int, cpu: int, ev) -> None:
+    def parse_ftrace_event(self, ts: int, cpu: int, ev, *resolved) -> None:
         kind = ev.WhichOneof("event")
         if kind is None:
             return
+        if kind != "sched_switch":
+            # trace_processor records every other event in its raw table first, which
+            # gives the emitting task a thread (and the cpu a row) before the event's own logic.
+            self.trace.processes.get_or_create_live_thread(ev.pid)
+            self.trace.cpu(cpu)
         handler = FTRACE_HANDLERS.get(kind)
         if handler is None:
             return  # an event we keep no table for (trace_processor keeps it only in ftrace_event)
-        handler(self, ts, cpu, ev.pid, getattr(ev, kind))
+        handler(self, ts, cpu, ev.pid, getattr(ev, kind), *resolved)
+
+    def parse_compact_sched(self, ts: int, event: tuple) -> None:
+        from .ftrace_sched import compact_sched_switch, compact_sched_waking
+
+        _, cpu, kind, *fields = event
+        (compact_sched_switch if kind == "switch" else compact_sched_waking)(self, ts, cpu, *fields)
 
     def parse_packet(self, ts: int, event: tuple) -> None:
         _, kind, raw = event
@@ -122,3 +135,46 @@ class FtraceParser:
     def finish(self) -> None:
         for finish in self._finishers:
             finish()
+
+
+def queue_of(event: tuple) -> int:
+    """trace_processor's sorter queue: one per CPU for kernel events, 0 for the rest."""
+    kind = event[0]
+    return event[1] + 1 if kind == EV_FTRACE or kind == EV_COMPACT_SCHED else 0
+
+
+def order_ties_by_queue(events: Iterator[tuple[int, tuple]]) -> Iterator[tuple[int, tuple]]:
+    """Reorders events that share a timestamp the way trace_processor's sorter
+    emits them. It merges per-CPU queues by draining the queue with the
+    smallest head while its events are <= every other head, so at a tie the
+    queue it was already draining goes first, then the others by CPU order.
+    Per-CPU interleavings at equal timestamps change sched/thread_state row
+    order, which queries without a full ORDER BY see."""
+    current = -1
+    group: list[tuple[int, tuple]] = []
+    group_ts = None
+    for item in events:
+        if item[0] != group_ts:
+            if group:
+                current = yield from _emit_group(group, current)
+                group = []
+            group_ts = item[0]
+        group.append(item)
+    if group:
+        yield from _emit_group(group, current)
+
+
+def _emit_group(group: list[tuple[int, tuple]], current: int):
+    if len(group) == 1:
+        yield group[0]
+        return queue_of(group[0][1])
+    by_queue: dict[int, list] = {}
+    for item in group:
+        by_queue.setdefault(queue_of(item[1]), []).append(item)
+    order = sorted(by_queue)
+    if current in by_queue:
+        order.remove(current)
+        order.insert(0, current)
+    for q in order:
+        yield from by_queue[q]
+    return order[-1]

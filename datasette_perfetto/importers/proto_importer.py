@@ -21,7 +21,7 @@ from ..model import TraceContext, format_uuid
 from ..stats import REGISTRY as STATS
 from ..storage import to_int64
 from .atrace import EV_ATRACE, AtraceParser
-from .ftrace import EV_FTRACE, EV_PACKET, PACKET_HANDLERS, FtraceParser
+from .ftrace import EV_COMPACT_SCHED, EV_FTRACE, EV_PACKET, PACKET_HANDLERS, FtraceParser, order_ties_by_queue
 from .clock_tracker import BOOTTIME, ClockTracker, clock_key
 from .proto_reader import ProtoReader, inflate_packets, scan_simple_track_event
 from .sorter import Sorter
@@ -49,6 +49,11 @@ SEQ_INCREMENTAL_STATE_CLEARED = 1
 SEQ_NEEDS_INCREMENTAL_STATE = 2
 
 TracePacket = pb.TracePacket
+
+MAX_FTRACE_CPUS = 1024
+MONOTONIC_RAW = 4
+SEQUENCE_SCOPED_CLOCK = 64
+FTRACE_CLOCK_UNSPECIFIED, FTRACE_CLOCK_GLOBAL, FTRACE_CLOCK_LOCAL, FTRACE_CLOCK_MONO_RAW = 0, 2, 3, 4
 
 UNIT_NAMES = {1: "ns", 2: "count", 3: "bytes"}
 COUNTER_THREAD_TIME_NS = 1
@@ -142,6 +147,7 @@ INTERNED_FIELDS = {
     "log_message_body": (20, lambda e: text(e.body)),
     "debug_annotation_value_type_names": (27, _name),
     "correlation_id_str": (43, _str),
+    "kernel_symbols": (26, _str),
 }
 
 
@@ -160,7 +166,9 @@ class ProtoImporter:
         self.parser = TrackEventParser(trace, self.reservations, self.first_packet_sequences)
         self.atrace = AtraceParser(trace, self.parser.thread_track)
         self.ftrace = FtraceParser(trace, self.parser.thread_track)
+        self.ftrace.clocks = self.clocks  # packets carrying raw clock values convert them at parse time
         self.last_ts = 0
+        self.has_kernel_events = False  # any per-CPU events, whose ties the sorter orders specially
         self.chrome_metadata_packets = 0
         self._handlers = self._handler_table()
 
@@ -185,10 +193,15 @@ class ProtoImporter:
         parse_track_event, parse_atrace = self.parser.parse, self.atrace.parse
         parse_ftrace, parse_packet = self.ftrace.parse_ftrace, self.ftrace.parse_packet
         total = max(self.sorter.count, 1)
-        for i, (ts, event) in enumerate(self.sorter.drain()):
+        events = self.sorter.drain()
+        if self.has_kernel_events:
+            events = order_ties_by_queue(events)
+        for i, (ts, event) in enumerate(events):
             kind = event[0]
             if kind == EV_FTRACE:
                 parse_ftrace(ts, event)
+            elif kind == EV_COMPACT_SCHED:
+                self.ftrace.parse_compact_sched(ts, event)
             elif kind == EV_PACKET:
                 parse_packet(ts, event)
             elif kind == EV_ATRACE:
@@ -311,7 +324,7 @@ class ProtoImporter:
             "thread_descriptor": self._thread_descriptor,
             "process_descriptor": self._process_descriptor,
             "streaming_profile_packet": lambda p, seq, ts: self._streaming_profile(p.streaming_profile_packet, seq),
-            "ftrace_events": lambda p, seq, ts: self._ftrace_events(p.ftrace_events),
+            "ftrace_events": lambda p, seq, ts: self._ftrace_events(p.ftrace_events, seq),
             "track_event_range_of_interest": lambda p, seq, ts: self._range_of_interest(p),
             "system_info": lambda p, seq, ts: self._system_info(p.system_info),
             "trace_config": lambda p, seq, ts: self._trace_config(p.trace_config),
@@ -642,12 +655,90 @@ class ProtoImporter:
             if seq.ref_ts < 0:
                 self.stats.inc("streaming_profile_invalid_timestamp")
 
-    def _ftrace_events(self, bundle) -> None:
+    def _ftrace_events(self, bundle, seq: SequenceState) -> None:
+        if not bundle.HasField("cpu"):
+            self.stats.inc("ftrace_bundle_tokenizer_errors")
+            return
         cpu = bundle.cpu
+        if cpu >= MAX_FTRACE_CPUS:
+            self.stats.inc("ftrace_bundle_tokenizer_errors")  # a corrupt bundle
+            return
+        if bundle.lost_events:
+            self.stats.set("ftrace_cpu_has_data_loss", 1, cpu)
+        clock = self._ftrace_clock(bundle, seq)
+        if clock is None:
+            return
+        self.has_kernel_events = True
+        if bundle.HasField("compact_sched"):
+            self._compact_sched(cpu, clock, bundle.compact_sched)
+        to_trace_time = self.clocks.to_trace_time
         for event in bundle.event:
-            ts = self.clocks.to_trace_time(BOOTTIME, event.timestamp)
-            if ts is not None and 0 <= ts <= INT64_MAX:
+            if not event.HasField("timestamp"):
+                self.stats.inc("ftrace_bundle_tokenizer_errors")
+                continue
+            if event.WhichOneof("event") is None:
+                self.stats.inc("ftrace_missing_event_id")
+                continue
+            ts = to_trace_time(clock, event.timestamp)
+            if ts is None or not 0 <= ts <= INT64_MAX:
+                continue
+            if event.HasField("sched_blocked_reason") and event.sched_blocked_reason.caller:
+                # The blocked function is interned on this sequence: resolve it while the state is here.
+                symbol = seq.interned.get(26, {}).get(event.sched_blocked_reason.caller)
+                self._push(ts, (EV_FTRACE, cpu, event.SerializeToString(), symbol))
+            else:
                 self._push(ts, (EV_FTRACE, cpu, event.SerializeToString()))
+
+    def _ftrace_clock(self, bundle, seq: SequenceState):
+        """The clock key of a bundle's timestamps; records the ftrace↔boot snapshot it carries."""
+        if not bundle.HasField("ftrace_clock") or bundle.ftrace_clock == FTRACE_CLOCK_UNSPECIFIED:
+            return BOOTTIME
+        if bundle.ftrace_clock == FTRACE_CLOCK_MONO_RAW:
+            clock = MONOTONIC_RAW
+        elif bundle.ftrace_clock in (FTRACE_CLOCK_GLOBAL, FTRACE_CLOCK_LOCAL):
+            clock = clock_key(SEQUENCE_SCOPED_CLOCK, seq.seq_id)
+        else:
+            self.stats.inc("ftrace_bundle_tokenizer_errors")  # an unknown clock: the times mean nothing
+            return None
+        if bundle.HasField("ftrace_timestamp") and bundle.HasField("boot_timestamp"):
+            clock_id = clock if isinstance(clock, int) else SEQUENCE_SCOPED_CLOCK
+            self.clocks.add_snapshot([(clock_id, bundle.ftrace_timestamp, False, 1),
+                                      (BOOTTIME, bundle.boot_timestamp, False, 1)], seq.seq_id)
+        return clock
+
+    def _compact_sched(self, cpu: int, clock, compact) -> None:
+        """compact_sched: parallel arrays of sched_switch / sched_waking fields, delta-coded times."""
+        strings = [text(s) for s in compact.intern_table]
+        to_trace_time = self.clocks.to_trace_time
+        switch = (compact.switch_timestamp, compact.switch_prev_state, compact.switch_next_pid,
+                  compact.switch_next_prio, compact.switch_next_comm_index)
+        waking = (compact.waking_timestamp, compact.waking_pid, compact.waking_target_cpu, compact.waking_prio,
+                  compact.waking_comm_index)
+        error = len({len(a) for a in switch}) > 1 or len({len(a) for a in waking}) > 1
+        raw_ts = 0
+        for delta, prev_state, next_pid, next_prio, comm_index in zip(*switch):
+            raw_ts += delta
+            if comm_index >= len(strings):
+                error = True
+                break
+            ts = to_trace_time(clock, raw_ts)
+            if ts is None:
+                break
+            self._push(ts, (EV_COMPACT_SCHED, cpu, "switch", prev_state, next_pid, next_prio, strings[comm_index]))
+        raw_ts = 0
+        flags = compact.waking_common_flags
+        for i, (delta, pid, _target_cpu, _prio, comm_index) in enumerate(zip(*waking)):
+            raw_ts += delta
+            if comm_index >= len(strings):
+                error = True
+                break
+            ts = to_trace_time(clock, raw_ts)
+            if ts is None:
+                break
+            self._push(ts, (EV_COMPACT_SCHED, cpu, "waking", pid, strings[comm_index],
+                            flags[i] if i < len(flags) else None))
+        if error:
+            self.stats.inc("compact_sched_has_parse_errors")
 
     def _system_info(self, info) -> None:
         u = info.utsname

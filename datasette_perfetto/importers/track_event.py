@@ -752,7 +752,8 @@ class TrackEventParser:
             utid = self.procs.update_thread(r.tid, r.pid)
             if utid in self._uuid_by_utid and self._uuid_by_utid[utid] != uuid:
                 # tid reuse: a new descriptor for a known thread starts a new thread.
-                utid = self.procs.start_new_thread(r.tid, r.pid)
+                utid = self.procs.start_new_thread(None, r.tid)
+                self.procs.update_thread(r.tid, r.pid)
             self._uuid_by_utid[utid] = uuid
             if r.sibling_order_rank is not None and self._explicit_ordering("thread_ordering"):
                 self.procs.thread(utid).args["thread_sort_index_hint"] = (

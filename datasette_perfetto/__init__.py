@@ -26,6 +26,33 @@ def prepare_connection(conn):
 
 
 @hookimpl
+def register_routes():
+    from .report.web import ROUTE, report_page
+
+    return [(ROUTE, report_page)]
+
+
+@hookimpl
+def canned_queries(datasette, database, actor):
+    # The report views' SQL as shareable canned queries (Datasette 0.65's hook): on trace
+    # databases, for actors allowed to run SQL there.
+    async def inner():
+        from .metadata import is_trace_database
+        from .report.canned import canned_queries as report_queries
+        from .report.web import can
+
+        try:
+            db = datasette.get_database(database)
+        except KeyError:
+            return None
+        if not is_trace_database(db) or not await can(datasette, actor, "execute-sql", database):
+            return None
+        return report_queries()
+
+    return inner
+
+
+@hookimpl
 def get_metadata(datasette, key, database, table):
     # Descriptions for every served trace database (Datasette 0.65; 1.0 ignores this hook).
     from .metadata import plugin_metadata

@@ -133,7 +133,9 @@ def demo(output: str, port: int, no_serve: bool) -> None:
     click.echo(f"Ingested {trace_path} into {output}", err=True)
     if no_serve:
         return
-    click.echo(f"Serving on http://127.0.0.1:{port}/ (Ctrl+C to stop)", err=True)
+    name = os.path.splitext(os.path.basename(output))[0]
+    click.echo(f"Serving on http://127.0.0.1:{port}/ (Ctrl+C to stop); "
+               f"the report: http://127.0.0.1:{port}/{name}/-/report", err=True)
     sys.stdout.flush()
     os.execv(sys.executable, [sys.executable, "-m", "datasette", "serve", output, "-h", "127.0.0.1", "-p", str(port)])
 
@@ -160,3 +162,55 @@ def conformance(cases_dir: str, prefix: str, verbose: bool) -> None:
     click.echo(f"{passed} passed, {failed} failed")
     if failed:
         sys.exit(1)
+
+
+def _report_options(fn):
+    """One --flag per report scope flag (--min-duration for min_duration)."""
+    from .report.scope import FLAGS
+
+    for flag, help_text in reversed(list(FLAGS.items())):
+        fn = click.option(f"--{flag.replace('_', '-')}", flag, default=None, help=help_text)(fn)
+    return fn
+
+
+@perfetto.command(name="report")
+@click.argument("database", type=click.Path(exists=True, dir_okay=False))
+@click.argument("noun", required=False)
+@click.argument("view", required=False)
+@click.option("--format", "output_format", type=click.Choice(["text", "json", "sql"]), default="text",
+              help="text tables, JSON (protos/report.proto) or the SQL the view runs")
+@_report_options
+def report_command(database: str, noun, view, output_format: str, **flags) -> None:
+    """An opinionated report of a trace database: NOUN and VIEW as in the report RFC.
+
+    \b
+    Examples:
+        datasette perfetto report trace.db
+        datasette perfetto report trace.db slices --top 20
+        datasette perfetto report trace.db slices inspect --name doFrame --ts 2.734s
+    """
+    from .report.base import Linker
+    from .report.engine import run_report
+    from .report.render import error_json, to_json, to_sql, to_text
+    from .report.scope import ReportError
+
+    params = {k: v for k, v in flags.items() if v is not None}
+    conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
+    register_functions(conn)
+    try:
+        result = run_report(conn, noun, view, params, Linker(None, database))
+    except ReportError as e:
+        if output_format == "json":
+            click.echo(json.dumps(error_json(e), indent=2))
+            sys.exit(1)
+        raise click.ClickException(e.message) from None
+    except sqlite3.Error as e:
+        raise click.ClickException(f"{database}: not a trace database this version can report on ({e})") from None
+    finally:
+        conn.close()
+    if output_format == "json":
+        click.echo(json.dumps(to_json(result), indent=2, ensure_ascii=False))
+    elif output_format == "sql":
+        click.echo(to_sql(result), nl=False)
+    else:
+        click.echo(to_text(result), nl=False)

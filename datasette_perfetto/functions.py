@@ -85,6 +85,11 @@ def register_functions(conn: sqlite3.Connection) -> None:
         ("regexp_extract", 2): regexp_extract,
         ("regexp_replace_simple", 3): regexp_replace_simple,
         ("to_timecode", 1): to_timecode,
+        # Report flags inside canned queries: the same time syntax as report URLs.
+        ("report_time", 1): lambda text: _report_time(text, bounds_start),
+        ("report_range_start", 1): lambda text: _report_range(text, bounds_start, 0),
+        ("report_range_end", 1): lambda text: _report_range(text, bounds_start, 1),
+        ("report_duration", 1): _report_duration,
     }
     for unit, ns in (("us", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000),
                      ("min", 60_000_000_000), ("hours", 3_600_000_000_000), ("days", 86_400_000_000_000)):
@@ -96,7 +101,40 @@ def register_functions(conn: sqlite3.Connection) -> None:
 
 # Functions that read tables must not be marked deterministic: their result
 # depends on the database, not only the arguments.
-_TABLE_READERS = {"extract_arg", "trace_start", "trace_end", "trace_dur", "extract_metadata", "slice_is_ancestor"}
+_TABLE_READERS = {"extract_arg", "trace_start", "trace_end", "trace_dur", "extract_metadata", "slice_is_ancestor",
+                  "report_time", "report_range_start", "report_range_end"}
+
+
+def _report_time(text: Any, trace_start: Callable[[], Any]) -> Optional[int]:
+    """'2.7s' (offset from the trace start) or '123456' (absolute ns) -> ns; NULL for ''."""
+    from .report.scope import ReportError, parse_time
+
+    if text is None or str(text).strip() == "":
+        return None
+    try:
+        return parse_time(str(text), "time").resolve(trace_start() or 0)
+    except ReportError as e:
+        raise ValueError(e.message) from None
+
+
+def _report_range(text: Any, trace_start: Callable[[], Any], index: int) -> Optional[int]:
+    if text is None or str(text).strip() == "":
+        return None
+    parts = str(text).split(",")
+    if len(parts) != 2:
+        raise ValueError(f"time: expected START,END (e.g. 2.7s,3.1s), got {text!r}")
+    return _report_time(parts[index], trace_start)
+
+
+def _report_duration(text: Any) -> Optional[int]:
+    from .report.scope import ReportError, parse_duration
+
+    if text is None or str(text).strip() == "":
+        return None
+    try:
+        return parse_duration(str(text), "min_duration")
+    except ReportError as e:
+        raise ValueError(e.message) from None
 
 
 def _divide_by(ns: int) -> Callable[[Any], Optional[int]]:

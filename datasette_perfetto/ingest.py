@@ -64,7 +64,7 @@ def open_trace(path: str) -> tuple[str, BinaryIO]:
     fmt = detect_format(head)
     if fmt is None:
         raw.close()
-        raise IngestError(f"{path}: not a recognised trace format (expected a Perfetto protobuf trace)")
+        raise IngestError(f"{path}: not a recognised trace format (expected a Perfetto protobuf, Chrome JSON or systrace trace)")
     return fmt, stream
 
 
@@ -128,11 +128,22 @@ def _rewound(f: BinaryIO) -> BinaryIO:
 def detect_format(head: bytes) -> Optional[str]:
     if not head:
         return None
+    # JSON is sniffed first, as trace_processor does: a JSON file starting with a
+    # newline would otherwise pass for a proto packet (0x0a is its first tag).
+    compact = b"".join(head[:4096].split())
+    if compact.startswith((b'{"', b'[{"')):
+        return "json"
     if looks_like_proto_trace(head):
         return "proto"
     text = head.lstrip()[:1]
     if text in (b"{", b"["):
         return "json"
+    # Imported here: the systrace importer loads the protobuf classes (~12 MB), which
+    # JSON imports never need.
+    from .importers.systrace import looks_like_systrace
+
+    if looks_like_systrace(head):
+        return "systrace"
     return None
 
 
@@ -141,6 +152,14 @@ def _importer_for(fmt: str):
         from .importers.proto_importer import ProtoImporter
 
         return ProtoImporter
+    if fmt == "systrace":
+        from .importers.systrace import SystraceImporter
+
+        return SystraceImporter
+    if fmt == "json":
+        from .importers.json_importer import JsonImporter
+
+        return JsonImporter
     return None
 
 

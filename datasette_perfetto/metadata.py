@@ -104,7 +104,7 @@ def _tables_metadata() -> tuple[tuple[str, str, tuple[tuple[str, str], ...]], ..
     """(name, description, ((column, description), ...)) for tables then views."""
     entries = [
         (t.name, t.doc, tuple((c.name, column_description(c)) for c in t.columns))
-        for t in schema.TABLES
+        for t in schema.TABLES + tuple(d.table for d in schema.DERIVED)
     ]
     view_columns = _view_columns()
     for v in schema.VIEWS:

@@ -16,6 +16,7 @@ from .storage import Arg, TraceStorage, to_int64
 from .trackers.flow_tracker import FlowTracker
 from .trackers.process_tracker import ProcessRow, ProcessTracker, ThreadRow
 from .trackers.slice_tracker import SliceTracker
+from .trackers.state_tracker import StateTracker
 from .trackers.track_tracker import TrackRow, TrackTracker, write_tracks
 
 HOST_MACHINE_ID = 0
@@ -48,15 +49,23 @@ class TraceContext:
         self.process_track_name_map: dict[str, str] = {}
         self.slices = SliceTracker(self.storage, self.stats, self.slice_name_map)
         self.flows = FlowTracker(self.storage, self.stats)
+        self.states = StateTracker(self.storage)
         self.metadata: dict[str, object] = {}
         # (sysname, release, version, arch, num_cpus, ram bytes) from SystemInfo, for the machine row.
         self.machine_info: Optional[tuple] = None
+        self.page_size = 0  # SystemInfo.page_size (4096 when it says nothing); 0 without SystemInfo
         self.packets_read = 0
+        self.track_groups = 0  # compressed track sets created so far (see new_track_group)
         self.content_hash: Optional[int] = None  # FNV-1a of the file's first 4 KiB
 
     def insert_counter(self, ts: int, track_id: int, value: float, args: Optional[list[Arg]] = None) -> int:
         arg_set_id = self.storage.arg_set(args) if args else None
         return self.storage.insert("counter", (ts, track_id, value, arg_set_id))
+
+    def new_track_group(self) -> int:
+        """track_group_id for a new set of compressed tracks: numbered per trace as first used."""
+        self.track_groups += 1
+        return self.track_groups - 1
 
     def set_metadata(self, name: str, value: object) -> None:
         self.metadata[name] = value
@@ -70,6 +79,18 @@ class TraceContext:
 
     def cpu_row(self, cpu: int) -> CpuRow:
         return self.model.cpus[self.cpu(cpu)]
+
+    def gpu(self, gpu: int) -> int:
+        """The ugpu of GPU `gpu` on this trace's machine, its gpu row created on first use."""
+        key = (self.machine_id, gpu)
+        row = self.model.gpus.get(key)
+        if row is None:
+            row = self.model.gpus[key] = GpuRow(self.storage.reserve_id("gpu"), gpu, self.machine_id)
+        return row.ugpu
+
+    def gpu_row(self, gpu: int) -> GpuRow:
+        self.gpu(gpu)
+        return self.model.gpus[(self.machine_id, gpu)]
 
     def add_metadata(self, name: str, value: object) -> None:
         """A value of a multi-valued key (each one its own row, key_type 'multi')."""
@@ -89,6 +110,17 @@ class CpuRow:
         self.args: list[Arg] = []
 
 
+class GpuRow:
+    __slots__ = ("ugpu", "gpu", "machine_id", "name", "vendor", "model", "architecture", "uuid", "pci_bdf", "args")
+
+    def __init__(self, ugpu: int, gpu: int, machine_id: int) -> None:
+        self.ugpu = ugpu
+        self.gpu = gpu
+        self.machine_id = machine_id
+        self.name = self.vendor = self.model = self.architecture = self.uuid = self.pci_bdf = None
+        self.args: list[Arg] = []
+
+
 MAX_CPUS_PER_MACHINE = 4096
 
 
@@ -103,6 +135,7 @@ class TraceModel:
         self.threads: dict[int, ThreadRow] = {}
         self.tracks: dict[int, TrackRow] = {}
         self.cpus: dict[int, CpuRow] = {}  # ucpu -> row
+        self.gpus: dict[tuple[int, int], GpuRow] = {}  # (machine id, gpu index) -> row
         self.traces: list[TraceContext] = []
         self._add_host()
 
@@ -130,11 +163,16 @@ class TraceModel:
             pass
         self.traces.append(trace)
         if trace_type in ("proto", "systrace"):
-            self.threads[0].name = self.threads[0].name or "swapper"
+            swapper = self.threads[0]
+            if swapper.name is None:
+                # A name trace_processor hard-codes, above every source's priority:
+                # "<idle>" or "swapper/3" from kernel events never replace it.
+                swapper.name, swapper.name_priority = "swapper", 1 << 30
         return trace
 
     def end_trace(self, trace: TraceContext) -> None:
         trace.slices.flush()
+        trace.states.finish()
         self.storage.write("trace_file", (trace.trace_id, None, os.path.basename(trace.path), trace.size,
                                           trace.trace_type, trace.trace_id))
         if "trace_uuid" not in trace.metadata and trace.content_hash is not None:
@@ -169,6 +207,9 @@ class TraceModel:
         for c in sorted(self.cpus.values(), key=lambda r: r.ucpu):
             s.write("cpu", (c.ucpu, c.cpu, c.cluster_id, c.processor, c.machine_id, c.capacity,
                             s.arg_set(c.args) if c.args else None))
+        for g in sorted(self.gpus.values(), key=lambda r: r.ugpu):
+            s.write("gpu", (g.ugpu, g.gpu, g.name, g.vendor, g.model, g.architecture, g.uuid, g.pci_bdf, g.machine_id,
+                            s.arg_set(g.args) if g.args else None))
         for p in sorted(self.processes.values(), key=lambda r: r.upid):
             s.write("process", (p.upid, p.pid, p.name, p.start_ts, p.end_ts, p.parent_upid, p.uid, p.android_appid,
                                 p.android_user_id, p.cmdline, s.arg_set(list(p.args.values())), p.machine_id))
@@ -188,7 +229,8 @@ class TraceModel:
     def _bounds(self) -> tuple[int, int]:
         """trace_processor's trace_bounds: over every table with timestamps."""
         starts, ends = [], []
-        for table, has_dur in (("slice", True), ("counter", False), ("state", True)):
+        for table, has_dur in (("slice", True), ("counter", False), ("state", True), ("profiler_sample", False),
+                               ("sched", True), ("thread_state", True)):
             row = self.storage.conn.execute(
                 f"SELECT min(ts), max(ts + {'max(dur, 0)' if has_dur else '0'}) FROM [{table}]").fetchone()
             if row[0] is not None:

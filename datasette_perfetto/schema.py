@@ -62,6 +62,18 @@ class Table:
 
 
 @dataclass(frozen=True)
+class Derived:
+    """A table computed from the others once the import is complete (report aggregates)."""
+
+    table: "Table"
+    populate: str  # INSERT ... SELECT
+
+    @property
+    def name(self) -> str:
+        return self.table.name
+
+
+@dataclass(frozen=True)
 class View:
     name: str
     doc: str
@@ -111,6 +123,35 @@ CPU = Table(
         C("machine_id", "INTEGER", "→ machine.id."),
         C("capacity", "INTEGER", "Relative CPU capacity (devicetree cpu-capacity)."),
         C("arg_set_id", "INTEGER", "Extra args (e.g. cpu_features.raw_bitmap)."),
+    ),
+)
+
+CPU_AVAILABLE_FREQUENCIES = Table(
+    "cpu_available_frequencies",
+    "Frequencies each CPU can run at (CpuInfo packets).",
+    (
+        C("id", "INTEGER", "Row id."),
+        C("cpu", "INTEGER", "The ucpu value (the core number on single-machine traces).", generated="ucpu"),
+        C("freq", "INTEGER", "An available frequency, in kHz.", unit="kHz"),
+        C("ucpu", "INTEGER", "→ cpu.id."),
+    ),
+)
+
+GPU = Table(
+    "gpu",
+    "GPUs seen in the trace (GpuInfo packets, GPU frequency and memory events).",
+    (
+        C("id", "INTEGER", "Unique GPU id (ugpu)."),
+        C("ugpu", "INTEGER", "Alias of id.", generated="id"),
+        C("gpu", "INTEGER", "0-based index of the GPU on its machine."),
+        C("name", "TEXT", "GPU name."),
+        C("vendor", "TEXT", "GPU vendor."),
+        C("model", "TEXT", "GPU model."),
+        C("architecture", "TEXT", "GPU architecture."),
+        C("uuid", "TEXT", "GPU uuid, as hex."),
+        C("pci_bdf", "TEXT", "PCI bus/device/function."),
+        C("machine_id", "INTEGER", "→ machine.id."),
+        C("arg_set_id", "INTEGER", "Vendor-specific extra info (→ args.arg_set_id)."),
     ),
 )
 
@@ -209,7 +250,8 @@ SLICE = Table(
         C("cat", "TEXT", "Alias of category.", generated="category"),
         C("slice_id", "INTEGER", "Alias of id.", generated="id"),
     ),
-    indexes=(("track_id", "ts"), ("name",), ("ts",), ("parent_id",)),
+    # (name, dur): the slices report's per-name durations and percentiles in index order.
+    indexes=(("track_id", "ts"), ("name", "dur"), ("ts",), ("parent_id",)),
 )
 
 FLOW = Table(
@@ -235,7 +277,8 @@ COUNTER = Table(
         C("value", "REAL", "Counter value."),
         C("arg_set_id", "INTEGER", "→ args.arg_set_id."),
     ),
-    indexes=(("track_id", "ts"),),
+    # value is in the index so per track and time range statistics (the counters report) read the index only.
+    indexes=(("track_id", "ts", "value"),),
 )
 
 STATE = Table(
@@ -390,9 +433,99 @@ TRACE_BOUNDS = Table(
     ),
 )
 
+STACK_PROFILE_MAPPING = Table(
+    "stack_profile_mapping",
+    "Mappings (binaries, libraries) that stack frames belong to. Profiles without real mappings, "
+    "such as V8 CPU profiles in JSON traces, get a placeholder mapping covering every address.",
+    (
+        C("id", "INTEGER", "Mapping id (→ stack_profile_frame.mapping)."),
+        C("build_id", "TEXT", "Hex-encoded build id of the binary or library."),
+        C("exact_offset", "INTEGER", "Offset of the mapping in its file."),
+        C("start_offset", "INTEGER", "Offset of the file's start in the mapping."),
+        C("start", "INTEGER", "Start of the mapping in the process' address space."),
+        C("end", "INTEGER", "End of the mapping in the process' address space (uint64 stored as int64)."),
+        C("load_bias", "INTEGER", "Load bias."),
+        C("name", "TEXT", "File name of the binary or library."),
+    ),
+)
+
+STACK_PROFILE_FRAME = Table(
+    "stack_profile_frame",
+    "Stack frames: a location in a program (a function in a mapping).",
+    (
+        C("id", "INTEGER", "Frame id (→ stack_profile_callsite.frame_id)."),
+        C("name", "TEXT", "Name of the function this location is in."),
+        C("mapping", "INTEGER", "→ stack_profile_mapping.id."),
+        C("rel_pc", "INTEGER", "Program counter relative to the start of the mapping."),
+        C("symbol_set_id", "INTEGER", "→ stack_profile_symbol.symbol_set_id: symbol information, if any."),
+        C("deobfuscated_name", "TEXT", "Deobfuscated function name (Java/R8)."),
+        C("type", "TEXT", "Kind of frame (native, kernel, interpreted, jit, ...) when the producer says."),
+    ),
+    indexes=(("mapping",),),
+)
+
+STACK_PROFILE_SYMBOL = Table(
+    "stack_profile_symbol",
+    "Symbol information of frames: rows sharing symbol_set_id describe one frame, including inlined functions.",
+    (
+        C("id", "INTEGER", "Row id."),
+        C("symbol_set_id", "INTEGER", "Set id (→ stack_profile_frame.symbol_set_id)."),
+        C("name", "TEXT", "Function name."),
+        C("source_file", "TEXT", "Source file (for V8 frames: the script URL)."),
+        C("line_number", "INTEGER", "Line number."),
+        C("inlined", "INTEGER", "1 if the function was inlined."),
+    ),
+    indexes=(("symbol_set_id",),),
+)
+
+STACK_PROFILE_CALLSITE = Table(
+    "stack_profile_callsite",
+    "Callsites: a frame and the callsite that called it. A sample's callsite_id is its leaf frame; "
+    "follow parent_id towards the root.",
+    (
+        C("id", "INTEGER", "Callsite id."),
+        C("depth", "INTEGER", "Distance from the root (outermost) frame; 0 at the root."),
+        C("parent_id", "INTEGER", "→ stack_profile_callsite.id of the caller; NULL at the root."),
+        C("frame_id", "INTEGER", "→ stack_profile_frame.id."),
+    ),
+    indexes=(("parent_id",),),
+)
+
+PROFILER_TASK_CONTEXT = Table(
+    "profiler_task_context",
+    "What profiler samples are attributed to: a process and/or thread "
+    "(trace_processor's __intrinsic_profiler_task_context).",
+    (
+        C("id", "INTEGER", "Task context id (→ profiler_sample.task_context_id)."),
+        C("upid", "INTEGER", "→ process.upid, if known."),
+        C("utid", "INTEGER", "→ thread.utid, if known."),
+        C("async_context_id", "INTEGER", "Stackful asynchronous context (goroutine, fiber), if any."),
+    ),
+)
+
+PROFILER_SAMPLE = Table(
+    "profiler_sample",
+    "Samples of every CPU profiler (trace_processor's __intrinsic_profiler_sample); "
+    "stack_sample and cpu_profile_stack_sample are views over it.",
+    (
+        C("id", "INTEGER", "Sample id; ids follow ts order."),
+        C("ts", "INTEGER", "Time of the sample.", unit=TS),
+        C("source", "TEXT", "The profiler that took it, e.g. legacy_v8 (V8 CPU profiles in JSON traces)."),
+        C("task_context_id", "INTEGER", "→ profiler_task_context.id: the process/thread sampled."),
+        C("execution_context_id", "INTEGER", "CPU and privilege mode of the sample, if known."),
+        C("callsite_id", "INTEGER", "→ stack_profile_callsite.id of the leaf frame; NULL without a stack."),
+        C("unwind_error", "TEXT", "Set when unwinding the stack failed."),
+        C("session_id", "INTEGER", "Profiler session the sample came from, if known."),
+        C("counter_set_id", "INTEGER", "Counter values recorded with the sample, if any."),
+    ),
+    indexes=(("ts",), ("callsite_id",)),
+)
+
 TABLES: tuple[Table, ...] = (
     MACHINE,
     CPU,
+    CPU_AVAILABLE_FREQUENCIES,
+    GPU,
     TRACE_FILE,
     PROCESS,
     THREAD,
@@ -409,6 +542,12 @@ TABLES: tuple[Table, ...] = (
     METADATA,
     CLOCK_SNAPSHOT,
     TRACE_BOUNDS,
+    STACK_PROFILE_MAPPING,
+    STACK_PROFILE_FRAME,
+    STACK_PROFILE_SYMBOL,
+    STACK_PROFILE_CALLSITE,
+    PROFILER_TASK_CONTEXT,
+    PROFILER_SAMPLE,
 )
 
 _TRACK_BASE = "id, name, type, parent_id, source_arg_set_id, machine_id"
@@ -419,6 +558,18 @@ _COUNTER_BASE = (
     "AND args.key = 'description') AS description"
 )
 
+
+def _counter_subset(extra: str, join: str = "", where: str = "") -> str:
+    """A counter_track subset with trace_processor's column order, plus `extra` columns."""
+    return ("SELECT track.id, track.name, track.type, track.parent_id, track.source_arg_set_id, track.machine_id, "
+            "track.counter_unit AS unit, (SELECT string_value FROM args WHERE args.arg_set_id = "
+            f"track.source_arg_set_id AND args.key = 'description') AS description, {extra} "
+            f"FROM track{' ' + join if join else ''} WHERE track.event_type = 'counter'{' ' + where if where else ''}")
+
+
+def _dimension_join(key: str) -> str:
+    return f"JOIN args dim ON dim.arg_set_id = track.dimension_arg_set_id AND dim.key = '{key}'"
+
 VIEWS: tuple[View, ...] = (
     View("thread_track", "Slice tracks associated with a thread.",
          f"SELECT {_TRACK_BASE}, utid FROM track WHERE event_type = 'slice' AND utid IS NOT NULL"),
@@ -427,9 +578,17 @@ VIEWS: tuple[View, ...] = (
     View("counter_track", "All counter tracks.",
          f"SELECT {_COUNTER_BASE} FROM track WHERE event_type = 'counter'"),
     View("thread_counter_track", "Counter tracks associated with a thread.",
-         f"SELECT {_COUNTER_BASE}, utid FROM track WHERE event_type = 'counter' AND utid IS NOT NULL"),
+         _counter_subset("track.utid", where="AND track.utid IS NOT NULL")),
     View("process_counter_track", "Counter tracks associated with a process.",
-         f"SELECT {_COUNTER_BASE}, upid FROM track WHERE event_type = 'counter' AND upid IS NOT NULL"),
+         _counter_subset("track.upid", where="AND track.upid IS NOT NULL")),
+    View("cpu_counter_track", "Counter tracks associated with a CPU (frequency, idle state, cpu times, ...).",
+         _counter_subset("dim.int_value AS cpu", join=_dimension_join("cpu"))),
+    View("gpu_counter_track", "Counter tracks associated with a GPU (frequency, memory, GPU counters).",
+         _counter_subset("dim.int_value AS ugpu, (SELECT int_value FROM args WHERE args.arg_set_id = "
+                         "track.dimension_arg_set_id AND args.key = 'gpu') AS gpu_id", join=_dimension_join("ugpu"))),
+    View("cpu_track", "Slice tracks associated with a CPU (interrupts, softirqs, ...).",
+         "SELECT track.id, track.name, track.type, track.parent_id, track.source_arg_set_id, track.machine_id, "
+         f"dim.int_value AS cpu FROM track {_dimension_join('cpu')} WHERE track.event_type = 'slice'"),
     View("state_track", "All state tracks.",
          "SELECT id, name, parent_id, type, dimension_arg_set_id, source_arg_set_id, machine_id "
          "FROM track WHERE event_type = 'state'"),
@@ -441,6 +600,89 @@ VIEWS: tuple[View, ...] = (
     View("counters", "Legacy view: counter rows with their track's name and unit.",
          "SELECT counter.*, counter_track.name AS name, counter_track.unit AS unit "
          "FROM counter JOIN counter_track ON counter.track_id = counter_track.id ORDER BY ts"),
+    View("stack_sample", "Callstack samples of every profiler: the profiler samples that have a callsite.",
+         "SELECT id, ts, source, task_context_id, execution_context_id, callsite_id, session_id "
+         "FROM profiler_sample WHERE callsite_id IS NOT NULL"),
+    View("stack_sample_task_context", "Task contexts (process, thread) that stack samples are attributed to.",
+         "SELECT id, upid, utid, async_context_id FROM profiler_task_context WHERE id IN "
+         "(SELECT task_context_id FROM profiler_sample WHERE callsite_id IS NOT NULL)"),
+    # process_priority is Chrome's, recorded by no importer yet: 0 as trace_processor gives other sources.
+    View("cpu_profile_stack_sample", "CPU profiler stack samples (Chrome, V8, Gecko, simpleperf, perf text).",
+         "SELECT profiler_sample.id, profiler_sample.ts, profiler_sample.callsite_id, "
+         "profiler_task_context.utid AS utid, 0 AS process_priority FROM profiler_sample "
+         "LEFT JOIN profiler_task_context ON profiler_task_context.id = profiler_sample.task_context_id "
+         "WHERE profiler_sample.source IN ('chrome', 'legacy_v8', 'gecko', 'simpleperf', 'perf_text')",
+         (C("id", "INTEGER", "Sample id (→ stack_sample.id)."),
+          C("ts", "INTEGER", "Time of the sample.", unit=TS),
+          C("callsite_id", "INTEGER", "→ stack_profile_callsite.id of the leaf frame."),
+          C("utid", "INTEGER", "→ thread.utid sampled."),
+          C("process_priority", "INTEGER", "Chrome process priority; 0 for other profilers."))),
+)
+
+
+REPORT_SLICE_NAME = Table(
+    "report_slice_name",
+    "Per slice name aggregates, precomputed at import for the slices report (not a trace_processor table).",
+    (
+        C("name", "TEXT", "Slice name."),
+        C("count", "INTEGER", "Number of slices with this name."),
+        C("total_dur", "INTEGER", "Sum of durations (unfinished slices count as 0).", unit=TS),
+        C("max_dur", "INTEGER", "Longest duration.", unit=TS),
+        C("max_slice_id", "INTEGER", "→ slice.id of a longest instance."),
+    ),
+    indexes=(("name",), ("total_dur",)),
+)
+
+REPORT_TRACK_STATS = Table(
+    "report_track_stats",
+    "Per track event counts and counter value ranges, precomputed at import for the tracks, processes and "
+    "counters reports (not a trace_processor table). Tracks with no events have no row.",
+    (
+        C("track_id", "INTEGER", "→ track.id."),
+        C("event_count", "INTEGER", "Slices, counter values or states on the track."),
+        C("min_value", "REAL", "Smallest counter value; NULL for slice and state tracks."),
+        C("max_value", "REAL", "Largest counter value; NULL for slice and state tracks."),
+        C("sum_value", "REAL", "Sum of counter values (average = sum_value / event_count); NULL for others."),
+    ),
+    indexes=(("track_id",),),
+)
+
+REPORT_THREAD_SCHED = Table(
+    "report_thread_sched",
+    "Per thread CPU, runnable and sleeping time over the whole trace, precomputed at import for the "
+    "scheduling report (not a trace_processor table). Rows still open at the end (dur -1) last to the end "
+    "of the trace.",
+    (
+        C("utid", "INTEGER", "→ thread.utid (never 0, the idle task)."),
+        C("cpu_time", "INTEGER", "Time running on a CPU (sched).", unit=TS),
+        C("runnable", "INTEGER", "Time runnable, waiting for a CPU (thread_state R, R+).", unit=TS),
+        C("sleeping", "INTEGER", "Time in any other state but dead (S, D, I, ...).", unit=TS),
+    ),
+    indexes=(("utid",),),
+)
+
+DERIVED: tuple[Derived, ...] = (
+    Derived(REPORT_SLICE_NAME,
+            "INSERT INTO report_slice_name (name, count, total_dur, max_dur, max_slice_id) "
+            "SELECT name, count(*), sum(max(dur, 0)), max(dur), id FROM slice GROUP BY name"),
+    Derived(REPORT_TRACK_STATS,
+            "INSERT INTO report_track_stats (track_id, event_count, min_value, max_value, sum_value) "
+            "SELECT track_id, sum(n), min(lo), max(hi), sum(total) FROM ("
+            "SELECT track_id, count(*) AS n, NULL AS lo, NULL AS hi, NULL AS total FROM slice GROUP BY track_id "
+            "UNION ALL SELECT track_id, count(*), min(value), max(value), sum(value) FROM counter GROUP BY track_id "
+            "UNION ALL SELECT track_id, count(*), NULL, NULL, NULL FROM state GROUP BY track_id) "
+            "GROUP BY track_id"),
+    # The state classes match report/views/scheduling.py (RUNNABLE, SLEEPING).
+    Derived(REPORT_THREAD_SCHED,
+            "INSERT INTO report_thread_sched (utid, cpu_time, runnable, sleeping) "
+            "SELECT utid, sum(cpu_time), sum(runnable), sum(sleeping) FROM ("
+            "SELECT utid, CASE WHEN dur < 0 THEN max((SELECT end_ts FROM trace_bounds) - ts, 0) ELSE dur END "
+            "AS cpu_time, 0 AS runnable, 0 AS sleeping FROM sched WHERE utid != 0 "
+            "UNION ALL SELECT utid, 0, CASE WHEN state IN ('R', 'R+') THEN d ELSE 0 END, "
+            "CASE WHEN state IN ('R', 'R+') OR state GLOB '*[XZx]*' THEN 0 ELSE d END FROM ("
+            "SELECT utid, state, CASE WHEN dur < 0 THEN max((SELECT end_ts FROM trace_bounds) - ts, 0) ELSE dur END "
+            "AS d FROM thread_state WHERE state != 'Running' AND utid != 0)) "
+            "GROUP BY utid"),
 )
 
 

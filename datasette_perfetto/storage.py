@@ -141,6 +141,11 @@ class TraceStorage:
         for t in schema.TABLES:
             for sql in t.index_sql():
                 self.conn.execute(sql)
+        for d in schema.DERIVED:
+            self.conn.execute(d.table.create_sql())
+            self.conn.execute(d.populate)
+            for sql in d.table.index_sql():
+                self.conn.execute(sql)
         for v in schema.VIEWS:
             self.conn.execute(v.create_sql())
         self.conn.execute("COMMIT")

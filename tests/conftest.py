@@ -88,6 +88,18 @@ def demo_counts(demo_db) -> dict[str, int]:
     return counts
 
 
+@pytest.fixture(scope="session")
+def sched_db(tmp_path_factory) -> TraceDB:
+    """A kernel scheduling trace (tests/sched_trace.py: 2 CPUs, 8 threads, one second), ingested."""
+    from sched_trace import build_sched_trace
+
+    trace = tmp_path_factory.mktemp("sched") / "sched.pftrace"
+    trace.write_bytes(build_sched_trace())
+    path = trace.with_suffix(".db")
+    ingest([str(trace)], str(path))
+    return TraceDB(path)
+
+
 @pytest.fixture
 def ingest_data(tmp_path):
     """ingest_data(data, name="trace.pftrace") -> (summaries, TraceDB) for in-memory trace bytes."""

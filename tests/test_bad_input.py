@@ -75,7 +75,8 @@ def failing_inputs(tmp_path, demo_bytes) -> dict[str, tuple[list, str]]:
         "empty": (b"", "empty file"),
         "png": (PNG, "not a recognised trace format"),
         "corrupt first length": (demo_bytes[:1] + b"\xff" * 10 + demo_bytes[11:], "not a recognised trace format"),
-        "json": (b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2}]}', "json traces are not supported"),
+        # Starts like JSON but holds no event a JSON trace could have.
+        "json": (b'{not json at all', "no readable data"),
         "corrupt gzip": (b"\x1f\x8b" + b"not deflate" * 10, "corrupt gzip data"),
         "gzip cut in its header": (gzip.compress(demo_bytes, mtime=0)[:12], "gzip file holds no data"),
     }

@@ -33,7 +33,8 @@ FTRACE_HANDLERS: dict[str, Callable] = {}
 PACKET_HANDLERS: dict[str, tuple[type, Callable]] = {}
 
 # Modules whose import registers handlers (each a module of datasette_perfetto.importers).
-HANDLER_MODULES = ("ftrace_sched", "ftrace_counters", "system_probes", "atrace")
+HANDLER_MODULES = ("ftrace_sched", "ftrace_counters", "ftrace_stats", "ftrace_syscalls", "system_probes", "atrace",
+                   "concurrent_sessions")
 
 
 def ftrace_handler(*names: str) -> Callable:

@@ -151,6 +151,15 @@ INTERNED_FIELDS = {
 }
 
 
+# FtraceEvent kinds whose field holds a kernel function address that may be
+# interned (InternedData.kernel_symbols) → that field. Their handlers take the
+# resolved name (or None) as an extra argument; add a kind here only with a
+# handler that does (trace_processor also resolves workqueue_queue_work/activate_work,
+# hrtimer and shrink_slab events).
+KERNEL_SYMBOL_FIELDS = {"sched_blocked_reason": "caller", "funcgraph_entry": "func", "funcgraph_exit": "func",
+                        "workqueue_execute_start": "function"}
+
+
 class ProtoImporter:
     def __init__(self, trace: TraceContext) -> None:
         self.trace = trace
@@ -676,15 +685,18 @@ class ProtoImporter:
             if not event.HasField("timestamp"):
                 self.stats.inc("ftrace_bundle_tokenizer_errors")
                 continue
-            if event.WhichOneof("event") is None:
+            kind = event.WhichOneof("event")
+            if kind is None:
                 self.stats.inc("ftrace_missing_event_id")
                 continue
             ts = to_trace_time(clock, event.timestamp)
             if ts is None or not 0 <= ts <= INT64_MAX:
                 continue
-            if event.HasField("sched_blocked_reason") and event.sched_blocked_reason.caller:
-                # The blocked function is interned on this sequence: resolve it while the state is here.
-                symbol = seq.interned.get(26, {}).get(event.sched_blocked_reason.caller)
+            symbol_field = KERNEL_SYMBOL_FIELDS.get(kind)
+            address = getattr(getattr(event, kind), symbol_field) if symbol_field else 0
+            if address:
+                # The kernel function is interned on this sequence: resolve it while the state is here.
+                symbol = seq.interned.get(26, {}).get(address)
                 self._push(ts, (EV_FTRACE, cpu, event.SerializeToString(), symbol))
             else:
                 self._push(ts, (EV_FTRACE, cpu, event.SerializeToString()))
@@ -754,6 +766,7 @@ class ProtoImporter:
             self.trace.set_metadata("android_build_fingerprint", text(info.android_build_fingerprint))
         if info.HasField("timezone_off_mins"):
             self.trace.set_metadata("timezone_off_mins", info.timezone_off_mins)
+        self.trace.page_size = info.page_size or 4096
         self.trace.machine_info = (sysname or None, release or None, version or None, machine or None,
                                    info.num_cpus or None, info.system_ram_bytes or None)
 

@@ -12,17 +12,23 @@ from __future__ import annotations
 import heapq
 import pickle
 import tempfile
-from typing import IO, Iterator
+from typing import IO, Iterable, Iterator
 
 RUN_EVENTS = 150_000
 SPILL_BATCH = 2_000
+# Spilled runs are merged in groups of this many runs of equal size as they
+# accumulate, so the final merge (one batch in memory per run) reads from few
+# files however long the trace; each event is rewritten log16(runs) times.
+MERGE_FAN_IN = 16
 
 
 class Sorter:
-    def __init__(self, run_events: int = RUN_EVENTS) -> None:
+    def __init__(self, run_events: int = RUN_EVENTS, spill_batch: int = SPILL_BATCH) -> None:
         self.run_events = run_events
+        self.spill_batch = spill_batch  # events per pickle in a spill file: the merge holds one per file
         self._run: list[tuple] = []
         self._spills: list[IO[bytes]] = []
+        self._levels: list[int] = []  # per spill: how many merges it has been through (non-increasing)
         self.count = 0  # events pushed
         self._arrival = 0
 
@@ -39,13 +45,31 @@ class Sorter:
 
     def _spill(self) -> None:
         self._run.sort()
-        f = tempfile.TemporaryFile()
-        run = self._run
-        for i in range(0, len(run), SPILL_BATCH):
-            pickle.dump(run[i : i + SPILL_BATCH], f, protocol=pickle.HIGHEST_PROTOCOL)
-        f.seek(0)
-        self._spills.append(f)
+        self._spills.append(self._write(self._run))
+        self._levels.append(0)
         self._run = []
+        levels = self._levels
+        while len(levels) >= MERGE_FAN_IN and levels[-MERGE_FAN_IN] == levels[-1]:
+            group = self._spills[-MERGE_FAN_IN:]
+            del self._spills[-MERGE_FAN_IN:]
+            level = levels[-1] + 1
+            del levels[-MERGE_FAN_IN:]
+            self._spills.append(self._write(heapq.merge(*map(self._read, group))))
+            levels.append(level)
+
+    def _write(self, events: Iterable[tuple]) -> IO[bytes]:
+        f = tempfile.TemporaryFile()
+        batch: list[tuple] = []
+        size = self.spill_batch
+        for item in events:
+            batch.append(item)
+            if len(batch) >= size:
+                pickle.dump(batch, f, protocol=pickle.HIGHEST_PROTOCOL)
+                batch = []
+        if batch:
+            pickle.dump(batch, f, protocol=pickle.HIGHEST_PROTOCOL)
+        f.seek(0)
+        return f
 
     @staticmethod
     def _read(f: IO[bytes]) -> Iterator[tuple]:
@@ -77,6 +101,6 @@ class Sorter:
             return
         streams = [self._read(f) for f in self._spills]
         streams.append(self._consume(self._run))
-        self._spills, self._run = [], []
+        self._spills, self._levels, self._run = [], [], []
         for ts, _, _, event in heapq.merge(*streams):
             yield ts, event

@@ -650,7 +650,6 @@ class TrackEventParser:
         self._track_of_uuid: dict[int, Any] = {}  # uuid -> track id or _TrackSet
         self._uuid_by_utid: dict[int, int] = {}
         self._uuid_by_upid: dict[int, int] = {}
-        self._states: dict[int, list] = {}  # state track -> [id, ts, category, value, args]
         self._v1_flow_ids: dict[tuple, int] = {}
         self.range_of_interest_ns: Optional[int] = None
         self._track_sets: dict[tuple, _TrackSet] = {}
@@ -903,7 +902,7 @@ class TrackEventParser:
         key = (type, dims)
         track_set = self._track_sets.get(key)
         if track_set is None:
-            group_id = len(self._track_sets)  # track_group_id: sets numbered as first used
+            group_id = self.trace.new_track_group()  # numbered as first used, across importers
 
             def make_grouped(idx: int) -> int:
                 track_id = make(idx)
@@ -1270,20 +1269,10 @@ class TrackEventParser:
             self.stats.inc("track_event_parser_errors")
 
     def _state(self, ts: int, track_id: int, category, value, args) -> None:
-        open_state = self._states.pop(track_id, None)
-        if open_state is not None:
-            sid, sts, scat, sval, sargs = open_state
-            self.trace.storage.write("state", (sid, sts, ts - sts, track_id, scat, sval,
-                                               self.trace.storage.arg_set(sargs) if sargs else None))
-        if value is not None:
-            sid = self.trace.storage.reserve_id("state")
-            self._states[track_id] = [sid, ts, category, value, args]
+        self.trace.states.update(ts, track_id, value, category, args)
 
     def finish(self) -> None:
-        for track_id, (sid, sts, scat, sval, sargs) in sorted(self._states.items()):
-            self.trace.storage.write("state", (sid, sts, PENDING, track_id, scat, sval,
-                                               self.trace.storage.arg_set(sargs) if sargs else None))
-        self._states.clear()
+        self.trace.states.finish()
 
 
 def _signed(v: int) -> int:

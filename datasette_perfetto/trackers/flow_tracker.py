@@ -6,10 +6,10 @@ previous slice of the flow to the new one (trace_processor's FlowTracker).
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 from ..stats import Stats
-from ..storage import TraceStorage, to_int64
+from ..storage import Arg, TraceStorage, to_int64
 
 
 class FlowTracker:
@@ -17,10 +17,14 @@ class FlowTracker:
         self.storage = storage
         self.stats = stats
         self._last_slice: dict[int, int] = {}  # flow id -> slice id it was last attached to
+        # The args of a flow id's rows, if any (trace_processor gives JSON v1 flows their name and category).
+        self.args_of: Optional[Callable[[int], Optional[list[Arg]]]] = None
 
 
     def insert(self, slice_out: int, slice_in: int, trace_id: Optional[int] = None) -> None:
-        self.storage.insert("flow", (slice_out, slice_in, None if trace_id is None else to_int64(trace_id), None))
+        args = self.args_of(trace_id) if self.args_of is not None and trace_id is not None else None
+        self.storage.insert("flow", (slice_out, slice_in, None if trace_id is None else to_int64(trace_id),
+                                     self.storage.arg_set(args) if args else None))
 
     # TrackEvent flow_ids / terminating_flow_ids (flow v2).
     def step_v2(self, flow_id: int, slice_id: int, terminating: bool) -> None:
@@ -61,6 +65,14 @@ class FlowTracker:
             return
         self.insert(prev, slice_id, flow_id)
         self._last_slice[flow_id] = slice_id
+
+    def bind_pending(self, flow_id: int, slice_id: int) -> None:
+        """A v1 flow end without bind_to_enclosing, bound to the next slice that began on its track."""
+        prev = self._last_slice.get(flow_id)
+        if prev is None:
+            self.stats.inc("flow_end_without_start")
+            return
+        self.insert(prev, slice_id, flow_id)
 
     def end(self, flow_id: int, slice_id: Optional[int], bind_enclosing: bool, close: bool) -> None:
         prev = self._last_slice.get(flow_id)

@@ -47,12 +47,17 @@ class SliceTracker:
         return None if s is None else s[S_ID]
 
     def scoped(self, ts: int, dur: int, track_id: int, category: Optional[str], name: Optional[str],
-               args: list[Arg], thread_ts: Optional[int] = None, thread_dur: Optional[int] = None) -> Optional[int]:
-        """A slice whose duration is already known (complete event, instant)."""
+               args: list[Arg], thread_ts: Optional[int] = None, thread_dur: Optional[int] = None,
+               overlap: Optional[list] = None) -> Optional[int]:
+        """A slice whose duration is already known (complete event, instant).
+
+        One that partially overlaps an open slice is dropped and counted; with
+        `overlap` (a list) the id of the slice it overlaps is appended instead
+        of counting, so the caller can place it elsewhere."""
         if dur < 0:
             self.stats.inc("slice_negative_duration")
             return None
-        s = self._start_slice(ts, dur, track_id, category, name, args, thread_ts, None)
+        s = self._start_slice(ts, dur, track_id, category, name, args, thread_ts, None, overlap)
         if s is not None:
             s[S_TDUR] = thread_dur
             return s[S_ID]
@@ -96,11 +101,12 @@ class SliceTracker:
         self._ended_on_stack.clear()
 
     # -- internals -----------------------------------------------------------
-    def _start_slice(self, ts, dur, track_id, category, name, args, thread_ts, thread_ic) -> Optional[OpenSlice]:
+    def _start_slice(self, ts, dur, track_id, category, name, args, thread_ts, thread_ic,
+                     overlap: Optional[list] = None) -> Optional[OpenSlice]:
         stack = self.stacks.get(track_id)
         if stack is None:
             stack = self.stacks[track_id] = []
-        elif self._ended_on_stack.get(track_id) and not self._close_finished(stack, ts, dur):
+        elif self._ended_on_stack.get(track_id) and not self._close_finished(stack, ts, dur, overlap):
             return None
         depth = len(stack)
         if depth >= MAX_DEPTH:
@@ -131,7 +137,8 @@ class SliceTracker:
             return i
         return None
 
-    def _close_finished(self, stack: list[OpenSlice], new_ts: int, new_dur: int) -> bool:
+    def _close_finished(self, stack: list[OpenSlice], new_ts: int, new_dur: int,
+                        overlap: Optional[list] = None) -> bool:
         """Pops slices that ended before new_ts; False if the new slice must be dropped."""
         incomplete_descendant = False
         i = len(stack) - 1
@@ -162,7 +169,10 @@ class SliceTracker:
                 i -= 1
                 continue
             if new_dur != PENDING and new_ts < end_ts < new_ts + new_dur:
-                self.stats.inc("slice_drop_overlapping_complete_event")
+                if overlap is None:
+                    self.stats.inc("slice_drop_overlapping_complete_event")
+                else:
+                    overlap.append(s[S_ID])
                 return False
             i -= 1
         return True

@@ -1,0 +1,206 @@
+"""Report page latency on a big synthetic trace.
+
+Builds (once, cached beside the system temp dir unless --rebuild) a trace with
+1,000,000 slices on 200 threads, 100,000 scheduling slices on 8 CPUs and
+100,000 counter values, ingests it, then requests every (noun, view) of the
+report — HTML, several times each — through Datasette's ASGI client with the
+default 1 s query limit, and prints p50/p95 per view.
+
+Targets (issue 5): p50 under 250 ms and p95 under 1 s for every view.
+
+Usage: python benchmarks/report_latency.py [--repeat 7] [--rebuild] [--slices 1000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+
+PROCESSES = 20
+THREADS_PER_PROCESS = 10
+CPUS = 8
+COUNTER_TRACKS = 50
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def write_trace(path: str, slices: int, sched: int, counters: int) -> None:
+    rng = random.Random(1)
+    names = [f"Task{i}::Run" for i in range(400)] + [f"Frame{i}" for i in range(100)]
+    weights = [1 / (i + 1) for i in range(len(names))]  # a few names dominate, as in real traces
+
+    with open(path, "wb") as f:
+        def emit(packet: pb.TracePacket) -> None:
+            data = packet.SerializeToString()
+            f.write(b"\x0a" + _varint(len(data)) + data)
+
+        seq = 1
+        emit(pb.TracePacket(trusted_packet_sequence_id=seq, sequence_flags=1, incremental_state_cleared=True,
+                            interned_data=pb.InternedData(event_names=[
+                                pb.EventName(iid=i + 1, name=n) for i, n in enumerate(names)])))
+        threads = []
+        for p in range(PROCESSES):
+            pid = 1000 + p * 100
+            emit(pb.TracePacket(trusted_packet_sequence_id=seq, track_descriptor=pb.TrackDescriptor(
+                uuid=pid, process=pb.ProcessDescriptor(pid=pid, process_name=f"proc{p}"))))
+            for t in range(THREADS_PER_PROCESS):
+                tid = pid + t
+                emit(pb.TracePacket(trusted_packet_sequence_id=seq, track_descriptor=pb.TrackDescriptor(
+                    uuid=tid, parent_uuid=pid, thread=pb.ThreadDescriptor(pid=pid, tid=tid,
+                                                                          thread_name=f"thread{t}"))))
+                threads.append((pid, tid))
+        for c in range(COUNTER_TRACKS):
+            desc = pb.TrackDescriptor(uuid=900_000 + c, name=f"counter{c}", parent_uuid=threads[c][0])
+            desc.counter.SetInParent()
+            emit(pb.TracePacket(trusted_packet_sequence_id=seq, track_descriptor=desc))
+
+        span = 10_000_000_000  # 10 s of trace
+        per_thread = slices // len(threads)
+        step = span // per_thread
+        begin, end = pb.TrackEvent.TYPE_SLICE_BEGIN, pb.TrackEvent.TYPE_SLICE_END
+        for _, tid in threads:
+            ts = 1_000_000
+            made = 0
+            while made < per_thread:
+                # a root slice with one nested child: two slices per step
+                root = rng.choices(range(len(names)), weights)[0] + 1
+                child = rng.choices(range(len(names)), weights)[0] + 1
+                dur = rng.randint(step // 4, step - 10)
+                emit(pb.TracePacket(timestamp=ts, trusted_packet_sequence_id=seq,
+                                    track_event=pb.TrackEvent(type=begin, track_uuid=tid, name_iid=root)))
+                emit(pb.TracePacket(timestamp=ts + 5, trusted_packet_sequence_id=seq,
+                                    track_event=pb.TrackEvent(type=begin, track_uuid=tid, name_iid=child)))
+                emit(pb.TracePacket(timestamp=ts + dur // 2, trusted_packet_sequence_id=seq,
+                                    track_event=pb.TrackEvent(type=end, track_uuid=tid)))
+                emit(pb.TracePacket(timestamp=ts + dur, trusted_packet_sequence_id=seq,
+                                    track_event=pb.TrackEvent(type=end, track_uuid=tid)))
+                ts += step * 2
+                made += 2
+        for i in range(counters):
+            c = i % COUNTER_TRACKS
+            emit(pb.TracePacket(timestamp=1_000_000 + (i // COUNTER_TRACKS) * (span // (counters // COUNTER_TRACKS)),
+                                trusted_packet_sequence_id=seq,
+                                track_event=pb.TrackEvent(type=pb.TrackEvent.TYPE_COUNTER, track_uuid=900_000 + c,
+                                                          counter_value=rng.randint(0, 1 << 20))))
+        per_cpu = sched // CPUS
+        for cpu in range(CPUS):
+            bundle = pb.FtraceEventBundle(cpu=cpu)
+            prev = 0
+            for i in range(per_cpu):
+                ts = 1_000_000 + i * (span // per_cpu)
+                nxt = rng.choice(threads)[1] if i % 3 else 0
+                bundle.event.append(pb.FtraceEvent(timestamp=ts, pid=prev, sched_switch=pb.SchedSwitchFtraceEvent(
+                    prev_pid=prev, prev_comm="x", prev_state=rng.choice((0, 1, 2)), prev_prio=120,
+                    next_pid=nxt, next_comm="x", next_prio=120)))
+                prev = nxt
+                if len(bundle.event) >= 1000:
+                    emit(pb.TracePacket(trusted_packet_sequence_id=2, ftrace_events=bundle))
+                    bundle = pb.FtraceEventBundle(cpu=cpu)
+            if bundle.event:
+                emit(pb.TracePacket(trusted_packet_sequence_id=2, ftrace_events=bundle))
+
+
+def build(db: str, slices: int) -> None:
+    from datasette_perfetto.ingest import ingest
+
+    trace = db + ".pftrace"
+    t0 = time.perf_counter()
+    write_trace(trace, slices, 100_000, 100_000)
+    t1 = time.perf_counter()
+    ingest([trace], db)
+    t2 = time.perf_counter()
+    os.unlink(trace)
+    print(f"built {db}: trace written in {t1 - t0:.1f}s, ingested in {t2 - t1:.1f}s", file=sys.stderr)
+
+
+def requests(conn, db_name: str) -> list[tuple[str, str]]:
+    """(label, path) for every (noun, view), with the flags single-series and inspect views need."""
+    from datasette_perfetto.report.views import NOUNS
+
+    name = conn.execute("SELECT name FROM report_slice_name ORDER BY total_dur DESC LIMIT 1").fetchone()[0]
+    counter = conn.execute("SELECT name FROM counter_track ORDER BY id LIMIT 1").fetchone()[0]
+    thread = conn.execute("SELECT name FROM thread WHERE tid = 1001").fetchone()[0]
+    needs = {
+        ("slices", "histogram"): {"name": name}, ("slices", "timeline"): {"name": name},
+        ("slices", "inspect"): {"name": name},
+        ("counters", "timeline"): {"name": counter}, ("counters", "histogram"): {"name": counter},
+        ("counters", "inspect"): {"name": counter, "ts": "5s"},
+        ("scheduling", "inspect"): {"tid": "1001", "ts": "5s"},
+    }
+    out = [("overview", f"/{db_name}/-/report")]
+    for noun, views in NOUNS.items():
+        for view in views:
+            params = needs.get((noun, view), {})
+            query = "&".join(f"{k}={v}" for k, v in params.items())
+            out.append((f"{noun} {view}", f"/{db_name}/-/report/{noun}/{view}" + (f"?{query}" if query else "")))
+    out.append(("slices table (scoped)", f"/{db_name}/-/report/slices?thread={thread}&time=2s,6s"))
+    return out
+
+
+async def measure(db: str, repeat: int) -> list[tuple[str, float, float, int]]:
+    import sqlite3
+
+    from datasette.app import Datasette
+
+    db_name = os.path.splitext(os.path.basename(db))[0]
+    conn = sqlite3.connect(db)
+    paths = requests(conn, db_name)
+    conn.close()
+    ds = Datasette([db], settings={"sql_time_limit_ms": 1000})
+    await ds.client.get(f"/{db_name}/-/report/slices")  # startup, table counts
+    results = []
+    for label, path in paths:
+        times, status = [], 0
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            r = await ds.client.get(path)
+            times.append((time.perf_counter() - t0) * 1000)
+            status = r.status_code
+        times.sort()
+        p95 = times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]
+        results.append((label, statistics.median(times), p95, status))
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--slices", type=int, default=1_000_000)
+    parser.add_argument("--rebuild", action="store_true")
+    parser.add_argument("--db", default=os.path.join(tempfile.gettempdir(), "report_latency_big.db"))
+    args = parser.parse_args()
+    if args.rebuild or not os.path.exists(args.db):
+        build(args.db, args.slices)
+    results = asyncio.run(measure(args.db, args.repeat))
+    print(f"{'view':<28} {'p50 ms':>8} {'p95 ms':>8}  status")
+    worst = 0.0
+    for label, p50, p95, status in results:
+        flag = "" if p50 < 250 and p95 < 1000 and status == 200 else "  <-- over target"
+        print(f"{label:<28} {p50:8.1f} {p95:8.1f}  {status}{flag}")
+        worst = max(worst, p95)
+    print(f"worst p95: {worst:.1f} ms (targets: p50 < 250 ms, p95 < 1000 ms)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,270 @@
+"""The report machinery every view shares.
+
+A view is a small object: which flags it takes, its SQL (built from the
+scope, every value a bound parameter) and an emitter that fills its
+`report.proto` message. `ReportRun` executes and records the SQL, so the
+queries a page shows are exactly the ones it ran; text, HTML, JSON and SQL
+are four renderings of the one `Report` message plus the view's tables.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Sequence
+from urllib.parse import urlencode
+
+from . import format as fmt
+from . import report_pb2 as pb
+from .scope import FLAGS, ReportError, Scope
+
+ALWAYS_ALLOWED = frozenset({"top"})
+
+
+@dataclass(frozen=True)
+class Link:
+    """Another report (or this one with other flags): a URL on the web, a command in a terminal."""
+
+    noun: str
+    view: str = ""
+    params: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def to(cls, noun: str, view: str = "", params: Optional[dict] = None) -> "Link":
+        return cls(noun, view, tuple((k, str(v)) for k, v in (params or {}).items() if v is not None))
+
+
+class Linker:
+    """Turns links into URLs (under a report base path) and CLI commands (for a database file)."""
+
+    def __init__(self, url_base: Optional[str], db_arg: str, sql_url: Optional[Callable[[str, dict], str]] = None):
+        self.url_base = url_base  # e.g. "/trace/-/report"; None when there is no server
+        self.db_arg = db_arg
+        self.sql_url = sql_url  # (sql, params) -> editor URL, None when SQL is not allowed
+
+    def url(self, link: Link) -> str:
+        if self.url_base is None:
+            return ""
+        path = self.url_base + "".join(f"/{p}" for p in (link.noun, link.view) if p)
+        return path + (f"?{urlencode(link.params)}" if link.params else "")
+
+    def command(self, link: Link) -> str:
+        parts = ["datasette", "perfetto", "report", self.db_arg]
+        parts += [p for p in (link.noun, link.view) if p]
+        for key, value in link.params:
+            parts += [f"--{key.replace('_', '-')}", value]
+        return " ".join(shlex.quote(p) for p in parts)
+
+
+@dataclass
+class Cell:
+    text: str
+    link: Optional[Link] = None
+    title: Optional[str] = None  # hover text in HTML
+
+
+@dataclass
+class Table:
+    title: str
+    headers: Sequence[str]
+    rows: list[list[Cell]]
+    align: str = ""  # one of l/r per column; default: first left, others right
+    empty: str = "(no rows)"
+
+    def alignment(self) -> str:
+        return self.align or "l" + "r" * (len(self.headers) - 1)
+
+
+@dataclass
+class Bar:
+    label: str
+    value: float
+    note: str = ""
+
+
+@dataclass
+class Chart:
+    title: str
+    scale: str  # "linear" or "log": stated wherever the chart is drawn
+    value_label: str
+    bars: list[Bar]
+
+
+@dataclass
+class TraceInfo:
+    name: str
+    start: int
+    end: int
+    process_count: int
+    os: str
+    machine: str
+    cpu_count: int
+
+    @property
+    def dur(self) -> int:
+        return max(self.end - self.start, 0)
+
+
+class ReportRun:
+    """One report being computed: its connection, scope, trace facts and the queries it ran."""
+
+    def __init__(self, conn: sqlite3.Connection, scope: Scope, linker: Linker, noun: str, view: str,
+                 parent: Optional["ReportRun"] = None) -> None:
+        self.conn = conn
+        self.scope = scope
+        self.linker = linker
+        self.noun = noun
+        self.view = view
+        # A section of the overview shares its parent's query log and footnotes.
+        self.queries: list[pb.Query] = parent.queries if parent else []
+        self.footnotes: list[pb.Footnote] = parent.footnotes if parent else []
+        self.next_steps: list[pb.NextStep] = []
+        self.trace = parent.trace if parent else self._trace_info()
+
+    def section(self, noun: str, view: str, flags: frozenset[str]) -> "ReportRun":
+        """A run of another view inside this one, with only the flags that view takes."""
+        given = tuple((k, v) for k, v in self.scope.given if k in flags)
+        scope = Scope.parse(dict(given))
+        return ReportRun(self.conn, scope, self.linker, noun, view, parent=self)
+
+    def query(self, purpose: str, sql: str, params: Optional[dict[str, Any]] = None) -> list[sqlite3.Row]:
+        params = params or {}
+        q = pb.Query(purpose=purpose, sql=sql.strip())
+        for key, value in params.items():
+            q.params[key] = "" if value is None else str(value)
+        if self.linker.sql_url is not None:
+            q.url = self.linker.sql_url(q.sql, params)
+        self.queries.append(q)
+        cursor = self.conn.execute(sql, params)
+        cursor.row_factory = sqlite3.Row
+        return cursor.fetchall()
+
+    def value(self, purpose: str, sql: str, params: Optional[dict[str, Any]] = None) -> Any:
+        rows = self.query(purpose, sql, params)
+        return rows[0][0] if rows else None
+
+    def _trace_info(self) -> TraceInfo:
+        row = self.query("trace context", """
+            SELECT (SELECT group_concat(name, ', ') FROM trace_file) AS name,
+                   (SELECT start_ts FROM trace_bounds) AS start_ts,
+                   (SELECT end_ts FROM trace_bounds) AS end_ts,
+                   (SELECT count(*) FROM process WHERE upid != 0) AS processes,
+                   (SELECT sysname || ' ' || coalesce(release, '') FROM machine WHERE id = 0) AS os,
+                   (SELECT arch FROM machine WHERE id = 0) AS machine,
+                   (SELECT count(*) FROM cpu) AS cpus""")[0]
+        return TraceInfo(row["name"] or "trace", row["start_ts"] or 0, row["end_ts"] or 0, row["processes"] or 0,
+                         (row["os"] or "").strip(), row["machine"] or "", row["cpus"] or 0)
+
+    # -- scope helpers -------------------------------------------------------------
+    def time_range(self) -> tuple[int, int]:
+        """The [start, end) the report covers: --time, else the whole trace."""
+        if self.scope.time is None:
+            return self.trace.start, self.trace.end
+        start, end = (t.resolve(self.trace.start) for t in self.scope.time)
+        if end <= start:
+            raise ReportError(f"time: the end ({self.scope.time[1].text}) must be after the start "
+                              f"({self.scope.time[0].text})", "time")
+        return start, end
+
+    def range_dur(self) -> int:
+        start, end = self.time_range()
+        return max(end - start, 1)
+
+    def ts(self) -> int:
+        if self.scope.ts is None:
+            raise ReportError(f"{self.noun} {self.view} needs ts (a point in time, e.g. ts=2.734s)", "ts")
+        return self.scope.ts.resolve(self.trace.start)
+
+    def offset(self, ts: Optional[int]) -> str:
+        return fmt.offset(ts, self.trace.start)
+
+    # -- output contract --------------------------------------------------------------
+    def link(self, noun: str, view: str = "", **changes: Optional[str]) -> Link:
+        """A link to (noun, view) keeping this report's scope, with some flags changed."""
+        return Link.to(noun, view, self.scope.with_params(**changes))
+
+    def footnote(self, text: str, link: Link) -> None:
+        self.footnotes.append(pb.Footnote(text=text, url=self.linker.url(link), command=self.linker.command(link)))
+
+    def next_step(self, label: str, link: Link) -> None:
+        self.next_steps.append(pb.NextStep(label=label, url=self.linker.url(link),
+                                           command=self.linker.command(link)))
+
+    def truncation(self, shown: int, total: int, what: str) -> None:
+        """The footnote for rows hidden by top, linking to the same report with a bigger top."""
+        if total > shown:
+            bigger = min(max(self.scope.top * 5, 50), 10_000)
+            self.footnote(f"{total - shown} more {what} below top {self.scope.top}; rerun with top={bigger}",
+                          self.link(self.noun, self.view, top=str(bigger)))
+
+    def context(self) -> pb.Context:
+        start, end = self.time_range() if self.scope.time else (self.trace.start, self.trace.end)
+        c = pb.Context(trace=self.trace.name, trace_start_ts=self.trace.start, trace_end_ts=self.trace.end,
+                       trace_dur=self.trace.dur, process_count=self.trace.process_count, os=self.trace.os,
+                       machine=self.trace.machine, range_start_ts=start, range_end_ts=end,
+                       range="full trace" if self.scope.time is None else
+                       f"{self.offset(start)}-{self.offset(end)}")
+        for key, value in self.scope.given:
+            c.scope[key] = value
+        return c
+
+
+class View:
+    noun: str = ""
+    name: str = ""
+    title: str = ""
+    description: str = ""
+    result_field: str = ""          # the Report oneof field this view fills
+    flags: frozenset[str] = frozenset()   # flags it accepts besides top
+    required: tuple[str, ...] = ()
+    sorts: tuple[str, ...] = ()     # valid sort keys, default first
+    # The view's main query with every flag an optional :named parameter (empty = not set),
+    # registered as the canned query `{noun}_{view}` so it can be shared and edited in Datasette.
+    canned_sql: str = ""
+
+    @property
+    def canned_name(self) -> str:
+        return f"{self.noun}_{self.name}".replace("-", "_")
+
+    def check(self, scope: Scope) -> None:
+        allowed = self.flags | ALWAYS_ALLOWED
+        for key, _ in scope.given:
+            if key not in allowed:
+                raise ReportError(f"{self.label()} does not take {key}; it takes: {', '.join(sorted(allowed))}",
+                                  key, sorted(allowed))
+        for key in self.required:
+            if getattr(scope, key) is None:
+                raise ReportError(f"{self.label()} needs {key}: {FLAGS[key]}", key)
+        if scope.sort is not None and scope.sort not in self.sorts:
+            raise ReportError(f"sort: {scope.sort!r} is not a sort key of {self.label()}; use one of "
+                              f"{', '.join(self.sorts) or '(none)'}", "sort", self.sorts)
+
+    def label(self) -> str:
+        return f"{self.noun} {self.name}".strip() or "overview"
+
+    def sort_key(self, scope: Scope) -> str:
+        return scope.sort or (self.sorts[0] if self.sorts else "")
+
+    def has_data(self, run: ReportRun) -> bool:
+        """Whether the trace has this noun's data at all (the overview skips it otherwise)."""
+        return True
+
+    def compute(self, run: ReportRun, out: Any) -> None:
+        """Fills `out` (this view's message in the Report) from the database."""
+        raise NotImplementedError
+
+    def tables(self, msg: Any, run: ReportRun) -> list[Table]:
+        return []
+
+    def charts(self, msg: Any, run: ReportRun) -> list[Chart]:
+        return []
+
+
+def glob_filter(column: str, param: str) -> str:
+    return f"{column} GLOB :{param}"
+
+
+def percentile_index(n: int, p: float) -> int:
+    """Nearest-rank index into n sorted values."""
+    return min(n - 1, max(0, int(round(p / 100 * (n - 1)))))

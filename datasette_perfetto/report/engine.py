@@ -1,0 +1,43 @@
+"""Runs one report: find the view, validate the scope, compute the `Report` message."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import Mapping, Optional
+
+from . import report_pb2 as pb
+from .base import Linker, ReportRun, View
+from .scope import ReportError, Scope
+from .views import find_view
+
+
+@dataclass
+class ReportResult:
+    report: pb.Report
+    view: View
+    run: ReportRun
+
+    def result_message(self):
+        return getattr(self.report, self.view.result_field)
+
+
+def run_report(conn: sqlite3.Connection, noun: Optional[str], view_name: Optional[str],
+               params: Mapping[str, str], linker: Linker) -> ReportResult:
+    """Raises ReportError for anything the request got wrong."""
+    view = find_view(noun, view_name)
+    scope = Scope.parse(params)
+    view.check(scope)
+    run = ReportRun(conn, scope, linker, view.noun, view.name)
+    report = pb.Report(noun=view.noun, view=view.name)
+    out = getattr(report, view.result_field)
+    view.compute(run, out)
+    out.SetInParent()  # an empty result is still this view's result
+    report.context.CopyFrom(run.context())
+    report.footnotes.extend(run.footnotes)
+    report.next_steps.extend(run.next_steps)
+    report.queries.extend(run.queries)
+    return ReportResult(report, view, run)
+
+
+__all__ = ["run_report", "ReportResult", "ReportError"]

@@ -1,0 +1,108 @@
+"""Text, JSON and SQL renderings of a report (HTML is the templates' job)."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from google.protobuf import json_format
+
+from . import format as fmt
+from .base import Chart, Table
+from .engine import ReportResult
+from .scope import FLAGS, ReportError
+
+BAR_WIDTH = 40
+
+
+def context_line(result: ReportResult) -> str:
+    c = result.report.context
+    parts = [c.trace, c.range, fmt.duration(c.range_end_ts - c.range_start_ts)]
+    if c.os:
+        parts.append(c.os)
+    if c.machine:
+        parts.append(c.machine)
+    parts.append(f"{c.process_count} processes")
+    order = list(FLAGS)
+    scope = [f"{k}={c.scope[k]}" for k in sorted(c.scope, key=order.index) if k != "time"]
+    if scope:
+        parts.append(" ".join(scope))
+    return "[" + " | ".join(parts) + "]"
+
+
+def text_table(table: Table) -> list[str]:
+    lines = [f"{table.title}:" if table.headers or table.rows else table.title]
+    if not table.headers:
+        return lines
+    if not table.rows:
+        return lines + [f"  {table.empty}"]
+    cells = [list(table.headers)] + [[c.text for c in row] for row in table.rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(table.headers))]
+    align = table.alignment()
+    for row in cells:
+        out = []
+        for i, text in enumerate(row):
+            last = i == len(row) - 1
+            if align[i] == "r":
+                out.append(text.rjust(widths[i]))
+            else:
+                out.append(text if last else text.ljust(widths[i]))
+        lines.append("  " + "   ".join(out).rstrip())
+    return lines
+
+
+def bar_length(value: float, top: float, scale: str) -> int:
+    if top <= 0 or value <= 0:
+        return 0
+    if scale == "log":
+        return max(1, round(BAR_WIDTH * math.log1p(value) / math.log1p(top)))
+    return max(1, round(BAR_WIDTH * value / top))
+
+
+def text_chart(chart: Chart) -> list[str]:
+    lines = [f"{chart.title} ({chart.scale} scale; {chart.value_label}):"]
+    if not chart.bars:
+        return lines + ["  (no data)"]
+    top = max(b.value for b in chart.bars)
+    label_width = max(len(b.label) for b in chart.bars)
+    for b in chart.bars:
+        bar = "#" * bar_length(b.value, top, chart.scale)
+        lines.append(f"  {b.label.rjust(label_width)} |{bar.ljust(BAR_WIDTH)}| {b.note}".rstrip())
+    return lines
+
+
+def to_text(result: ReportResult) -> str:
+    msg = result.result_message()
+    lines = [context_line(result), ""]
+    for chart in result.view.charts(msg, result.run):
+        lines += text_chart(chart) + [""]
+    for table in result.view.tables(msg, result.run):
+        lines += text_table(table) + [""]
+    for note in result.report.footnotes:
+        lines.append(f"  * {note.text}: {note.command}")
+    if result.report.footnotes:
+        lines.append("")
+    if result.report.next_steps:
+        lines.append("Next: " + "\n      ".join(step.command for step in result.report.next_steps))
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def to_json(result: ReportResult) -> dict[str, Any]:
+    return json_format.MessageToDict(result.report, preserving_proto_field_name=True)
+
+
+def to_sql(result: ReportResult) -> str:
+    """The queries the view ran, with their bound values, ready to paste."""
+    out = [f"-- {result.view.label()}: {len(result.report.queries)} queries", ""]
+    for q in result.report.queries:
+        out.append(f"-- {q.purpose}")
+        for key, value in q.params.items():
+            out.append(f"--   :{key} = {json.dumps(value)}")
+        out.append(q.sql.rstrip(";") + ";")
+        out.append("")
+    return "\n".join(out)
+
+
+def error_json(error: ReportError) -> dict[str, Any]:
+    return {"ok": False, "error": error.message, "parameter": error.param, "options": error.options}

@@ -1,0 +1,760 @@
+"""The `counters` noun: counter tracks, and one counter's values over time.
+
+A counter is a track: a name plus what it belongs to (a process, a thread, a CPU,
+a GPU, or nothing). Names repeat across owners (`cpufreq` on every CPU,
+`mem.rss` in every process), so the single-series views (timeline, histogram,
+inspect) resolve `name` (a glob) to exactly one distinct counter name, and the
+scope flags then choose which tracks of that name form the series: pid/process
+take the process's counters and its threads', tid/thread a thread's, cpu a CPU's.
+The tracks that remain are pooled and listed with their own stats.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from typing import Callable, Optional
+
+from .. import format as fmt
+from .. import report_pb2 as pb
+from ..base import Bar, Cell, Chart, ReportRun, Table, View, percentile_index
+from ..filters import Where
+from ..scope import MAX_TOP, ReportError
+from .tracks import (CPU_SQL, GPU_SQL, OWNER_COLUMNS, TRACK_FROM, glob_escape, has_view, owner_label, owner_params,
+                     owner_where, scoped_link)
+
+SERIES_FLAGS = frozenset({"pid", "process", "tid", "thread", "cpu", "track", "time", "name"})
+SCOPE_NOTE = ("name must match one counter name; pid/process (a process's counters and its threads'), "
+              "tid/thread and cpu choose which tracks of that name form the series.")
+
+TRACK_COLUMNS = f"""tr.id AS track_id, tr.name, tr.type, tr.counter_unit AS unit,
+         {OWNER_COLUMNS}, {GPU_SQL} AS gpu"""
+
+LIST_SORTS = {"count": "count DESC, name, track_id", "name": "name, track_id",
+              "max": "max DESC, name, track_id", "avg": "avg DESC, name, track_id"}
+
+# Value ranges wider than this ratio get log-spaced histogram buckets.
+LOG_SCALE_RATIO = 100
+SAMPLES_AROUND = 5
+MAX_NAMES_LISTED = 50
+
+
+# -- scope --------------------------------------------------------------------------------------
+
+def counter_where(run: ReportRun, with_name: bool = True) -> Where:
+    """Counter tracks in the run's scope (aliases as in TRACK_FROM)."""
+    w = Where()
+    w.add("tr.event_type = 'counter'")
+    scoped = owner_where(run)
+    w.terms += scoped.terms
+    w.params.update(scoped.params)
+    if with_name and run.scope.name is not None:
+        w.add("tr.name GLOB :name", name=run.scope.name)
+    return w
+
+
+def series_where(run: ReportRun, counter_name: str) -> Where:
+    w = counter_where(run, with_name=False)
+    w.add("tr.name = :counter_name", counter_name=counter_name)
+    return w
+
+
+def sample_range(run: ReportRun, alias: str = "c") -> tuple[str, dict]:
+    """The samples a report covers: those in [start, end) of time, else every sample."""
+    if run.scope.time is None:
+        return "", {}
+    start, end = run.time_range()
+    return (f" AND {alias}.ts >= :range_start AND {alias}.ts < :range_end",
+            {"range_start": start, "range_end": end})
+
+
+def resolve_name(run: ReportRun) -> str:
+    """The one counter name `name` matches in scope; a ReportError listing the choices otherwise."""
+    w = counter_where(run)
+    names = [r[0] for r in run.query("counter names matching name", f"""SELECT DISTINCT tr.name
+{TRACK_FROM}
+{w.sql()}
+ORDER BY tr.name
+LIMIT {MAX_NAMES_LISTED + 1}""", w.params)]
+    glob = run.scope.name
+    if len(names) == 1:
+        return names[0]
+    if not names:
+        w = counter_where(run, with_name=False)
+        options = [r[0] for r in run.query("counter names in scope", f"""SELECT DISTINCT tr.name
+{TRACK_FROM}
+{w.sql()}
+ORDER BY tr.name
+LIMIT {MAX_NAMES_LISTED}""", w.params) if r[0] is not None]
+        scoped = any(getattr(run.scope, f) is not None for f in ("pid", "process", "tid", "thread", "cpu", "track"))
+        where = " in this scope" if scoped else ""
+        raise ReportError(f"name: no counter matches {glob!r}{where}; counters: "
+                          f"{', '.join(options) or '(none)'}", "name", options)
+    more = " (and more)" if len(names) > MAX_NAMES_LISTED else ""
+    names = names[:MAX_NAMES_LISTED]
+    raise ReportError(f"name: {glob!r} matches {len(names)}{more} counter names; {run.noun} {run.view} shows one. "
+                      f"Choose one of: {', '.join(names)}", "name", names)
+
+
+# -- per track stats ------------------------------------------------------------------------------
+
+def track_stats(run: ReportRun, w: Where, purpose: str, order: str, limit: int,
+                min_count: Optional[int] = None, keep_empty: bool = False):
+    """Counter tracks under `w` with sample count/min/avg/max over the range, and the total row count.
+
+    keep_empty keeps tracks with no samples in the range (count 0), as a series' track list does.
+    """
+    params = dict(w.params)
+    if run.scope.time is None:
+        # Whole trace: the per track figures precomputed at import.
+        stats = """SELECT st.track_id, st.event_count AS count, st.min_value AS min,
+         st.sum_value / st.event_count AS avg, st.max_value AS max
+  FROM report_track_stats st
+  WHERE st.track_id IN (SELECT track_id FROM tracks)"""
+    else:
+        in_range, range_params = sample_range(run)
+        params.update(range_params)
+        stats = f"""SELECT c.track_id, count(*) AS count, min(c.value) AS min, avg(c.value) AS avg, max(c.value) AS max
+  FROM counter c
+  WHERE c.track_id IN (SELECT track_id FROM tracks){in_range}
+  GROUP BY c.track_id"""
+    having = ""
+    if min_count is not None:
+        having = "WHERE s.count >= :min_count"
+        params["min_count"] = min_count
+    rows = run.query(purpose, f"""WITH tracks AS (
+  SELECT {TRACK_COLUMNS}
+  {TRACK_FROM.replace(chr(10), chr(10) + "  ")}
+  {w.sql().replace(chr(10), chr(10) + "  ")}
+),
+stats AS (
+  {stats}
+)
+SELECT t.*, coalesce(s.count, 0) AS count, s.min, s.avg, s.max, count(*) OVER () AS total_rows
+FROM tracks t {"LEFT JOIN" if keep_empty else "JOIN"} stats s ON s.track_id = t.track_id {having}
+ORDER BY {order}
+LIMIT :top""", {**params, "top": limit})
+    return rows, (rows[0]["total_rows"] if rows else 0)
+
+
+def fill_track_row(out: pb.CountersList.Row, r) -> None:
+    out.track_id = r["track_id"]
+    out.name = r["name"] or ""
+    out.track_type = r["type"] or ""
+    out.unit = r["unit"] or ""
+    out.scope = owner_label(r["thread"], r["tid"], r["process"], r["pid"], r["cpu"], r["gpu"])
+    out.count = r["count"] or 0
+    out.min = r["min"] if r["min"] is not None else 0.0
+    out.avg = r["avg"] if r["avg"] is not None else 0.0
+    out.max = r["max"] if r["max"] is not None else 0.0
+    out.process = r["process"] or ""
+    out.pid = r["pid"] or 0
+    out.thread = r["thread"] or ""
+    out.tid = r["tid"] or 0
+    if r["cpu"] is not None:
+        out.cpu = r["cpu"]
+    if r["gpu"] is not None:
+        out.gpu = r["gpu"]
+
+
+def row_owner(row: pb.CountersList.Row) -> dict[str, Optional[str]]:
+    """Flags narrowing a series to this track's owner."""
+    tid = row.tid if row.thread or row.tid else None
+    pid = row.pid if row.process or row.pid else None
+    return owner_params(tid, None if tid is not None else pid, row.cpu if row.HasField("cpu") else None)
+
+
+def series_tracks(run: ReportRun, counter_name: str, out_tracks) -> dict[int, str]:
+    """Fills the series' tracks (top by sample count); returns every track's scope label by id."""
+    rows, total = track_stats(run, series_where(run, counter_name), f"tracks of {counter_name}",
+                              LIST_SORTS["count"], MAX_TOP, keep_empty=True)
+    for r in rows[:run.scope.top]:
+        fill_track_row(out_tracks.add(), r)
+    run.truncation(min(len(rows), run.scope.top), total, f"{counter_name} tracks")
+    return {r["track_id"]: owner_label(r["thread"], r["tid"], r["process"], r["pid"], r["cpu"], r["gpu"])
+            for r in rows}
+
+
+def unit_of(tracks) -> str:
+    """The series' unit for labels ('count' says nothing, so it is left out)."""
+    return next((t.unit for t in tracks if t.unit and t.unit != "count"), "")
+
+
+# -- value formatting ---------------------------------------------------------------------------
+
+def value_format(lo: float, hi: float, steps: int = 100) -> Callable[[float], str]:
+    """Compact numbers (151.4M) with enough decimals to tell values `(hi - lo) / steps` apart.
+
+    A k/M/G suffix is used only when it needs at most one decimal: 3000-4000 reads better than 3.00k-4.00k.
+    """
+    magnitude = max(abs(lo), abs(hi))
+    step = (hi - lo) / steps
+    for suffix, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3), ("", 1.0)):
+        if magnitude < scale and scale > 1:
+            continue
+        if step > 0:
+            decimals = max(0, math.ceil(-math.log10(step / scale)))
+        else:
+            decimals = 1 if suffix else 0 if float(lo).is_integer() else 2
+        if decimals <= 1 or scale == 1:
+            break
+    if decimals > 6:  # tiny values: significant digits instead
+        return lambda v: f"{v:.4g}"
+
+    def text(v: float) -> str:
+        return f"{v / scale:.{decimals}f}{suffix}"
+
+    return text
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def with_unit(text: str, unit: str) -> str:
+    return f"{text} {unit}" if unit and unit != "count" else text
+
+
+def exact_offset(ts: int, start: int) -> str:
+    """A trace offset to the nanosecond (1.242483123s), for links whose ts must hit a sample exactly."""
+    delta = ts - start
+    sign = "-" if delta < 0 else ""
+    delta = abs(delta)
+    return f"{sign}{delta // 1_000_000_000}.{delta % 1_000_000_000:09d}s"
+
+
+def fill_value_stats(out: pb.ValueStats, values: list[float]) -> None:
+    """Stats of sorted values."""
+    if not values:
+        return
+    n = len(values)
+    out.count = n
+    out.min = values[0]
+    out.max = values[-1]
+    out.avg = math.fsum(values) / n
+    out.p50 = values[percentile_index(n, 50)]
+    out.p95 = values[percentile_index(n, 95)]
+    out.p99 = values[percentile_index(n, 99)]
+
+
+def series_ids(w: Where) -> str:
+    """A subquery of the series' track ids, on one line (it goes inside other queries)."""
+    return f"SELECT tr.id {TRACK_FROM} {w.sql()}".replace("\n", " ")
+
+
+def sorted_values(run: ReportRun, counter_name: str) -> list[float]:
+    w = series_where(run, counter_name)
+    in_range, range_params = sample_range(run)
+    return [r[0] for r in run.query(f"values of {counter_name}, sorted", f"""SELECT c.value
+FROM counter c
+WHERE c.track_id IN ({series_ids(w)}){in_range}
+ORDER BY c.value""", {**w.params, **range_params})]
+
+
+def tracks_table(tracks, fmt_value: Callable[[float], str], title: str) -> Table:
+    rows = [[Cell(t.scope), Cell(t.track_type), Cell(t.unit or "-"), Cell(fmt.count(t.count), title=str(t.count))]
+            + [Cell(fmt_value(v) if t.count else "-") for v in (t.min, t.avg, t.max)] for t in tracks]
+    return Table(title, ("Scope", "Type", "Unit", "Samples", "Min", "Avg", "Max"), rows, align="lllrrrr",
+                 empty="(no tracks)")
+
+
+# -- views ----------------------------------------------------------------------------------------
+
+# Canned queries: every flag an optional parameter ('' = not set). A series is every counter track whose
+# name matches the name glob in scope (the report also insists the glob names a single counter).
+CANNED_RANGE = """range AS (
+  SELECT coalesce((SELECT report_range_start(:time)), trace_start()) AS range_start,
+         coalesce((SELECT report_range_end(:time)), trace_end()) AS range_end
+)"""
+CANNED_SERIES = f"""series AS (
+  SELECT tr.id
+  {TRACK_FROM.replace(chr(10), chr(10) + "  ")}
+  WHERE tr.event_type = 'counter' AND tr.name GLOB :name
+    AND (:pid = '' OR p.pid = :pid)
+    AND (:process = '' OR p.name GLOB :process)
+    AND (:tid = '' OR th.tid = :tid)
+    AND (:thread = '' OR th.name GLOB :thread)
+    AND (:cpu = '' OR {CPU_SQL} = CAST(:cpu AS INTEGER))
+    AND (:track = '' OR tr.name GLOB :track)
+)"""
+CANNED_SAMPLES = """samples AS (
+  SELECT c.track_id, c.ts, c.value
+  FROM counter c, range
+  WHERE c.track_id IN (SELECT id FROM series) AND c.ts >= range_start
+    AND (c.ts < range_end OR (:time = '' AND c.ts = range_end))
+)"""
+
+
+class CountersListView(View):
+    noun = "counters"
+    name = "list"
+    title = "Counters"
+    description = ("Every counter track with the process, thread or CPU it belongs to, its sample count and the "
+                   "min, average (of the samples) and max of its values. Counter names repeat across owners "
+                   "(cpufreq per CPU, mem.rss per process): each row is one track. name is a glob on the "
+                   "counter name; pid/process include the process's thread counters; with time, only samples "
+                   "in the range count.")
+    result_field = "counters_list"
+    flags = frozenset({"pid", "process", "tid", "thread", "cpu", "track", "time", "name", "min_count", "sort"})
+    sorts = tuple(LIST_SORTS)
+    canned_sql = f"""WITH tracks AS (
+  SELECT {TRACK_COLUMNS}
+  {TRACK_FROM.replace(chr(10), chr(10) + "  ")}
+  WHERE tr.event_type = 'counter'
+    AND (:pid = '' OR p.pid = :pid)
+    AND (:process = '' OR p.name GLOB :process)
+    AND (:tid = '' OR th.tid = :tid)
+    AND (:thread = '' OR th.name GLOB :thread)
+    AND (:cpu = '' OR {CPU_SQL} = CAST(:cpu AS INTEGER))
+    AND (:track = '' OR tr.name GLOB :track)
+    AND (:name = '' OR tr.name GLOB :name)
+),
+stats AS (
+  -- The whole trace: precomputed at import; a time range: counted from the samples.
+  SELECT st.track_id, st.event_count AS count, st.min_value AS min, st.sum_value / st.event_count AS avg,
+         st.max_value AS max
+  FROM report_track_stats st
+  WHERE :time = '' AND st.track_id IN (SELECT track_id FROM tracks)
+  UNION ALL
+  SELECT c.track_id, count(*), min(c.value), avg(c.value), max(c.value)
+  FROM counter c
+  WHERE :time != '' AND c.track_id IN (SELECT track_id FROM tracks)
+    AND c.ts >= (SELECT report_range_start(:time)) AND c.ts < (SELECT report_range_end(:time))
+  GROUP BY c.track_id
+)
+SELECT t.*, s.count, s.min, s.avg, s.max
+FROM tracks t JOIN stats s ON s.track_id = t.track_id
+WHERE s.count >= coalesce(CAST(nullif(:min_count, '') AS INTEGER), 0)
+ORDER BY CASE coalesce(nullif(:sort, ''), 'count') WHEN 'count' THEN -s.count WHEN 'max' THEN -s.max
+                                                   WHEN 'avg' THEN -s.avg END, t.name, t.track_id
+LIMIT coalesce(nullif(:top, ''), 10)"""
+
+    def has_data(self, run: ReportRun) -> bool:
+        return bool(run.value("any counter values", "SELECT EXISTS(SELECT 1 FROM counter)"))
+
+    def compute(self, run: ReportRun, out: pb.CountersList) -> None:
+        s = run.scope
+        rows, out.total_rows = track_stats(run, counter_where(run), "counter tracks in scope, top by the sort key",
+                                           LIST_SORTS[self.sort_key(s)], s.top, s.min_count)
+        for r in rows:
+            fill_track_row(out.rows.add(), r)
+        run.truncation(len(rows), out.total_rows, "counter tracks")
+        if out.rows:
+            top = out.rows[0]
+            narrow = row_owner(top)
+            if has_view("counters", "timeline"):
+                run.next_step(f"{top.name} ({top.scope}) over time",
+                              scoped_link(run, "counters", "timeline", name=glob_escape(top.name), **narrow))
+            run.next_step(f"Distribution of {top.name} ({top.scope}) values",
+                          scoped_link(run, "counters", "histogram", name=glob_escape(top.name), **narrow))
+
+    def tables(self, msg: pb.CountersList, run: ReportRun) -> list[Table]:
+        rows = []
+        for r in msg.rows:
+            show = value_format(r.min, r.max)
+            timeline = scoped_link(run, "counters", "timeline", name=glob_escape(r.name), **row_owner(r))
+            inspect = scoped_link(run, "counters", "inspect", name=glob_escape(r.name), **row_owner(r))
+            rows.append([
+                Cell(r.name, timeline, title=f"track id {r.track_id}"),
+                Cell(r.track_type),
+                Cell(r.scope, inspect),
+                Cell(fmt.count(r.count), title=str(r.count)),
+                Cell(show(r.min)), Cell(show(r.avg)), Cell(show(r.max)),
+                Cell(r.unit or "-"),
+            ])
+        return [Table(f"Counters ({plural(msg.total_rows, 'track')} in scope)",
+                      ("Counter", "Type", "Scope", "Samples", "Min", "Avg", "Max", "Unit"), rows,
+                      align="lllrrrrl", empty="(no counters in scope)")]
+
+
+class CountersTimelineView(View):
+    noun = "counters"
+    name = "timeline"
+    title = "Counter timeline"
+    description = ("One counter's value over time, in buckets: the average of the samples in each bucket (the "
+                   "value held from the last earlier sample when a bucket has none), with the min and max the "
+                   "counter had during the bucket. " + SCOPE_NOTE + " With several tracks, a bucket's value is "
+                   "the mean over the tracks and its highest tracks are named.")
+    result_field = "counters_timeline"
+    flags = SERIES_FLAGS | {"buckets"}
+    required = ("name",)
+    canned_sql = f"""-- The samples in each bucket, pooled over the series' tracks. The report also carries each
+-- track's value into buckets without samples and averages over tracks, so with several tracks or
+-- sparse samples its values differ from these.
+WITH {CANNED_RANGE},
+{CANNED_SERIES},
+{CANNED_SAMPLES},
+buckets AS (
+  SELECT range_start, range_end,
+         max(1, (range_end - range_start + coalesce(CAST(nullif(:buckets, '') AS INTEGER), 20) - 1)
+                / coalesce(CAST(nullif(:buckets, '') AS INTEGER), 20)) AS bucket_dur
+  FROM range
+)
+SELECT min((s.ts - b.range_start) / b.bucket_dur, (b.range_end - b.range_start - 1) / b.bucket_dur) AS bucket,
+       b.range_start + min((s.ts - b.range_start) / b.bucket_dur,
+                           (b.range_end - b.range_start - 1) / b.bucket_dur) * b.bucket_dur AS start_ts,
+       count(*) AS count, avg(s.value) AS avg, min(s.value) AS min, max(s.value) AS max
+FROM samples s, buckets b
+GROUP BY bucket
+ORDER BY bucket"""
+
+    def compute(self, run: ReportRun, out: pb.CountersTimeline) -> None:
+        out.name = name = resolve_name(run)
+        labels = series_tracks(run, name, out.tracks)
+        start, end = run.time_range()
+        out.bucket_dur = bucket_dur = max(1, -(-(end - start) // run.scope.buckets))
+        n = max(1, -(-(end - start) // bucket_dur))  # fewer than asked when the range is shorter in ns
+        w = series_where(run, name)
+        in_range, range_params = sample_range(run)
+        params = {**w.params, **range_params, "range_start": start, "bucket_dur": bucket_dur, "last_bucket": n - 1}
+        series = series_ids(w)
+        rows = run.query(f"{name} per track and bucket", f"""WITH per_bucket AS (
+  SELECT c.track_id, min((c.ts - :range_start) / :bucket_dur, :last_bucket) AS bucket, count(*) AS count,
+         avg(c.value) AS avg, min(c.value) AS min, max(c.value) AS max, min(c.ts) AS first_ts, max(c.ts) AS last_ts
+  FROM counter c
+  WHERE c.track_id IN ({series}){in_range}
+  GROUP BY c.track_id, bucket
+)
+SELECT b.*, (SELECT c.value FROM counter c WHERE c.track_id = b.track_id AND c.ts = b.last_ts
+             ORDER BY c.id DESC LIMIT 1) AS last_value
+FROM per_bucket b
+ORDER BY b.track_id, b.bucket""", params)
+        held: dict[int, float] = {}
+        if run.scope.time is not None:
+            for r in run.query(f"{name} value held at the start of the range", f"""SELECT s.id AS track_id,
+       (SELECT c.value FROM counter c WHERE c.track_id = s.id AND c.ts < :range_start
+        ORDER BY c.ts DESC, c.id DESC LIMIT 1) AS value
+FROM ({series}) s""", {**w.params, "range_start": start}):
+                if r["value"] is not None:
+                    held[r["track_id"]] = r["value"]
+        self._fill(out, rows, held, labels, start, bucket_dur, n, end)
+        if out.buckets and any(b.has_value for b in out.buckets):
+            sampled = [b for b in out.buckets if b.count] or [b for b in out.buckets if b.has_value]
+            peak = max(sampled, key=lambda b: b.max)
+            run.next_step(f"{name} around its peak ({run.offset(peak.start_ts)})",
+                          scoped_link(run, "counters", "inspect", name=glob_escape(name),
+                                      time=f"{exact_offset(peak.start_ts, run.trace.start)},"
+                                           f"{exact_offset(peak.end_ts, run.trace.start)}"))
+            run.next_step(f"Distribution of {name} values", scoped_link(run, "counters", "histogram",
+                                                                       name=glob_escape(name)))
+
+    @staticmethod
+    def _fill(out: pb.CountersTimeline, rows, held: dict[int, float], labels: dict[int, str], start: int,
+              bucket_dur: int, n: int, end: int) -> None:
+        """Carries each track's value across buckets without samples, then combines the tracks per bucket."""
+        by_track: dict[int, dict[int, object]] = {}
+        for r in rows:
+            by_track.setdefault(r["track_id"], {})[r["bucket"]] = r
+        tracks = sorted(set(by_track) | set(held))
+        several = len(tracks) > 1
+        current = {t: held.get(t) for t in tracks}
+        for i in range(n):
+            b_start = start + i * bucket_dur
+            bucket = out.buckets.add(start_ts=b_start, end_ts=min(b_start + bucket_dur, end))
+            values: list[tuple[float, str]] = []
+            lows: list[float] = []
+            highs: list[float] = []
+            for t in tracks:
+                r = by_track.get(t, {}).get(i)
+                before = current[t]
+                if r is not None:
+                    avg, lo, hi = r["avg"], r["min"], r["max"]
+                    if before is not None and r["first_ts"] > b_start:
+                        lo, hi = min(lo, before), max(hi, before)
+                    current[t] = r["last_value"]
+                    bucket.count += r["count"]
+                elif before is not None:
+                    avg = lo = hi = before
+                else:
+                    continue
+                values.append((avg, labels.get(t, f"track {t}")))
+                lows.append(lo)
+                highs.append(hi)
+            if not values:
+                continue
+            bucket.has_value = True
+            bucket.value = math.fsum(v for v, _ in values) / len(values)
+            bucket.min = min(lows)
+            bucket.max = max(highs)
+            if several:
+                for v, label in sorted(values, key=lambda x: -x[0])[:3]:
+                    bucket.dominant.add(name=label, value=v)
+
+    def charts(self, msg: pb.CountersTimeline, run: ReportRun) -> list[Chart]:
+        known = [b for b in msg.buckets if b.has_value]
+        show = value_format(min((b.min for b in known), default=0), max((b.max for b in known), default=0))
+        bars = []
+        for b in msg.buckets:
+            if not b.has_value:
+                note = "(no value yet)"
+            elif b.count == 0:
+                note = f"{show(b.value)} (held; no samples)"
+            else:
+                note = f"{show(b.value)}  min {show(b.min)}  max {show(b.max)}  {plural(b.count, 'sample')}"
+            if b.dominant:
+                note += "  top: " + ", ".join(f"{d.name} {show(d.value)}" for d in b.dominant)
+            bars.append(Bar(run.offset(b.start_ts), b.value if b.has_value else 0.0, note))
+        unit = unit_of(msg.tracks)
+        label = "average value per bucket" + (f", {unit}" if unit else "")
+        return [Chart(f"{msg.name} over time, {fmt.duration(msg.bucket_dur)} buckets", "linear", label, bars)]
+
+    def tables(self, msg: pb.CountersTimeline, run: ReportRun) -> list[Table]:
+        tracks = list(msg.tracks)
+        show = value_format(min((t.min for t in tracks), default=0), max((t.max for t in tracks), default=0))
+        return [tracks_table(tracks, show, f"{msg.name}: {plural(len(tracks), 'track')}")]
+
+
+class CountersHistogramView(View):
+    noun = "counters"
+    name = "histogram"
+    title = "Counter histogram"
+    description = ("The distribution of one counter's sample values. Buckets are log-spaced when the values "
+                   f"are positive and span more than a factor of {LOG_SCALE_RATIO}, else linear; the chart says "
+                   "which. JSON adds p50/p95/p99. " + SCOPE_NOTE + " The samples of all its tracks are pooled.")
+    result_field = "counters_histogram"
+    flags = SERIES_FLAGS | {"buckets"}
+    required = ("name",)
+    canned_sql = f"""-- Linear buckets; the report uses log-spaced ones when the values span more than 100x.
+WITH {CANNED_RANGE},
+{CANNED_SERIES},
+{CANNED_SAMPLES},
+bounds AS (
+  SELECT min(value) AS low, max(value) AS high, count(*) AS n,
+         coalesce(CAST(nullif(:buckets, '') AS INTEGER), 20) AS buckets
+  FROM samples
+)
+SELECT min(CAST((s.value - b.low) * b.buckets / max(b.high - b.low, 1e-300) AS INTEGER), b.buckets - 1) AS bucket,
+       b.low + (b.high - b.low) * min(CAST((s.value - b.low) * b.buckets / max(b.high - b.low, 1e-300) AS INTEGER),
+                                      b.buckets - 1) / b.buckets AS low,
+       count(*) AS count, round(100.0 * count(*) / b.n, 1) AS percent
+FROM samples s, bounds b
+GROUP BY bucket
+ORDER BY bucket"""
+
+    def compute(self, run: ReportRun, out: pb.CountersHistogram) -> None:
+        out.name = name = resolve_name(run)
+        series_tracks(run, name, out.tracks)
+        values = sorted_values(run, name)
+        fill_value_stats(out.stats, values)
+        if not values:
+            out.scale = "linear"
+            return
+        lo, hi = values[0], values[-1]
+        n = run.scope.buckets
+        if lo == hi:
+            out.scale = "linear"
+            out.buckets.add(low=lo, high=hi, count=len(values))
+        else:
+            if lo > 0 and hi / lo > LOG_SCALE_RATIO:
+                out.scale = "log"
+                ratio = (hi / lo) ** (1 / n)
+                edges = [lo * ratio ** i for i in range(n)] + [hi]
+            else:
+                out.scale = "linear"
+                width = (hi - lo) / n
+                edges = [lo + width * i for i in range(n)] + [hi]
+            # Bucket i holds [edges[i], edges[i+1]); the last one also holds the maximum.
+            positions = [bisect.bisect_left(values, e) for e in edges[:-1]] + [len(values)]
+            for i in range(n):
+                out.buckets.add(low=edges[i], high=edges[i + 1], count=positions[i + 1] - positions[i])
+        run.next_step(f"{name}: stats and delta", scoped_link(run, "counters", "inspect", name=glob_escape(name)))
+        if has_view("counters", "timeline"):
+            run.next_step(f"{name} over time", scoped_link(run, "counters", "timeline", name=glob_escape(name)))
+
+    def charts(self, msg: pb.CountersHistogram, run: ReportRun) -> list[Chart]:
+        if msg.scale == "log":
+            label = fmt.count
+        else:
+            label = value_format(msg.stats.min, msg.stats.max, 10 * max(len(msg.buckets), 1))
+        total = msg.stats.count or 1
+        bars = [Bar(f"{label(b.low)}-{label(b.high)}", b.count, f"{b.count} ({100.0 * b.count / total:.1f}%)")
+                for b in msg.buckets]
+        unit = unit_of(msg.tracks)
+        title = f"Distribution of {msg.name} values{' in ' + unit if unit else ''}, {msg.scale}-spaced buckets"
+        return [Chart(title, "linear", "bar length: samples per bucket", bars)]
+
+    def tables(self, msg: pb.CountersHistogram, run: ReportRun) -> list[Table]:
+        st = msg.stats
+        show = value_format(st.min, st.max)
+        stats = Table(f"{msg.name} values", ("Samples", "Min", "Avg", "Max", "p50", "p95", "p99"),
+                      [[Cell(str(st.count)), Cell(show(st.min)), Cell(show(st.avg)), Cell(show(st.max)),
+                        Cell(show(st.p50)), Cell(show(st.p95)), Cell(show(st.p99))]] if st.count else [],
+                      empty="(no samples in scope)")
+        tracks = list(msg.tracks)
+        return [stats, tracks_table(tracks, show, f"{msg.name}: {plural(len(tracks), 'track')}")]
+
+
+class CountersInspectView(View):
+    noun = "counters"
+    name = "inspect"
+    title = "Counter inspect"
+    description = ("One counter: its value at ts (the last sample at or before ts), and the min, average, max "
+                   "and delta (last minus first sample) over the range. " + SCOPE_NOTE + " With several "
+                   "tracks, each gets a row; narrow with pid, tid or cpu to see one in detail, with the "
+                   "samples around ts.")
+    result_field = "counters_inspect"
+    flags = SERIES_FLAGS | {"ts"}
+    required = ("name",)
+    canned_sql = f"""WITH {CANNED_RANGE},
+{CANNED_SERIES},
+{CANNED_SAMPLES}
+SELECT tr.id AS track_id, tr.name, {OWNER_COLUMNS},
+       (SELECT c.value FROM counter c WHERE c.track_id = tr.id AND c.ts <= (SELECT report_time(:ts))
+        ORDER BY c.ts DESC, c.id DESC LIMIT 1) AS value_at_ts,
+       (SELECT count(*) FROM samples s WHERE s.track_id = tr.id) AS count,
+       (SELECT min(s.value) FROM samples s WHERE s.track_id = tr.id) AS min,
+       (SELECT avg(s.value) FROM samples s WHERE s.track_id = tr.id) AS avg,
+       (SELECT max(s.value) FROM samples s WHERE s.track_id = tr.id) AS max,
+       (SELECT s.value FROM samples s WHERE s.track_id = tr.id ORDER BY s.ts DESC LIMIT 1)
+         - (SELECT s.value FROM samples s WHERE s.track_id = tr.id ORDER BY s.ts LIMIT 1) AS delta
+{TRACK_FROM}
+WHERE tr.id IN (SELECT id FROM series)
+ORDER BY count DESC, tr.id
+LIMIT coalesce(nullif(:top, ''), 10)"""
+
+    def compute(self, run: ReportRun, out: pb.CountersInspect) -> None:
+        out.name = name = resolve_name(run)
+        ts = run.ts() if run.scope.ts is not None else None
+        rows, total = track_stats(run, series_where(run, name), f"tracks of {name}", LIST_SORTS["count"],
+                                  run.scope.top, keep_empty=True)
+        run.truncation(len(rows), total, f"{name} tracks")
+        values = sorted_values(run, name)
+        fill_value_stats(out.stats, values)
+        out.unit = next((r["unit"] for r in rows if r["unit"]), "")
+        if ts is not None:
+            out.ts = ts
+        points = self._points(run, name, ts, [r["track_id"] for r in rows])
+        for r in rows:
+            entry = out.tracks.add()
+            fill_track_row(entry.track, r)
+            p = points.get(r["track_id"])
+            if p is None:
+                continue
+            if p["at_ts"] is not None:
+                entry.has_value_at_ts = True
+                entry.value_at_ts = p["at_value"]
+                entry.value_ts = p["at_ts"]
+            if p["first_ts"] is not None:
+                entry.first_ts, entry.last_ts = p["first_ts"], p["last_ts"]
+                entry.delta = p["last_value"] - p["first_value"]
+        if len(out.tracks) == 1:
+            one = out.tracks[0]
+            out.has_value_at_ts = one.has_value_at_ts
+            out.value_at_ts = one.value_at_ts
+            out.value_ts = one.value_ts
+            out.delta, out.first_ts, out.last_ts = one.delta, one.first_ts, one.last_ts
+            if ts is not None:
+                self._samples_around(run, out, one.track.track_id, ts)
+        elif len(out.tracks) > 1:
+            first = out.tracks[0].track
+            run.next_step(f"{name} on {first.scope} only",
+                          scoped_link(run, "counters", "inspect", name=glob_escape(name), **row_owner(first)))
+        if ts is None and values:
+            peak = run.query(f"when {name} peaked", f"""SELECT c.ts FROM counter c
+WHERE c.track_id IN (SELECT value FROM json_each(:track_ids)) AND c.value = :max_value
+ORDER BY c.ts LIMIT 1""", {"track_ids": "[" + ",".join(str(t.track.track_id) for t in out.tracks) + "]",
+                           "max_value": values[-1]})
+            if peak:
+                run.next_step(f"{name} at its maximum ({run.offset(peak[0][0])})",
+                              scoped_link(run, "counters", "inspect", name=glob_escape(name),
+                                          ts=exact_offset(peak[0][0], run.trace.start)))
+        if has_view("counters", "timeline"):
+            run.next_step(f"{name} over time", scoped_link(run, "counters", "timeline", name=glob_escape(name)))
+
+    def _points(self, run: ReportRun, name: str, ts: Optional[int], track_ids: list[int]) -> dict[int, object]:
+        """Per track: the sample at or before ts, and the first and last samples in the range."""
+        if not track_ids:
+            return {}
+        in_range, range_params = sample_range(run)
+        params = {"track_ids": "[" + ",".join(map(str, track_ids)) + "]", **range_params}
+        at = "NULL"
+        if ts is not None:
+            params["ts"] = ts
+            at = """(SELECT c.id FROM counter c WHERE c.track_id = t.value AND c.ts <= :ts
+          ORDER BY c.ts DESC, c.id DESC LIMIT 1)"""
+        rows = run.query(f"{name}: value at ts, first and last samples in the range", f"""WITH ids AS (
+  SELECT t.value AS track_id,
+         {at} AS at_id,
+         (SELECT c.id FROM counter c WHERE c.track_id = t.value{in_range}
+          ORDER BY c.ts, c.id LIMIT 1) AS first_id,
+         (SELECT c.id FROM counter c WHERE c.track_id = t.value{in_range}
+          ORDER BY c.ts DESC, c.id DESC LIMIT 1) AS last_id
+  FROM json_each(:track_ids) t
+)
+SELECT ids.track_id, a.ts AS at_ts, a.value AS at_value, f.ts AS first_ts, f.value AS first_value,
+       l.ts AS last_ts, l.value AS last_value
+FROM ids
+LEFT JOIN counter a ON a.id = ids.at_id
+LEFT JOIN counter f ON f.id = ids.first_id
+LEFT JOIN counter l ON l.id = ids.last_id""", params)
+        return {r["track_id"]: r for r in rows}
+
+    def _samples_around(self, run: ReportRun, out: pb.CountersInspect, track_id: int, ts: int) -> None:
+        rows = run.query("samples around ts", """SELECT ts, value FROM (
+  SELECT * FROM (SELECT c.ts, c.value, c.id FROM counter c WHERE c.track_id = :track_id AND c.ts <= :ts
+                 ORDER BY c.ts DESC, c.id DESC LIMIT :around)
+  UNION ALL
+  SELECT * FROM (SELECT c.ts, c.value, c.id FROM counter c WHERE c.track_id = :track_id AND c.ts > :ts
+                 ORDER BY c.ts, c.id LIMIT :around)
+)
+ORDER BY ts, id""", {"track_id": track_id, "ts": ts, "around": SAMPLES_AROUND})
+        for r in rows:
+            out.samples.add(ts=r["ts"], value=r["value"])
+
+    def tables(self, msg: pb.CountersInspect, run: ReportRun) -> list[Table]:
+        st = msg.stats
+        show = fmt.number  # inspect shows exact values
+        unit = msg.unit
+        at = run.offset(msg.ts) if msg.ts else ""
+        out: list[Table] = []
+        if len(msg.tracks) == 1:
+            one = msg.tracks[0]
+            facts: list[tuple[str, str]] = [("Track", f"{one.track.scope} ({one.track.track_type})")]
+            if msg.ts:
+                facts.append((f"Value at {at}",
+                              f"{with_unit(show(msg.value_at_ts), unit)} (sampled at {run.offset(msg.value_ts)})"
+                              if msg.has_value_at_ts else "(no sample at or before ts)"))
+            if st.count:
+                facts += [("Samples", str(st.count)),
+                          ("Min / avg / max", " / ".join(with_unit(show(v), unit) for v in (st.min, st.avg, st.max))),
+                          ("p50 / p95 / p99", " / ".join(show(v) for v in (st.p50, st.p95, st.p99))),
+                          ("Delta", f"{'+' if msg.delta >= 0 else ''}{with_unit(show(msg.delta), unit)} "
+                                    f"({run.offset(msg.first_ts)} to {run.offset(msg.last_ts)})")]
+            else:
+                facts.append(("Samples", "0 in the range"))
+            out.append(Table(f"{msg.name} on {one.track.scope}", ("Field", "Value"), [[Cell(k), Cell(v)] for k, v in facts],
+                             align="ll"))
+            if msg.samples:
+                rows = []
+                previous = None
+                for s in msg.samples:
+                    change = "" if previous is None else f"{'+' if s.value >= previous else ''}{show(s.value - previous)}"
+                    marker = "<- value at ts" if msg.has_value_at_ts and s.ts == msg.value_ts else ""
+                    rows.append([Cell(exact_offset(s.ts, run.trace.start), title=str(s.ts)), Cell(show(s.value)),
+                                 Cell(change),
+                                 Cell(marker)])
+                    previous = s.value
+                out.append(Table(f"Samples around {at}", ("Time", "Value", "Change", ""), rows, align="lrrl"))
+            return out
+        rows = []
+        for t in msg.tracks:
+            link = scoped_link(run, "counters", "inspect", name=glob_escape(msg.name), **row_owner(t.track))
+            value = show(t.value_at_ts) if t.has_value_at_ts else "-"
+            delta = f"{'+' if t.delta >= 0 else ''}{show(t.delta)}" if t.track.count else "-"
+            rows.append([Cell(t.track.scope, link), Cell(value if msg.ts else "-"),
+                         Cell(fmt.count(t.track.count), title=str(t.track.count)),
+                         Cell(show(t.track.min) if t.track.count else "-"),
+                         Cell(show(t.track.avg) if t.track.count else "-"),
+                         Cell(show(t.track.max) if t.track.count else "-"), Cell(delta)])
+        value_header = f"Value at {at}" if msg.ts else "Value at ts"
+        out.append(Table(f"{msg.name}: {len(msg.tracks)} tracks", ("Scope", value_header, "Samples", "Min", "Avg",
+                                                                   "Max", "Delta"), rows, align="lrrrrrr",
+                         empty="(no tracks)"))
+        if st.count:
+            out.append(Table(f"{msg.name}, all tracks pooled", ("Samples", "Min", "Avg", "Max", "p50", "p95", "p99"),
+                             [[Cell(str(st.count))] + [Cell(show(v)) for v in
+                                                       (st.min, st.avg, st.max, st.p50, st.p95, st.p99)]]))
+        return out
+
+
+VIEWS = [CountersListView(), CountersTimelineView(), CountersHistogramView(), CountersInspectView()]

@@ -1,0 +1,54 @@
+"""The overview: every noun with data, a few rows each; absent nouns say so."""
+
+from __future__ import annotations
+
+from .. import report_pb2 as pb
+from ..base import ReportRun, Table, View
+
+# (noun, view, Overview field) in the order the overview shows them.
+SECTIONS = (("slices", "table", "slices"), ("scheduling", "summary", "scheduling"),
+            ("counters", "list", "counters"), ("processes", "table", "processes"))
+
+
+class OverviewView(View):
+    noun = ""
+    name = ""
+    title = "Overview"
+    description = "Highlights of every noun with data in the trace."
+    result_field = "overview"
+    flags = frozenset({"pid", "process", "tid", "thread", "track", "cpu", "time", "min_duration", "min_count"})
+
+    def _sections(self):
+        from . import NOUNS
+
+        for noun, view, field in SECTIONS:
+            found = NOUNS.get(noun, {}).get(view)
+            if found is not None:
+                yield noun, found, field
+
+    def compute(self, run: ReportRun, out: pb.Overview) -> None:
+        from . import NOUNS
+        from .absent import NOT_YET
+
+        shown = set()
+        for noun, view, field in self._sections():
+            if not view.has_data(run):
+                out.absent.add(noun=noun, reason="not present in this trace")
+                continue
+            view.compute(run.section(noun, view.name, view.flags | {"top"}), getattr(out, field))
+            shown.add(noun)
+            run.next_step(f"{noun}: {view.title}", run.link(noun, view.name))
+        for noun in NOT_YET:
+            out.absent.add(noun=noun, reason="not present in this trace")
+
+    def tables(self, msg: pb.Overview, run: ReportRun) -> list[Table]:
+        out: list[Table] = []
+        for noun, view, field in self._sections():
+            if msg.HasField(field):
+                out += view.tables(getattr(msg, field), run)
+        for absent in msg.absent:
+            out.append(Table(f"{absent.noun.replace('-', ' ').title()}: ({absent.reason})", (), []))
+        return out
+
+
+OVERVIEW = OverviewView()

@@ -1,0 +1,280 @@
+"""The `processes` noun: which processes the trace has, and where their time went."""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+from .. import format as fmt
+from .. import report_pb2 as pb
+from ..base import Cell, ReportRun, Table, View
+from ..filters import Where
+from .tracks import has_view, scoped_link
+
+TOP_THREADS = 3
+
+SORT_COLUMNS = {
+    "cpu": "cpu_time DESC, slice_count DESC, pid, upid",
+    "slices": "slice_count DESC, cpu_time DESC, pid, upid",
+    "threads": "thread_count DESC, cpu_time DESC, slice_count DESC, pid, upid",
+    "name": "name IS NULL, name, pid, upid",
+    "pid": "pid, upid",
+}
+
+def _thread_cpu(run: ReportRun, params: dict, utids: str = "") -> str:
+    """A query of (utid, cpu_time) per thread that ran: precomputed for the whole trace (report_thread_sched),
+    else summed from sched clipped to the range. `utids` optionally restricts it to a subquery's threads."""
+    if run.scope.time is None:
+        only = f"\n  WHERE rs.utid IN ({utids})" if utids else ""
+        return f"SELECT rs.utid, rs.cpu_time FROM report_thread_sched rs{only}"
+    start, end = run.time_range()
+    params.update(range_start=start, range_end=end, trace_end=run.trace.end)
+    # A still-running sched slice (dur -1) runs until the end of the trace.
+    dur = "CASE WHEN sc.dur < 0 THEN max(:trace_end - sc.ts, 0) ELSE sc.dur END"
+    only = f" AND sc.utid IN ({utids})" if utids else ""
+    return f"""SELECT sc.utid, sum(min(sc.ts + {dur}, :range_end) - max(sc.ts, :range_start)) AS cpu_time
+  FROM sched sc
+  WHERE sc.utid != 0{only} AND sc.ts < :range_end AND sc.ts + {dur} > :range_start
+  GROUP BY sc.utid"""
+
+
+def _slice_counts(run: ReportRun, params: dict) -> str:
+    """Slices per slice track: precomputed for the whole trace, else counted in the range (by start)."""
+    if run.scope.time is None:
+        return """SELECT tr.id AS track_id, tr.utid, tr.upid, st.event_count AS slice_count
+  FROM track tr JOIN report_track_stats st ON st.track_id = tr.id
+  WHERE tr.event_type = 'slice'"""
+    start, end = run.time_range()
+    params.update(range_start=start, range_end=end)
+    return """SELECT tr.id AS track_id, tr.utid, tr.upid,
+         (SELECT count(*) FROM slice s WHERE s.track_id = tr.id AND s.ts >= :range_start AND s.ts < :range_end)
+           AS slice_count
+  FROM track tr
+  WHERE tr.event_type = 'slice'"""
+
+
+class ProcessesTableView(View):
+    noun = "processes"
+    name = "table"
+    title = "Processes"
+    description = ("Every process with its thread count, CPU time (from scheduling data, when the trace has it), "
+                   "CPU time as a share of the range (can exceed 100% on several CPUs), the number of slices on "
+                   "its own and its threads' tracks, and its busiest threads (by CPU time, else by slice count). "
+                   "process and name are globs on the process name; min_count hides processes with fewer slices; "
+                   "with time, CPU time is clipped to the range and slices that start in it are counted.")
+    result_field = "processes_table"
+    flags = frozenset({"pid", "process", "name", "time", "min_count", "sort"})
+    sorts = ("cpu", "slices", "threads", "name", "pid")
+    canned_sql = """WITH range AS (
+  SELECT coalesce(report_range_start(:time), trace_start()) AS range_start,
+         coalesce(report_range_end(:time), trace_end()) AS range_end
+),
+thread_cpu AS (
+  -- The whole trace: precomputed at import; a time range: sched clipped to it.
+  SELECT rs.utid, rs.cpu_time FROM report_thread_sched rs WHERE :time = ''
+  UNION ALL
+  SELECT r.utid, sum(min(r.ts + r.dur, range_end) - max(r.ts, range_start))
+  FROM (SELECT sc.utid, sc.ts, CASE WHEN sc.dur < 0 THEN max(trace_end() - sc.ts, 0) ELSE sc.dur END AS dur
+        FROM sched sc WHERE sc.utid != 0) r, range
+  WHERE :time != '' AND r.ts < range_end AND r.ts + r.dur > range_start
+  GROUP BY r.utid
+),
+process_cpu AS (
+  SELECT th.upid, sum(tc.cpu_time) AS cpu_time FROM thread_cpu tc JOIN thread th ON th.id = tc.utid GROUP BY th.upid
+),
+track_slices AS (
+  -- The whole trace: precomputed at import; a time range: slices that start in it.
+  SELECT tr.id, tr.utid, tr.upid,
+         CASE WHEN :time = '' THEN coalesce((SELECT event_count FROM report_track_stats WHERE track_id = tr.id), 0)
+              ELSE (SELECT count(*) FROM slice s WHERE s.track_id = tr.id
+                    AND s.ts >= (SELECT range_start FROM range) AND s.ts < (SELECT range_end FROM range)) END
+           AS slice_count
+  FROM track tr WHERE tr.event_type = 'slice'
+),
+process_slices AS (
+  SELECT coalesce(ts.upid, th.upid) AS upid, sum(ts.slice_count) AS slice_count
+  FROM track_slices ts LEFT JOIN thread th ON th.id = ts.utid
+  GROUP BY 1
+),
+processes AS (
+  SELECT p.upid, p.pid, p.name,
+         (SELECT count(*) FROM thread t WHERE t.upid = p.upid) AS thread_count,
+         coalesce(c.cpu_time, 0) AS cpu_time,
+         round(100.0 * coalesce(c.cpu_time, 0) / max(range_end - range_start, 1), 1) AS percent_of_trace,
+         coalesce(ps.slice_count, 0) AS slice_count
+  FROM process p
+  LEFT JOIN process_cpu c ON c.upid = p.upid
+  LEFT JOIN process_slices ps ON ps.upid = p.upid, range
+  WHERE p.upid != 0
+    AND (:pid = '' OR p.pid = :pid)
+    AND (:process = '' OR p.name GLOB :process)
+    AND (:name = '' OR p.name GLOB :name)
+)
+SELECT * FROM processes
+WHERE slice_count >= coalesce(CAST(nullif(:min_count, '') AS INTEGER), 0)
+ORDER BY CASE coalesce(nullif(:sort, ''), 'cpu') WHEN 'cpu' THEN -cpu_time WHEN 'slices' THEN -slice_count
+                                                 WHEN 'threads' THEN -thread_count END,
+         CASE coalesce(nullif(:sort, ''), 'cpu') WHEN 'name' THEN name IS NULL END,
+         CASE coalesce(nullif(:sort, ''), 'cpu') WHEN 'name' THEN name END,
+         CASE WHEN coalesce(nullif(:sort, ''), 'cpu') IN ('cpu', 'slices', 'threads') THEN -cpu_time END,
+         CASE WHEN coalesce(nullif(:sort, ''), 'cpu') IN ('cpu', 'slices', 'threads') THEN -slice_count END,
+         pid, upid
+LIMIT coalesce(nullif(:top, ''), 10)"""
+
+    def has_data(self, run: ReportRun) -> bool:
+        return bool(run.value("any process", "SELECT EXISTS(SELECT 1 FROM process WHERE upid != 0)"))
+
+    def compute(self, run: ReportRun, out: pb.ProcessesTable) -> None:
+        s = run.scope
+        has_sched = bool(run.value("does the trace have scheduling data", "SELECT EXISTS(SELECT 1 FROM sched)"))
+        out.top_threads_by = "cpu_time" if has_sched else "slice_count"
+        params: dict = {}
+        w = Where()
+        w.add("p.upid != 0")
+        if s.pid is not None:
+            w.add("p.pid = :pid", pid=s.pid)
+        if s.process is not None:
+            w.add("p.name GLOB :process", process=s.process)
+        if s.name is not None:
+            w.add("p.name GLOB :name", name=s.name)
+        params.update(w.params)
+        having = ""
+        if s.min_count is not None:
+            having = "WHERE slice_count >= :min_count"
+            params["min_count"] = s.min_count
+        rows = run.query("processes in scope, top by the sort key", f"""WITH thread_cpu AS (
+  {_thread_cpu(run, params)}
+),
+process_cpu AS (
+  SELECT th.upid, sum(tc.cpu_time) AS cpu_time
+  FROM thread_cpu tc JOIN thread th ON th.id = tc.utid
+  GROUP BY th.upid
+),
+track_slices AS (
+  {_slice_counts(run, params)}
+),
+process_slices AS (
+  SELECT coalesce(ts.upid, th.upid) AS upid, sum(ts.slice_count) AS slice_count
+  FROM track_slices ts LEFT JOIN thread th ON th.id = ts.utid
+  GROUP BY 1
+),
+processes AS (
+  SELECT p.upid, p.pid, p.name,
+         (SELECT count(*) FROM thread t WHERE t.upid = p.upid) AS thread_count,
+         coalesce(c.cpu_time, 0) AS cpu_time,
+         coalesce(ps.slice_count, 0) AS slice_count
+  FROM process p
+  LEFT JOIN process_cpu c ON c.upid = p.upid
+  LEFT JOIN process_slices ps ON ps.upid = p.upid
+  {w.sql()}
+)
+SELECT *, count(*) OVER () AS total_rows,
+       -- Threads that ran but belong to no known process: a footnote says so rather than dropping them.
+       (SELECT count(*) FROM thread_cpu tc JOIN thread th ON th.id = tc.utid
+        WHERE th.upid IS NULL AND tc.cpu_time > 0) AS orphan_threads,
+       (SELECT coalesce(sum(tc.cpu_time), 0) FROM thread_cpu tc JOIN thread th ON th.id = tc.utid
+        WHERE th.upid IS NULL) AS orphan_cpu_time
+FROM processes {having}
+ORDER BY {SORT_COLUMNS[self.sort_key(s)]}
+LIMIT :top""", {**params, "top": s.top})
+        out.total_rows = rows[0]["total_rows"] if rows else 0
+        range_dur = run.range_dur()
+        for r in rows:
+            row = out.rows.add(upid=r["upid"], pid=r["pid"] or 0, name=r["name"] or "",
+                               thread_count=r["thread_count"], cpu_time=r["cpu_time"] or 0,
+                               slice_count=r["slice_count"] or 0)
+            row.percent_of_trace = 100.0 * row.cpu_time / range_dur
+        if out.rows:
+            self._top_threads(run, out, has_sched)
+        run.truncation(len(rows), out.total_rows, "processes")
+        if has_sched and s.pid is None and s.process is None and s.name is None:
+            self._orphans(run, rows[0] if rows else None)
+        if out.rows:
+            self._next_steps(run, out.rows[0], has_sched)
+
+    def _top_threads(self, run: ReportRun, out: pb.ProcessesTable, has_sched: bool) -> None:
+        params: dict = {"upids": json.dumps([r.upid for r in out.rows]), "per_process": TOP_THREADS}
+        order = "cpu_time DESC, slice_count DESC" if has_sched else "slice_count DESC"
+        rows = run.query("the busiest threads of those processes", f"""WITH threads AS (
+  SELECT utid, upid, tid, name FROM thread WHERE upid IN (SELECT value FROM json_each(:upids))
+),
+thread_cpu AS (
+  {_thread_cpu(run, params, "SELECT utid FROM threads")}
+),
+track_slices AS (
+  {_slice_counts(run, params)} AND tr.utid IN (SELECT utid FROM threads)
+),
+ranked AS (
+  SELECT t.upid, t.tid, t.name, coalesce(c.cpu_time, 0) AS cpu_time,
+         coalesce((SELECT sum(slice_count) FROM track_slices ts WHERE ts.utid = t.utid), 0) AS slice_count
+  FROM threads t LEFT JOIN thread_cpu c ON c.utid = t.utid
+)
+SELECT * FROM (
+  SELECT *, row_number() OVER (PARTITION BY upid ORDER BY {order}, tid) AS rank FROM ranked
+  WHERE {"cpu_time > 0" if has_sched else "slice_count > 0"}
+)
+WHERE rank <= :per_process
+ORDER BY upid, rank""", params)
+        by_upid = {r.upid: r for r in out.rows}
+        for t in rows:
+            value = t["cpu_time"] if has_sched else t["slice_count"]
+            by_upid[t["upid"]].top_threads.add(name=f"{t['name'] or '?'} [{t['tid']}]", value=value)
+
+    def _orphans(self, run: ReportRun, first_row) -> None:
+        """Threads that ran but belong to no known process: a footnote, not silently dropped."""
+        if first_row is None:  # no process rows to carry the figures: ask for them alone
+            params: dict = {}
+            first_row = run.query("CPU time of threads with no known process", f"""WITH thread_cpu AS (
+  {_thread_cpu(run, params)}
+)
+SELECT count(*) AS orphan_threads, coalesce(sum(tc.cpu_time), 0) AS orphan_cpu_time
+FROM thread_cpu tc JOIN thread th ON th.id = tc.utid
+WHERE th.upid IS NULL AND tc.cpu_time > 0""", params)[0]
+        if first_row["orphan_threads"] and has_view("scheduling", "summary"):
+            n = first_row["orphan_threads"]
+            run.footnote(f"{n} thread{'' if n == 1 else 's'} with no known process ran for "
+                         f"{fmt.duration(first_row['orphan_cpu_time'])} (not in this table); see them by thread",
+                         scoped_link(run, "scheduling", "summary"))
+
+    def _next_steps(self, run: ReportRun, top: pb.ProcessesTable.Row, has_sched: bool) -> None:
+        label = f"{top.name or '?'} [{top.pid}]"
+        if top.slice_count and has_view("slices", "table"):
+            run.next_step(f"Slices of {label}", scoped_link(run, "slices", "table", pid=str(top.pid)))
+        if has_sched and has_view("scheduling", "summary"):
+            run.next_step(f"Scheduling of {label}'s threads", scoped_link(run, "scheduling", "summary",
+                                                                          pid=str(top.pid)))
+        run.next_step(f"Tracks of {label}", scoped_link(run, "tracks", "table", pid=str(top.pid)))
+        if has_view("counters", "list"):
+            run.next_step(f"Counters of {label}", scoped_link(run, "counters", "list", pid=str(top.pid)))
+
+    def _drill(self, run: ReportRun, row: pb.ProcessesTable.Row, has_sched: bool):
+        if row.slice_count and has_view("slices", "table"):
+            return scoped_link(run, "slices", "table", pid=str(row.pid))
+        if has_sched and row.cpu_time and has_view("scheduling", "summary"):
+            return scoped_link(run, "scheduling", "summary", pid=str(row.pid))
+        return scoped_link(run, "tracks", "table", pid=str(row.pid))
+
+    def tables(self, msg: pb.ProcessesTable, run: ReportRun) -> list[Table]:
+        has_sched = msg.top_threads_by == "cpu_time"
+        rows = []
+        for r in msg.rows:
+            if has_sched:
+                threads = ", ".join(f"{t.name} {fmt.duration(t.value)}" for t in r.top_threads)
+            else:
+                threads = ", ".join(f"{t.name} ({fmt.count(t.value)})" for t in r.top_threads)
+            rows.append([
+                Cell(r.name or "(no name)", self._drill(run, r, has_sched), title=f"upid {r.upid}"),
+                Cell(str(r.pid), scoped_link(run, "tracks", "table", pid=str(r.pid))),
+                Cell(str(r.thread_count)),
+                Cell(fmt.duration(r.cpu_time) if has_sched else "-"),
+                Cell(fmt.percent(r.percent_of_trace) if has_sched else "-"),
+                Cell(fmt.count(r.slice_count), title=str(r.slice_count)),
+                Cell(threads or "-"),
+            ])
+        by = "CPU time" if has_sched else "slices; no scheduling data"
+        title = f"Processes ({msg.total_rows} in scope)"
+        return [Table(title, ("Process", "PID", "Threads", "CPU time", "% of trace", "Slices",
+                              f"Top threads (by {by})"), rows, align="lrrrrrl", empty="(no processes in scope)")]
+
+
+VIEWS = [ProcessesTableView()]

@@ -1,0 +1,833 @@
+"""The `slices` noun: where wall time went, by slice name; one name's distribution, timeline and instances."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from .. import format as fmt
+from .. import report_pb2 as pb
+from ..base import Bar, Cell, Chart, Link, ReportRun, Table, View, percentile_index
+from ..filters import SLICE_FROM, Where
+from ..scope import ReportError
+
+SORT_COLUMNS = {"dur": "total_dur DESC", "count": "count DESC", "max": "max_dur DESC", "name": "name"}
+
+
+def fill_instance(out: pb.SliceInstance, row) -> None:
+    out.id = row["id"]
+    out.ts = row["ts"]
+    out.dur = row["dur"]
+    out.name = row["name"] or ""
+    out.depth = row["depth"] or 0
+    out.track = row["track"] or ""
+    out.thread = row["thread"] or ""
+    out.tid = row["tid"] or 0
+    out.process = row["process"] or ""
+    out.pid = row["pid"] or 0
+
+
+# Views whose output the top flag sizes; links to others drop it.
+USES_TOP = {("slices", "table"), ("slices", "inspect"), ("scheduling", "summary"), ("processes", "table"),
+            ("tracks", "table"), ("counters", "list")}
+
+
+def view_link(run: ReportRun, noun: str, view: str, **changes: Optional[str]) -> Link:
+    """A link to (noun, view) keeping the flags of this report that the view takes, with `changes`
+    applied (None drops a flag)."""
+    from . import NOUNS
+
+    target = NOUNS.get(noun, {}).get(view)
+    allowed = (target.flags if target is not None else frozenset()) | (
+        {"top"} if (noun, view) in USES_TOP else set())
+    params = {k: v for k, v in run.scope.to_params().items() if k in allowed}
+    for key, value in changes.items():
+        if value is None:
+            params.pop(key, None)
+        else:
+            params[key] = str(value)
+    return Link.to(noun, view, params)
+
+
+def instance_where(inst: pb.SliceInstance) -> str:
+    """Where an instance ran, for tables: thread, else process, else track."""
+    if inst.thread or inst.tid:
+        return f"{inst.thread or '?'} [{inst.tid}]"
+    if inst.process or inst.pid:
+        return f"{inst.process or '?'} [{inst.pid}]"
+    return inst.track
+
+
+class SlicesTableView(View):
+    noun = "slices"
+    name = "table"
+    title = "Slices by name"
+    description = "Count, total and maximum duration of each slice name."
+    result_field = "slices_table"
+    flags = frozenset({"pid", "process", "tid", "thread", "track", "time", "name", "min_duration", "min_count",
+                       "sort"})
+    sorts = ("dur", "count", "max", "name")
+    canned_sql = f"""SELECT s.name AS name, count(*) AS count, sum(max(s.dur, 0)) AS total_dur,
+       round(100.0 * sum(max(s.dur, 0)) / max(coalesce((SELECT report_range_end(:time)), trace_end())
+                                           - coalesce((SELECT report_range_start(:time)), trace_start()), 1), 1)
+         AS percent_of_trace,
+       max(s.dur) AS max_dur, s.ts AS max_ts, th.name AS max_thread
+{SLICE_FROM}
+WHERE (:pid = '' OR p.pid = :pid)
+  AND (:process = '' OR p.name GLOB :process)
+  AND (:tid = '' OR th.tid = :tid)
+  AND (:thread = '' OR th.name GLOB :thread)
+  AND (:track = '' OR tr.name GLOB :track)
+  AND (:time = '' OR (s.ts < (SELECT report_range_end(:time))
+                      AND s.ts + max(s.dur, 0) >= (SELECT report_range_start(:time))))
+  AND (:name = '' OR s.name GLOB :name)
+  AND (:min_duration = '' OR s.dur >= report_duration(:min_duration))
+GROUP BY s.name
+HAVING count(*) >= CAST(coalesce(nullif(:min_count, ''), 0) AS INTEGER)
+ORDER BY CASE coalesce(nullif(:sort, ''), 'dur') WHEN 'dur' THEN -sum(max(s.dur, 0)) WHEN 'count' THEN -count(*)
+                                                WHEN 'max' THEN -max(s.dur) END, s.name
+LIMIT coalesce(nullif(:top, ''), 10)"""
+
+    def has_data(self, run: ReportRun) -> bool:
+        return bool(run.value("any slice", "SELECT EXISTS(SELECT 1 FROM slice)"))
+
+    def compute(self, run: ReportRun, out: pb.SlicesTable) -> None:
+        s = run.scope
+        order = SORT_COLUMNS[self.sort_key(s)]
+        if is_narrowed(run):
+            w = scope_where(run)
+            # +s.name: group with a sort rather than scan the whole name index (SQLite's pick otherwise).
+            grouped = f"""SELECT s.name AS name, count(*) AS count, sum(max(s.dur, 0)) AS total_dur,
+       max(s.dur) AS max_dur, s.id AS max_id
+FROM slice s
+{w.sql()}
+GROUP BY +s.name"""
+        else:
+            # Unscoped: the per-name aggregates precomputed at ingest.
+            w = Where()
+            if s.name is not None:
+                w.add("name GLOB :name", name=s.name)
+            grouped = f"""SELECT name, count, total_dur, max_dur, max_slice_id AS max_id
+FROM report_slice_name
+{w.sql()}"""
+        having = Where()
+        if s.min_count is not None:
+            having.add("count >= :min_count", min_count=s.min_count)
+        rows = run.query("slice names, top by the sort key (with the totals in scope)", f"""WITH by_name AS (
+{grouped}
+)
+SELECT *, count(*) OVER () AS total_names, sum(count) OVER () AS total_slices
+FROM by_name {having.sql()}
+ORDER BY {order}, name
+LIMIT :top""", {**w.params, **having.params, "top": s.top})
+        out.total_rows = rows[0]["total_names"] if rows else 0
+        out.total_slices = rows[0]["total_slices"] if rows else 0
+        range_dur = run.range_dur()
+        instances = fetch_instances(run, "the longest instance of each name", [r["max_id"] for r in rows])
+        for r in rows:
+            row = out.rows.add(name=r["name"] or "", count=r["count"], total_dur=r["total_dur"] or 0,
+                               max_dur=r["max_dur"] or 0)
+            row.percent_of_trace = 100.0 * row.total_dur / range_dur
+            if r["max_id"] in instances:
+                fill_instance(row.max_instance, instances[r["max_id"]])
+        # Percentiles for the JSON (text shows count/total/max).
+        known = {r["name"]: (r["count"], r["total_dur"] or 0, r["max_dur"]) for r in rows}
+        if is_narrowed(run):
+            stats_in_scope(run, {row.name: row.stats for row in out.rows}, w, known)
+        else:
+            for row in out.rows:
+                sn = SliceName(row.name, row.count, row.total_dur, row.max_dur)
+                duration_stats(run, row.stats, name_where(run, sn), row.name, known[row.name], narrowed=False)
+        run.truncation(len(rows), out.total_rows, "slice names")
+        if out.rows:
+            top = out.rows[0]
+            run.next_step(f"Distribution of {top.name} durations",
+                          view_link(run, "slices", "histogram", name=top.name))
+            run.next_step(f"The longest {top.name} instance", inspect_link(run, top.max_instance))
+
+    def tables(self, msg: pb.SlicesTable, run: ReportRun) -> list[Table]:
+        rows = []
+        for r in msg.rows:
+            inst = r.max_instance
+            max_text = f"{fmt.duration(r.max_dur)} @ {run.offset(inst.ts)} ({instance_where(inst)})"
+            rows.append([
+                Cell(r.name, view_link(run, "slices", "inspect", name=r.name)),
+                Cell(fmt.count(r.count), title=str(r.count)),
+                Cell(fmt.duration(r.total_dur)),
+                Cell(fmt.percent(r.percent_of_trace)),
+                Cell(max_text, inspect_link(run, inst)),
+            ])
+        title = f"Slices ({fmt.count(msg.total_slices)} total, {msg.total_rows} names)"
+        return [Table(title, ("Name", "Count", "Total dur", "% of trace", "Max dur"), rows,
+                      align="lrrrl", empty="(no slices in scope)")]
+
+
+def fill_duration_stats_sql(run: ReportRun, out: pb.DurationStats, name: str, min_duration, count: int,
+                            total: int, max_dur: int) -> None:
+    """DurationStats of one name's slices (at least min_duration long); count/total/max are known.
+    min and each percentile are one step down the (name, dur) index."""
+    if not count:
+        return
+    out.count, out.total, out.max = count, total, max(max_dur, 0)
+    out.avg = total // count
+    ranks = {p: percentile_index(count, p) for p in (0, 50, 95, 99)}
+    floor = " AND dur >= :min_duration" if min_duration is not None else ""
+    params = {"slice_name": name, **{f"rank_{p}": k for p, k in ranks.items()}}
+    if min_duration is not None:
+        params["min_duration"] = min_duration
+    row = run.query(f"duration percentiles of {name}", "SELECT " + ",\n       ".join(
+        f"(SELECT max(dur, 0) FROM slice WHERE name = :slice_name{floor} ORDER BY dur LIMIT 1 OFFSET :rank_{p})"
+        f" AS p{p}" for p in ranks), params)[0]
+    out.min, out.p50, out.p95, out.p99 = row["p0"], row["p50"], row["p95"], row["p99"]
+
+
+# -- shared by the slices views ---------------------------------------------------------------
+
+# The owner of a slice's track: its thread, else its process (a thread track's process is the thread's).
+# Joined on the tables' ids (utid/upid are unindexed aliases).
+INSTANCE_FROM = """FROM slice s
+JOIN track tr ON tr.id = s.track_id
+LEFT JOIN thread th ON th.id = tr.utid
+LEFT JOIN process p ON p.id = coalesce(tr.upid, th.upid)"""
+
+INSTANCE_COLUMNS = """s.id, s.ts, s.dur, s.name, s.depth, tr.name AS track, th.name AS thread, th.tid,
+       p.name AS process, p.pid"""
+
+TRACK_FLAGS = ("pid", "process", "tid", "thread", "track")
+
+
+def is_narrowed(run: ReportRun) -> bool:
+    """Whether flags select a subset of the slices (else the precomputed per-name aggregates apply)."""
+    s = run.scope
+    return any(getattr(s, f) is not None for f in (*TRACK_FLAGS, "time", "min_duration"))
+
+
+def owner_tracks(run: ReportRun) -> Optional[Where]:
+    """The tracks the owner flags select, as a subquery (None when no owner flag is set)."""
+    s = run.scope
+    owner = Where()
+    if s.pid is not None:
+        owner.add("p.pid = :pid", pid=s.pid)
+    if s.process is not None:
+        owner.add("p.name GLOB :process", process=s.process)
+    if s.tid is not None:
+        owner.add("th.tid = :tid", tid=s.tid)
+    if s.thread is not None:
+        owner.add("th.name GLOB :thread", thread=s.thread)
+    if s.track is not None:
+        owner.add("tr.name GLOB :track", track=s.track)
+    if not owner.terms:
+        return None
+    owner.terms = [f"""(
+  SELECT tr.id FROM track tr
+  LEFT JOIN thread th ON th.id = tr.utid
+  LEFT JOIN process p ON p.id = coalesce(tr.upid, th.upid)
+  {owner.sql().replace(chr(10), chr(10) + '  ')})"""]
+    return owner
+
+
+def scope_where(run: ReportRun, name: bool = True) -> Where:
+    """WHERE terms on `slice s` alone for the run's scope, for queries over many names.
+
+    Owner flags become the set of tracks they select, so the (track_id, ts) index stays usable; a
+    time range overlaps slices (an unfinished one counts as an instant at its start), bounded below
+    by the longest slice so the ts index applies too.
+    """
+    s = run.scope
+    w = Where()
+    owner = owner_tracks(run)
+    if owner is not None:
+        w.add(f"s.track_id IN {owner.terms[0]}", **owner.params)
+    if s.time is not None:
+        start, end = run.time_range()
+        w.add("s.ts < :range_end AND s.ts + max(s.dur, 0) >= :range_start\n"
+              "  AND s.ts >= :range_start - (SELECT max(max_dur) FROM report_slice_name)",
+              range_start=start, range_end=end)
+    if name and s.name is not None:
+        w.add("s.name GLOB :name", name=s.name)
+    if s.min_duration is not None:
+        w.add("s.dur >= :min_duration", min_duration=s.min_duration)
+    return w
+
+
+@dataclass(frozen=True)
+class SliceName:
+    """One slice name with its whole-trace count and longest instance (from report_slice_name)."""
+
+    name: str
+    count: int
+    total_dur: int
+    max_dur: int
+
+
+def name_where(run: ReportRun, sn: SliceName, at: Optional[tuple[int, int]] = None, at_start: bool = False,
+               may_scan: bool = False) -> Where:
+    """WHERE terms on `slice s` for the instances of one name in scope (and, for inspect, containing
+    the instants `at`, or with `at_start` starting at them).
+
+    Whichever of the name, the owner's tracks, the time range or the instant selects the fewest
+    slices drives the scan; a unary + keeps SQLite off the other indexes (it misjudges IN-subquery
+    and range sizes). Time bounds reach back by the name's longest instance, so they use the ts index.
+    With `may_scan` (queries that read more than the (name, dur) index holds), a name with a large
+    share of all slices is read by scanning the table: one pass in order beats that many lookups.
+    """
+    s = run.scope
+    terms: dict[str, tuple[str, dict]] = {"name": ("{+}s.name = :slice_name", {"slice_name": sn.name})}
+    cost = {"name": sn.count}
+    longest = max(sn.max_dur or 0, 0)
+    owner = owner_tracks(run)
+    if owner is not None:
+        terms["owner"] = (f"{{+}}s.track_id IN {owner.terms[0]}", owner.params)
+        cost["owner"] = run.value("slices on the tracks in scope (to pick the index to scan)",
+                                  f"SELECT coalesce(sum(event_count), 0) FROM report_track_stats WHERE track_id IN "
+                                  f"{owner.terms[0]}", owner.params) or 0
+    if s.time is not None or at is not None or may_scan:
+        total = run.value("slices in the trace (to pick the index to scan)",
+                          "SELECT coalesce(sum(count), 0) FROM report_slice_name") or 0
+        per_ns = total / max(run.trace.dur, 1)
+        if may_scan:
+            cost["scan"] = total / TABLE_SCAN_SPEEDUP
+        if s.time is not None:
+            start, end = run.time_range()
+            terms["time"] = ("{+}s.ts < :range_end AND s.ts >= :range_start - :longest\n"
+                             "  AND s.ts + max(s.dur, 0) >= :range_start",
+                             {"range_start": start, "range_end": end, "longest": longest})
+            cost["time"] = per_ns * (end - start + longest)
+        if at is not None and at_start:
+            terms["at"] = ("{+}s.ts BETWEEN :ts_low AND :ts_high", {"ts_low": at[0], "ts_high": at[1]})
+            cost["at"] = per_ns * (at[1] - at[0] + 1)
+        elif at is not None:
+            # Still-open slices (dur -1) contain every later instant.
+            terms["at"] = ("{+}s.ts <= :ts_high AND s.ts >= :ts_low - :longest\n"
+                           "  AND (s.dur < 0 OR s.ts + s.dur >= :ts_low)",
+                           {"ts_low": at[0], "ts_high": at[1], "longest": longest})
+            cost["at"] = per_ns * (at[1] - at[0] + longest)
+    driver = min(cost, key=lambda k: cost[k])
+    w = Where()
+    for key, (term, params) in terms.items():
+        w.add(term.replace("{+}", "" if key == driver else "+"), **params)
+    if s.min_duration is not None:
+        w.add("s.dur >= :min_duration", min_duration=s.min_duration)
+    return w
+
+
+def fetch_instances(run: ReportRun, purpose: str, ids: list[int]) -> dict[int, Any]:
+    """Slices by id with their owners, for display."""
+    if not ids:
+        return {}
+    rows = run.query(purpose, f"""SELECT {INSTANCE_COLUMNS}
+{INSTANCE_FROM}
+WHERE s.id IN (SELECT value FROM json_each(:ids))""", {"ids": json.dumps(ids)})
+    return {r["id"]: r for r in rows}
+
+
+def resolve_name(run: ReportRun, view: View) -> SliceName:
+    """The one slice name the `name` glob selects in scope; a ReportError listing the names otherwise.
+
+    A name equal to the glob wins (names can contain glob characters), then the names matching it
+    anywhere in the trace, then only those that have slices in scope.
+    """
+    glob = run.scope.name or ""
+    found = {r["name"]: SliceName(r["name"], r["count"], r["total_dur"], r["max_dur"]) for r in run.query(
+        "slice names matching name", """SELECT name, count, total_dur, max_dur
+FROM report_slice_name
+WHERE name = :name OR name GLOB :name
+ORDER BY name = :name DESC, name
+LIMIT :limit""", {"name": glob, "limit": NAME_LIST_LIMIT + 1})}
+    if glob in found:
+        return found[glob]
+    if len(found) > 1 and is_narrowed(run):
+        w = scope_where(run, name=False)
+        found = {r["name"]: SliceName(r["name"], r["count"], r["total_dur"], r["max_dur"]) for r in run.query(
+            "slice names matching name that have slices in scope", f"""SELECT c.name, c.count, c.total_dur, c.max_dur
+FROM report_slice_name c
+WHERE c.name GLOB :name
+  AND EXISTS (SELECT 1 FROM slice s {w.sql()} AND s.name = c.name)
+ORDER BY c.name
+LIMIT :limit""", {**w.params, "name": glob, "limit": NAME_LIST_LIMIT + 1})}
+    if not found:
+        raise ReportError(f"name: no slice name matches {glob!r}"
+                          + (" in this scope" if is_narrowed(run) else "")
+                          + "; see the slice names in the slices table", "name")
+    if len(found) > 1:
+        shown = list(found)[:NAME_LIST_LIMIT]
+        more = " and more" if len(found) > NAME_LIST_LIMIT else ""
+        raise ReportError(f"name: {glob!r} matches {len(shown)}{'+' if more else ''} slice names; {view.label()} "
+                          f"needs exactly one: {', '.join(shown)}{more}", "name", shown)
+    return next(iter(found.values()))
+
+
+def duration_stats(run: ReportRun, out: pb.DurationStats, w: Where, name: str,
+                   known: Optional[tuple[int, int, int]] = None, narrowed: bool = True) -> None:
+    """count/total/min/avg/max and nearest-rank p50/p95/p99 of max(dur, 0) over `slice s` under `w`
+    (which selects instances of `name` only)."""
+    if known is None:
+        agg = run.query("count, total and longest", f"""SELECT count(*) AS n, coalesce(sum(max(s.dur, 0)), 0) AS total,
+       max(s.dur) AS longest
+FROM slice s
+{w.sql()}""", w.params)[0]
+        known = (agg["n"], agg["total"], agg["longest"])
+    if narrowed:
+        stats_in_scope(run, {name: out}, w, {name: known})
+        return
+    n, total, longest = known
+    if not n:
+        return
+    # Ordering by dur is ordering by max(dur, 0) (unfinished slices, -1, come first either way), so
+    # on one name the (name, dur) index serves each rank without a sort.
+    ranks = {"min": 0, **{f"p{p}": percentile_index(n, p) for p in PERCENTILES}}
+    picks = ",\n       ".join(f"(SELECT max(s.dur, 0) FROM slice s {w.sql()} ORDER BY s.dur LIMIT 1 OFFSET :rank_{k})"
+                              f" AS {k}" for k in ranks)
+    row = run.query("minimum and percentiles (nearest rank)", f"SELECT {picks}",
+                    {**w.params, **{f"rank_{k}": v for k, v in ranks.items()}})[0]
+    _fill_stats(out, known, {0: row["min"], **{ranks[f"p{p}"]: row[f"p{p}"] for p in PERCENTILES}})
+
+
+def stats_in_scope(run: ReportRun, outs: dict[str, pb.DurationStats], w: Where,
+                   known: dict[str, tuple[int, int, int]]) -> None:
+    """Duration stats of several names in one pass over the slices in scope (`w` without a name term):
+    each name's durations ranked, and only the ranks the percentiles need kept."""
+    wanted = [[name, rank] for name, (n, _, _) in known.items() if n
+              for rank in sorted({0, *(percentile_index(n, p) for p in PERCENTILES)})]
+    if not wanted:
+        return
+    # +s.name: reach the names through the scope's tracks or time range, not the whole name index.
+    names_term = "" if len(known) == 1 else "\n    AND +s.name IN (SELECT value FROM json_each(:names))"
+    rows = run.query("minimum and percentiles (nearest rank) of each name in scope", f"""WITH in_scope AS MATERIALIZED (
+  SELECT s.name, max(s.dur, 0) AS dur
+  FROM slice s
+  {w.sql().replace(chr(10), chr(10) + '  ')}{names_term}
+),
+ranked AS (
+  SELECT name, dur, row_number() OVER (PARTITION BY name ORDER BY dur) - 1 AS rank FROM in_scope
+),
+wanted AS MATERIALIZED (
+  SELECT json_extract(value, '$[0]') AS name, json_extract(value, '$[1]') AS rank FROM json_each(:wanted)
+)
+SELECT r.name, r.rank, r.dur FROM ranked r
+WHERE r.rank IN (SELECT rank FROM wanted)
+  AND EXISTS (SELECT 1 FROM wanted w WHERE w.name = r.name AND w.rank = r.rank)""",
+                     {**w.params, **({"names": json.dumps(list(known))} if names_term else {}),
+                      "wanted": json.dumps(wanted)})
+    by_name: dict[str, dict[int, int]] = {}
+    for r in rows:
+        by_name.setdefault(r["name"], {})[r["rank"]] = r["dur"]
+    for name, out in outs.items():
+        if known[name][0]:
+            _fill_stats(out, known[name], by_name.get(name, {}))
+
+
+def _fill_stats(out: pb.DurationStats, known: tuple[int, int, int], at_rank: dict[int, Optional[int]]) -> None:
+    n, total, longest = known
+    out.count = n
+    out.total = total
+    out.max = max(longest or 0, 0)
+    out.avg = total // n
+    out.min = at_rank.get(0) or 0
+    out.p50, out.p95, out.p99 = (at_rank.get(percentile_index(n, p)) or 0 for p in PERCENTILES)
+
+
+def owner_link_params(inst: pb.SliceInstance) -> dict[str, Optional[str]]:
+    """Flags that narrow to an instance's owner: its thread, else its process, else its track."""
+    if inst.tid or inst.thread:
+        return {"tid": str(inst.tid)}
+    if inst.pid or inst.process:
+        return {"pid": str(inst.pid)}
+    return {"track": glob_escape(inst.track)} if inst.track else {}
+
+
+def glob_escape(text: str) -> str:
+    """A glob matching exactly `text`."""
+    return re.sub(r"([*?\[])", r"[\1]", text)
+
+
+def ts_window(run: ReportRun) -> tuple[int, int]:
+    """The instants `ts` stands for. Report output prints offsets in s and ms to the microsecond
+    (953.371ms), so such an offset covers the microsecond around it; us, ns and raw ns are exact."""
+    at = run.ts()
+    value = run.scope.ts
+    if value is not None and value.relative and not value.text.rstrip().endswith(("us", "µs", "ns")):
+        return at - 500, at + 500
+    return at, at
+
+
+def bucket_range(run: ReportRun) -> tuple[int, int, int, int]:
+    """(range start, range end, bucket count, bucket duration) for a timeline: at most `buckets`
+    buckets of a round duration (1, 2 or 5 x 10^k ns) from the range start; the last one ends with the range."""
+    start, end = run.time_range()
+    span = max(end - start, 1)
+    bucket_dur = nice_ceil(span / run.scope.buckets)
+    return start, end, -(-span // bucket_dur), bucket_dur
+
+
+def nice_ceil(value: float) -> int:
+    """The smallest 1, 2, 2.5 or 5 x 10^k (ns, at least 1) not below value."""
+    if value <= 1:
+        return 1
+    exp = 10 ** math.floor(math.log10(value))
+    for step in (1, 2, 2.5, 5, 10):
+        if step * exp >= value and float(step * exp).is_integer():
+            return int(step * exp)
+    return int(10 * exp)
+
+
+NAME_LIST_LIMIT = 50
+# Reading a slice row by index lookup costs about this many rows of a sequential table scan.
+TABLE_SCAN_SPEEDUP = 20
+PERCENTILES = (50, 95, 99)
+# Durations spread over more than this factor get log-spaced histogram buckets.
+LOG_SCALE_SPREAD = 100
+DOMINANT = 3
+
+
+def stats_table(title: str, stats: pb.DurationStats) -> Table:
+    cells = [Cell(fmt.count(stats.count), title=str(stats.count))] + [
+        Cell(fmt.duration(v), title=f"{v} ns") for v in
+        (stats.total, stats.min, stats.avg, stats.p50, stats.p95, stats.p99, stats.max)]
+    return Table(title, ("Count", "Total", "Min", "Avg", "p50", "p95", "p99", "Max"),
+                 [cells] if stats.count else [], empty="(no instances in scope)")
+
+
+def inspect_link(run: ReportRun, inst: pb.SliceInstance) -> Link:
+    """slices inspect narrowed to one instance: its name, an instant inside it and its owner (in place of
+    the report's owner flags)."""
+    changes: dict[str, Optional[str]] = {flag: None for flag in TRACK_FLAGS}
+    changes.update(owner_link_params(inst))
+    return view_link(run, "slices", "inspect", name=inst.name, ts=run.offset(inst.ts), **changes)
+
+
+def instance_cells(run: ReportRun, inst: pb.SliceInstance) -> list[Cell]:
+    if inst.tid or inst.thread:
+        thread = f"{inst.thread or '?'} [{inst.tid}]"
+    else:
+        thread = f"(track {inst.track})" if inst.track else "-"
+    process = f"{inst.process or '?'} [{inst.pid}]" if inst.pid or inst.process else "-"
+    return [Cell(run.offset(inst.ts), inspect_link(run, inst), title=f"ts {inst.ts}"),
+            Cell(fmt.duration(inst.dur) if inst.dur >= 0 else "(unfinished)", title=f"{inst.dur} ns"),
+            Cell(thread), Cell(process), Cell(str(inst.depth))]
+
+
+# -- histogram --------------------------------------------------------------------------------
+
+class SlicesHistogramView(View):
+    noun = "slices"
+    name = "histogram"
+    title = "Slice duration histogram"
+    description = ("The distribution of one slice name's durations: instance counts per duration bucket, "
+                   "log-spaced when the durations span more than two orders of magnitude (the scale is "
+                   "labelled), with p50/p95/p99. name must match exactly one slice name; unfinished slices "
+                   "count as 0.")
+    result_field = "slices_histogram"
+    flags = frozenset({"pid", "process", "tid", "thread", "track", "time", "name", "min_duration", "buckets"})
+    required = ("name",)
+
+    def compute(self, run: ReportRun, out: pb.SlicesHistogram) -> None:
+        sn = resolve_name(run, self)
+        name = out.name = sn.name
+        w = name_where(run, sn)
+        if is_narrowed(run):
+            agg = run.query("count, total, longest and shortest non-zero", f"""SELECT count(*) AS n,
+       coalesce(sum(max(s.dur, 0)), 0) AS total, max(s.dur) AS longest,
+       min(CASE WHEN s.dur > 0 THEN s.dur END) AS shortest_positive
+FROM slice s
+{w.sql()}""", w.params)[0]
+            known = (agg["n"], agg["total"], agg["longest"])
+            positive = agg["shortest_positive"]
+        else:
+            known = (sn.count, sn.total_dur, sn.max_dur)
+            positive = run.value("the shortest non-zero duration", f"""SELECT min(s.dur) FROM slice s
+{w.sql()} AND s.dur > 0""", w.params)
+        duration_stats(run, out.stats, w, name, known, is_narrowed(run))
+        if not out.stats.count:
+            out.scale = "linear"
+            return
+        low, high = out.stats.min, out.stats.max
+        buckets = run.scope.buckets
+        if positive and high / positive > LOG_SCALE_SPREAD:
+            out.scale = "log"
+            step = math.log(high / positive) / buckets
+            index = ("CASE WHEN s.dur <= 0 THEN -1 "
+                     "ELSE min(:last_bucket, CAST(ln(s.dur * 1.0 / :low) / :log_step AS INTEGER)) END")
+            params = {"low": positive, "log_step": step}
+            edges = [positive * math.exp(step * i) for i in range(buckets)] + [float(high)]
+        else:
+            out.scale = "linear"
+            width = nice_ceil((high - low) / buckets) if high > low else 1
+            start = low // width * width
+            while (high - start) // width + 1 > buckets:
+                width = nice_ceil(width + 1)
+                start = low // width * width
+            buckets = (high - start) // width + 1
+            index = "min(:last_bucket, (max(s.dur, 0) - :low) / :width)"
+            params = {"low": start, "width": width}
+            edges = [start + width * i for i in range(buckets)] + [max(start + width * buckets, high)]
+            if high == low:
+                edges = [low, low]  # every instance has the same duration
+        counts = {r["bucket"]: r["count"] for r in run.query("instances per bucket", f"""SELECT {index} AS bucket,
+       count(*) AS count
+FROM slice s
+{w.sql()}
+GROUP BY bucket""", {**w.params, **params, "last_bucket": buckets - 1})}
+        if -1 in counts:
+            out.buckets.add(low=0, high=0, count=counts[-1])
+        for i in range(buckets):
+            out.buckets.add(low=edges[i], high=edges[i + 1], count=counts.get(i, 0))
+        longest = run.query("the longest instance", f"""SELECT {INSTANCE_COLUMNS}
+{INSTANCE_FROM}
+{w.sql()}
+ORDER BY s.dur DESC, s.id DESC
+LIMIT 1""", w.params)
+        run.next_step(f"{name} over time", view_link(run, "slices", "timeline", name=name))
+        if longest:
+            inst = pb.SliceInstance()
+            fill_instance(inst, longest[0])
+            run.next_step(f"The longest {name} ({fmt.duration(inst.dur)})", inspect_link(run, inst))
+
+    def charts(self, msg: pb.SlicesHistogram, run: ReportRun) -> list[Chart]:
+        total = max(msg.stats.count, 1)
+        bars = []
+        for b in msg.buckets:
+            if b.low == b.high:
+                label = fmt.duration(b.low) if b.low else "0 (instant)"
+            else:
+                label = f"{fmt.duration(b.low)}-{fmt.duration(b.high)}"
+            bars.append(Bar(label, b.count, f"{b.count} ({100.0 * b.count / total:.1f}%)" if b.count else ""))
+        spaced = [b for b in msg.buckets if b.high > 0]
+        if msg.scale == "log" and spaced and spaced[0].low > 0:
+            buckets = f"log-scale buckets, each {spaced[0].high / spaced[0].low:.2f}x wider than the last"
+        else:
+            width = spaced[0].high - spaced[0].low if spaced else 0
+            buckets = f"linear buckets of {fmt.duration(width)}" if width else "one bucket (all equal)"
+        return [Chart(f"{msg.name} durations in {buckets}", "linear", "bar length: instances", bars)]
+
+    def tables(self, msg: pb.SlicesHistogram, run: ReportRun) -> list[Table]:
+        return [stats_table(f"{msg.name} durations", msg.stats)]
+
+
+# -- timeline ---------------------------------------------------------------------------------
+
+class SlicesTimelineView(View):
+    noun = "slices"
+    name = "timeline"
+    title = "Slice timeline"
+    description = ("One slice name over time: per bucket of the trace (or time range), the instances that "
+                   "start in it, the time they cover inside it, and the threads (or processes, tracks) with "
+                   "the most of that time. name must match exactly one slice name.")
+    result_field = "slices_timeline"
+    flags = frozenset({"pid", "process", "tid", "thread", "track", "time", "name", "min_duration", "buckets"})
+    required = ("name",)
+
+    def compute(self, run: ReportRun, out: pb.SlicesTimeline) -> None:
+        sn = resolve_name(run, self)
+        name = out.name = sn.name
+        start, end, buckets, bucket_dur = bucket_range(run)
+        out.bucket_dur = bucket_dur
+        w = name_where(run, sn, may_scan=True)
+        # Each instance is clipped to the range; the few that cross a bucket edge are split at the edges
+        # (recursively), and an instance is counted in its first bucket.
+        rows = run.query("time covered per bucket and track", f"""WITH RECURSIVE instance AS MATERIALIZED (
+  SELECT s.track_id, max(s.ts, :range_start) AS piece_start, min(s.ts + max(s.dur, 0), :range_end) AS instance_end,
+         min(:last_bucket, (max(s.ts, :range_start) - :range_start) / :bucket_dur) AS bucket
+  FROM slice s
+  {w.sql().replace(chr(10), chr(10) + '  ')}
+),
+piece(bucket, track_id, piece_start, instance_end, first) AS (
+  SELECT bucket, track_id, piece_start, instance_end, 1 FROM instance
+  WHERE instance_end > :range_start + (bucket + 1) * :bucket_dur
+  UNION ALL
+  SELECT bucket + 1, track_id, :range_start + (bucket + 1) * :bucket_dur, instance_end, 0
+  FROM piece
+  WHERE bucket < :last_bucket AND :range_start + (bucket + 1) * :bucket_dur < instance_end
+)
+SELECT bucket, track_id, sum(first) AS count, sum(max(covered, 0)) AS covered
+FROM (
+  SELECT bucket, track_id, 1 AS first, instance_end - piece_start AS covered FROM instance
+  WHERE instance_end <= :range_start + (bucket + 1) * :bucket_dur
+  UNION ALL
+  SELECT bucket, track_id, first, min(instance_end, :range_start + (bucket + 1) * :bucket_dur) - piece_start FROM piece
+)
+GROUP BY bucket, track_id""", {**w.params, "range_start": start, "range_end": end, "bucket_dur": bucket_dur,
+                               "last_bucket": buckets - 1})
+        owners = track_owners(run, sorted({r["track_id"] for r in rows}))
+        per_bucket: dict[int, dict[str, int]] = {}
+        counts: dict[int, int] = {}
+        for r in rows:
+            counts[r["bucket"]] = counts.get(r["bucket"], 0) + r["count"]
+            label = owners.get(r["track_id"], "?")
+            by_owner = per_bucket.setdefault(r["bucket"], {})
+            by_owner[label] = by_owner.get(label, 0) + r["covered"]
+        for i in range(buckets):
+            bucket = out.buckets.add(start_ts=start + i * bucket_dur, end_ts=min(start + (i + 1) * bucket_dur, end))
+            by_owner = per_bucket.get(i, {})
+            bucket.count = counts.get(i, 0)
+            bucket.value = bucket.count
+            bucket.total_dur = sum(by_owner.values())
+            for label, covered in sorted(by_owner.items(), key=lambda kv: (-kv[1], kv[0]))[:DOMINANT]:
+                bucket.dominant.add(name=label, value=covered)
+        busiest = max(out.buckets, key=lambda b: (b.total_dur, b.count), default=None)
+        run.next_step(f"Distribution of {name} durations",
+                      view_link(run, "slices", "histogram", name=name))
+        if busiest is not None and busiest.total_dur + busiest.count:
+            run.next_step(f"{name} instances in the busiest bucket",
+                          view_link(run, "slices", "inspect", name=name,
+                                   time=f"{run.offset(busiest.start_ts)},{run.offset(busiest.end_ts)}"))
+
+    def charts(self, msg: pb.SlicesTimeline, run: ReportRun) -> list[Chart]:
+        bars = []
+        for b in msg.buckets:
+            note = f"{b.count} started, {fmt.duration(b.total_dur)}" if b.count or b.total_dur else ""
+            if b.dominant:
+                note += ": " + ", ".join(f"{d.name} {fmt.duration(d.value)}" for d in b.dominant)
+            bars.append(Bar(run.offset(b.start_ts), b.total_dur, note))
+        return [Chart(f"{msg.name} per {fmt.duration(msg.bucket_dur)}", "linear",
+                      "bars: time covered in the bucket; started instances, top threads", bars)]
+
+
+def track_owners(run: ReportRun, track_ids: list[int]) -> dict[int, str]:
+    """track id -> 'thread [tid]', else 'process [pid]', else the track's name."""
+    if not track_ids:
+        return {}
+    rows = run.query("the threads and processes of those tracks", """SELECT tr.id, tr.name AS track,
+       th.name AS thread, th.tid, p.name AS process, p.pid
+FROM track tr
+LEFT JOIN thread th ON th.id = tr.utid
+LEFT JOIN process p ON p.id = coalesce(tr.upid, th.upid)
+WHERE tr.id IN (SELECT value FROM json_each(:ids))""", {"ids": json.dumps(track_ids)})
+    out = {}
+    for r in rows:
+        if r["tid"] is not None:
+            out[r["id"]] = f"{r['thread'] or '?'} [{r['tid']}]"
+        elif r["pid"] is not None:
+            out[r["id"]] = f"{r['process'] or '?'} [{r['pid']}]"
+        else:
+            out[r["id"]] = r["track"] or f"track {r['id']}"
+    return out
+
+
+# -- inspect ----------------------------------------------------------------------------------
+
+class SlicesInspectView(View):
+    noun = "slices"
+    name = "inspect"
+    title = "Slice instances"
+    description = ("The instances of one slice name: how many match, their duration percentiles and the longest "
+                   "ones with where and when they ran. Narrow with ts (the instances starting then, to the "
+                   "microsecond report output shows, else those running then), thread, tid, time, min_duration; "
+                   "when exactly one instance matches: its duration, self duration, args, ancestors and "
+                   "children. name must match exactly one slice name.")
+    result_field = "slices_inspect"
+    flags = frozenset({"pid", "process", "tid", "thread", "track", "time", "ts", "name", "min_duration"})
+    required = ("name",)
+
+    def compute(self, run: ReportRun, out: pb.SlicesInspect) -> None:
+        sn = resolve_name(run, self)
+        name = out.name = sn.name
+        if run.scope.ts is None:
+            w = name_where(run, sn)
+        else:
+            # ts picks the instances that start then (report output prints instances by their start),
+            # else the ones running then.
+            at = ts_window(run)
+            w = name_where(run, sn, at, at_start=True)
+            starting = run.value("instances starting at ts", f"SELECT count(*) FROM slice s\n{w.sql()}", w.params)
+            if not starting:
+                w = name_where(run, sn, at)
+        duration_stats(run, out.stats, w, name, narrowed=is_narrowed(run) or run.scope.ts is not None)
+        out.matched = out.stats.count
+        rows = run.query("the longest instances", f"""SELECT {INSTANCE_COLUMNS}, s.arg_set_id, s.parent_id
+{INSTANCE_FROM}
+{w.sql()}
+ORDER BY s.dur DESC, s.id DESC
+LIMIT :top""", {**w.params, "top": run.scope.top})
+        for r in rows:
+            fill_instance(out.instances.add(), r)
+        run.truncation(len(rows), out.matched, f"{name} instances")
+        if out.matched == 1 and rows:
+            self._detail(run, out, rows[0])
+        elif out.matched == 0 and run.scope.ts is not None:
+            run.next_step(f"Every {name} instance", view_link(run, "slices", "inspect", name=name, ts=None))
+        elif out.matched > 1:
+            inst, runner_up = out.instances[0], out.instances[1]
+            if run.scope.ts is None:
+                run.next_step(f"Only the longest ({fmt.duration(inst.dur)} at {run.offset(inst.ts)})",
+                              inspect_link(run, inst))
+            elif inst.dur > runner_up.dur:
+                # Already at this instant: instances alike but for their duration (async tracks of one
+                # process, say) part by it.
+                run.next_step(f"Only the longest ({fmt.duration(inst.dur)})",
+                              view_link(run, "slices", "inspect", min_duration=str(inst.dur)))
+            run.next_step(f"Distribution of {name} durations",
+                          view_link(run, "slices", "histogram", name=name))
+
+    def _detail(self, run: ReportRun, out: pb.SlicesInspect, row) -> None:
+        fill_instance(out.slice, row)
+        out.self_dur = run.value("self duration: the slice minus its children", """SELECT max(max(s.dur, 0)
+       - coalesce((SELECT sum(max(c.dur, 0)) FROM slice c WHERE c.parent_id = s.id), 0), 0)
+FROM slice s
+WHERE s.id = :id""", {"id": row["id"]}) or 0
+        if row["arg_set_id"] is not None:
+            for a in run.query("args", """SELECT key, display_value, value_type FROM args
+WHERE arg_set_id = :arg_set_id
+ORDER BY id""", {"arg_set_id": row["arg_set_id"]}):
+                out.args.add(key=a["key"] or "", value=a["display_value"] or "", type=a["value_type"] or "")
+        for r in run.query("ancestors, outermost first", f"""WITH RECURSIVE ancestor(id) AS (
+  SELECT parent_id FROM slice WHERE id = :id AND parent_id IS NOT NULL
+  UNION ALL
+  SELECT s.parent_id FROM slice s JOIN ancestor a ON s.id = a.id WHERE s.parent_id IS NOT NULL
+)
+SELECT {INSTANCE_COLUMNS}
+{INSTANCE_FROM}
+WHERE s.id IN (SELECT id FROM ancestor)
+ORDER BY s.depth""", {"id": row["id"]}):
+            fill_instance(out.ancestors.add(), r)
+        children = run.query("children, in time order", f"""SELECT {INSTANCE_COLUMNS}, count(*) OVER () AS total
+{INSTANCE_FROM}
+WHERE s.parent_id = :id
+ORDER BY s.ts, s.id
+LIMIT :top""", {"id": row["id"], "top": run.scope.top})
+        for r in children:
+            fill_instance(out.children.add(), r)
+        if children:
+            run.truncation(len(children), children[0]["total"], "children")
+        if out.ancestors:
+            parent = out.ancestors[-1]
+            run.next_step(f"The parent, {parent.name}", inspect_link(run, parent))
+        run.next_step(f"Distribution of {out.name} durations",
+                      view_link(run, "slices", "histogram", name=out.name))
+
+    def tables(self, msg: pb.SlicesInspect, run: ReportRun) -> list[Table]:
+        out = [stats_table(f"{msg.name}: {msg.matched} matching instance{'s' if msg.matched != 1 else ''}",
+                           msg.stats)]
+        if msg.matched != 1:
+            title = "Longest instances" if msg.matched > 1 else "Instances"
+            out.append(Table(title, ("Ts", "Dur", "Thread", "Process", "Depth"),
+                             [instance_cells(run, i) for i in msg.instances], align="rrlll",
+                             empty="(no instances in scope)"))
+            return out
+        inst = msg.slice
+        fields = [("Name", inst.name), ("Start", f"{run.offset(inst.ts)} (ts {inst.ts})"),
+                  ("Dur", fmt.duration(inst.dur) if inst.dur >= 0 else "(unfinished)"),
+                  ("Self dur", fmt.duration(msg.self_dur)),
+                  ("Thread", f"{inst.thread or '?'} [{inst.tid}]" if inst.tid or inst.thread else "-"),
+                  ("Process", f"{inst.process or '?'} [{inst.pid}]" if inst.pid or inst.process else "-"),
+                  ("Track", inst.track or "-"), ("Depth", str(inst.depth))]
+        out.append(Table("The slice", ("Field", "Value"), [[Cell(k), Cell(v)] for k, v in fields], align="ll"))
+        out.append(Table("Args", ("Key", "Value", "Type"),
+                         [[Cell(a.key), Cell(a.value), Cell(a.type)] for a in msg.args], align="lll",
+                         empty="(no args)"))
+        out.append(Table("Ancestors (outermost first)", ("Depth", "Name", "Ts", "Dur"),
+                         [self._relative(run, a) for a in msg.ancestors], align="rlrr", empty="(a root slice)"))
+        out.append(Table("Children", ("Depth", "Name", "Ts", "Dur"),
+                         [self._relative(run, c) for c in msg.children], align="rlrr", empty="(no children)"))
+        return out
+
+    @staticmethod
+    def _relative(run: ReportRun, inst: pb.SliceInstance) -> list[Cell]:
+        return [Cell(str(inst.depth)), Cell(inst.name, inspect_link(run, inst)), Cell(run.offset(inst.ts), title=f"ts {inst.ts}"),
+                Cell(fmt.duration(inst.dur) if inst.dur >= 0 else "(unfinished)")]
+
+
+VIEWS = [SlicesTableView(), SlicesHistogramView(), SlicesTimelineView(), SlicesInspectView()]

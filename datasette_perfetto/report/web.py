@@ -1,0 +1,140 @@
+"""The report pages: `/{db}/-/report[/{noun}[/{view}]][.json|.txt|.sql]`."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Optional
+from urllib.parse import urlencode
+
+from .base import Linker
+from .engine import run_report
+from .render import error_json, to_json, to_sql, to_text
+from .scope import ReportError
+
+ROUTE = r"^/(?P<database>[^/]+)/-/report(?:/(?P<noun>[^/.]+)(?:/(?P<view>[^/.]+))?)?(?:\.(?P<format>json|txt|sql))?$"
+
+
+async def can(datasette, actor, action: str, database: Optional[str] = None) -> bool:
+    """Datasette's permission check on 0.65 and 1.0."""
+    if hasattr(datasette, "allowed"):  # 1.0
+        from datasette.resources import DatabaseResource  # type: ignore[import-not-found]
+
+        resource = DatabaseResource(database=database) if database else None
+        return await datasette.allowed(action=action, resource=resource, actor=actor)
+    return await datasette.permission_allowed(actor, action, resource=database, default=True)
+
+
+async def report_page(request, datasette):
+    from datasette.utils import tilde_decode
+    from datasette.utils.asgi import Forbidden, NotFound, Response
+
+    route = tilde_decode(request.url_vars["database"])
+    try:
+        db = datasette.get_database(route=route)
+    except KeyError:
+        raise NotFound(f"Database not found: {route}")
+    actor = request.actor
+    if not await can(datasette, actor, "view-instance") or not await can(datasette, actor, "view-database", db.name):
+        raise Forbidden("You do not have permission to view this database")
+    sql_allowed = await can(datasette, actor, "execute-sql", db.name)
+    fmt = request.url_vars.get("format") or "html"
+    noun, view = request.url_vars.get("noun"), request.url_vars.get("view")
+    params = {k: request.args.getlist(k) for k in request.args.keys()}
+
+    base = datasette.urls.path(f"/{request.url_vars['database']}/-/report")
+    database_url = datasette.urls.database(db.name)
+
+    def sql_url(sql: str, bound: dict) -> str:
+        return database_url + "?" + urlencode({"sql": sql, **{k: "" if v is None else v for k, v in bound.items()}})
+
+    linker = Linker(base, f"{db.name}.db", sql_url if sql_allowed else None)
+
+    def compute(conn: sqlite3.Connection):
+        repeated = [k for k, values in params.items() if len(values) > 1]
+        if repeated:
+            raise ReportError(f"{repeated[0]}: given more than once", repeated[0])
+        flags = {k: values[0] for k, values in params.items()}
+        if not _is_trace_connection(conn):
+            raise ReportError(f"{db.name} is not a trace database (no slice and trace_bounds tables)")
+        from datasette.utils import sqlite_timelimit
+
+        with sqlite_timelimit(conn, datasette.setting("sql_time_limit_ms")):
+            return run_report(conn, noun, view, flags, linker)
+
+    try:
+        result = await db.execute_fn(compute)
+    except ReportError as e:
+        return await _error(datasette, request, e, fmt, db.name, base, 400)
+    except sqlite3.OperationalError as e:
+        if "interrupted" in str(e):
+            error = ReportError(f"this report took longer than the {datasette.setting('sql_time_limit_ms')} ms "
+                                f"query limit; narrow it with time=, name= or a process/thread flag")
+            return await _error(datasette, request, error, fmt, db.name, base, 503)
+        raise
+    if fmt == "json":
+        return Response.json(to_json(result))
+    if fmt == "txt":
+        return Response.text(to_text(result))
+    if fmt == "sql":
+        return Response.text(to_sql(result))
+    msg = result.result_message()
+    html = await datasette.render_template("perfetto_report.html", {
+        "database": db.name,
+        "report": result.report,
+        "view": result.view,
+        "title": result.view.title,
+        "charts": result.view.charts(msg, result.run),
+        "tables": result.view.tables(msg, result.run),
+        "url_for": linker.url,
+        "context_line": _context_parts(result),
+        "sql_allowed": sql_allowed,
+        "base": base,
+        "formats": _format_links(request, base, noun, view),
+        "nouns": _noun_links(base),
+        "bar_width": _bar_pixels,
+    }, request=request, view_name="perfetto_report")
+    return Response.html(html)
+
+
+def _bar_pixels(value: float, top: float, scale: str) -> int:
+    from .render import BAR_WIDTH, bar_length
+
+    return bar_length(value, top, scale) * 460 // BAR_WIDTH
+
+
+def _is_trace_connection(conn: sqlite3.Connection) -> bool:
+    found = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table' "
+                         "AND name IN ('slice', 'trace_bounds', 'trace_file')").fetchone()[0]
+    return found == 3
+
+
+def _context_parts(result) -> list[str]:
+    from .render import context_line
+
+    return context_line(result).strip("[]").split(" | ")
+
+
+def _format_links(request, base: str, noun, view) -> list[tuple[str, str]]:
+    path = base + "".join(f"/{p}" for p in (noun, view) if p)
+    query = ("?" + request.query_string) if request.query_string else ""
+    return [(label, f"{path}{ext}{query}") for label, ext in (("JSON", ".json"), ("text", ".txt"), ("SQL", ".sql"))]
+
+
+def _noun_links(base: str) -> list[tuple[str, str]]:
+    from .views import NOUNS
+
+    return [("overview", base)] + [(noun, f"{base}/{noun}") for noun in NOUNS]
+
+
+async def _error(datasette, request, error: ReportError, fmt: str, database: str, base: str, status: int):
+    from datasette.utils.asgi import Response
+
+    if fmt == "json":
+        return Response.json(error_json(error), status=status)
+    if fmt in ("txt", "sql"):
+        options = f"\nvalid options: {', '.join(error.options)}" if error.options else ""
+        return Response.text(f"error: {error.message}{options}\n", status=status)
+    html = await datasette.render_template("perfetto_report_error.html", {
+        "database": database, "error": error, "base": base, "nouns": _noun_links(base), "status": status,
+    }, request=request, view_name="perfetto_report")
+    return Response.html(html, status=status)

@@ -1,0 +1,176 @@
+"""Report pages through datasette.client: formats, errors, permissions, escaping, canned queries."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import string
+
+import pytest
+from datasette.app import Datasette
+
+from datasette_perfetto.ingest import ingest_bytes
+from datasette_perfetto.report.views import NOUNS
+from datasette_perfetto.trace_builder import TraceBuilder
+
+
+def hostile_trace() -> bytes:
+    b = TraceBuilder()
+    seq = b.sequence(1)
+    seq.process(10, "<script>alert('p')</script>")
+    track = seq.thread(10, 12, 'w"orker\' & <b>')
+    long_name = "x" * 3000
+    seq.slice_begin(1_000, track, "<img src=x onerror=alert(1)>")
+    seq.slice_end(2_000, track)
+    seq.slice_begin(3_000, track, long_name)
+    seq.slice_end(4_000, track)
+    seq.slice_begin(5_000, track, "bad \udcff bytes".encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
+    seq.slice_end(6_000, track)
+    return b.to_bytes()
+
+
+@pytest.fixture
+def demo_ds(demo_db):
+    return Datasette([str(demo_db.path)])
+
+
+@pytest.mark.asyncio
+async def test_slices_table_html_shows_numbers_and_links(demo_ds, demo_db):
+    page = (await demo_ds.client.get("/demo/-/report/slices")).text
+    top_name, top_count = demo_db.rows(
+        "SELECT name, count(*) FROM slice GROUP BY name ORDER BY sum(max(dur, 0)) DESC LIMIT 1")[0]
+    assert top_name == "URLRequest" and f">{top_name}</a>" in page
+    assert "35 names" in page and "683 total" in page
+    # Drill-down: the name links to inspect, the footnote reveals more rows, SQL is shown with an editor link.
+    assert 'href="/demo/-/report/slices/inspect?name=URLRequest"' in page
+    assert "rerun with top=50" in page and 'href="/demo/-/report/slices/table?top=50"' in page
+    assert "SQL this page ran" in page and "open in the SQL editor" in page
+
+
+@pytest.mark.asyncio
+async def test_json_txt_and_sql_formats(demo_ds):
+    data = (await demo_ds.client.get("/demo/-/report/slices.json?top=3")).json()
+    assert data["noun"] == "slices" and data["view"] == "table"
+    assert len(data["slices_table"]["rows"]) == 3
+    assert data["context"]["scope"] == {"top": "3"}
+    assert data["slices_table"]["rows"][0]["stats"]["p95"]  # richer stats than the text
+    text = await demo_ds.client.get("/demo/-/report/slices.txt?top=3")
+    assert text.headers["content-type"].startswith("text/plain")
+    assert text.text.startswith("[demo.pftrace | full trace | 2s |")
+    sql = (await demo_ds.client.get("/demo/-/report/slices.sql?name=Raster")).text
+    assert "FROM report_slice_name" in sql and ':name = "Raster"' in sql
+
+
+@pytest.mark.asyncio
+async def test_sql_shown_is_the_sql_run(demo_ds, demo_db):
+    data = (await demo_ds.client.get("/demo/-/report/slices.json?thread=CrBrowserMain&top=2")).json()
+    query = next(q for q in data["queries"] if q["purpose"].startswith("slice names, top by the sort key"))
+    conn = sqlite3.connect(demo_db.path)
+    rows = conn.execute(query["sql"], {k: (int(v) if v.isdigit() else v) for k, v in query["params"].items()})
+    assert [r[0] for r in rows] == [r["name"] for r in data["slices_table"]["rows"]]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("path, message", [
+    ("/demo/-/report/bogus", "unknown noun 'bogus'"),
+    ("/demo/-/report/slices/pie", "slices has no view 'pie'"),
+    ("/demo/-/report/slices.json?top=0", "top: must be between 1 and 10000"),
+    ("/demo/-/report/slices.json?time=2s", "time: expected START,END"),
+    ("/demo/-/report/slices.json?min_duration=5parsecs", "min_duration: unknown unit 'parsecs'"),
+    ("/demo/-/report/slices.json?sort=size", "sort: 'size' is not a sort key of slices table"),
+    ("/demo/-/report/slices.json?colour=red", "unknown parameter 'colour'"),
+    ("/demo/-/report/slices.json?top=1&top=2", "top: given more than once"),
+    ("/demo/-/report.json?name=x", "overview does not take name"),
+])
+async def test_bad_requests_are_400_with_the_reason(demo_ds, path, message):
+    r = await demo_ds.client.get(path)
+    assert r.status_code == 400
+    if path.split("?")[0].endswith(".json"):
+        body = r.json()
+        assert body["ok"] is False and message in body["error"]
+    else:
+        assert message.replace("'", "&#39;") in r.text
+
+
+@pytest.mark.asyncio
+async def test_unknown_database_is_404_and_non_trace_database_is_400(tmp_path):
+    plain = tmp_path / "plain.db"
+    sqlite3.connect(plain).execute("CREATE TABLE t (x)")
+    ds = Datasette([str(plain)])
+    assert (await ds.client.get("/nope/-/report")).status_code == 404
+    r = await ds.client.get("/plain/-/report.json")
+    assert r.status_code == 400 and "not a trace database" in r.json()["error"]
+
+
+@pytest.mark.asyncio
+async def test_permissions_are_checked(demo_db):
+    metadata = {"databases": {"demo": {"allow": {"id": "root"}}}}
+    ds = Datasette([str(demo_db.path)], metadata=metadata)
+    assert (await ds.client.get("/demo/-/report")).status_code == 403
+    assert (await ds.client.get("/demo/-/report/slices.json")).status_code == 403
+    root = {"ds_actor": ds.sign({"a": {"id": "root"}}, "actor")}
+    assert (await ds.client.get("/demo/-/report", cookies=root)).status_code == 200
+
+
+@pytest.mark.asyncio
+async def test_sql_links_and_canned_queries_need_execute_sql(demo_db):
+    open_ds = Datasette([str(demo_db.path)])
+    assert (await open_ds.client.get("/demo/slices_table.json?_shape=array&name=Raster")).json()[0]["count"] == 48
+    closed = Datasette([str(demo_db.path)], metadata={"allow_sql": {"id": "root"}})
+    page = (await closed.client.get("/demo/-/report/slices")).text
+    assert "open in the SQL editor" not in page and "SQL this page ran" in page
+    assert (await closed.client.get("/demo/slices_table.json")).status_code == 404
+
+
+@pytest.mark.asyncio
+async def test_canned_query_takes_report_flag_syntax(demo_ds, demo_db):
+    rows = (await demo_ds.client.get(
+        "/demo/slices_table.json?_shape=array&time=0.5s,1s&thread=Cr*&top=2")).json()
+    start = demo_db.one("SELECT start_ts FROM trace_bounds")
+    expected = demo_db.rows(
+        "SELECT s.name, count(*) FROM slice s JOIN thread_track tt ON tt.id = s.track_id JOIN thread USING (utid) "
+        "WHERE thread.name GLOB 'Cr*' AND s.ts < ? AND s.ts + max(s.dur, 0) >= ? "
+        "GROUP BY s.name ORDER BY sum(max(s.dur, 0)) DESC LIMIT 2", (start + 1_000_000_000, start + 500_000_000))
+    assert [(r["name"], r["count"]) for r in rows] == expected
+
+
+@pytest.mark.asyncio
+async def test_hostile_names_are_escaped_and_intact(tmp_path):
+    path = tmp_path / "hostile.db"
+    ingest_bytes(hostile_trace(), str(path))
+    ds = Datasette([str(path)])
+    page = (await ds.client.get("/hostile/-/report/slices?top=50")).text
+    assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert "<script>alert" not in page
+    assert "x" * 3000 in page  # long names are not cut
+    text = (await ds.client.get("/hostile/-/report/slices.txt?top=50")).text
+    assert "<img src=x onerror=alert(1)>" in text  # plain text is not HTML-escaped
+
+
+@pytest.mark.asyncio
+async def test_fuzzed_parameters_never_500(demo_ds):
+    rng = random.Random(7)
+    alphabet = string.printable + "µé\u202e"
+    paths = ["/demo/-/report"] + [f"/demo/-/report/{noun}/{view}" for noun, views in NOUNS.items()
+                                  for view in views]
+    flags = ["pid", "process", "tid", "thread", "track", "cpu", "time", "ts", "name", "min_duration",
+             "min_count", "sort", "top", "max_lines", "buckets", "group_by"]
+    for i in range(150):
+        path = rng.choice(paths) + rng.choice(["", ".json", ".txt", ".sql"])
+        value = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+        r = await demo_ds.client.get(path, params={rng.choice(flags): value})
+        assert r.status_code in (200, 400), (path, value, r.status_code, r.text[:300])
+
+
+@pytest.mark.asyncio
+async def test_database_page_links_to_the_report(demo_ds):
+    page = (await demo_ds.client.get("/demo")).text
+    assert 'href="/demo/-/report"' in page
+    assert (await demo_ds.client.get("/demo/-/report")).status_code == 200
+
+
+@pytest.mark.asyncio
+async def test_canned_query_min_count_is_numeric(demo_ds, demo_db):
+    rows = (await demo_ds.client.get("/demo/slices_table.json?_shape=array&min_count=40&top=50")).json()
+    expected = demo_db.rows("SELECT name FROM slice GROUP BY name HAVING count(*) >= 40")
+    assert sorted(r["name"] for r in rows) == sorted(r[0] for r in expected) and len(rows) == 4

@@ -1,0 +1,255 @@
+"""The `processes` and `tracks` report views through Datasette's client, checked against SQL."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+from datasette.app import Datasette
+
+from datasette_perfetto.ingest import ingest
+from datasette_perfetto.report import format as fmt
+
+CASES = Path(__file__).parent.parent.parent / "shared" / "conformance" / "cases"
+SCHED_CASE = CASES / "tables.TablesSched.test_synth_1_filter_sched"
+CPUFREQ_CASE = CASES / "tables.TablesCounters.test_counters_where_cpu_counters_where_cpu"
+
+# Slices per process: on the process's own tracks and on its threads' tracks.
+PROCESS_SLICES = """SELECT p.pid, count(s.id) FROM process p
+    JOIN track t ON t.upid = p.upid OR t.utid IN (SELECT utid FROM thread WHERE upid = p.upid)
+    LEFT JOIN slice s ON s.track_id = t.id {where}
+    WHERE p.upid != 0 GROUP BY p.upid"""
+
+
+@pytest.fixture(scope="module")
+def sched(tmp_path_factory):
+    assert SCHED_CASE.is_dir(), f"conformance case not found at {SCHED_CASE}"
+    path = tmp_path_factory.mktemp("sched") / "sched.db"
+    ingest([str(SCHED_CASE / "trace.pb")], str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def cpufreq(tmp_path_factory):
+    assert CPUFREQ_CASE.is_dir(), f"conformance case not found at {CPUFREQ_CASE}"
+    path = tmp_path_factory.mktemp("cpufreq") / "cpufreq.db"
+    ingest([str(CPUFREQ_CASE / "trace.pb")], str(path))
+    return path
+
+
+def sql(path, query: str, params=()):
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return conn.execute(query, params).fetchall()
+    finally:
+        conn.close()
+
+
+async def get(path: Path, url: str):
+    return await Datasette([str(path)]).client.get(url)
+
+
+async def get_json(path: Path, url: str) -> dict:
+    response = await get(path, url)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+# -- processes ----------------------------------------------------------------------------------------
+
+@pytest.mark.asyncio
+async def test_processes_slice_and_thread_counts_match_sql(demo_db):
+    data = await get_json(demo_db.path, "/demo/-/report/processes.json")
+    table = data["processes_table"]
+    assert table["top_threads_by"] == "slice_count" and table["total_rows"] == "3"
+    got = {int(r["pid"]): (r["name"], int(r["thread_count"]), int(r["slice_count"])) for r in table["rows"]}
+    slices = dict(demo_db.rows(PROCESS_SLICES.format(where="")))
+    threads = dict(demo_db.rows("SELECT p.pid, count(*) FROM thread t JOIN process p USING (upid) "
+                                "WHERE p.upid != 0 GROUP BY p.upid"))
+    names = dict(demo_db.rows("SELECT pid, name FROM process WHERE upid != 0"))
+    assert got == {pid: (names[pid], threads[pid], slices[pid]) for pid in names}
+    assert [int(r["pid"]) for r in table["rows"]] == [100, 200, 300]  # most slices first (no CPU data)
+    # Top threads: the process's threads with most slices, most first.
+    browser = table["rows"][0]
+    expected = demo_db.rows("""SELECT th.name || ' [' || th.tid || ']', count(*) FROM slice s
+        JOIN thread_track tt ON tt.id = s.track_id JOIN thread th USING (utid) WHERE th.upid = 1
+        GROUP BY th.utid ORDER BY count(*) DESC LIMIT 3""")
+    assert [(t["name"], t["value"]) for t in browser["top_threads"]] == expected
+
+
+@pytest.mark.asyncio
+async def test_processes_html_numbers_and_links(demo_db):
+    page = (await get(demo_db.path, "/demo/-/report/processes?sort=name")).text
+    assert "Processes (3 in scope)" in page and "CrBrowserMain [100] (134)" in page
+    # Links keep only flags the target takes: sort=name means nothing to the slices table.
+    assert 'href="/demo/-/report/slices/table?pid=100"' in page
+    assert 'href="/demo/-/report/tracks/table?pid=300"' in page
+    assert "no scheduling data" in page
+
+
+@pytest.mark.asyncio
+async def test_processes_time_counts_slices_starting_in_the_range(demo_db):
+    start = demo_db.one("SELECT start_ts FROM trace_bounds")
+    data = await get_json(demo_db.path, "/demo/-/report/processes.json?time=0.5s,1s&min_count=45")
+    got = {int(r["pid"]): int(r["slice_count"]) for r in data["processes_table"]["rows"]}
+    expected = dict(demo_db.rows(PROCESS_SLICES.format(where="AND s.ts >= ? AND s.ts < ?"),
+                                 (start + 500_000_000, start + 1_000_000_000)))
+    assert got == {pid: n for pid, n in expected.items() if n >= 45} and len(got) == 2
+
+
+@pytest.mark.asyncio
+async def test_processes_cpu_time_from_sched_in_a_real_trace(sched):
+    # Real data (a sched_switch diff test): 3 processes; thread 4 is still running at the end of the trace.
+    data = await get_json(sched, "/sched/-/report/processes.json")
+    table = data["processes_table"]
+    assert table["top_threads_by"] == "cpu_time"
+    end = sql(sched, "SELECT end_ts FROM trace_bounds")[0][0]
+    expected = dict(sql(sched, """SELECT p.pid, sum(CASE WHEN s.dur < 0 THEN ? - s.ts ELSE s.dur END)
+        FROM sched s JOIN thread t USING (utid) JOIN process p ON p.upid = t.upid WHERE s.utid != 0
+        GROUP BY p.upid""", (end,)))
+    got = {int(r["pid"]): int(r["cpu_time"]) for r in table["rows"]}
+    assert got == expected == {2: 589, 1: 70, 4: 10}
+    assert [int(r["pid"]) for r in table["rows"]] == [2, 1, 4]  # by CPU time
+    dur = end - sql(sched, "SELECT start_ts FROM trace_bounds")[0][0]
+    assert table["rows"][0]["percent_of_trace"] == pytest.approx(100 * 589 / dur)
+    assert [(t["name"], t["value"]) for t in table["rows"][0]["top_threads"]] == [
+        ("two_thread_process [3]", 384), ("two_thread_process [2]", 205)]
+
+
+@pytest.mark.asyncio
+async def test_processes_cpu_time_is_clipped_to_the_range(sched):
+    start, end = sql(sched, "SELECT start_ts, end_ts FROM trace_bounds")[0]
+    lo, hi = start + 100, start + 300
+    data = await get_json(sched, "/sched/-/report/processes.json?time=100ns,300ns")
+    got = {int(r["pid"]): int(r.get("cpu_time", 0)) for r in data["processes_table"]["rows"]}
+    expected = dict(sql(sched, """SELECT p.pid, coalesce(sum(min(s.ts + d, :hi) - max(s.ts, :lo)), 0)
+        FROM process p LEFT JOIN thread t ON t.upid = p.upid
+        LEFT JOIN (SELECT utid, ts, CASE WHEN dur < 0 THEN :end - ts ELSE dur END AS d FROM sched) s
+          ON s.utid = t.utid AND s.ts < :hi AND s.ts + s.d > :lo
+        WHERE p.upid != 0 GROUP BY p.upid""", {"lo": lo, "hi": hi, "end": end}))
+    assert got == expected and got[2] == 301
+
+
+@pytest.mark.asyncio
+async def test_overview_shows_the_sections_with_data(sched, cpufreq):
+    overview = (await get_json(sched, "/sched/-/report.json"))["overview"]
+    assert int(overview["processes"]["total_rows"]) == 3
+    assert [r["scope"] for r in overview["counters"]["rows"]] == ["cpu 0"]
+    # A trace with CPU counters and no processes: the processes section says it is absent.
+    overview = (await get_json(cpufreq, "/cpufreq/-/report.json"))["overview"]
+    assert "processes" not in overview and int(overview["counters"]["total_rows"]) == 2
+    assert {"noun": "processes", "reason": "not present in this trace"} in overview["absent"]
+
+
+# -- tracks -------------------------------------------------------------------------------------------
+
+@pytest.mark.asyncio
+async def test_tracks_event_counts_match_sql(demo_db):
+    data = await get_json(demo_db.path, "/demo/-/report/tracks.json?top=100")
+    table = data["tracks_table"]
+    counts = dict(demo_db.rows("""SELECT t.id, (SELECT count(*) FROM slice WHERE track_id = t.id)
+        + (SELECT count(*) FROM counter WHERE track_id = t.id) + (SELECT count(*) FROM state WHERE track_id = t.id)
+        FROM track t"""))
+    assert {int(r.get("id", 0)): int(r.get("event_count", 0)) for r in table["rows"]} == counts
+    assert int(table["total_rows"]) == len(counts) == len(table["rows"])
+    events = [int(r.get("event_count", 0)) for r in table["rows"]]
+    assert events == sorted(events, reverse=True)
+    memory = next(r for r in table["rows"] if r.get("name") == "MemoryUsage")
+    assert (memory["event_type"], memory["process"], int(memory["pid"])) == ("counter", "renderer", 200)
+
+
+@pytest.mark.asyncio
+async def test_tracks_scope_flags(demo_db):
+    # pid: the process's own tracks and its threads' tracks.
+    data = await get_json(demo_db.path, "/demo/-/report/tracks.json?pid=100&top=100")
+    ids = {int(r.get("id", 0)) for r in data["tracks_table"]["rows"]}
+    assert ids == {r[0] for r in demo_db.rows("""SELECT t.id FROM track t LEFT JOIN thread th ON th.utid = t.utid
+        WHERE coalesce(t.upid, th.upid) = 1""")} and len(ids) == 6
+    data = await get_json(demo_db.path, "/demo/-/report/tracks.json?thread=IO*")
+    assert [r["thread"] for r in data["tracks_table"]["rows"]] == ["IOThread"]
+    data = await get_json(demo_db.path, "/demo/-/report/tracks.json?name=*Usage")
+    assert [r["name"] for r in data["tracks_table"]["rows"]] == ["MemoryUsage"]
+    start = demo_db.one("SELECT start_ts FROM trace_bounds")
+    data = await get_json(demo_db.path, "/demo/-/report/tracks.json?tid=100&time=0.5s,1s")
+    (row,) = data["tracks_table"]["rows"]
+    assert int(row["event_count"]) == demo_db.one(
+        "SELECT count(*) FROM slice s JOIN thread_track t ON t.id = s.track_id JOIN thread th USING (utid) "
+        "WHERE th.tid = 100 AND s.ts >= ? AND s.ts < ?", (start + 500_000_000, start + 1_000_000_000))
+
+
+@pytest.mark.asyncio
+async def test_tracks_of_a_cpu_in_a_real_trace(cpufreq):
+    data = await get_json(cpufreq, "/cpufreq/-/report/tracks.json?cpu=2")
+    (row,) = data["tracks_table"]["rows"]
+    assert (row["name"], row["type"], int(row["cpu"]), int(row["event_count"])) == ("cpufreq", "cpu_frequency", 2, 1)
+    text = (await get(cpufreq, "/cpufreq/-/report/tracks.txt")).text
+    assert re.search(r"cpufreq\s+cpu_frequency\s+counter\s+2\s+cpu 1", text), text
+
+
+# -- errors and links -------------------------------------------------------------------------------------
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("url, message", [
+    ("/demo/-/report/processes.json?sort=colour", "sort: 'colour' is not a sort key of processes table"),
+    ("/demo/-/report/processes.json?tid=3", "processes table does not take tid"),
+    ("/demo/-/report/processes.json?min_count=lots", "min_count: expected a whole number"),
+    ("/demo/-/report/tracks.json?ts=1s", "tracks table does not take ts"),
+    ("/demo/-/report/tracks.json?time=2s,1s", "time: the end (1s) must be after the start (2s)"),
+    ("/demo/-/report/tracks/tree.json", "tracks has no view 'tree'"),
+])
+async def test_bad_requests_are_400_with_a_json_error(demo_db, url, message):
+    response = await get(demo_db.path, url)
+    assert response.status_code == 400
+    body = response.json()
+    assert body["ok"] is False and message in body["error"], body
+
+
+@pytest.mark.asyncio
+async def test_every_link_on_processes_and_tracks_pages_works(demo_db, sched):
+    for path, db, pages in ((demo_db.path, "demo", ["processes", "processes?sort=name&time=0.5s,1s", "tracks",
+                                                    "tracks?pid=100&sort=type"]),
+                            (sched, "sched", ["processes", "tracks"])):
+        ds = Datasette([str(path)])
+        seen: set[str] = set()
+        for page in pages:
+            html = (await ds.client.get(f"/{db}/-/report/{page}")).text
+            for href in re.findall(rf'href="(/{db}/-/report[^"]*)"', html):
+                url = href.replace("&amp;", "&")
+                if url not in seen:
+                    seen.add(url)
+                    assert (await ds.client.get(url)).status_code == 200, (page, url)
+        assert len(seen) > 8
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("view, query", [
+    ("processes", ""), ("processes", "time=0.5s,1s&min_count=45&sort=name"), ("processes", "sort=threads"),
+    ("tracks", ""), ("tracks", "time=0.5s,1.5s&min_count=5&sort=name"), ("tracks", "pid=100&sort=type&top=20"),
+])
+async def test_canned_query_gives_the_rows_of_the_report(demo_db, view, query):
+    ds = Datasette([str(demo_db.path)])
+    data = (await ds.client.get(f"/demo/-/report/{view}.json?{query}")).json()
+    key = "upid" if view == "processes" else "id"
+    report = [int(r.get(key, 0)) for r in data[f"{view}_table"]["rows"]]
+    canned = (await ds.client.get(f"/demo/{view}_table.json?_shape=array&{query}")).json()
+    assert [r[key] for r in canned] == report and report
+
+
+@pytest.mark.asyncio
+async def test_threads_without_a_process_are_counted_in_a_footnote(tmp_path):
+    # Real data: a sched_switch diff test whose tasks belong to no known process.
+    case = CASES / "parser.generic_kernel.GenericKernelParser.test_sched_switch_multiple_threads"
+    assert case.is_dir(), f"conformance case not found at {case}"
+    path = tmp_path / "tasks.db"
+    ingest([str(case / "trace.pb")], str(path))
+    end = sql(path, "SELECT end_ts FROM trace_bounds")[0][0]
+    threads, cpu_time = sql(path, """SELECT count(DISTINCT s.utid), sum(CASE WHEN s.dur < 0 THEN ? - s.ts ELSE s.dur END)
+        FROM sched s JOIN thread t USING (utid) WHERE t.upid IS NULL AND s.utid != 0""", (end,))[0]
+    data = await get_json(path, "/tasks/-/report/processes.json")
+    assert not data["processes_table"].get("rows") and threads == 2
+    (note,) = data["footnotes"]
+    assert note["text"].startswith(f"2 threads with no known process ran for ") and "scheduling/summary" in note["url"]
+    assert note["text"] == (f"2 threads with no known process ran for {fmt.duration(cpu_time)} (not in this "
+                            "table); see them by thread")

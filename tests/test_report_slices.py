@@ -1,0 +1,263 @@
+"""The `slices` histogram, timeline and inspect views through Datasette's client, checked against SQL."""
+
+from __future__ import annotations
+
+import pytest
+from datasette.app import Datasette
+
+from datasette_perfetto.report.base import percentile_index
+from datasette_perfetto.report.format import offset
+
+
+@pytest.fixture
+def ds(demo_db):
+    return Datasette([str(demo_db.path)])
+
+
+async def get_json(ds, url: str) -> dict:
+    response = await ds.client.get(url)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+async def get_error(ds, url: str) -> dict:
+    response = await ds.client.get(url)
+    assert response.status_code == 400, response.text
+    error = response.json()
+    assert error["ok"] is False
+    return error
+
+
+def durations(db, name: str, where: str = "", params: tuple = ()) -> list[int]:
+    return [r[0] for r in db.rows(f"SELECT max(s.dur, 0) FROM slice s WHERE s.name = ? {where} ORDER BY 1",
+                                  (name, *params))]
+
+
+def expected_stats(durs: list[int]) -> dict:
+    n = len(durs)
+    return {"count": n, "total": sum(durs), "min": durs[0], "max": durs[-1], "avg": sum(durs) // n,
+            **{f"p{p}": durs[percentile_index(n, p)] for p in (50, 95, 99)}}
+
+
+def stats(message: dict) -> dict:
+    return {k: int(v) for k, v in message.items()}
+
+
+# -- histogram -----------------------------------------------------------------------------------------
+
+@pytest.mark.asyncio
+async def test_histogram_buckets_and_percentiles_match_sql(ds, demo_db):
+    data = (await get_json(ds, "/demo/-/report/slices/histogram.json?name=URLRequest&buckets=5"))["slices_histogram"]
+    durs = durations(demo_db, "URLRequest")
+    assert stats(data["stats"]) == expected_stats(durs)
+    assert data["scale"] == "linear"  # 28ms..144ms: within two orders of magnitude
+    buckets = data["buckets"]
+    assert len(buckets) <= 5 and sum(int(b.get("count", 0)) for b in buckets) == len(durs)
+    for i, b in enumerate(buckets):
+        last = i == len(buckets) - 1
+        inside = [d for d in durs if b.get("low", 0) <= d and (d <= b["high"] if last else d < b["high"])]
+        assert int(b.get("count", 0)) == len(inside), b
+    # Equal widths, on round numbers.
+    widths = {b["high"] - b.get("low", 0) for b in buckets}
+    assert widths == {25_000_000}
+
+
+@pytest.mark.asyncio
+async def test_histogram_of_widely_spread_durations_is_log_scaled_and_says_so(ds, demo_db):
+    data = await get_json(ds, "/demo/-/report/slices/histogram.json?name=Raster")
+    hist = data["slices_histogram"]
+    durs = durations(demo_db, "Raster")
+    assert durs[-1] / durs[0] > 100 and hist["scale"] == "log"
+    assert stats(hist["stats"]) == expected_stats(durs)
+    ratios = {round(b["high"] / b["low"], 6) for b in hist["buckets"]}
+    assert len(ratios) == 1  # every bucket the same factor wider than the last
+    assert sum(int(b.get("count", 0)) for b in hist["buckets"]) == len(durs)
+    page = (await ds.client.get("/demo/-/report/slices/histogram?name=Raster")).text
+    assert "log-scale buckets" in page and "<svg" in page and "48" in page
+
+
+@pytest.mark.asyncio
+async def test_histogram_scoped_to_a_thread(ds, demo_db):
+    hist = (await get_json(ds, "/demo/-/report/slices/histogram.json?name=Raster&thread=Compositor"))[
+        "slices_histogram"]
+    durs = durations(demo_db, "Raster", "AND s.track_id IN (SELECT tt.id FROM thread_track tt JOIN thread t "
+                                        "USING (utid) WHERE t.name = ?)", ("Compositor",))
+    assert 0 < len(durs) < 48
+    assert stats(hist["stats"]) == expected_stats(durs)
+
+
+@pytest.mark.asyncio
+async def test_single_series_views_need_exactly_one_name(ds):
+    for view in ("histogram", "timeline", "inspect"):
+        error = await get_error(ds, f"/demo/-/report/slices/{view}.json?name=M*")
+        assert error["parameter"] == "name"
+        assert error["options"] == ["MessageLoop::RunTask", "Mojo::Dispatch"]
+        assert "MessageLoop::RunTask, Mojo::Dispatch" in error["error"]
+        missing = await get_error(ds, f"/demo/-/report/slices/{view}.json")
+        assert missing["parameter"] == "name" and "needs name" in missing["error"]
+        unknown = await get_error(ds, f"/demo/-/report/slices/{view}.json?name=NoSuchSlice")
+        assert "no slice name matches 'NoSuchSlice'" in unknown["error"]
+    page = await ds.client.get("/demo/-/report/slices/histogram?name=M*")
+    assert page.status_code == 400 and "Mojo::Dispatch" in page.text
+    # Scoping narrows the glob: only one M* name has slices on IOThread.
+    data = await get_json(ds, "/demo/-/report/slices/histogram.json?name=M*&thread=IOThread")
+    assert data["slices_histogram"]["name"] == "Mojo::Dispatch"
+    assert data["slices_histogram"]["stats"]["count"] == "18"
+
+
+@pytest.mark.asyncio
+async def test_glob_characters_in_a_name_match_it_exactly(tmp_path):
+    from datasette_perfetto.ingest import ingest_bytes
+    from datasette_perfetto.trace_builder import TraceBuilder
+
+    b = TraceBuilder()
+    seq = b.sequence(1)
+    seq.process(1, "p")
+    track = seq.thread(1, 2, "t")
+    for ts, name in ((1_000, "Task[1]"), (3_000, "Task1"), (5_000, "Task[1]")):
+        seq.slice_begin(ts, track, name)
+        seq.slice_end(ts + 1_000, track)
+    path = tmp_path / "glob.db"
+    ingest_bytes(b.to_bytes(), str(path))
+    ds = Datasette([str(path)])
+    data = await get_json(ds, "/glob/-/report/slices/inspect.json?name=Task%5B1%5D")
+    assert data["slices_inspect"]["name"] == "Task[1]" and data["slices_inspect"]["matched"] == "2"
+
+
+# -- timeline ------------------------------------------------------------------------------------------
+
+@pytest.mark.asyncio
+async def test_timeline_counts_and_time_per_bucket_match_sql(ds, demo_db):
+    data = (await get_json(ds, "/demo/-/report/slices/timeline.json?name=Raster&buckets=10"))["slices_timeline"]
+    start, end = demo_db.rows("SELECT start_ts, end_ts FROM trace_bounds")[0]
+    buckets = data["buckets"]
+    bucket_dur = int(data["bucket_dur"])
+    assert bucket_dur == 200_000_000 and len(buckets) == 10
+    assert int(buckets[0]["start_ts"]) == start and int(buckets[-1]["end_ts"]) == end
+    for b in buckets:
+        lo, hi = int(b["start_ts"]), int(b["end_ts"])
+        count, covered = demo_db.rows(
+            "SELECT count(CASE WHEN ts >= ? THEN 1 END), "
+            "coalesce(sum(max(min(ts + dur, ?) - max(ts, ?), 0)), 0) FROM slice "
+            "WHERE name = 'Raster' AND ts < ? AND ts + dur > ?", (lo, hi, lo, hi, lo))[0]
+        starts = demo_db.one("SELECT count(*) FROM slice WHERE name = 'Raster' AND ts >= ? AND ts < ?", (lo, hi))
+        assert int(b.get("count", 0)) == starts and int(b.get("total_dur", 0)) == covered
+        dominant = b.get("dominant", [])
+        assert sum(d["value"] for d in dominant) <= covered and len(dominant) <= 3
+    assert sum(int(b.get("count", 0)) for b in buckets) == 48
+
+
+@pytest.mark.asyncio
+async def test_timeline_over_a_time_range_clips_long_slices(ds, demo_db):
+    data = (await get_json(ds, "/demo/-/report/slices/timeline.json?name=URLRequest&time=0.5s,1.5s&buckets=4"))
+    start = demo_db.one("SELECT start_ts FROM trace_bounds")
+    lo, hi = start + 500_000_000, start + 1_500_000_000
+    covered = demo_db.one("SELECT sum(min(ts + dur, ?) - max(ts, ?)) FROM slice WHERE name = 'URLRequest' "
+                          "AND ts < ? AND ts + dur > ?", (hi, lo, hi, lo))
+    buckets = data["slices_timeline"]["buckets"]
+    assert sum(int(b.get("total_dur", 0)) for b in buckets) == covered
+    assert all(d["name"] == "browser [100]" for b in buckets for d in b.get("dominant", []))
+    assert data["context"]["range"] == "500ms-1.5s"
+
+
+# -- inspect -------------------------------------------------------------------------------------------
+
+@pytest.mark.asyncio
+async def test_inspect_many_instances_lists_the_longest_with_coordinates(ds, demo_db):
+    data = (await get_json(ds, "/demo/-/report/slices/inspect.json?name=ThreadPool::RunTask&top=5"))
+    inspect = data["slices_inspect"]
+    durs = durations(demo_db, "ThreadPool::RunTask")
+    assert int(inspect["matched"]) == len(durs) == 39
+    assert stats(inspect["stats"]) == expected_stats(durs)
+    shown = [int(i["dur"]) for i in inspect["instances"]]
+    assert shown == sorted(durs, reverse=True)[:5]
+    assert all(i["thread"] and int(i["tid"]) and int(i["ts"]) for i in inspect["instances"])
+    assert "slice" not in inspect  # several matched: no single-instance detail
+    assert any("34 more ThreadPool::RunTask instances" in f["text"] for f in data["footnotes"])
+
+
+@pytest.mark.asyncio
+async def test_inspect_one_instance_shows_args_self_time_ancestors_and_children(ds, demo_db):
+    inspect = (await get_json(
+        ds, "/demo/-/report/slices/inspect.json?name=LayoutView::Layout&ts=370ms&thread=CrBrowserMain"))[
+        "slices_inspect"]
+    assert inspect["matched"] == "1"
+    sid = int(inspect["slice"]["id"])
+    dur, arg_set_id, parent_id = demo_db.rows("SELECT dur, arg_set_id, parent_id FROM slice WHERE id = ?", (sid,))[0]
+    assert int(inspect["slice"]["dur"]) == dur
+    children = demo_db.rows("SELECT name, dur FROM slice WHERE parent_id = ? ORDER BY ts", (sid,))
+    assert int(inspect["self_dur"]) == dur - sum(d for _, d in children)
+    assert [(c["name"], int(c["dur"])) for c in inspect["children"]] == children
+    assert [(a["key"], a["value"]) for a in inspect["args"]] == demo_db.rows(
+        "SELECT key, display_value FROM args WHERE arg_set_id = ? ORDER BY id", (arg_set_id,))
+    chain = []
+    while parent_id is not None:
+        name, parent_id = demo_db.rows("SELECT name, parent_id FROM slice WHERE id = ?", (parent_id,))[0]
+        chain.insert(0, name)
+    assert [a["name"] for a in inspect["ancestors"]] == chain == ["MessageLoop::RunTask"]
+
+
+@pytest.mark.asyncio
+async def test_every_max_instance_link_of_the_slices_table_finds_that_instance(ds, demo_db):
+    """Reports print offsets rounded to the microsecond; ts still selects the instance they came from."""
+    start = demo_db.one("SELECT start_ts FROM trace_bounds")
+    table = (await get_json(ds, "/demo/-/report/slices.json?top=35"))["slices_table"]
+    assert len(table["rows"]) == 35
+    for row in table["rows"]:
+        inst = row["max_instance"]
+        params = {"name": row["name"], "ts": offset(int(inst["ts"]), start)}
+        if inst.get("tid"):
+            params["tid"] = inst["tid"]
+        else:
+            params["pid"] = inst["pid"]
+        inspect = (await ds.client.get("/demo/-/report/slices/inspect.json", params=params)).json()["slices_inspect"]
+        assert inspect["matched"] == "1", (params, inspect)
+        assert inspect["slice"]["id"] == inst["id"]
+
+
+@pytest.mark.asyncio
+async def test_inspect_html_links_each_instance_to_its_narrowed_inspect(ds):
+    page = (await ds.client.get("/demo/-/report/slices/inspect?name=URLRequest")).text
+    assert "8 matching instances" in page
+    assert 'href="/demo/-/report/slices/inspect?name=URLRequest&amp;ts=953.371ms&amp;pid=100"' in page
+    single = (await ds.client.get("/demo/-/report/slices/inspect?name=URLRequest&ts=953.371ms&pid=100")).text
+    assert "https://example.com/asset/5.js" in single and "HostResolver::Resolve" in single
+    assert "Self dur" in single
+
+
+@pytest.mark.asyncio
+async def test_inspect_with_no_instance_at_ts_offers_every_instance(ds):
+    data = await get_json(ds, "/demo/-/report/slices/inspect.json?name=URLRequest&ts=1ns")
+    assert "matched" not in data["slices_inspect"] and "instances" not in data["slices_inspect"]  # zero
+    assert [s["command"] for s in data["next_steps"]] == [
+        "datasette perfetto report demo.db slices inspect --name URLRequest"]
+
+
+@pytest.mark.asyncio
+async def test_inspect_at_a_start_prefers_instances_starting_then(tmp_path):
+    """Two async tracks of one process each start a "Job" at the same instant; a third Job is running then."""
+    from datasette_perfetto.ingest import ingest_bytes
+    from datasette_perfetto.trace_builder import TraceBuilder
+
+    b = TraceBuilder()
+    seq = b.sequence(1)
+    proc = seq.process(7, "app")
+    tracks = [seq.track(100 + i, "Jobs", proc) for i in range(3)]
+    for track, begin, end in ((tracks[0], 1_000_000, 9_000_000), (tracks[1], 2_000_000, 3_000_000),
+                              (tracks[2], 2_000_000, 5_000_000)):
+        seq.slice_begin(begin, track, "Job")
+        seq.slice_end(end, track)
+    path = tmp_path / "jobs.db"
+    ingest_bytes(b.to_bytes(), str(path))
+    ds = Datasette([str(path)])
+    # The trace starts at 1ms: the two Jobs starting at 2ms are at offset 1ms.
+    at_start = await get_json(ds, "/jobs/-/report/slices/inspect.json?name=Job&ts=1ms&pid=7")
+    assert at_start["slices_inspect"]["matched"] == "2"
+    assert [i["dur"] for i in at_start["slices_inspect"]["instances"]] == ["3000000", "1000000"]
+    step = at_start["next_steps"][0]
+    assert step["url"] == "/jobs/-/report/slices/inspect?name=Job&ts=1ms&pid=7&min_duration=3000000"
+    only = await get_json(ds, step["url"].replace("inspect?", "inspect.json?"))
+    assert only["slices_inspect"]["matched"] == "1" and only["slices_inspect"]["slice"]["dur"] == "3000000"
+    # An instant where none starts: the ones running then.
+    running = await get_json(ds, "/jobs/-/report/slices/inspect.json?name=Job&ts=1.5ms&pid=7")
+    assert running["slices_inspect"]["matched"] == "3"

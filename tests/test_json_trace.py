@@ -194,6 +194,30 @@ def test_pytorch_traces(real_db, path):
     assert db.count("flow") == sum(1 for e in events if e.get("ph") == "s")
 
 
+def test_both_pytorch_ranks_in_one_database(tmp_path):
+    """Several inputs, one database: each rank is its own source trace, ids dense across them."""
+    db_path = tmp_path / "ddp.db"
+    ingest([str(p) for p in PYTORCH], str(db_path))
+    db = JsonTraceDB(db_path)
+    assert db.rows("SELECT id, name, trace_type FROM trace_file ORDER BY id") == [
+        (0, "rank0.json.gz", "json"), (1, "rank1.json.gz", "json")]
+    per_trace = dict(db.rows("SELECT t.trace_id, count(*) FROM slice s JOIN track t ON t.id = s.track_id "
+                             "GROUP BY 1"))
+    assert per_trace == {i: expected_slice_count(load_events(p)["traceEvents"]) for i, p in enumerate(PYTORCH)}
+    # Each rank keeps its own python process (pids differ per rank) and the ids have no gaps.
+    assert [r[0] for r in db.rows("SELECT pid FROM process WHERE name = 'python' ORDER BY upid")] == [32212, 32213]
+    for table, key in (("process", "upid"), ("thread", "utid"), ("slice", "id"), ("track", "id")):
+        assert db.one(f"SELECT max({key}) + 1 - count(*) FROM [{table}]") == 0
+    # Stats and metadata are kept per source trace.
+    assert db.one("SELECT count(DISTINCT trace_id) FROM stats WHERE trace_id IS NOT NULL") == 2
+    assert dict(db.rows("SELECT trace_id, value FROM stats WHERE name = 'slice_spill_overlapping_complete_event'")) \
+        == {0: 21, 1: 25}
+    # Ids follow timestamp order within each input (each input's slices come after the previous input's).
+    assert db.one("""SELECT count(*) FROM slice a JOIN slice b ON b.id = a.id + 1
+                     JOIN track ta ON ta.id = a.track_id JOIN track tb ON tb.id = b.track_id
+                     WHERE ta.trace_id = tb.trace_id AND b.ts < a.ts""") == 0
+
+
 # -- crafted traces ------------------------------------------------------------------
 
 @pytest.fixture

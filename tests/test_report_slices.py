@@ -230,7 +230,8 @@ async def test_inspect_with_no_instance_at_ts_offers_every_instance(ds):
     data = await get_json(ds, "/demo/-/report/slices/inspect.json?name=URLRequest&ts=1ns")
     assert "matched" not in data["slices_inspect"] and "instances" not in data["slices_inspect"]  # zero
     assert [s["command"] for s in data["next_steps"]] == [
-        "datasette perfetto report demo.db slices inspect --name URLRequest"]
+        "datasette perfetto report demo.db slices inspect --name URLRequest",
+        "datasette perfetto report demo.db slices inspect --name URLRequest --ts 1ns --format sql"]
 
 
 @pytest.mark.asyncio

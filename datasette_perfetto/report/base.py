@@ -29,10 +29,11 @@ class Link:
     noun: str
     view: str = ""
     params: tuple[tuple[str, str], ...] = ()
+    format: str = ""  # "" (HTML / text) or "sql"
 
     @classmethod
-    def to(cls, noun: str, view: str = "", params: Optional[dict] = None) -> "Link":
-        return cls(noun, view, tuple((k, str(v)) for k, v in (params or {}).items() if v is not None))
+    def to(cls, noun: str, view: str = "", params: Optional[dict] = None, format: str = "") -> "Link":
+        return cls(noun, view, tuple((k, str(v)) for k, v in (params or {}).items() if v is not None), format)
 
 
 class Linker:
@@ -47,6 +48,8 @@ class Linker:
         if self.url_base is None:
             return ""
         path = self.url_base + "".join(f"/{p}" for p in (link.noun, link.view) if p)
+        if link.format:
+            path += f".{link.format}"
         return path + (f"?{urlencode(link.params)}" if link.params else "")
 
     def command(self, link: Link) -> str:
@@ -54,6 +57,8 @@ class Linker:
         parts += [p for p in (link.noun, link.view) if p]
         for key, value in link.params:
             parts += [f"--{key.replace('_', '-')}", value]
+        if link.format:
+            parts += ["--format", link.format]
         return " ".join(shlex.quote(p) for p in parts)
 
 

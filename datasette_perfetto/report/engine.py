@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Mapping, Optional
 
 from . import report_pb2 as pb
-from .base import Linker, ReportRun, View
+from .base import Link, Linker, ReportRun, View
 from .scope import ReportError, Scope
 from .views import find_view
 
@@ -33,6 +33,8 @@ def run_report(conn: sqlite3.Connection, noun: Optional[str], view_name: Optiona
     out = getattr(report, view.result_field)
     view.compute(run, out)
     out.SetInParent()  # an empty result is still this view's result
+    # The last step of every drill-down: the SQL behind this very report.
+    run.next_step("The SQL behind this report", Link.to(view.noun, view.name, scope.to_params(), format="sql"))
     report.context.CopyFrom(run.context())
     report.footnotes.extend(run.footnotes)
     report.next_steps.extend(run.next_steps)

@@ -27,9 +27,18 @@ def prepare_connection(conn):
 
 @hookimpl
 def register_routes():
+    from .pages import ROUTES as PAGE_ROUTES
     from .report.web import ROUTE, report_page
 
-    return [(ROUTE, report_page)]
+    return [(ROUTE, report_page), *PAGE_ROUTES]
+
+
+@hookimpl
+def render_cell(value, column, table, database, datasette):
+    # Id cells of trace databases link to the details pages; runs per cell, so cell_link exits early.
+    from .pages.links import cell_link
+
+    return cell_link(datasette, database, table, column, value)
 
 
 @hookimpl

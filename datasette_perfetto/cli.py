@@ -188,17 +188,33 @@ def report_command(database: str, noun, view, output_format: str, **flags) -> No
         datasette perfetto report trace.db
         datasette perfetto report trace.db slices --top 20
         datasette perfetto report trace.db slices inspect --name doFrame --ts 2.734s
+        datasette perfetto report --baseline base.db target.db   # diff two traces (exits 0)
+        datasette perfetto report --baseline base.db target.db slices --sort count
     """
     from .report.base import Linker
+    from .report.diff import run_diff
     from .report.engine import run_report
     from .report.render import error_json, to_json, to_sql, to_text
     from .report.scope import ReportError
 
     params = {k: v for k, v in flags.items() if v is not None}
+    baseline = (params.get("baseline") or "").strip()
     conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
     register_functions(conn)
+    base_conn = None
     try:
-        result = run_report(conn, noun, view, params, Linker(None, database))
+        if baseline:
+            # A diff is not a failure: it exits 0 like any report, so CI can keep it as an artifact.
+            if not os.path.isfile(baseline):
+                raise ReportError(f"baseline: {baseline}: no such database file", "baseline")
+            if not os.access(baseline, os.R_OK):
+                raise ReportError(f"baseline: {baseline}: not readable", "baseline")
+            base_conn = sqlite3.connect(f"file:{baseline}?mode=ro", uri=True)
+            register_functions(base_conn)
+            result = run_diff(conn, base_conn, noun, view, params, Linker(None, database), Linker(None, baseline),
+                              database, baseline)
+        else:
+            result = run_report(conn, noun, view, params, Linker(None, database))
     except ReportError as e:
         if output_format == "json":
             click.echo(json.dumps(error_json(e), indent=2))
@@ -208,6 +224,8 @@ def report_command(database: str, noun, view, output_format: str, **flags) -> No
         raise click.ClickException(f"{database}: not a trace database this version can report on ({e})") from None
     finally:
         conn.close()
+        if base_conn is not None:
+            base_conn.close()
     if output_format == "json":
         click.echo(json.dumps(to_json(result), indent=2, ensure_ascii=False))
     elif output_format == "sql":

@@ -11,8 +11,10 @@ import os
 from typing import Optional
 
 from .functions import fnv1a_hash_bytes
+from .stats import REGISTRY as STATS
 from .stats import Stats
 from .storage import Arg, TraceStorage, to_int64
+from .trackers.dimension_tracker import DimensionDeclarations, resolve_trace, write_dimensions
 from .trackers.flow_tracker import FlowTracker
 from .trackers.process_tracker import ProcessRow, ProcessTracker, ThreadRow
 from .trackers.slice_tracker import SliceTracker
@@ -20,9 +22,17 @@ from .trackers.state_tracker import StateTracker
 from .trackers.track_tracker import TrackRow, TrackTracker, write_tracks
 
 HOST_MACHINE_ID = 0
+# Metadata scopes (trace_processor's metadata.h): facts about a machine, and facts
+# about one trace's data from one machine; every other key is about the trace file.
 MACHINE_METADATA = frozenset({
     "system_name", "system_version", "system_release", "system_machine", "system_ram_bytes", "system_ram_gb",
-    "timezone_off_mins", "android_build_fingerprint", "android_sdk_version",
+    "timezone_off_mins", "android_build_fingerprint", "android_sdk_version", "android_device_manufacturer",
+    "android_guest_soc_model", "android_hardware_revision", "android_incremental_build", "android_ram_model",
+    "android_serial_console", "android_soc_model", "android_storage_model", "tracing_service_version",
+})
+MACHINE_AND_TRACE_METADATA = frozenset({
+    "all_data_source_flushed_ns", "all_data_source_started_ns", "ftrace_latest_data_start_ns",
+    "slow_start_data_source", "tracing_disabled_ns", "tracing_started_ns",
 })
 
 
@@ -32,7 +42,12 @@ def format_uuid(msb: int, lsb: int) -> str:
 
 
 class TraceContext:
-    def __init__(self, model: "TraceModel", trace_id: int, path: str, trace_type: str, size: int) -> None:
+    """One input file's data from one machine. The file's context is the host's;
+    packets from other machines (TracePacket.machine_id) go to a context of
+    their own (`for_machine`), with its own processes, tracks, stats and metadata."""
+
+    def __init__(self, model: "TraceModel", trace_id: int, path: str, trace_type: str, size: int,
+                 machine_id: int = HOST_MACHINE_ID, parent: Optional["TraceContext"] = None) -> None:
         self.model = model
         self.storage = model.storage
         self.trace_id = trace_id
@@ -40,10 +55,17 @@ class TraceContext:
         self.trace_type = trace_type
         self.size = size
         self.stats = Stats()
-        self.machine_id = HOST_MACHINE_ID
+        self.machine_id = machine_id
+        self.parent = parent
+        self.machine_contexts: dict[int, TraceContext] = {}  # machine id -> context (on the file's context)
+        pid_zero_is_idle = trace_type in ("proto", "systrace")
         self.processes = ProcessTracker(self.storage, model.processes, model.threads,
-                                        pid_zero_is_idle=trace_type in ("proto", "systrace"), stats=self.stats)
-        self.tracks = TrackTracker(self.storage, model.tracks, trace_id)
+                                        pid_zero_is_idle=pid_zero_is_idle and machine_id == HOST_MACHINE_ID,
+                                        machine_id=machine_id, stats=self.stats)
+        if pid_zero_is_idle and machine_id != HOST_MACHINE_ID:
+            self.processes.add_idle_process()  # upid/utid 0 are the host's
+        self.tracks = TrackTracker(self.storage, model.tracks, trace_id, machine_id)
+        self.dimensions = DimensionDeclarations(self.stats)
         # Renames a trace can carry (TranslationTable packets): raw name -> name.
         self.slice_name_map: dict[str, str] = {}
         self.process_track_name_map: dict[str, str] = {}
@@ -51,8 +73,6 @@ class TraceContext:
         self.flows = FlowTracker(self.storage, self.stats)
         self.states = StateTracker(self.storage)
         self.metadata: dict[str, object] = {}
-        # (sysname, release, version, arch, num_cpus, ram bytes) from SystemInfo, for the machine row.
-        self.machine_info: Optional[tuple] = None
         self.page_size = 0  # SystemInfo.page_size (4096 when it says nothing); 0 without SystemInfo
         self.packets_read = 0
         self.track_groups = 0  # compressed track sets created so far (see new_track_group)
@@ -64,8 +84,32 @@ class TraceContext:
 
     def new_track_group(self) -> int:
         """track_group_id for a new set of compressed tracks: numbered per trace as first used."""
+        if self.parent is not None:
+            return self.parent.new_track_group()
         self.track_groups += 1
         return self.track_groups - 1
+
+    def for_machine(self, raw_machine_id: int) -> "TraceContext":
+        """The context of this file's data from machine `raw_machine_id` (as the trace writes it)."""
+        machine_id = self.model.machine_for(raw_machine_id)
+        if machine_id == self.machine_id:
+            return self
+        ctx = self.machine_contexts.get(machine_id)
+        if ctx is None:
+            ctx = self.machine_contexts[machine_id] = TraceContext(
+                self.model, self.trace_id, self.path, self.trace_type, self.size, machine_id, self)
+            ctx.slice_name_map = self.slice_name_map
+            ctx.slices.name_map = self.slice_name_map
+            ctx.process_track_name_map = self.process_track_name_map
+        return ctx
+
+    def contexts(self) -> list["TraceContext"]:
+        """This file's contexts: the host's, then other machines' in the order they appeared."""
+        return [self, *self.machine_contexts.values()]
+
+    @property
+    def machine(self) -> "MachineRow":
+        return self.model.machines[self.machine_id]
 
     def set_metadata(self, name: str, value: object) -> None:
         self.metadata[name] = value
@@ -128,6 +172,28 @@ class MultiValue(list):
     pass
 
 
+class MachineRow:
+    """A machine table row. SystemInfo fills the description (each packet sets the fields it has)."""
+
+    __slots__ = ("id", "raw_id", "name", "sysname", "release", "version", "arch", "num_cpus",
+                 "android_build_fingerprint", "android_device_manufacturer", "android_sdk_version",
+                 "system_ram_bytes", "label_index")
+
+    def __init__(self, id: int, raw_id: int) -> None:
+        self.id = id
+        self.raw_id = raw_id
+        self.name = self.sysname = self.release = self.version = self.arch = None
+        self.num_cpus = self.android_build_fingerprint = self.android_device_manufacturer = None
+        self.android_sdk_version = self.system_ram_bytes = None
+        self.label_index = 0  # 0 for the host, 1..n for the others in id order (set when written)
+
+    def row(self) -> tuple:
+        ram = self.system_ram_bytes
+        return (self.id, self.raw_id, self.name, self.sysname, self.release, self.version, self.arch, self.num_cpus,
+                self.android_build_fingerprint, self.android_device_manufacturer, self.android_sdk_version, ram,
+                round(ram / 1e9) if ram else None, self.label_index)
+
+
 class TraceModel:
     def __init__(self, storage: TraceStorage) -> None:
         self.storage = storage
@@ -136,6 +202,9 @@ class TraceModel:
         self.tracks: dict[int, TrackRow] = {}
         self.cpus: dict[int, CpuRow] = {}  # ucpu -> row
         self.gpus: dict[tuple[int, int], GpuRow] = {}  # (machine id, gpu index) -> row
+        self.machines: list[MachineRow] = []  # by id
+        self.machine_ids: dict[int, int] = {}  # raw id (TracePacket.machine_id) -> id
+        self.track_dimensions: dict[int, list] = {}  # track id -> its effective dimensions (resolve_trace)
         self.traces: list[TraceContext] = []
         self._add_host()
 
@@ -144,7 +213,7 @@ class TraceModel:
         return cls(TraceStorage.create(path))
 
     def _add_host(self) -> None:
-        self.storage.reserve_id("machine")  # the host, written by finish() once SystemInfo is known
+        self.machine_for(0)  # the host, written by finish() once SystemInfo is known
         # upid 0 / utid 0 are reserved for the idle process and swapper thread.
         proc = ProcessRow(self.storage.reserve_id("process"), 0, HOST_MACHINE_ID)
         self.processes[proc.upid] = proc
@@ -153,6 +222,26 @@ class TraceModel:
         swapper.is_main_thread = 1
         swapper.is_idle = 1
         self.threads[swapper.utid] = swapper
+
+    def machine_for(self, raw_id: int) -> int:
+        """The machine id of raw machine id `raw_id`, its row created on first use."""
+        machine_id = self.machine_ids.get(raw_id)
+        if machine_id is None:
+            machine_id = self.machine_ids[raw_id] = self.storage.reserve_id("machine")
+            self.machines.append(MachineRow(machine_id, raw_id))
+        return machine_id
+
+    def adopt_machine(self, raw_id: int) -> bool:
+        """Makes the host's row stand for machine `raw_id` (a trace whose packets all
+        come from one remote machine: trace_processor keeps it as machine 0). False
+        if the host row is already claimed or the machine already has a row."""
+        host = self.machines[HOST_MACHINE_ID]
+        if host.raw_id != 0 or raw_id in self.machine_ids:
+            return False
+        del self.machine_ids[0]
+        host.raw_id = raw_id
+        self.machine_ids[raw_id] = HOST_MACHINE_ID
+        return True
 
     def begin_trace(self, path: str, trace_type: str, size: int) -> TraceContext:
         trace = TraceContext(self, len(self.traces), path, trace_type, size)
@@ -171,27 +260,43 @@ class TraceModel:
         return trace
 
     def end_trace(self, trace: TraceContext) -> None:
-        trace.slices.flush()
-        trace.states.finish()
+        contexts = trace.contexts()
+        for ctx in contexts:
+            ctx.slices.flush()
+            ctx.states.finish()
+        resolve_trace(self, trace)  # counts its problems in the stats written below
         self.storage.write("trace_file", (trace.trace_id, None, os.path.basename(trace.path), trace.size,
                                           trace.trace_type, trace.trace_id))
         if "trace_uuid" not in trace.metadata and trace.content_hash is not None:
             # No uuid in the trace: trace_processor names it by a hash of its first 4 KiB.
             trace.metadata["trace_uuid"] = format_uuid(0, trace.content_hash)
-        for name, value in sorted(trace.metadata.items()):
-            self._metadata(name, value, trace.trace_id)
+        for ctx in contexts:
+            for name, value in sorted(ctx.metadata.items()):
+                self._metadata(name, value, trace.trace_id, machine_id=ctx.machine_id)
         self._metadata("trace_type", trace.trace_type, trace.trace_id)
         self._metadata("trace_size_bytes", trace.size, trace.trace_id)
-        for row in trace.stats.rows(HOST_MACHINE_ID, trace.trace_id):
-            self.storage.insert("stats", row)
+        for ctx in contexts[1:]:
+            # Global stats have one row: other machines' counts go to the file's context.
+            for name, value in ctx.stats.single.items():
+                if STATS[name].scope == "global":
+                    trace.stats.inc(name, value)
+        for ctx in contexts:
+            for row in ctx.stats.rows(ctx.machine_id, trace.trace_id):
+                if ctx is trace or STATS[row[0]].scope != "global":
+                    self.storage.insert("stats", row)
 
-    def _metadata(self, name: str, value: object, trace_id: Optional[int], key_type: str = "single") -> None:
+    def _metadata(self, name: str, value: object, trace_id: Optional[int], key_type: str = "single",
+                  machine_id: Optional[int] = HOST_MACHINE_ID) -> None:
         if isinstance(value, MultiValue):
             for item in value:
-                self._metadata(name, item, trace_id, "multi")
+                self._metadata(name, item, trace_id, "multi", machine_id)
             return
-        # Facts about the machine are scoped to it, everything else to the trace file.
-        machine_id, trace_id = (HOST_MACHINE_ID, None) if name in MACHINE_METADATA else (None, trace_id)
+        # Facts about the machine are scoped to it, facts about the machine's part of
+        # the trace to both, everything else to the trace file.
+        if name in MACHINE_METADATA:
+            trace_id = None
+        elif name not in MACHINE_AND_TRACE_METADATA:
+            machine_id = None
         if isinstance(value, str):
             row = (name, key_type, None, value, machine_id, trace_id)
         else:
@@ -200,10 +305,12 @@ class TraceModel:
 
     def finish(self) -> None:
         s = self.storage
-        sysname, release, version, arch, num_cpus, ram = next(
-            (t.machine_info for t in self.traces if t.machine_info), (None,) * 6)
-        s.write("machine", (HOST_MACHINE_ID, 0, None, sysname, release, version, arch, num_cpus, None, None, None,
-                            ram, round(ram / 1e9) if ram else None, 0))
+        # label_index: the host is 0 (whatever its id), the other machines 1..n in id order.
+        others = [m for m in self.machines if m.raw_id != 0]
+        for m in self.machines:
+            m.label_index = 0 if m.raw_id == 0 else others.index(m) + 1
+        for m in self.machines:
+            s.write("machine", m.row())
         for c in sorted(self.cpus.values(), key=lambda r: r.ucpu):
             s.write("cpu", (c.ucpu, c.cpu, c.cluster_id, c.processor, c.machine_id, c.capacity,
                             s.arg_set(c.args) if c.args else None))
@@ -217,6 +324,7 @@ class TraceModel:
             s.write("thread", (t.utid, t.tid, t.name, t.start_ts, t.end_ts, t.upid, t.is_main_thread, t.is_idle,
                                t.machine_id, s.arg_set(list(t.args.values()))))
         write_tracks(s, self.tracks)
+        write_dimensions(self)
         s.flush()
         # A flow always points from the earlier slice to the later one, whichever
         # the trace named first (trace_processor corrects it the same way).

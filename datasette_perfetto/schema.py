@@ -250,8 +250,10 @@ SLICE = Table(
         C("cat", "TEXT", "Alias of category.", generated="category"),
         C("slice_id", "INTEGER", "Alias of id.", generated="id"),
     ),
-    # (name, dur): the slices report's per-name durations and percentiles in index order.
-    indexes=(("track_id", "ts"), ("name", "dur"), ("ts",), ("parent_id",)),
+    # (name, dur): the slices report's per-name durations and percentiles in index order. (track_id, ts)
+    # also holds dur and name so a thread's or process's slices are read without the table (id keeps
+    # ties in row order).
+    indexes=(("track_id", "ts", "id", "dur", "name"), ("name", "dur"), ("ts",), ("parent_id",)),
 )
 
 FLOW = Table(
@@ -521,6 +523,59 @@ PROFILER_SAMPLE = Table(
     indexes=(("ts",), ("callsite_id",)),
 )
 
+TRACK_DIMENSION = Table(
+    "track_dimension",
+    "Track dimensions (RFC 0039): one row per track and effective dimension, whether well-known (machine, gpu, "
+    "cpu, process, thread: synthesized from the import) or custom (declared by the producer, e.g. rank). "
+    "Not a trace_processor table. Join on track_id: slices, counters and states carry theirs.",
+    (
+        C("track_id", "INTEGER", "→ track.id."),
+        C("name", "TEXT", "Canonical dimension name (→ dimension.name), e.g. machine, cpu, rank."),
+        C("value_type", "TEXT", "'int' or 'string': which of int_value / string_value holds the value."),
+        C("int_value", "INTEGER", "The value of an integer dimension (machine id, gpu index, cpu number, upid, "
+                                  "utid, or the declared integer)."),
+        C("string_value", "TEXT", "The value of a string dimension."),
+        C("display_name", "TEXT", "Per-value display name (a declared display_name, machine, GPU, process or "
+                                  "thread name); replaces the numbered label, never the value."),
+        C("declaring_track_id", "INTEGER", "→ track.id whose descriptor declared it; NULL for synthesized "
+                                           "well-known dimensions and for declarations on a process or thread "
+                                           "that has no track of its own."),
+        C("is_inherited", "INTEGER", "1 if it comes from an ancestor (the process, the thread or a parent track), "
+                                     "0 if declared on (or synthesized for) this track itself."),
+        C("is_well_known", "INTEGER", "1 for machine, gpu, cpu, process, thread."),
+        C("label", "TEXT", "Rendered label: the display name, else the label template filled with label_index."),
+        C("label_index", "INTEGER", "Gap-free index of the value among the dimension's values in the same source "
+                                    "trace and machine, ordered by type then value (machine: machine.label_index)."),
+        C("source", "TEXT", "Where it came from: synthesized, track_descriptor (TrackDescriptor.dimensions) or "
+                            "distributed_info (PyTorch JSON distributedInfo)."),
+    ),
+    indexes=(("track_id",), ("name", "int_value"), ("name", "string_value")),
+)
+
+DIMENSION = Table(
+    "dimension",
+    "Registry of the track dimensions present in track_dimension (not a trace_processor table).",
+    (
+        C("name", "TEXT", "Dimension name."),
+        C("is_well_known", "INTEGER", "1 for machine, gpu, cpu, process, thread (reserved: producers cannot "
+                                      "declare them)."),
+        C("label_template", "TEXT", "How a value is labelled, %d being its label_index (e.g. 'machine %d', "
+                                    "'rank %d')."),
+    ),
+)
+
+TRACK_SUBTITLE = Table(
+    "track_subtitle",
+    "Every track's subtitle (not a trace_processor table): the labels of its dimensions that have more than one "
+    "distinct value in the database, machine, gpu, cpu, then custom names alphabetically (never process or "
+    "thread), joined with ' · '; '' when none shows.",
+    (
+        C("track_id", "INTEGER", "→ track.id."),
+        C("subtitle", "TEXT", "The labels, e.g. 'machine 1 · rank 3'."),
+    ),
+    indexes=(("track_id",),),
+)
+
 TABLES: tuple[Table, ...] = (
     MACHINE,
     CPU,
@@ -548,6 +603,9 @@ TABLES: tuple[Table, ...] = (
     STACK_PROFILE_CALLSITE,
     PROFILER_TASK_CONTEXT,
     PROFILER_SAMPLE,
+    TRACK_DIMENSION,
+    DIMENSION,
+    TRACK_SUBTITLE,
 )
 
 _TRACK_BASE = "id, name, type, parent_id, source_arg_set_id, machine_id"
@@ -569,6 +627,27 @@ def _counter_subset(extra: str, join: str = "", where: str = "") -> str:
 
 def _dimension_join(key: str) -> str:
     return f"JOIN args dim ON dim.arg_set_id = track.dimension_arg_set_id AND dim.key = '{key}'"
+
+
+# gpu_slice: trace_processor's columns, each read from the slice's args (int, string) like its extract_arg.
+_GPU_SLICE_ARGS = (("context_id", "int"), ("render_target", "int"), ("render_target_name", "str"),
+                   ("render_pass", "int"), ("render_pass_name", "str"), ("command_buffer", "int"),
+                   ("command_buffer_name", "str"), ("frame_id", "int"), ("submission_id", "int"),
+                   ("hw_queue_id", "int"), ("upid", "int"), ("render_subpasses", "str"),
+                   ("render_stage_category", "str"))
+
+
+def _gpu_slice_sql() -> str:
+    args = ", ".join(
+        f"(SELECT {'int_value' if kind == 'int' else 'string_value'} FROM args "
+        f"WHERE args.arg_set_id = slice.arg_set_id AND args.key = '{key}') AS {key}"
+        for key, kind in _GPU_SLICE_ARGS)
+    # GPU tracks: trace_processor's GPU slice track types, and every track with a gpu dimension.
+    return ("SELECT slice.id, slice.ts, slice.dur, slice.track_id, slice.category, slice.name, slice.depth, "
+            f"slice.parent_id, slice.arg_set_id, {args} FROM slice WHERE slice.track_id IN ("
+            "SELECT id FROM track WHERE type IN ('gpu_render_stage', 'vulkan_events', 'gpu_log') "
+            "UNION SELECT track_id FROM track_dimension WHERE name = 'gpu')")
+
 
 VIEWS: tuple[View, ...] = (
     View("thread_track", "Slice tracks associated with a thread.",
@@ -595,6 +674,12 @@ VIEWS: tuple[View, ...] = (
     View("sched_slice", "Scheduling slices (the sched table without ts_end).",
          "SELECT id, ts, dur, cpu, utid, end_state, priority, ucpu FROM sched"),
     View("slices", "Same as slice (legacy name).", "SELECT * FROM slice"),
+    View("gpu_slice", "Slices on GPU tracks (render stages, Vulkan events, GPU log, and any track with a gpu "
+         "dimension), with trace_processor's gpu_slice columns read from their args.", _gpu_slice_sql(),
+         tuple(c for c in SLICE.columns if c.name in ("id", "ts", "dur", "track_id", "category", "name", "depth",
+                                                        "parent_id", "arg_set_id"))
+         + tuple(C(key, "INTEGER" if kind == "int" else "TEXT", f"The slice's `{key}` arg, if any.")
+                 for key, kind in _GPU_SLICE_ARGS)),
     View("instant", "Instants: slices with zero duration.",
          "SELECT ts, track_id, name, arg_set_id FROM slice WHERE dur = 0"),
     View("counters", "Legacy view: counter rows with their track's name and unit.",
@@ -661,6 +746,84 @@ REPORT_THREAD_SCHED = Table(
     indexes=(("utid",),),
 )
 
+# Names with at least this many slices get per track and cell time aggregates (report_slice_track_cell):
+# below it, the slices timeline reads the instances themselves fast enough.
+REPORT_CELL_MIN_COUNT = 20_000
+
+REPORT_GRID = Table(
+    "report_grid",
+    "The time grid of the report's cell aggregates, from the trace start (not a trace_processor table). "
+    "cell_dur divides the bucket width of a 20-bucket timeline of the whole trace, so those buckets are "
+    "whole cells.",
+    (
+        C("cell_dur", "INTEGER", "Cell width of report_slice_track_cell and report_sched_cell.", unit=TS),
+    ),
+)
+
+REPORT_SLICE_TRACK_NAME = Table(
+    "report_slice_track_name",
+    "Per track and slice name aggregates, precomputed at import for the slices report scoped to threads, "
+    "processes or tracks (not a trace_processor table).",
+    (
+        C("track_id", "INTEGER", "→ track.id."),
+        C("name", "TEXT", "Slice name."),
+        C("count", "INTEGER", "Slices of this name on the track."),
+        C("total_dur", "INTEGER", "Sum of their durations (unfinished slices count as 0).", unit=TS),
+        C("max_dur", "INTEGER", "Longest duration.", unit=TS),
+        C("max_slice_id", "INTEGER", "→ slice.id of a longest one."),
+    ),
+    indexes=(("track_id",),),
+)
+
+REPORT_SLICE_TRACK_CELL = Table(
+    "report_slice_track_cell",
+    "For slice names with many instances: per name, track and cell of time (report_grid.cell_dur), the "
+    "instances starting in the cell and the time instances cover inside it, precomputed at import for the "
+    "slices timeline (not a trace_processor table).",
+    (
+        C("name", "TEXT", "Slice name (one with at least 20,000 slices)."),
+        C("track_id", "INTEGER", "→ track.id."),
+        C("cell", "INTEGER", "(ts - trace start) / cell_dur."),
+        C("count", "INTEGER", "Instances starting in the cell."),
+        C("covered", "INTEGER", "Time inside the cell covered by instances (summed per instance).", unit=TS),
+    ),
+    indexes=(("name",),),
+)
+
+REPORT_SCHED_CELL = Table(
+    "report_sched_cell",
+    "Per thread and cell of time (report_grid.cell_dur) CPU time, precomputed at import for the scheduling "
+    "timeline (not a trace_processor table). Rows still open at the end (dur -1) last to the end of the trace.",
+    (
+        C("cell", "INTEGER", "(ts - trace start) / cell_dur."),
+        C("utid", "INTEGER", "→ thread.utid (never 0, the idle task)."),
+        C("busy", "INTEGER", "Time the thread ran inside the cell, on any CPU.", unit=TS),
+    ),
+    indexes=(("utid",),),
+)
+
+
+def _cell_split(keys: str, rows: str) -> str:
+    """Per (keys, cell): how many rows start in the cell and how much of them lies inside it. `rows` is a
+    query of (keys..., row_start, row_end, cell); a row crossing cell edges is split at each (few do)."""
+    return f"""WITH RECURSIVE grid AS (
+  SELECT cell_dur AS g, (SELECT start_ts FROM trace_bounds) AS t0, (SELECT end_ts FROM trace_bounds) AS t1
+  FROM report_grid
+),
+source AS ({rows}),
+piece({keys}, cell, piece_start, row_end) AS (
+  SELECT {keys}, cell + 1, t0 + (cell + 1) * g, row_end FROM source, grid WHERE row_end > t0 + (cell + 1) * g
+  UNION ALL
+  SELECT {keys}, cell + 1, t0 + (cell + 1) * g, row_end FROM piece, grid WHERE row_end > t0 + (cell + 1) * g
+)
+SELECT {keys}, cell, sum(first) AS starting, sum(max(inside, 0)) AS inside FROM (
+  SELECT {keys}, cell, 1 AS first, min(row_end, t0 + (cell + 1) * g) - row_start AS inside FROM source, grid
+  UNION ALL
+  SELECT {keys}, cell, 0, min(row_end, t0 + (cell + 1) * g) - piece_start FROM piece, grid
+)
+GROUP BY cell, {keys}"""
+
+
 DERIVED: tuple[Derived, ...] = (
     Derived(REPORT_SLICE_NAME,
             "INSERT INTO report_slice_name (name, count, total_dur, max_dur, max_slice_id) "
@@ -683,6 +846,32 @@ DERIVED: tuple[Derived, ...] = (
             "SELECT utid, state, CASE WHEN dur < 0 THEN max((SELECT end_ts FROM trace_bounds) - ts, 0) ELSE dur END "
             "AS d FROM thread_state WHERE state != 'Running' AND utid != 0)) "
             "GROUP BY utid"),
+    # cell_dur: the largest power of ten dividing the smallest 1, 2, 2.5 or 5 x 10^k not below a 20th of
+    # the trace (a default timeline's bucket width, report/views/slices.py bucket_range).
+    Derived(REPORT_GRID,
+            "INSERT INTO report_grid (cell_dur) "
+            "WITH RECURSIVE power(v) AS (SELECT 1 UNION ALL SELECT v * 10 FROM power WHERE v < 100000000000000000), "
+            "span AS (SELECT max(coalesce((SELECT end_ts - start_ts FROM trace_bounds), 1), 1) AS ns), "
+            "bucket AS (SELECT min(p.v * m.c / 10) AS ns FROM power p, span, "
+            "(SELECT 10 AS c UNION ALL SELECT 20 UNION ALL SELECT 25 UNION ALL SELECT 50) m "
+            "WHERE p.v * m.c % 10 = 0 AND p.v * m.c / 10 >= span.ns / 20.0) "
+            "SELECT max(v) FROM power, bucket WHERE bucket.ns % power.v = 0"),
+    Derived(REPORT_SLICE_TRACK_NAME,
+            "INSERT INTO report_slice_track_name (track_id, name, count, total_dur, max_dur, max_slice_id) "
+            "SELECT track_id, name, count(*), sum(max(dur, 0)), max(dur), id FROM slice GROUP BY track_id, name"),
+    # Instances are clipped to the trace, as the timeline clips them to its range.
+    Derived(REPORT_SLICE_TRACK_CELL,
+            "INSERT INTO report_slice_track_cell (name, track_id, cell, count, covered) "
+            "SELECT name, track_id, cell, starting, inside FROM (" + _cell_split("track_id, name", (
+                "SELECT s.track_id, s.name, max(s.ts, t0) AS row_start, min(s.ts + max(s.dur, 0), t1) AS row_end, "
+                "(max(s.ts, t0) - t0) / g AS cell FROM slice s, grid WHERE +s.name IN (SELECT name FROM "
+                f"report_slice_name WHERE count >= {REPORT_CELL_MIN_COUNT})")) + ")"),
+    Derived(REPORT_SCHED_CELL,
+            "INSERT INTO report_sched_cell (cell, utid, busy) "
+            "SELECT cell, utid, inside FROM (" + _cell_split("utid", (
+                "SELECT sc.utid, max(sc.ts, t0) AS row_start, "
+                "min(CASE WHEN sc.dur < 0 THEN t1 ELSE sc.ts + sc.dur END, t1) AS row_end, "
+                "(max(sc.ts, t0) - t0) / g AS cell FROM sched sc, grid WHERE sc.utid != 0")) + ") WHERE inside > 0"),
 )
 
 

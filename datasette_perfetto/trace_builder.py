@@ -9,6 +9,8 @@ from typing import Any, Iterable, Mapping
 
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
+from .importers import dimensions_pb2
+
 __all__ = ["BOOTTIME", "Sequence", "TraceBuilder", "build_demo_trace", "process_uuid",
            "thread_uuid", "write_demo_trace"]
 
@@ -20,6 +22,11 @@ _UNITS = {"bytes": pb.CounterDescriptor.UNIT_SIZE_BYTES, "ns": pb.CounterDescrip
           "count": pb.CounterDescriptor.UNIT_COUNT}
 _INTERN_FIELDS = ("event_names", "event_categories", "debug_annotation_names",
                   "debug_annotation_string_values")
+# Track-dimension namespaces (protos/dimensions.proto): fields the perfetto package does not know.
+_DIMENSION_INTERN_FIELDS = ("dimension_names", "dimension_string_values", "dimension_display_names")
+# A TrackDescriptor dimension: (name, int or str value) or (name, value, display name); a
+# dimensions_pb2.Dimension is written as it is (e.g. with iids that were never interned).
+Dimensions = Iterable[Any]
 
 
 def process_uuid(pid: int) -> int:
@@ -37,7 +44,7 @@ class TraceBuilder:
 
     def __init__(self) -> None:
         self.packets: list[pb.TracePacket] = []
-        self.sequences: dict[int, Sequence] = {}
+        self.sequences: dict[int | tuple[int, int], Sequence] = {}  # seq id, or (machine id, seq id)
 
     def packet(self, **fields: Any) -> pb.TracePacket:
         """Append a raw TracePacket built from protobuf keyword arguments."""
@@ -45,21 +52,25 @@ class TraceBuilder:
         self.packets.append(packet)
         return packet
 
-    def ftrace(self, cpu: int, *events: dict, seq_id: int = 1, **bundle_fields: Any) -> pb.TracePacket:
+    def ftrace(self, cpu: int, *events: dict, seq_id: int = 1, machine_id: int | None = None,
+               **bundle_fields: Any) -> pb.TracePacket:
         """Append an FtraceEventBundle for `cpu`; each event is a dict of FtraceEvent
         fields, e.g. {"timestamp": 10, "pid": 0, "sched_switch": {...}}."""
         bundle = pb.FtraceEventBundle(cpu=cpu, **bundle_fields)
         for event in events:
             bundle.event.append(pb.FtraceEvent(**event))
-        return self.packet(ftrace_events=bundle, trusted_packet_sequence_id=seq_id)
+        extra = {} if machine_id is None else {"machine_id": machine_id}
+        return self.packet(ftrace_events=bundle, trusted_packet_sequence_id=seq_id, **extra)
 
     def sequence(self, seq_id: int, *, intern: bool = True,
-                 use_incremental_clock: bool = False) -> Sequence:
-        """Return the writer for `trusted_packet_sequence_id=seq_id`, creating it once."""
-        existing = self.sequences.get(seq_id)
+                 use_incremental_clock: bool = False, machine_id: int | None = None) -> Sequence:
+        """Return the writer for `trusted_packet_sequence_id=seq_id` (on `machine_id`, a
+        remote machine's TracePacket.machine_id, if given), creating it once."""
+        key = seq_id if machine_id is None else (machine_id, seq_id)
+        existing = self.sequences.get(key)
         if existing is None:
-            existing = self.sequences[seq_id] = Sequence(
-                self, seq_id, intern=intern, use_incremental_clock=use_incremental_clock)
+            existing = self.sequences[key] = Sequence(
+                self, seq_id, intern=intern, use_incremental_clock=use_incremental_clock, machine_id=machine_id)
         elif (existing.intern, existing.use_incremental_clock) != (intern, use_incremental_clock):
             raise ValueError(f"sequence {seq_id} already exists with different options")
         return existing
@@ -82,11 +93,12 @@ class Sequence:
     incremental-state flags and (optionally) an incremental clock."""
 
     def __init__(self, builder: TraceBuilder, seq_id: int, *, intern: bool = True,
-                 use_incremental_clock: bool = False) -> None:
+                 use_incremental_clock: bool = False, machine_id: int | None = None) -> None:
         if not 0 < seq_id < 2**32:
             raise ValueError("seq_id must be a positive uint32")
         self.builder = builder
         self.seq_id = seq_id
+        self.machine_id = machine_id
         self.intern = intern
         self.use_incremental_clock = use_incremental_clock
         # Sequence-scoped clock ids must be within 64..127.
@@ -100,8 +112,9 @@ class Sequence:
         """Start a new generation: interning restarts at iid 1 and the next
         packet carries incremental_state_cleared (plus a fresh clock snapshot)."""
         self.generation += 1
-        self._iids: dict[str, dict[str, int]] = {f: {} for f in _INTERN_FIELDS}
+        self._iids: dict[str, dict[str, int]] = {f: {} for f in _INTERN_FIELDS + _DIMENSION_INTERN_FIELDS}
         self._pending = pb.InternedData()
+        self._pending_dimensions = dimensions_pb2.InternedDimensionData()
         self._needs_clear = True
         self._needs_snapshot = self.use_incremental_clock
 
@@ -110,6 +123,9 @@ class Sequence:
         iid = table.get(value)
         if iid is None:
             iid = table[value] = len(table) + 1
+            if field in _DIMENSION_INTERN_FIELDS:
+                getattr(self._pending_dimensions, field).add(iid=iid, str=value.encode("utf-8"))
+                return iid
             entry = getattr(self._pending, field).add(iid=iid)
             if field == "debug_annotation_string_values":
                 entry.str = value.encode("utf-8")
@@ -129,17 +145,52 @@ class Sequence:
     def intern_string_value(self, value: str) -> int:
         return self._intern("debug_annotation_string_values", value)
 
+    def intern_dimension_name(self, name: str) -> int:
+        return self._intern("dimension_names", name)
+
+    def intern_dimension_string(self, value: str) -> int:
+        return self._intern("dimension_string_values", value)
+
+    def intern_dimension_display_name(self, name: str) -> int:
+        return self._intern("dimension_display_names", name)
+
+    def _add_dimensions(self, desc: pb.TrackDescriptor, dimensions: Dimensions | None) -> None:
+        """Writes TrackDescriptor.dimensions (field 21, unknown to the perfetto package) into `desc`."""
+        if not dimensions:
+            return
+        out = dimensions_pb2.TrackDescriptorDimensions()
+        for item in dimensions:
+            if isinstance(item, dimensions_pb2.Dimension):
+                out.dimensions.append(item)
+                continue
+            name, value, *display = item
+            dim = out.dimensions.add(name_iid=self.intern_dimension_name(name))
+            if isinstance(value, bool) or not isinstance(value, (int, str)):
+                raise TypeError(f"dimension value must be int or str, not {type(value).__name__}")
+            if isinstance(value, int):
+                dim.int_value = value
+            else:
+                dim.string_value_iid = self.intern_dimension_string(value)
+            if display and display[0] is not None:
+                dim.display_name_iid = self.intern_dimension_display_name(display[0])
+        desc.MergeFromString(out.SerializeToString())
+
     def packet(self, ts: int | None = None, **fields: Any) -> pb.TracePacket:
         """Append a packet on this sequence; `ts` is absolute nanoseconds."""
         if ts is not None and self._needs_snapshot:
             self._emit_clock_snapshot(ts)
         packet = pb.TracePacket(trusted_packet_sequence_id=self.seq_id, **fields)
+        if self.machine_id is not None:
+            packet.machine_id = self.machine_id
         self._set_flags(packet)
         if ts is not None:
             packet.timestamp = self._encode_ts(ts)
         if self._pending.ListFields():
             packet.interned_data.MergeFrom(self._pending)
             self._pending.Clear()
+        if self._pending_dimensions.ListFields():
+            packet.interned_data.MergeFromString(self._pending_dimensions.SerializeToString())
+            self._pending_dimensions.Clear()
         self.builder.packets.append(packet)
         return packet
 
@@ -169,6 +220,8 @@ class Sequence:
         self._last_ts = ts
         packet = pb.TracePacket(trusted_packet_sequence_id=self.seq_id, timestamp=ts,
                                 timestamp_clock_id=BOOTTIME)
+        if self.machine_id is not None:
+            packet.machine_id = self.machine_id
         packet.clock_snapshot.clocks.add(clock_id=BOOTTIME, timestamp=ts)
         packet.clock_snapshot.clocks.add(clock_id=self.clock_id, timestamp=ts, is_incremental=True)
         packet.trace_packet_defaults.timestamp_clock_id = self.clock_id
@@ -176,35 +229,41 @@ class Sequence:
         self.builder.packets.append(packet)
 
     def process(self, pid: int, name: str, cmdline: str | Iterable[str] | None = None,
-                uuid: int | None = None, ts: int | None = None) -> int:
+                uuid: int | None = None, ts: int | None = None, dimensions: Dimensions | None = None) -> int:
         uuid = process_uuid(pid) if uuid is None else uuid
         proc = pb.ProcessDescriptor(pid=pid, process_name=name)
         if cmdline is not None:
             proc.cmdline.extend([cmdline] if isinstance(cmdline, str) else cmdline)
-        self.packet(ts, track_descriptor=pb.TrackDescriptor(uuid=uuid, process=proc))
+        desc = pb.TrackDescriptor(uuid=uuid, process=proc)
+        self._add_dimensions(desc, dimensions)
+        self.packet(ts, track_descriptor=desc)
         return uuid
 
     def thread(self, pid: int, tid: int, name: str, uuid: int | None = None,
-               ts: int | None = None) -> int:
+               ts: int | None = None, dimensions: Dimensions | None = None) -> int:
         uuid = thread_uuid(tid) if uuid is None else uuid
         thread = pb.ThreadDescriptor(pid=pid, tid=tid, thread_name=name)
-        self.packet(ts, track_descriptor=pb.TrackDescriptor(uuid=uuid, thread=thread))
+        desc = pb.TrackDescriptor(uuid=uuid, thread=thread)
+        self._add_dimensions(desc, dimensions)
+        self.packet(ts, track_descriptor=desc)
         return uuid
 
     def track(self, uuid: int, name: str, parent_uuid: int | None = None,
-              ts: int | None = None) -> int:
+              ts: int | None = None, dimensions: Dimensions | None = None) -> int:
         desc = pb.TrackDescriptor(uuid=uuid, name=name)
         if parent_uuid is not None:
             desc.parent_uuid = parent_uuid
+        self._add_dimensions(desc, dimensions)
         self.packet(ts, track_descriptor=desc)
         return uuid
 
     def counter_track(self, uuid: int, name: str, parent_uuid: int | None = None,
                       unit: str | int | None = None, is_incremental: bool = False,
-                      ts: int | None = None) -> int:
+                      ts: int | None = None, dimensions: Dimensions | None = None) -> int:
         """`unit` is "bytes", "ns", "count", a CounterDescriptor.Unit value or a
         free-form unit_name. Incremental counters must be written on this sequence."""
         desc = pb.TrackDescriptor(uuid=uuid, name=name)
+        self._add_dimensions(desc, dimensions)
         desc.counter.SetInParent()
         if parent_uuid is not None:
             desc.parent_uuid = parent_uuid

@@ -26,6 +26,7 @@ from ..model import TraceContext
 EV_FTRACE = 4
 EV_PACKET = 5
 EV_COMPACT_SCHED = 6  # (EV_COMPACT_SCHED, cpu, "switch"|"waking", *fields) from compact_sched bundles
+EV_MACHINE = 9  # (EV_MACHINE, machine index, event): an event of another machine's importer (TracePacket.machine_id)
 
 # FtraceEvent oneof field name -> handler(parser, ts, cpu, pid, payload message)
 FTRACE_HANDLERS: dict[str, Callable] = {}
@@ -141,6 +142,8 @@ class FtraceParser:
 def queue_of(event: tuple) -> int:
     """trace_processor's sorter queue: one per CPU for kernel events, 0 for the rest."""
     kind = event[0]
+    if kind == EV_MACHINE:
+        return (event[1] + 1) * 4096 + queue_of(event[2])  # another machine's queues come after the host's
     return event[1] + 1 if kind == EV_FTRACE or kind == EV_COMPACT_SCHED else 0
 
 

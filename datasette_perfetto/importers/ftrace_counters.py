@@ -147,6 +147,40 @@ def _kgsl_gpu_frequency(parser: FtraceParser, ts: int, cpu: int, pid: int, ev) -
     parser.trace.insert_counter(ts, gpu_frequency_track(parser.trace, ev.gpu_id), ev.gpu_freq * 1000.0)
 
 
+def _gpu_memory(trace: TraceContext, ts: int, gpu: int, upid: Optional[int], size: int) -> None:
+    """GPU memory in use: the GPU's total (pid 0), else one process's on that GPU."""
+    ugpu = trace.gpu(gpu)
+    if upid is None:
+        track = trace.tracks.intern("gpu_memory", (("ugpu", ugpu), ("gpu", gpu)), "counter", "GPU Memory", "bytes")
+    else:
+        track = trace.tracks.intern("process_gpu_memory", (("ugpu", ugpu), ("gpu", gpu), ("upid", upid)), "counter",
+                                    "GPU Memory", "bytes")
+    trace.insert_counter(ts, track, size)
+
+
+@ftrace_handler("gpu_mem_total")
+def _gpu_mem_total(parser: FtraceParser, ts: int, cpu: int, pid: int, ev) -> None:
+    procs = parser.trace.processes
+    upid = None
+    if ev.pid:
+        # Emitted by kworkers even after the process died: never invent a process for it.
+        if procs.get_thread_or_null(ev.pid) is None:
+            return
+        upid = procs.thread(procs.update_thread(ev.pid, ev.pid)).upid
+    _gpu_memory(parser.trace, ts, ev.gpu_id, upid, ev.size)
+
+
+@packet_handler("gpu_mem_total_event")
+def _gpu_mem_total_event(parser: FtraceParser, ts: int, ev) -> None:
+    procs = parser.trace.processes
+    upid = None
+    if ev.pid:
+        upid = procs.thread(procs.update_thread(ev.pid, ev.pid)).upid
+        if upid is None:
+            upid = 0
+    _gpu_memory(parser.trace, ts, ev.gpu_id, upid, ev.size)
+
+
 # -- memory ------------------------------------------------------------------------------
 
 RSS_STAT_KEYS = ("rss.file", "rss.anon", "swap", "rss.shmem", "unreclaimable")

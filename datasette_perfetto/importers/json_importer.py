@@ -26,7 +26,8 @@ from typing import BinaryIO, Callable, Optional
 from ..model import TraceContext
 from ..storage import Arg
 from ..trackers.process_tracker import NAME_PRIORITY_OTHER, NAME_PRIORITY_SYSTEM
-from .json_reader import DISPLAY_TIME_UNIT, EVENT, METADATA, JsonTraceReader, object_fields
+from ..trackers.dimension_tracker import SOURCE_DISTRIBUTED_INFO
+from .json_reader import DISPLAY_TIME_UNIT, DISTRIBUTED_INFO, EVENT, METADATA, JsonTraceReader, object_fields
 from .sorter import Sorter
 
 EV_JSON = 0
@@ -240,6 +241,8 @@ class JsonImporter:
         self.v8 = LegacyV8Profiles(trace)
         self.parser = JsonEventParser(trace, self.v8)
         self._seen_complete_event = False
+        self.rank: Optional[int] = None  # distributedInfo.rank (PyTorch distributed training)
+        self._first_upid = trace.storage.next_id["process"]
 
     def run(self, stream: BinaryIO, progress: Callable[[float], None]) -> None:
         """Imports the trace; progress(f) reports the share done, 0 to 1
@@ -258,6 +261,10 @@ class JsonImporter:
             elif kind == DISPLAY_TIME_UNIT:
                 # Ignored, as by trace_processor and catapult: timestamps are always microseconds.
                 self.stats.inc("json_display_time_unit")
+            elif kind == DISTRIBUTED_INFO:
+                rank = value.get("rank")  # type: ignore[union-attr]
+                if isinstance(rank, int) and not isinstance(rank, bool):
+                    self.rank = rank
         self.trace.packets_read = reader.events_read
         progress(0.5)
         parse_event, parse_sample = self.parser.parse, self.v8.parse_sample
@@ -273,6 +280,11 @@ class JsonImporter:
                 progress(0.5 + 0.5 * i / total)
         progress(1.0)
         self.v8.finish()
+        if self.rank is not None:
+            # The trace is one rank's: every process it holds is that rank's (a custom dimension).
+            for upid in range(self._first_upid, self.trace.storage.next_id["process"]):
+                self.trace.dimensions.on_process(upid, "rank", self.rank, f"rank {self.rank}",
+                                                 source=SOURCE_DISTRIBUTED_INFO)
         # Every flow is written: let go of the parser's flow state (the collector is off during ingest).
         self.trace.flows.args_of = None
 

@@ -1,8 +1,8 @@
 """Streams a Chrome JSON trace: one decoded event at a time, never the whole file.
 
 The file is either an array of events or an object whose `traceEvents` key
-holds that array (other keys: `metadata`, `displayTimeUnit`, anything else
-skipped). The reader walks the outer structure itself and hands each element
+holds that array (other keys: `metadata`, `displayTimeUnit`, PyTorch's
+`distributedInfo`, anything else skipped). The reader walks the outer structure itself and hands each element
 of the events array to the standard library's C decoder (`raw_decode`), so
 memory is bounded by the read buffer plus the largest single event.
 
@@ -54,6 +54,7 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 # Top-level parts the reader yields besides events.
 METADATA = "metadata"
 DISPLAY_TIME_UNIT = "displayTimeUnit"
+DISTRIBUTED_INFO = "distributedInfo"  # PyTorch profiler: {"rank": ..., "world_size": ..., "backend": ...}
 EVENT = "event"
 
 
@@ -192,8 +193,8 @@ class JsonTraceReader:
 
     # -- structure ---------------------------------------------------------------
     def parts(self) -> Iterator[tuple[str, object]]:
-        """Yields (EVENT, dict) per trace event, (METADATA, text of the metadata object)
-        and (DISPLAY_TIME_UNIT, value), in file order."""
+        """Yields (EVENT, dict) per trace event, (METADATA, text of the metadata object),
+        (DISPLAY_TIME_UNIT, value) and (DISTRIBUTED_INFO, dict), in file order."""
         first = self._skip(_WHITESPACE)
         if first == "[":
             self.pos += 1
@@ -236,6 +237,13 @@ class JsonTraceReader:
                 status, value = self._decode()
                 if status == "ok":
                     yield DISPLAY_TIME_UNIT, value
+            elif key == "distributedInfo" and c == "{":
+                status, value = self._decode()  # a small object: rank, world size, process groups
+                if status == "ok":
+                    yield DISTRIBUTED_INFO, value
+                elif status == "eof":
+                    self.stats.inc("json_tokenizer_failure")
+                    return
             else:
                 if key == "traceEvents":
                     self.stats.inc("json_tokenizer_failure")  # traceEvents that is not an array

@@ -15,13 +15,28 @@ import base64
 from typing import BinaryIO, Callable, Optional
 
 from google.protobuf.message import DecodeError
+from google.protobuf.unknown_fields import UnknownFieldSet
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from ..model import TraceContext, format_uuid
 from ..stats import REGISTRY as STATS
 from ..storage import to_int64
+from ..trackers.dimension_tracker import (
+    INTERNED_DIMENSION_FIELDS,
+    TRACK_DESCRIPTOR_DIMENSIONS,
+    DescriptorDimensions,
+    intern_dimension_strings,
+)
 from .atrace import EV_ATRACE, AtraceParser
-from .ftrace import EV_COMPACT_SCHED, EV_FTRACE, EV_PACKET, PACKET_HANDLERS, FtraceParser, order_ties_by_queue
+from .ftrace import (
+    EV_COMPACT_SCHED,
+    EV_FTRACE,
+    EV_MACHINE,
+    EV_PACKET,
+    PACKET_HANDLERS,
+    FtraceParser,
+    order_ties_by_queue,
+)
 from .clock_tracker import BOOTTIME, ClockTracker, clock_key
 from .proto_reader import ProtoReader, inflate_packets, scan_simple_track_event
 from .sorter import Sorter
@@ -160,13 +175,27 @@ KERNEL_SYMBOL_FIELDS = {"sched_blocked_reason": "caller", "funcgraph_entry": "fu
                         "workqueue_execute_start": "function"}
 
 
+class _MachineSorter:
+    """A remote machine's view of the file's sorter: its events are wrapped with the
+    machine's index so the parse phase hands them to that machine's parsers."""
+
+    __slots__ = ("sorter", "index")
+
+    def __init__(self, sorter: Sorter, index: int) -> None:
+        self.sorter = sorter
+        self.index = index
+
+    def push(self, ts: int, event: tuple, stream: int = 0) -> None:
+        self.sorter.push(ts, (EV_MACHINE, self.index, event), stream)
+
+
 class ProtoImporter:
-    def __init__(self, trace: TraceContext) -> None:
+    def __init__(self, trace: TraceContext, sorter=None) -> None:
         self.trace = trace
         self.stats = trace.stats
         self.clocks = ClockTracker(self.stats)
         self.sequences: dict[int, SequenceState] = {}
-        self.sorter = Sorter()
+        self.sorter = sorter if sorter is not None else Sorter()
         self.reservations: dict[int, Reservation] = {}
         # Counter uuid -> (unit multiplier, incremental); reservations are final
         # once seen (a conflicting re-declaration is rejected), so this can cache.
@@ -180,6 +209,15 @@ class ProtoImporter:
         self.has_kernel_events = False  # any per-CPU events, whose ties the sorter orders specially
         self.chrome_metadata_packets = 0
         self._handlers = self._handler_table()
+        self.descriptor_dimensions = DescriptorDimensions(self.stats)
+        self.ftrace_cpus_seen: set[int] = set()  # cpus whose first ftrace bundle was seen
+        # Multi-machine traces (TracePacket.machine_id): one importer per other machine,
+        # sharing this one's sorter. `adopted` is the raw id of a machine the host context
+        # took over (0: none), decided at the first packet from another machine.
+        self.machine_importers: dict[int, ProtoImporter] = {}
+        self.machine_by_index: list[ProtoImporter] = []
+        self.adopted: Optional[int] = None
+        self.host_used = False
 
     def run(self, stream: BinaryIO, progress: Callable[[float], None]) -> None:
         """Imports the trace; progress(f) reports the share done, f from 0 to 1
@@ -195,15 +233,17 @@ class ProtoImporter:
             if n & 0x3FFF == 0:
                 progress(0.5 * min(position() / size, 1.0))
         progress(0.5)
-        misses = sum(seq.misses for seq in self.sequences.values())
-        if misses:
-            self.stats.inc("interned_data_tokenizer_errors", misses)
+        for importer in (self, *self.machine_by_index):
+            misses = sum(seq.misses for seq in importer.sequences.values())
+            if misses:
+                importer.stats.inc("interned_data_tokenizer_errors", misses)
         self.trace.metadata["trace_time_clock_id"] = self.clocks.trace_clock
         parse_track_event, parse_atrace = self.parser.parse, self.atrace.parse
         parse_ftrace, parse_packet = self.ftrace.parse_ftrace, self.ftrace.parse_packet
+        machines = self.machine_by_index
         total = max(self.sorter.count, 1)
         events = self.sorter.drain()
-        if self.has_kernel_events:
+        if self.has_kernel_events or any(m.has_kernel_events for m in machines):
             events = order_ties_by_queue(events)
         for i, (ts, event) in enumerate(events):
             kind = event[0]
@@ -215,19 +255,41 @@ class ProtoImporter:
                 parse_packet(ts, event)
             elif kind == EV_ATRACE:
                 parse_atrace(ts, event)
+            elif kind == EV_MACHINE:
+                machines[event[1]].parse_event(ts, event[2])
             else:
                 parse_track_event(ts, event)
             if i & 0x3FFF == 0:
                 progress(0.5 + 0.5 * i / total)
         progress(1.0)
+        for importer in (self, *machines):
+            importer.finish_parsing()
+
+    def parse_event(self, ts: int, event: tuple) -> None:
+        """One sorted event of this importer (the file's parse loop inlines this for its own)."""
+        kind = event[0]
+        if kind == EV_FTRACE:
+            self.ftrace.parse_ftrace(ts, event)
+        elif kind == EV_COMPACT_SCHED:
+            self.ftrace.parse_compact_sched(ts, event)
+        elif kind == EV_PACKET:
+            self.ftrace.parse_packet(ts, event)
+        elif kind == EV_ATRACE:
+            self.atrace.parse(ts, event)
+        else:
+            self.parser.parse(ts, event)
+
+    def finish_parsing(self) -> None:
         self.parser.finish()
         self.ftrace.finish()
+        self.descriptor_dimensions.attach(self.parser, self.trace.dimensions)
         self._write_clock_snapshots()
 
     # -- tokenizer -------------------------------------------------------------
     def tokenize(self, data: bytes) -> None:
         simple = scan_simple_track_event(data)
         if simple is not None:
+            self.host_used = True  # no machine_id: a host packet
             self._tokenize_simple(*simple)
             return
         try:
@@ -242,7 +304,34 @@ class ProtoImporter:
             for inner in inflate_packets(packet.compressed_packets, self.stats):
                 self.tokenize(inner)
             return
+        if packet.machine_id:
+            importer = self._machine_importer(packet.machine_id)
+            if importer is not None:
+                importer.tokenize_packet(packet, kind)
+                return
+        elif not self.host_used and kind != "synchronization_marker":
+            self.host_used = True
+        self.tokenize_packet(packet, kind)
 
+    def _machine_importer(self, raw_machine_id: int) -> Optional["ProtoImporter"]:
+        """The importer for packets from machine `raw_machine_id`; None when the host context takes them."""
+        if self.adopted is None:
+            # A trace whose packets all come from one machine keeps it as the host
+            # row (trace_processor's adoption), if nothing was on the host before.
+            adopt = not self.host_used and self.trace.model.adopt_machine(raw_machine_id)
+            self.adopted = raw_machine_id if adopt else 0
+        if raw_machine_id == self.adopted:
+            return None
+        importer = self.machine_importers.get(raw_machine_id)
+        if importer is None:
+            context = self.trace.for_machine(raw_machine_id)
+            importer = ProtoImporter(context, _MachineSorter(self.sorter, len(self.machine_by_index)))
+            self.machine_importers[raw_machine_id] = importer
+            self.machine_by_index.append(importer)
+        return importer
+
+    def tokenize_packet(self, packet, kind: Optional[str]) -> None:
+        """tokenize() for a decoded packet of this importer's machine."""
         seq_id = packet.trusted_packet_sequence_id
         seq = self.sequences.get(seq_id)
         if seq is None:
@@ -531,6 +620,11 @@ class ProtoImporter:
                     self.stats.inc("interned_data_tokenizer_errors")
                     continue
                 table[e.iid] = convert(e)
+        # Track-dimension strings (fields the perfetto package does not know) come
+        # through as unknown fields: only then is the message read again.
+        unknown = UnknownFieldSet(interned)
+        if len(unknown) and any(f.field_number in INTERNED_DIMENSION_FIELDS for f in unknown):
+            intern_dimension_strings(interned.SerializeToString(), seq.interned, self.stats)
 
     def _clock_snapshot(self, snap, seq_id: int) -> None:
         if snap.HasField("primary_trace_clock") and snap.primary_trace_clock:
@@ -637,6 +731,10 @@ class ProtoImporter:
         else:
             self.stats.inc("track_descriptor_conflicting_reservation")
             return
+        unknown = UnknownFieldSet(td)
+        if len(unknown) and any(f.field_number == TRACK_DESCRIPTOR_DIMENSIONS for f in unknown):
+            # TrackDescriptor.dimensions: iids resolved now, against this sequence's interned data.
+            self.descriptor_dimensions.read(td.uuid, td.SerializeToString(), seq.interned)
         if thread is not None:
             chrome = td.chrome_thread if td.HasField("chrome_thread") else None
             self._push(ts, (EV_DESCRIPTOR, td.uuid, thread.pid, thread.tid, text(thread.thread_name) or None, None, None,
@@ -700,6 +798,9 @@ class ProtoImporter:
                 self._push(ts, (EV_FTRACE, cpu, event.SerializeToString(), symbol))
             else:
                 self._push(ts, (EV_FTRACE, cpu, event.SerializeToString()))
+        if cpu not in self.ftrace_cpus_seen:
+            self.ftrace_cpus_seen.add(cpu)
+            self._ftrace_data_start(bundle, clock)
 
     def _ftrace_clock(self, bundle, seq: SequenceState):
         """The clock key of a bundle's timestamps; records the ftrace↔boot snapshot it carries."""
@@ -752,6 +853,22 @@ class ProtoImporter:
         if error:
             self.stats.inc("compact_sched_has_parse_errors")
 
+    def _ftrace_data_start(self, bundle, clock) -> None:
+        """ftrace_latest_data_start_ns: the latest time from which every cpu's ftrace
+        data is complete, from the first bundle of each cpu (perfetto v44+)."""
+        if bundle.HasField("previous_bundle_end_timestamp"):
+            raw = bundle.previous_bundle_end_timestamp
+        elif bundle.HasField("last_read_event_timestamp"):
+            raw = bundle.last_read_event_timestamp
+        else:
+            return
+        ts = self.clocks.to_trace_time(clock, raw)
+        if ts is None:
+            return
+        latest = self.trace.metadata.get("ftrace_latest_data_start_ns")
+        if latest is None or ts > latest:  # type: ignore[operator]
+            self.trace.set_metadata("ftrace_latest_data_start_ns", ts)
+
     def _system_info(self, info) -> None:
         u = info.utsname
         sysname, release, version, machine = (text(u.sysname), text(u.release), text(u.version), text(u.machine))
@@ -767,8 +884,23 @@ class ProtoImporter:
         if info.HasField("timezone_off_mins"):
             self.trace.set_metadata("timezone_off_mins", info.timezone_off_mins)
         self.trace.page_size = info.page_size or 4096
-        self.trace.machine_info = (sysname or None, release or None, version or None, machine or None,
-                                   info.num_cpus or None, info.system_ram_bytes or None)
+        m = self.trace.machine
+        if info.HasField("machine_name"):
+            m.name = text(info.machine_name)
+        if info.HasField("utsname"):
+            m.sysname, m.release, m.version, m.arch = sysname or None, release or None, version or None, machine or None
+        if info.HasField("android_build_fingerprint"):
+            m.android_build_fingerprint = text(info.android_build_fingerprint)
+        if info.HasField("android_device_manufacturer"):
+            m.android_device_manufacturer = text(info.android_device_manufacturer)
+            self.trace.set_metadata("android_device_manufacturer", m.android_device_manufacturer)
+        if info.HasField("android_sdk_version"):
+            m.android_sdk_version = info.android_sdk_version
+            self.trace.set_metadata("android_sdk_version", info.android_sdk_version)
+        if info.HasField("num_cpus"):
+            m.num_cpus = info.num_cpus
+        if info.HasField("system_ram_bytes"):
+            m.system_ram_bytes = info.system_ram_bytes
 
     def _write_clock_snapshots(self) -> None:
         by_snapshot: dict[int, dict[int, int]] = {}
@@ -777,4 +909,4 @@ class ProtoImporter:
         for snapshot_id, clock_id, name, value in self.clocks.snapshot_rows:
             ts = by_snapshot[snapshot_id].get(self.clocks.trace_clock)
             self.trace.storage.insert("clock_snapshot", (None if ts is None else to_int64(ts), clock_id, name,
-                                                         to_int64(value), snapshot_id, 0))
+                                                         to_int64(value), snapshot_id, self.trace.machine_id))

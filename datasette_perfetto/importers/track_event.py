@@ -656,6 +656,7 @@ class TrackEventParser:
         self._legacy_async_names: dict[tuple, str] = {}  # async id key -> the first name seen for it
         self._fast: dict[int, tuple] = {}  # uuid -> (utid, slice track) once resolved, for the hot path
         self._counter_tracks: dict[int, tuple[int, int]] = {}  # counter uuid -> (track, builtin kind)
+        self._uuid_tracks: dict[int, list] = {}  # uuid -> the track ids / merged sets its events went to
         self._next_id = trace.storage.next_id  # counter rows are appended inline on the hot path
         self._counter_rows = trace.storage.buffer("counter")
 
@@ -845,6 +846,7 @@ class TrackEventParser:
                 t = self._new_track(typ, (("upid", owner), ("track_uuid", suuid)), r, self._process_track_name(r.name),
                                     True, event_type, None)
             self._track_of_uuid[uuid] = t
+            self._record_uuid_track(uuid, t)
             return t
         name = r.name if r.name is not None else event_name
         # Named by the first event: the track is only final once it has a name.
@@ -885,7 +887,24 @@ class TrackEventParser:
                                         ("merge_key_value", key)), r, name, parent_id, is_root_in_scope)
         if cacheable:
             self._track_of_uuid[uuid] = t
+        self._record_uuid_track(uuid, t)
         return t
+
+    def _record_uuid_track(self, uuid: int, t) -> None:
+        seen = self._uuid_tracks.setdefault(uuid, [])
+        if not any(x is t or x == t for x in seen):
+            seen.append(t)
+
+    def tracks_of_descriptor(self, uuid: int) -> list[int]:
+        """Every track that stands for descriptor `uuid` so far (a merged group: each of its tracks)."""
+        out: list[int] = []
+        for t in self._uuid_tracks.get(uuid, ()):
+            out.extend(t.tracks if isinstance(t, _TrackSet) else (t,))
+        return out
+
+    def descriptor_track_id(self, uuid: int) -> Optional[int]:
+        """The track of descriptor `uuid`, created if no event made it yet (a declaration's track)."""
+        return self._parent_track(uuid)
 
     def _process_track_name(self, name: Optional[str]) -> Optional[str]:
         """Process-scoped track names go through the trace's process_track_name renames."""

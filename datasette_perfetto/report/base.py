@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shlex
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional, Sequence
 from urllib.parse import urlencode
 
@@ -30,10 +30,13 @@ class Link:
     view: str = ""
     params: tuple[tuple[str, str], ...] = ()
     format: str = ""  # "" (HTML / text) or "sql"
+    database: str = ""  # "" this report's database; "baseline" the baseline's (diff reports)
 
     @classmethod
-    def to(cls, noun: str, view: str = "", params: Optional[dict] = None, format: str = "") -> "Link":
-        return cls(noun, view, tuple((k, str(v)) for k, v in (params or {}).items() if v is not None), format)
+    def to(cls, noun: str, view: str = "", params: Optional[dict] = None, format: str = "",
+           database: str = "") -> "Link":
+        return cls(noun, view, tuple((k, str(v)) for k, v in (params or {}).items() if v is not None), format,
+                   database)
 
 
 class Linker:
@@ -43,8 +46,11 @@ class Linker:
         self.url_base = url_base  # e.g. "/trace/-/report"; None when there is no server
         self.db_arg = db_arg
         self.sql_url = sql_url  # (sql, params) -> editor URL, None when SQL is not allowed
+        self.baseline: Optional["Linker"] = None  # diff reports: the baseline database's linker
 
     def url(self, link: Link) -> str:
+        if link.database == "baseline" and self.baseline is not None:
+            return self.baseline.url(replace(link, database=""))
         if self.url_base is None:
             return ""
         path = self.url_base + "".join(f"/{p}" for p in (link.noun, link.view) if p)
@@ -52,10 +58,20 @@ class Linker:
             path += f".{link.format}"
         return path + (f"?{urlencode(link.params)}" if link.params else "")
 
+    def details(self, kind: str, ident: Optional[int]) -> Optional[str]:
+        """The details page of a track, slice, thread or process of this database (pages/); None offline."""
+        if self.url_base is None or ident is None:
+            return None
+        return f"{self.url_base.rsplit('/-/', 1)[0]}/-/{kind}/{ident}"
+
     def command(self, link: Link) -> str:
+        if link.database == "baseline" and self.baseline is not None:
+            return self.baseline.command(replace(link, database=""))
         parts = ["datasette", "perfetto", "report", self.db_arg]
         parts += [p for p in (link.noun, link.view) if p]
         for key, value in link.params:
+            if key == "baseline" and self.baseline is not None:
+                value = self.baseline.db_arg  # a database name on the web, its file in a command
             parts += [f"--{key.replace('_', '-')}", value]
         if link.format:
             parts += ["--format", link.format]
@@ -67,6 +83,8 @@ class Cell:
     text: str
     link: Optional[Link] = None
     title: Optional[str] = None  # hover text in HTML
+    css: str = ""  # an extra HTML class (diff deltas: colour on top of the +/- and added/removed text)
+    href: Optional[str] = None  # a details page (/{db}/-/slice/{id}, ...): Linker.details; HTML only
 
 
 @dataclass
@@ -126,6 +144,8 @@ class ReportRun:
         self.footnotes: list[pb.Footnote] = parent.footnotes if parent else []
         self.next_steps: list[pb.NextStep] = []
         self.trace = parent.trace if parent else self._trace_info()
+        # Set for a side of a diff: rows are only joined, so per-row extras (percentiles) are skipped.
+        self.lean: bool = parent.lean if parent else False
 
     def section(self, noun: str, view: str, flags: frozenset[str]) -> "ReportRun":
         """A run of another view inside this one, with only the flags that view takes."""

@@ -27,6 +27,11 @@ def run_report(conn: sqlite3.Connection, noun: Optional[str], view_name: Optiona
     """Raises ReportError for anything the request got wrong."""
     view = find_view(noun, view_name)
     scope = Scope.parse(params)
+    if scope.baseline is not None:
+        from .diff import prepare
+
+        prepare(noun, view_name, dict(params))  # the reason this view takes no baseline, if it takes none
+        raise ReportError("baseline: a diff reads two databases; run it with diff.run_diff", "baseline")
     view.check(scope)
     run = ReportRun(conn, scope, linker, view.noun, view.name)
     report = pb.Report(noun=view.noun, view=view.name)

@@ -18,14 +18,24 @@ BAR_WIDTH = 40
 
 def context_line(result: ReportResult) -> str:
     c = result.report.context
-    parts = [c.trace, c.range, fmt.duration(c.range_end_ts - c.range_start_ts)]
+    if result.report.HasField("baseline"):  # a diff: both traces and their durations
+        b = result.report.baseline
+        parts = [f"target {c.database} {fmt.duration(c.trace_dur)}",
+                 f"baseline {b.database} {fmt.duration(b.trace_dur)}", c.range]
+        if c.range != "full trace":
+            parts.append(fmt.duration(c.range_end_ts - c.range_start_ts))
+    else:
+        parts = [c.trace, c.range, fmt.duration(c.range_end_ts - c.range_start_ts)]
     if c.os:
         parts.append(c.os)
     if c.machine:
         parts.append(c.machine)
-    parts.append(f"{c.process_count} processes")
+    if result.report.HasField("baseline") and result.report.baseline.process_count != c.process_count:
+        parts.append(f"{c.process_count} processes (baseline {result.report.baseline.process_count})")
+    else:
+        parts.append(f"{c.process_count} processes")
     order = list(FLAGS)
-    scope = [f"{k}={c.scope[k]}" for k in sorted(c.scope, key=order.index) if k != "time"]
+    scope = [f"{k}={c.scope[k]}" for k in sorted(c.scope, key=order.index) if k not in ("time", "baseline")]
     if scope:
         parts.append(" ".join(scope))
     return "[" + " | ".join(parts) + "]"

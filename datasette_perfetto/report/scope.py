@@ -33,6 +33,8 @@ FLAGS: dict[str, str] = {
     "max_lines": "Node budget for tree views (default 100).",
     "buckets": "Buckets for timeline and histogram views (default 20).",
     "group_by": "Grouping key where a view has one (scheduling summary: thread | process).",
+    "baseline": "Compare against a baseline trace: a database served alongside (web) or a database file (CLI); "
+                "table views and the overview.",
 }
 
 DEFAULT_TOP = 10
@@ -127,6 +129,7 @@ class Scope:
     max_lines: int = DEFAULT_MAX_LINES
     buckets: int = DEFAULT_BUCKETS
     group_by: Optional[str] = None
+    baseline: Optional[str] = None
     # The flags as the user wrote them, for echoing and for links.
     given: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 

@@ -6,7 +6,8 @@ import sqlite3
 from typing import Optional
 from urllib.parse import urlencode
 
-from .base import Linker
+from .base import Link, Linker
+from .diff import compute_side, is_trace_connection, join, prepare, with_baseline
 from .engine import run_report
 from .render import error_json, to_json, to_sql, to_text
 from .scope import ReportError
@@ -62,7 +63,11 @@ async def report_page(request, datasette):
             return run_report(conn, noun, view, flags, linker)
 
     try:
-        result = await db.execute_fn(compute)
+        baseline = _single_value(params, "baseline")
+        if baseline:
+            result = await _diff(datasette, actor, db, noun, view, params, linker)
+        else:
+            result = await db.execute_fn(compute)
     except ReportError as e:
         return await _error(datasette, request, e, fmt, db.name, base, 400)
     except sqlite3.OperationalError as e:
@@ -78,6 +83,7 @@ async def report_page(request, datasette):
     if fmt == "sql":
         return Response.text(to_sql(result))
     msg = result.result_message()
+    picker = await _baseline_picker(datasette, actor, db.name, result.view, params)
     html = await datasette.render_template("perfetto_report.html", {
         "database": db.name,
         "report": result.report,
@@ -85,15 +91,116 @@ async def report_page(request, datasette):
         "title": result.view.title,
         "charts": result.view.charts(msg, result.run),
         "tables": result.view.tables(msg, result.run),
-        "url_for": linker.url,
+        "url_for": result.run.linker.url,  # a diff's also resolves links to the baseline
         "context_line": _context_parts(result),
         "sql_allowed": sql_allowed,
         "base": base,
         "formats": _format_links(request, base, noun, view),
-        "nouns": _noun_links(base),
+        "nouns": _diff_noun_links(base, result) if result.report.HasField("baseline") else _noun_links(base),
         "bar_width": _bar_pixels,
+        "baseline_picker": picker,
+        "single_pages": _single_pages(result),
     }, request=request, view_name="perfetto_report")
     return Response.html(html)
+
+
+def _single_value(params: dict[str, list[str]], key: str) -> str:
+    values = params.get(key) or []
+    if len(values) > 1:
+        raise ReportError(f"{key}: given more than once", key)
+    return values[0].strip() if values else ""
+
+
+async def trace_databases(datasette, actor) -> list[str]:
+    """The trace databases served that the actor may view (the baseline choices)."""
+    names = []
+    for name, database in list(datasette.databases.items()):
+        if name == "_internal" or not await can(datasette, actor, "view-database", name):
+            continue
+        try:
+            if await database.execute_fn(is_trace_connection):
+                names.append(name)
+        except sqlite3.DatabaseError:  # not SQLite, or unreadable: not a choice
+            continue
+    return names
+
+
+async def _diff(datasette, actor, db, noun, view, params: dict[str, list[str]], linker: Linker):
+    """The report of `db` against the database named by baseline=: each side computed on its own
+    database's connection, then joined. Both databases must be visible to the actor."""
+    from datasette.utils import sqlite_timelimit
+    from datasette.utils.asgi import Forbidden
+
+    repeated = [k for k, values in params.items() if len(values) > 1]
+    if repeated:
+        raise ReportError(f"{repeated[0]}: given more than once", repeated[0])
+    plan = prepare(noun, view, {k: values[0] for k, values in params.items()})
+    name = plan.scope.baseline or ""
+    other = datasette.databases.get(name) if name != "_internal" else None
+    if other is None:
+        served = [n for n in await trace_databases(datasette, actor) if n != db.name]
+        raise ReportError(f"baseline: no database named {name!r} is served; trace databases: "
+                          f"{', '.join(served) or '(no other trace database)'}", "baseline", served)
+    if not await can(datasette, actor, "view-database", name):
+        raise Forbidden("You do not have permission to view the baseline database")
+    base_sql = await can(datasette, actor, "execute-sql", name)
+    other_url = datasette.urls.database(name)
+
+    def other_sql_url(sql: str, bound: dict) -> str:
+        return other_url + "?" + urlencode({"sql": sql, **{k: "" if v is None else v for k, v in bound.items()}})
+
+    base_linker = Linker(other_url + "/-/report", f"{name}.db", other_sql_url if base_sql else None)
+    limit = datasette.setting("sql_time_limit_ms")
+
+    def side(database, side_linker):
+        def compute(conn: sqlite3.Connection):
+            with sqlite_timelimit(conn, limit):
+                return compute_side(conn, plan, side_linker, database.name)
+        return compute
+
+    # One side after the other: run together they would share the CPU and each could hit the time limit.
+    target = await db.execute_fn(side(db, linker))
+    baseline = await other.execute_fn(side(other, base_linker))
+    return join(plan, baseline, target, with_baseline(linker, base_linker))
+
+
+async def _baseline_picker(datasette, actor, database: str, view, params: dict[str, list[str]]):
+    """The form choosing a baseline, on the views that take one: the other trace databases served."""
+    if not _takes_baseline(view):
+        return None
+    current = (params.get("baseline") or [""])[0]
+    choices = [n for n in await trace_databases(datasette, actor) if n != database]
+    if not choices and not current:
+        return None
+    hidden = [(k, values[0]) for k, values in params.items() if k != "baseline" and values]
+    return {"choices": choices, "current": current, "hidden": hidden}
+
+
+def _takes_baseline(view) -> bool:
+    from .diff import DiffView, SPECS
+
+    return isinstance(view, DiffView) or not view.noun or (view.noun, view.name) in SPECS
+
+
+def _diff_noun_links(base: str, result) -> list[tuple[str, str]]:
+    """On a diff page the navigation stays in the comparison where the noun's default view takes a baseline."""
+    from .diff import SPECS
+    from .views import NOUNS
+
+    query = "?" + urlencode({"baseline": result.run.scope.baseline})
+    return [("overview", base + query)] + [
+        (noun, f"{base}/{noun}" + (query if (noun, next(iter(views))) in SPECS else "")) for noun, views in NOUNS.items()]
+
+
+def _single_pages(result) -> list[tuple[str, str]]:
+    """On a diff page: the two single-trace reports it joins."""
+    if not result.report.HasField("baseline"):
+        return []
+    params = {k: v for k, v in result.run.scope.to_params().items() if k != "baseline"}
+    noun, view, linker = result.view.noun, result.view.name, result.run.linker
+    return [(f"target: {result.report.context.database}", linker.url(Link.to(noun, view, params))),
+            (f"baseline: {result.report.baseline.database}",
+             linker.url(Link.to(noun, view, params, database="baseline")))]
 
 
 def _bar_pixels(value: float, top: float, scale: str) -> int:

@@ -92,6 +92,16 @@ class ProcessTracker:
             self._by_tid[0] = [0]
             _set_name(threads[0], "swapper", THREAD_NAME_PRIORITY_CONSTANT)
 
+    def add_idle_process(self) -> None:
+        """The idle process and its swapper thread (pid/tid 0) of a machine other than
+        the host (whose are upid/utid 0), created with the machine, as trace_processor does."""
+        proc = self._new_process(0)
+        swapper = self._new_thread(0)
+        swapper.upid = proc.upid
+        swapper.is_main_thread = 1
+        swapper.is_idle = 1
+        _set_name(swapper, "swapper", THREAD_NAME_PRIORITY_CONSTANT)
+
     # -- processes ---------------------------------------------------------
     def _new_process(self, pid: int) -> ProcessRow:
         row = ProcessRow(self.storage.reserve_id("process"), pid, self.machine_id)

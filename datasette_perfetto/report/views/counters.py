@@ -355,7 +355,7 @@ LIMIT coalesce(nullif(:top, ''), 10)"""
             timeline = scoped_link(run, "counters", "timeline", name=glob_escape(r.name), **row_owner(r))
             inspect = scoped_link(run, "counters", "inspect", name=glob_escape(r.name), **row_owner(r))
             rows.append([
-                Cell(r.name, timeline, title=f"track id {r.track_id}"),
+                Cell(r.name, timeline, title=f"track id {r.track_id}", href=run.linker.details("track", r.track_id)),
                 Cell(r.track_type),
                 Cell(r.scope, inspect),
                 Cell(fmt.count(r.count), title=str(r.count)),

@@ -97,15 +97,15 @@ process_slices AS (
   GROUP BY 1
 ),
 processes AS (
-  SELECT p.upid, p.pid, p.name,
-         (SELECT count(*) FROM thread t WHERE t.upid = p.upid) AS thread_count,
+  SELECT p.id AS upid, p.pid, p.name,
+         (SELECT count(*) FROM thread t WHERE t.upid = p.id) AS thread_count,
          coalesce(c.cpu_time, 0) AS cpu_time,
          round(100.0 * coalesce(c.cpu_time, 0) / max(range_end - range_start, 1), 1) AS percent_of_trace,
          coalesce(ps.slice_count, 0) AS slice_count
   FROM process p
-  LEFT JOIN process_cpu c ON c.upid = p.upid
-  LEFT JOIN process_slices ps ON ps.upid = p.upid, range
-  WHERE p.upid != 0
+  LEFT JOIN process_cpu c ON c.upid = p.id
+  LEFT JOIN process_slices ps ON ps.upid = p.id, range
+  WHERE p.id != 0
     AND (:pid = '' OR p.pid = :pid)
     AND (:process = '' OR p.name GLOB :process)
     AND (:name = '' OR p.name GLOB :name)
@@ -122,7 +122,7 @@ ORDER BY CASE coalesce(nullif(:sort, ''), 'cpu') WHEN 'cpu' THEN -cpu_time WHEN 
 LIMIT coalesce(nullif(:top, ''), 10)"""
 
     def has_data(self, run: ReportRun) -> bool:
-        return bool(run.value("any process", "SELECT EXISTS(SELECT 1 FROM process WHERE upid != 0)"))
+        return bool(run.value("any process", "SELECT EXISTS(SELECT 1 FROM process WHERE id != 0)"))
 
     def compute(self, run: ReportRun, out: pb.ProcessesTable) -> None:
         s = run.scope
@@ -130,7 +130,7 @@ LIMIT coalesce(nullif(:top, ''), 10)"""
         out.top_threads_by = "cpu_time" if has_sched else "slice_count"
         params: dict = {}
         w = Where()
-        w.add("p.upid != 0")
+        w.add("p.id != 0")
         if s.pid is not None:
             w.add("p.pid = :pid", pid=s.pid)
         if s.process is not None:
@@ -159,13 +159,13 @@ process_slices AS (
   GROUP BY 1
 ),
 processes AS (
-  SELECT p.upid, p.pid, p.name,
-         (SELECT count(*) FROM thread t WHERE t.upid = p.upid) AS thread_count,
+  SELECT p.id AS upid, p.pid, p.name,
+         (SELECT count(*) FROM thread t WHERE t.upid = p.id) AS thread_count,
          coalesce(c.cpu_time, 0) AS cpu_time,
          coalesce(ps.slice_count, 0) AS slice_count
   FROM process p
-  LEFT JOIN process_cpu c ON c.upid = p.upid
-  LEFT JOIN process_slices ps ON ps.upid = p.upid
+  LEFT JOIN process_cpu c ON c.upid = p.id
+  LEFT JOIN process_slices ps ON ps.upid = p.id
   {w.sql()}
 )
 SELECT *, count(*) OVER () AS total_rows,
@@ -196,7 +196,7 @@ LIMIT :top""", {**params, "top": s.top})
         params: dict = {"upids": json.dumps([r.upid for r in out.rows]), "per_process": TOP_THREADS}
         order = "cpu_time DESC, slice_count DESC" if has_sched else "slice_count DESC"
         rows = run.query("the busiest threads of those processes", f"""WITH threads AS (
-  SELECT utid, upid, tid, name FROM thread WHERE upid IN (SELECT value FROM json_each(:upids))
+  SELECT id AS utid, upid, tid, name FROM thread WHERE upid IN (SELECT value FROM json_each(:upids))
 ),
 thread_cpu AS (
   {_thread_cpu(run, params, "SELECT utid FROM threads")}
@@ -263,7 +263,8 @@ WHERE th.upid IS NULL AND tc.cpu_time > 0""", params)[0]
             else:
                 threads = ", ".join(f"{t.name} ({fmt.count(t.value)})" for t in r.top_threads)
             rows.append([
-                Cell(r.name or "(no name)", self._drill(run, r, has_sched), title=f"upid {r.upid}"),
+                Cell(r.name or "(no name)", self._drill(run, r, has_sched), title=f"upid {r.upid}",
+                     href=run.linker.details("process", r.upid)),
                 Cell(str(r.pid), scoped_link(run, "tracks", "table", pid=str(r.pid))),
                 Cell(str(r.thread_count)),
                 Cell(fmt.duration(r.cpu_time) if has_sched else "-"),

@@ -14,7 +14,7 @@ from .. import report_pb2 as pb
 from ..base import Bar, Cell, Chart, Link, ReportRun, Table, View
 from ..filters import Where
 from ..scope import ReportError
-from .slices import bucket_range, view_link
+from .slices import bucket_range, cells_per_bucket, view_link
 
 RUNNABLE_STATES = ("R", "R+")
 # Dead tasks (X, Z, x) are neither runnable nor sleeping; every other non-running state sleeps.
@@ -199,9 +199,25 @@ LIMIT :top""", {**params, **having.params, "top": s.top})
             sched_where.add(cpus.terms[0], **cpus.params)
             # On one CPU: the threads that ran there (their runnable/sleeping time is not per CPU).
             state_where.add(f"{'' if threads is not None else '+'}x.utid IN (SELECT utid FROM cpu_time)")
-        params.update({**sched_where.params, **state_where.params})
         # +utid: without a thread filter, a table scan and a sort beat visiting rows in utid index order.
         plus = "" if threads is not None else "+"
+        if run.scope.time is None:
+            # The whole trace: the threads' runnable and sleeping time precomputed at import.
+            state_where = Where()
+            if threads is not None:
+                state_where.add(f"rs.utid IN {threads.terms[0]}", **threads.params)
+            if cpus is not None:
+                state_where.add("rs.utid IN (SELECT utid FROM cpu_time)")
+            state_time = f"""SELECT rs.utid, rs.runnable, rs.sleeping
+  FROM report_thread_sched rs
+  {state_where.sql().replace(chr(10), chr(10) + '  ')}"""
+        else:
+            state_time = f"""SELECT x.utid, sum(CASE WHEN {RUNNABLE} THEN {clipped('x')} ELSE 0 END) AS runnable,
+         sum(CASE WHEN {SLEEPING} THEN {clipped('x')} ELSE 0 END) AS sleeping
+  FROM thread_state x
+  {state_where.sql().replace(chr(10), chr(10) + '  ')}
+  GROUP BY {plus}x.utid"""
+        params.update({**sched_where.params, **state_where.params})
         return f"""cpu_time AS (
   SELECT sc.utid, sum({clipped('sc')}) AS cpu_time
   FROM sched sc
@@ -209,11 +225,7 @@ LIMIT :top""", {**params, **having.params, "top": s.top})
   GROUP BY {plus}sc.utid
 ),
 state_time AS (
-  SELECT x.utid, sum(CASE WHEN {RUNNABLE} THEN {clipped('x')} ELSE 0 END) AS runnable,
-         sum(CASE WHEN {SLEEPING} THEN {clipped('x')} ELSE 0 END) AS sleeping
-  FROM thread_state x
-  {state_where.sql().replace(chr(10), chr(10) + '  ')}
-  GROUP BY {plus}x.utid
+  {state_time}
 ),
 per_utid AS (
   SELECT utid, coalesce(c.cpu_time, 0) AS cpu_time, coalesce(st.runnable, 0) AS runnable,
@@ -284,17 +296,64 @@ class SchedulingTimelineView(View):
         if not has_sched(run):
             return  # no buckets, cpu_count 0: the trace has no scheduling data
         out.cpu_count = cpu_count(run)
+        threads = thread_filter(run)
+        per_bucket_cells = cells_per_bucket(run, bucket_dur) if run.scope.cpu is None else 0
+        if per_bucket_cells:
+            # The whole trace in buckets of whole cells: the per thread and cell CPU time precomputed at import.
+            w = Where()
+            if threads is not None:
+                w.add(f"c.utid IN {threads.terms[0]}", **threads.params)
+            per_thread = f"""per_thread AS (
+  SELECT min(:last_bucket, c.cell / :cells_per_bucket) AS bucket, c.utid, sum(c.busy) AS busy
+  FROM report_sched_cell c
+  {w.sql().replace(chr(10), chr(10) + '  ')}
+  GROUP BY bucket, c.utid
+)"""
+            params = {**w.params, "cells_per_bucket": per_bucket_cells}
+        else:
+            per_thread, params = self._per_thread_from_sched(run, threads, bucket_dur)
+        recursive = "" if per_bucket_cells else "RECURSIVE "
+        rows = run.query("busy time per bucket, with the threads that ran most", f"""WITH {recursive}{per_thread},
+ranked AS (
+  SELECT bucket, utid, busy, sum(busy) OVER (PARTITION BY bucket) AS bucket_busy,
+         row_number() OVER (PARTITION BY bucket ORDER BY busy DESC, utid) AS rank
+  FROM per_thread
+  WHERE busy > 0
+)
+SELECT r.bucket, r.bucket_busy, r.busy, th.name, th.tid
+FROM ranked r LEFT JOIN thread th ON th.id = r.utid
+WHERE r.rank <= :dominant
+ORDER BY r.bucket, r.rank""", {**params, "last_bucket": buckets - 1, "dominant": DOMINANT})
+        by_bucket: dict[int, list] = {}
+        for r in rows:
+            by_bucket.setdefault(r["bucket"], []).append(r)
+        for i in range(buckets):
+            b_start, b_end = start + i * bucket_dur, min(start + (i + 1) * bucket_dur, end)
+            bucket = out.buckets.add(start_ts=b_start, end_ts=b_end)
+            top = by_bucket.get(i, [])
+            bucket.total_dur = top[0]["bucket_busy"] if top else 0
+            bucket.value = bucket.total_dur / max((b_end - b_start) * out.cpu_count, 1)
+            for r in top:
+                bucket.dominant.add(name=thread_label(r["name"], r["tid"]), value=r["busy"])
+        busiest = max(out.buckets, key=lambda b: b.value, default=None)
+        if busiest is not None and busiest.total_dur:
+            run.next_step("Threads in the busiest bucket",
+                          view_link(run, "scheduling", "summary",
+                                    time=f"{run.offset(busiest.start_ts)},{run.offset(busiest.end_ts)}"))
+
+    @staticmethod
+    def _per_thread_from_sched(run: ReportRun, threads: Optional[Where], bucket_dur: int) -> tuple[str, dict]:
+        """The per_thread(bucket, utid, busy) CTEs from sched: each run is clipped to the range; the few that
+        cross a bucket edge are split at the edges."""
         w = Where()
         w.add("sc.utid != 0")
         w.add(in_range(run, "sc"))
-        threads = thread_filter(run)
         if threads is not None:
             w.add(f"sc.utid IN {threads.terms[0]}", **threads.params)
         cpus = cpu_filter(run, "sc")
         if cpus is not None:
             w.add(cpus.terms[0], **cpus.params)
-        # Each run is clipped to the range; the few that cross a bucket edge are split at the edges.
-        rows = run.query("busy time per bucket, with the threads that ran most", f"""WITH RECURSIVE run AS MATERIALIZED (
+        return f"""run AS MATERIALIZED (
   SELECT sc.utid, max(sc.ts, :range_start) AS piece_start, min({row_end('sc')}, :range_end) AS run_end,
          min(:last_bucket, (max(sc.ts, :range_start) - :range_start) / :bucket_dur) AS bucket
   FROM sched sc
@@ -317,33 +376,7 @@ per_thread AS (
     SELECT bucket, utid, min(run_end, :range_start + (bucket + 1) * :bucket_dur) - piece_start FROM piece
   )
   GROUP BY bucket, utid
-),
-ranked AS (
-  SELECT bucket, utid, busy, sum(busy) OVER (PARTITION BY bucket) AS bucket_busy,
-         row_number() OVER (PARTITION BY bucket ORDER BY busy DESC, utid) AS rank
-  FROM per_thread
-)
-SELECT r.bucket, r.bucket_busy, r.busy, th.name, th.tid
-FROM ranked r LEFT JOIN thread th ON th.id = r.utid
-WHERE r.rank <= :dominant
-ORDER BY r.bucket, r.rank""", {**w.params, **range_params(run), "bucket_dur": bucket_dur,
-                               "last_bucket": buckets - 1, "dominant": DOMINANT})
-        by_bucket: dict[int, list] = {}
-        for r in rows:
-            by_bucket.setdefault(r["bucket"], []).append(r)
-        for i in range(buckets):
-            b_start, b_end = start + i * bucket_dur, min(start + (i + 1) * bucket_dur, end)
-            bucket = out.buckets.add(start_ts=b_start, end_ts=b_end)
-            top = by_bucket.get(i, [])
-            bucket.total_dur = top[0]["bucket_busy"] if top else 0
-            bucket.value = bucket.total_dur / max((b_end - b_start) * out.cpu_count, 1)
-            for r in top:
-                bucket.dominant.add(name=thread_label(r["name"], r["tid"]), value=r["busy"])
-        busiest = max(out.buckets, key=lambda b: b.value, default=None)
-        if busiest is not None and busiest.total_dur:
-            run.next_step("Threads in the busiest bucket",
-                          view_link(run, "scheduling", "summary",
-                                    time=f"{run.offset(busiest.start_ts)},{run.offset(busiest.end_ts)}"))
+)""", {**w.params, **range_params(run), "bucket_dur": bucket_dur}
 
     def charts(self, msg: pb.SchedulingTimeline, run: ReportRun) -> list[Chart]:
         bars = []

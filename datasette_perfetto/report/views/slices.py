@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from ...schema import REPORT_CELL_MIN_COUNT
 from .. import format as fmt
 from .. import report_pb2 as pb
 from ..base import Bar, Cell, Chart, Link, ReportRun, Table, View, percentile_index
@@ -97,7 +98,21 @@ LIMIT coalesce(nullif(:top, ''), 10)"""
     def compute(self, run: ReportRun, out: pb.SlicesTable) -> None:
         s = run.scope
         order = SORT_COLUMNS[self.sort_key(s)]
-        if is_narrowed(run):
+        owner = owner_tracks(run)
+        if owner is not None and s.time is None and s.min_duration is None:
+            # A thread's, process's or track's slices: the per track and name aggregates precomputed at import.
+            w = scope_where(run)
+            by_track = Where()
+            by_track.add(f"t.track_id IN {owner.terms[0]}", **owner.params)
+            if s.name is not None:
+                by_track.add("t.name GLOB :name", name=s.name)
+            grouped = f"""SELECT t.name, sum(t.count) AS count, sum(t.total_dur) AS total_dur, max(t.max_dur) AS max_dur,
+       t.max_slice_id AS max_id
+FROM report_slice_track_name t
+{by_track.sql()}
+GROUP BY t.name"""
+            grouped_params = by_track.params
+        elif is_narrowed(run):
             w = scope_where(run)
             # +s.name: group with a sort rather than scan the whole name index (SQLite's pick otherwise).
             grouped = f"""SELECT s.name AS name, count(*) AS count, sum(max(s.dur, 0)) AS total_dur,
@@ -105,6 +120,7 @@ LIMIT coalesce(nullif(:top, ''), 10)"""
 FROM slice s
 {w.sql()}
 GROUP BY +s.name"""
+            grouped_params = w.params
         else:
             # Unscoped: the per-name aggregates precomputed at ingest.
             w = Where()
@@ -113,6 +129,7 @@ GROUP BY +s.name"""
             grouped = f"""SELECT name, count, total_dur, max_dur, max_slice_id AS max_id
 FROM report_slice_name
 {w.sql()}"""
+            grouped_params = w.params
         having = Where()
         if s.min_count is not None:
             having.add("count >= :min_count", min_count=s.min_count)
@@ -122,7 +139,7 @@ FROM report_slice_name
 SELECT *, count(*) OVER () AS total_names, sum(count) OVER () AS total_slices
 FROM by_name {having.sql()}
 ORDER BY {order}, name
-LIMIT :top""", {**w.params, **having.params, "top": s.top})
+LIMIT :top""", {**grouped_params, **having.params, "top": s.top})
         out.total_rows = rows[0]["total_names"] if rows else 0
         out.total_slices = rows[0]["total_slices"] if rows else 0
         range_dur = run.range_dur()
@@ -135,8 +152,10 @@ LIMIT :top""", {**w.params, **having.params, "top": s.top})
                 fill_instance(row.max_instance, instances[r["max_id"]])
         # Percentiles for the JSON (text shows count/total/max).
         known = {r["name"]: (r["count"], r["total_dur"] or 0, r["max_dur"]) for r in rows}
-        if is_narrowed(run):
-            stats_in_scope(run, {row.name: row.stats for row in out.rows}, w, known)
+        if run.lean:
+            pass  # a side of a diff: its rows are only joined
+        elif is_narrowed(run):
+            stats_in_scope(run, {row.name: row.stats for row in out.rows}, w, known, out.total_slices)
         else:
             for row in out.rows:
                 sn = SliceName(row.name, row.count, row.total_dur, row.max_dur)
@@ -387,15 +406,36 @@ FROM slice s
 
 
 def stats_in_scope(run: ReportRun, outs: dict[str, pb.DurationStats], w: Where,
-                   known: dict[str, tuple[int, int, int]]) -> None:
+                   known: dict[str, tuple[int, int, int]], in_scope: Optional[int] = None) -> None:
     """Duration stats of several names in one pass over the slices in scope (`w` without a name term):
-    each name's durations ranked, and only the ranks the percentiles need kept."""
+    each name's durations ranked, and only the ranks the percentiles need kept.
+
+    Given `in_scope` (the slices in scope, all read to find the names'), names get their minimum and
+    percentiles (in the order given) only while their instances total at most PERCENTILE_BUDGET, and
+    none when the scope holds more than SCOPE_BUDGET slices: ranking costs a sort of every instance
+    (the rest is known). A footnote names the others and links to their histogram, which has them."""
+    if in_scope is not None:
+        budget = PERCENTILE_BUDGET if in_scope <= SCOPE_BUDGET else 0
+        ranked_names = {}
+        for name, (n, _, _) in known.items():
+            if n <= budget:
+                ranked_names[name] = known[name]
+                budget -= n
+        skipped = [name for name, (n, _, _) in known.items() if n and name not in ranked_names]
+        for name in skipped:
+            _fill_stats(outs[name], known[name], {}, with_ranks=False)
+        if skipped:
+            run.footnote(f"Minimum and percentiles are left out for {len(skipped)} name"
+                         f"{'s' if len(skipped) != 1 else ''} with too many instances in scope to rank on this page "
+                         f"({', '.join(skipped[:3])}{', ...' if len(skipped) > 3 else ''}); the histogram of one "
+                         "name has them", view_link(run, "slices", "histogram", name=glob_escape(skipped[0])))
+        known = ranked_names
     wanted = [[name, rank] for name, (n, _, _) in known.items() if n
               for rank in sorted({0, *(percentile_index(n, p) for p in PERCENTILES)})]
     if not wanted:
         return
     # +s.name: reach the names through the scope's tracks or time range, not the whole name index.
-    names_term = "" if len(known) == 1 else "\n    AND +s.name IN (SELECT value FROM json_each(:names))"
+    names_term = "\n    AND +s.name IN (SELECT value FROM json_each(:names))"
     rows = run.query("minimum and percentiles (nearest rank) of each name in scope", f"""WITH in_scope AS MATERIALIZED (
   SELECT s.name, max(s.dur, 0) AS dur
   FROM slice s
@@ -410,24 +450,25 @@ wanted AS MATERIALIZED (
 SELECT r.name, r.rank, r.dur FROM ranked r
 WHERE r.rank IN (SELECT rank FROM wanted)
   AND EXISTS (SELECT 1 FROM wanted w WHERE w.name = r.name AND w.rank = r.rank)""",
-                     {**w.params, **({"names": json.dumps(list(known))} if names_term else {}),
-                      "wanted": json.dumps(wanted)})
+                     {**w.params, "names": json.dumps(list(known)), "wanted": json.dumps(wanted)})
     by_name: dict[str, dict[int, int]] = {}
     for r in rows:
         by_name.setdefault(r["name"], {})[r["rank"]] = r["dur"]
-    for name, out in outs.items():
-        if known[name][0]:
-            _fill_stats(out, known[name], by_name.get(name, {}))
+    for name, (n, _, _) in known.items():
+        if n:
+            _fill_stats(outs[name], known[name], by_name.get(name, {}))
 
 
-def _fill_stats(out: pb.DurationStats, known: tuple[int, int, int], at_rank: dict[int, Optional[int]]) -> None:
+def _fill_stats(out: pb.DurationStats, known: tuple[int, int, int], at_rank: dict[int, Optional[int]],
+                with_ranks: bool = True) -> None:
     n, total, longest = known
     out.count = n
     out.total = total
     out.max = max(longest or 0, 0)
     out.avg = total // n
-    out.min = at_rank.get(0) or 0
-    out.p50, out.p95, out.p99 = (at_rank.get(percentile_index(n, p)) or 0 for p in PERCENTILES)
+    if with_ranks:
+        out.min = at_rank.get(0) or 0
+        out.p50, out.p95, out.p99 = (at_rank.get(percentile_index(n, p)) or 0 for p in PERCENTILES)
 
 
 def owner_link_params(inst: pb.SliceInstance) -> dict[str, Optional[str]]:
@@ -463,6 +504,16 @@ def bucket_range(run: ReportRun) -> tuple[int, int, int, int]:
     return start, end, -(-span // bucket_dur), bucket_dur
 
 
+def cells_per_bucket(run: ReportRun, bucket_dur: int) -> int:
+    """How many cells of the grid precomputed at import (report_grid) make one timeline bucket: the whole
+    trace in buckets of whole cells; 0 when the buckets are not (a time range, a width the grid does not
+    divide) or min_duration leaves instances out."""
+    if run.scope.time is not None or run.scope.min_duration is not None:
+        return 0
+    cell = run.value("the grid of the per-cell aggregates", "SELECT cell_dur FROM report_grid") or 0
+    return bucket_dur // cell if cell and bucket_dur % cell == 0 else 0
+
+
 def nice_ceil(value: float) -> int:
     """The smallest 1, 2, 2.5 or 5 x 10^k (ns, at least 1) not below value."""
     if value <= 1:
@@ -478,6 +529,10 @@ NAME_LIST_LIMIT = 50
 # Reading a slice row by index lookup costs about this many rows of a sequential table scan.
 TABLE_SCAN_SPEEDUP = 20
 PERCENTILES = (50, 95, 99)
+# The slices table in a narrowed scope ranks at most this many instances for the minimum and percentiles
+# of its names, and none in a scope of more than SCOPE_BUDGET slices (all are read to find them).
+PERCENTILE_BUDGET = 20_000
+SCOPE_BUDGET = 200_000
 # Durations spread over more than this factor get log-spaced histogram buckets.
 LOG_SCALE_SPREAD = 100
 DOMINANT = 3
@@ -505,7 +560,8 @@ def instance_cells(run: ReportRun, inst: pb.SliceInstance) -> list[Cell]:
     else:
         thread = f"(track {inst.track})" if inst.track else "-"
     process = f"{inst.process or '?'} [{inst.pid}]" if inst.pid or inst.process else "-"
-    return [Cell(run.offset(inst.ts), inspect_link(run, inst), title=f"ts {inst.ts}"),
+    return [Cell(run.offset(inst.ts), inspect_link(run, inst), title=f"ts {inst.ts}",
+                 href=run.linker.details("slice", inst.id)),
             Cell(fmt.duration(inst.dur) if inst.dur >= 0 else "(unfinished)", title=f"{inst.dur} ns"),
             Cell(thread), Cell(process), Cell(str(inst.depth))]
 
@@ -625,32 +681,11 @@ class SlicesTimelineView(View):
         name = out.name = sn.name
         start, end, buckets, bucket_dur = bucket_range(run)
         out.bucket_dur = bucket_dur
-        w = name_where(run, sn, may_scan=True)
-        # Each instance is clipped to the range; the few that cross a bucket edge are split at the edges
-        # (recursively), and an instance is counted in its first bucket.
-        rows = run.query("time covered per bucket and track", f"""WITH RECURSIVE instance AS MATERIALIZED (
-  SELECT s.track_id, max(s.ts, :range_start) AS piece_start, min(s.ts + max(s.dur, 0), :range_end) AS instance_end,
-         min(:last_bucket, (max(s.ts, :range_start) - :range_start) / :bucket_dur) AS bucket
-  FROM slice s
-  {w.sql().replace(chr(10), chr(10) + '  ')}
-),
-piece(bucket, track_id, piece_start, instance_end, first) AS (
-  SELECT bucket, track_id, piece_start, instance_end, 1 FROM instance
-  WHERE instance_end > :range_start + (bucket + 1) * :bucket_dur
-  UNION ALL
-  SELECT bucket + 1, track_id, :range_start + (bucket + 1) * :bucket_dur, instance_end, 0
-  FROM piece
-  WHERE bucket < :last_bucket AND :range_start + (bucket + 1) * :bucket_dur < instance_end
-)
-SELECT bucket, track_id, sum(first) AS count, sum(max(covered, 0)) AS covered
-FROM (
-  SELECT bucket, track_id, 1 AS first, instance_end - piece_start AS covered FROM instance
-  WHERE instance_end <= :range_start + (bucket + 1) * :bucket_dur
-  UNION ALL
-  SELECT bucket, track_id, first, min(instance_end, :range_start + (bucket + 1) * :bucket_dur) - piece_start FROM piece
-)
-GROUP BY bucket, track_id""", {**w.params, "range_start": start, "range_end": end, "bucket_dur": bucket_dur,
-                               "last_bucket": buckets - 1})
+        per_bucket_cells = cells_per_bucket(run, bucket_dur) if sn.count >= REPORT_CELL_MIN_COUNT else 0
+        if per_bucket_cells:
+            rows = self._from_cells(run, sn, buckets, per_bucket_cells)
+        else:
+            rows = self._from_instances(run, sn, start, end, buckets, bucket_dur)
         owners = track_owners(run, sorted({r["track_id"] for r in rows}))
         per_bucket: dict[int, dict[str, int]] = {}
         counts: dict[int, int] = {}
@@ -674,6 +709,51 @@ GROUP BY bucket, track_id""", {**w.params, "range_start": start, "range_end": en
             run.next_step(f"{name} instances in the busiest bucket",
                           view_link(run, "slices", "inspect", name=name,
                                    time=f"{run.offset(busiest.start_ts)},{run.offset(busiest.end_ts)}"))
+
+    @staticmethod
+    def _from_instances(run: ReportRun, sn: SliceName, start: int, end: int, buckets: int, bucket_dur: int) -> list:
+        """(bucket, track_id, count, covered) from the instances: each is clipped to the range; the few that
+        cross a bucket edge are split at the edges (recursively), and an instance counts in its first bucket."""
+        w = name_where(run, sn, may_scan=True)
+        return run.query("time covered per bucket and track", f"""WITH RECURSIVE instance AS MATERIALIZED (
+  SELECT s.track_id, max(s.ts, :range_start) AS piece_start, min(s.ts + max(s.dur, 0), :range_end) AS instance_end,
+         min(:last_bucket, (max(s.ts, :range_start) - :range_start) / :bucket_dur) AS bucket
+  FROM slice s
+  {w.sql().replace(chr(10), chr(10) + '  ')}
+),
+piece(bucket, track_id, piece_start, instance_end, first) AS (
+  SELECT bucket, track_id, piece_start, instance_end, 1 FROM instance
+  WHERE instance_end > :range_start + (bucket + 1) * :bucket_dur
+  UNION ALL
+  SELECT bucket + 1, track_id, :range_start + (bucket + 1) * :bucket_dur, instance_end, 0
+  FROM piece
+  WHERE bucket < :last_bucket AND :range_start + (bucket + 1) * :bucket_dur < instance_end
+)
+SELECT bucket, track_id, sum(first) AS count, sum(max(covered, 0)) AS covered
+FROM (
+  SELECT bucket, track_id, 1 AS first, instance_end - piece_start AS covered FROM instance
+  WHERE instance_end <= :range_start + (bucket + 1) * :bucket_dur
+  UNION ALL
+  SELECT bucket, track_id, first, min(instance_end, :range_start + (bucket + 1) * :bucket_dur) - piece_start FROM piece
+)
+GROUP BY bucket, track_id""", {**w.params, "range_start": start, "range_end": end, "bucket_dur": bucket_dur,
+                               "last_bucket": buckets - 1})
+
+    @staticmethod
+    def _from_cells(run: ReportRun, sn: SliceName, buckets: int, per_bucket_cells: int) -> list:
+        """The same from the per track and cell aggregates of a name with many instances: the whole trace in
+        buckets of whole cells."""
+        w = Where()
+        w.add("c.name = :slice_name", slice_name=sn.name)
+        owner = owner_tracks(run)
+        if owner is not None:
+            w.add(f"c.track_id IN {owner.terms[0]}", **owner.params)
+        return run.query("time covered per bucket and track (from the per-cell aggregates)", f"""SELECT
+  min(:last_bucket, c.cell / :cells_per_bucket) AS bucket, c.track_id, sum(c.count) AS count,
+  sum(c.covered) AS covered
+FROM report_slice_track_cell c
+{w.sql()}
+GROUP BY bucket, c.track_id""", {**w.params, "cells_per_bucket": per_bucket_cells, "last_bucket": buckets - 1})
 
     def charts(self, msg: pb.SlicesTimeline, run: ReportRun) -> list[Chart]:
         bars = []
@@ -826,7 +906,8 @@ LIMIT :top""", {"id": row["id"], "top": run.scope.top})
 
     @staticmethod
     def _relative(run: ReportRun, inst: pb.SliceInstance) -> list[Cell]:
-        return [Cell(str(inst.depth)), Cell(inst.name, inspect_link(run, inst)), Cell(run.offset(inst.ts), title=f"ts {inst.ts}"),
+        return [Cell(str(inst.depth)), Cell(inst.name, inspect_link(run, inst), href=run.linker.details("slice", inst.id)),
+                Cell(run.offset(inst.ts), title=f"ts {inst.ts}"),
                 Cell(fmt.duration(inst.dur) if inst.dur >= 0 else "(unfinished)")]
 
 

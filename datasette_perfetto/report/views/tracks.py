@@ -222,7 +222,7 @@ LIMIT :top""", {**params, "top": s.top})
             owner = owner_label(r.thread, r.tid if r.thread or r.tid else None, r.process,
                                 r.pid if r.process or r.pid else None, r.cpu if r.HasField("cpu") else None)
             rows.append([
-                Cell(r.name or "-", self._drill(run, r), title=f"track id {r.id}"),
+                Cell(r.name or "-", self._drill(run, r), title=f"track id {r.id}", href=run.linker.details("track", r.id)),
                 Cell(r.type),
                 Cell(r.event_type),
                 Cell(fmt.count(r.event_count), title=str(r.event_count)),

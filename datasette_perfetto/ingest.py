@@ -64,7 +64,7 @@ def open_trace(path: str) -> tuple[str, BinaryIO]:
     fmt = detect_format(head)
     if fmt is None:
         raw.close()
-        raise IngestError(f"{path}: not a recognised trace format (expected a Perfetto protobuf, Chrome JSON or systrace trace)")
+        raise IngestError(f"{path}: not a recognised trace format (expected a Perfetto protobuf, Chrome JSON, systrace or collapsed-stack trace)")
     return fmt, stream
 
 
@@ -144,6 +144,10 @@ def detect_format(head: bytes) -> Optional[str]:
 
     if looks_like_systrace(head):
         return "systrace"
+    from .importers.collapsed_stacks import looks_like_collapsed_stacks
+
+    if looks_like_collapsed_stacks(head):
+        return "collapsed_stack"
     return None
 
 
@@ -160,6 +164,10 @@ def _importer_for(fmt: str):
         from .importers.json_importer import JsonImporter
 
         return JsonImporter
+    if fmt == "collapsed_stack":
+        from .importers.collapsed_stacks import CollapsedStackImporter
+
+        return CollapsedStackImporter
     return None
 
 

@@ -523,6 +523,222 @@ PROFILER_SAMPLE = Table(
     indexes=(("ts",), ("callsite_id",)),
 )
 
+PROFILER_EXECUTION_CONTEXT = Table(
+    "profiler_execution_context",
+    "CPU and privilege mode profiler samples were taken in (trace_processor's "
+    "__intrinsic_profiler_execution_context).",
+    (
+        C("id", "INTEGER", "Execution context id (→ profiler_sample.execution_context_id)."),
+        C("ucpu", "INTEGER", "→ cpu.id the sample was taken on, if known."),
+        C("cpu_mode", "TEXT", "user, kernel, hypervisor, guest_user or guest_kernel, if known."),
+    ),
+)
+
+PROFILER_SESSION = Table(
+    "profiler_session",
+    "Sampling sessions (a perf data source, a StackSample stream) samples belong to "
+    "(trace_processor's __intrinsic_profiler_session).",
+    (
+        C("id", "INTEGER", "Session id (→ profiler_sample.session_id)."),
+        C("source", "TEXT", "The profiler, e.g. linux.perf."),
+        C("timebase_unit", "TEXT", "Unit of the session's timebase counter (ns, cycles, instructions, count)."),
+        C("cmdline", "TEXT", "Command line that collected the data, if known."),
+    ),
+)
+
+PROFILER_ASYNC_CONTEXT = Table(
+    "profiler_async_context",
+    "Stackful asynchronous contexts (goroutines, fibers) samples are attributed to "
+    "(trace_processor's __intrinsic_profiler_async_context).",
+    (
+        C("id", "INTEGER", "Async context id."),
+        C("name", "TEXT", "Name of the context."),
+        C("kind", "TEXT", "Kind, e.g. goroutine or fiber."),
+        C("parent_id", "INTEGER", "→ profiler_async_context.id of the enclosing context."),
+    ),
+)
+
+PROFILER_COUNTER_SET = Table(
+    "profiler_counter_set",
+    "Counter values recorded with a sample: rows sharing counter_set_id belong to one sample "
+    "(trace_processor's __intrinsic_profiler_counter_set).",
+    (
+        C("id", "INTEGER", "Row id."),
+        C("counter_set_id", "INTEGER", "Set id (→ profiler_sample.counter_set_id)."),
+        C("counter_id", "INTEGER", "→ counter.id."),
+    ),
+    indexes=(("counter_set_id",),),
+)
+
+HEAP_PROFILE = Table(
+    "heap_profile",
+    "Native heap profile dumps (heapprofd): one row per process, heap and dump.",
+    (
+        C("id", "INTEGER", "Row id."),
+        C("ts", "INTEGER", "Start of the profiling window.", unit=TS),
+        C("ts_end", "INTEGER", "Time of the dump (joins heap_profile_allocation.ts with upid).", unit=TS),
+        C("dur", "INTEGER", "ts_end - ts.", unit=TS),
+        C("upid", "INTEGER", "→ process.upid."),
+        C("heap_name", "TEXT", "Heap, e.g. libc.malloc; NULL if the dump does not say."),
+    ),
+)
+
+HEAP_PROFILE_ALLOCATION = Table(
+    "heap_profile_allocation",
+    "Native heap allocations and frees per callstack since the previous dump (heapprofd). "
+    "Allocations have positive count and size, frees negative ones.",
+    (
+        C("id", "INTEGER", "Row id."),
+        C("ts", "INTEGER", "Time of the dump the row belongs to.", unit=TS),
+        C("upid", "INTEGER", "→ process.upid."),
+        C("heap_name", "TEXT", "Heap, e.g. libc.malloc ('unknown' if the dump does not say)."),
+        C("callsite_id", "INTEGER", "→ stack_profile_callsite.id of the allocating leaf frame."),
+        C("count", "INTEGER", "> 0: allocations made; < 0: allocations freed."),
+        C("size", "INTEGER", "> 0: bytes allocated; < 0: bytes freed.", unit="bytes"),
+    ),
+    indexes=(("callsite_id",), ("upid", "ts")),
+)
+
+HEAP_GRAPH = Table(
+    "heap_graph",
+    "Java heap dumps: one row per dump.",
+    (
+        C("id", "INTEGER", "Dump id."),
+        C("ts", "INTEGER", "Time of the dump.", unit=TS),
+        C("upid", "INTEGER", "→ process.upid whose heap was dumped."),
+        C("dump_reason", "TEXT", "Why the heap was dumped (e.g. OOME), if known."),
+        C("heap_size", "INTEGER", "Bytes allocated on the heap, as the VM reports it.", unit="bytes"),
+        C("truncated", "INTEGER", "1 if packets of the dump are missing."),
+    ),
+)
+
+HEAP_GRAPH_CLASS = Table(
+    "heap_graph_class",
+    "Classes (types) of heap dump objects.",
+    (
+        C("id", "INTEGER", "Class id (→ heap_graph_object.type_id)."),
+        C("name", "TEXT", "Class name (possibly obfuscated)."),
+        C("deobfuscated_name", "TEXT", "Deobfuscated class name, if a mapping was given."),
+        C("location", "TEXT", "APK, dex or jar the class was loaded from."),
+        C("superclass_id", "INTEGER", "→ heap_graph_class.id of the superclass."),
+        C("classloader_id", "INTEGER", "→ heap_graph_object.id of the class loader."),
+        C("kind", "TEXT", "KIND_NORMAL, KIND_ARRAY, KIND_WEAK_REFERENCE, ..."),
+    ),
+)
+
+HEAP_GRAPH_OBJECT = Table(
+    "heap_graph_object",
+    "Objects of Java heap dumps. Rows sharing (upid, graph_sample_ts) form one dump.",
+    (
+        C("id", "INTEGER", "Object id."),
+        C("upid", "INTEGER", "→ process.upid."),
+        C("graph_sample_ts", "INTEGER", "Time of the dump.", unit=TS),
+        C("self_size", "INTEGER", "Bytes the object takes on the Java heap.", unit="bytes"),
+        C("native_size", "INTEGER", "Approximate native bytes it owns (NativeAllocationRegistry).", unit="bytes"),
+        C("reference_set_id", "INTEGER", "→ heap_graph_reference.reference_set_id: its outgoing references."),
+        C("reachable", "INTEGER", "1 if reachable from a GC root; 0 for garbage not yet collected."),
+        C("heap_type", "TEXT", "ART heap (HEAP_TYPE_APP, HEAP_TYPE_ZYGOTE, HEAP_TYPE_BOOT_IMAGE)."),
+        C("type_id", "INTEGER", "→ heap_graph_class.id."),
+        C("root_type", "TEXT", "The GC root kind if the object is a root (ROOT_JAVA_FRAME, ...)."),
+        C("root_distance", "INTEGER", "Distance from a root; -1 (trace_processor computes it on demand)."),
+        C("object_data_id", "INTEGER", "→ heap_graph_object_data (HPROF only)."),
+    ),
+    indexes=(("upid", "graph_sample_ts"), ("type_id",), ("reference_set_id",)),
+)
+
+HEAP_GRAPH_REFERENCE = Table(
+    "heap_graph_reference",
+    "References between heap dump objects: rows sharing reference_set_id are one object's fields.",
+    (
+        C("id", "INTEGER", "Row id."),
+        C("reference_set_id", "INTEGER", "Set id (→ heap_graph_object.reference_set_id)."),
+        C("owner_id", "INTEGER", "→ heap_graph_object.id holding the reference."),
+        C("owned_id", "INTEGER", "→ heap_graph_object.id referred to; NULL for a null reference."),
+        C("field_name", "TEXT", "Field holding the reference, e.g. Foo.name."),
+        C("field_type_name", "TEXT", "Declared type of the field."),
+        C("deobfuscated_field_name", "TEXT", "Deobfuscated field name, if a mapping was given."),
+    ),
+    indexes=(("reference_set_id",), ("owned_id",)),
+)
+
+HEAP_GRAPH_DOMINATOR = Table(
+    "heap_graph_dominator",
+    "Dominator tree of every heap dump's reachable objects, computed at import (not a trace_processor "
+    "table). An object's retained size is what the GC would free if it went: itself and every object "
+    "only reachable through it. GC roots hang under a virtual root, so their idom_object_id is NULL.",
+    (
+        C("object_id", "INTEGER", "→ heap_graph_object.id (reachable objects only)."),
+        C("idom_object_id", "INTEGER", "→ heap_graph_object.id of the immediate dominator; NULL under the "
+                                       "virtual root."),
+        C("retained_size", "INTEGER", "Sum of self_size over the objects it dominates, itself included.",
+          unit="bytes"),
+        C("retained_count", "INTEGER", "Number of objects it dominates, itself included."),
+    ),
+    indexes=(("object_id",), ("idom_object_id",)),
+)
+
+HEAP_GRAPH_THREAD_CALLSITE = Table(
+    "heap_graph_thread_callsite",
+    "Stacks of the threads of a heap dump's process (ART OutOfMemoryError dumps).",
+    (
+        C("id", "INTEGER", "Row id."),
+        C("heap_graph_id", "INTEGER", "→ heap_graph.id."),
+        C("utid", "INTEGER", "→ thread.utid."),
+        C("callsite_id", "INTEGER", "→ stack_profile_callsite.id of the thread's innermost frame."),
+    ),
+)
+
+PROFILER_SMAPS = Table(
+    "profiler_smaps",
+    "Per mapping memory statistics (smaps) captured with heap profiles.",
+    (
+        C("id", "INTEGER", "Row id."),
+        C("upid", "INTEGER", "→ process.upid."),
+        C("ts", "INTEGER", "Time of the snapshot.", unit=TS),
+        C("path", "TEXT", "Path of the mapping."),
+        C("size_kb", "INTEGER", "Size of the mapping.", unit="KiB"),
+        C("private_dirty_kb", "INTEGER", "Private dirty memory.", unit="KiB"),
+        C("swap_kb", "INTEGER", "Swapped memory.", unit="KiB"),
+        C("file_name", "TEXT", "File name of the mapping."),
+        C("start_address", "INTEGER", "Start address."),
+        C("module_timestamp", "INTEGER", "Module timestamp."),
+        C("module_debugid", "TEXT", "Module debug id."),
+        C("module_debug_path", "TEXT", "Module debug path."),
+        C("protection_flags", "INTEGER", "Protection flags."),
+        C("private_clean_resident_kb", "INTEGER", "Private clean resident memory.", unit="KiB"),
+        C("shared_dirty_resident_kb", "INTEGER", "Shared dirty resident memory.", unit="KiB"),
+        C("shared_clean_resident_kb", "INTEGER", "Shared clean resident memory.", unit="KiB"),
+        C("locked_kb", "INTEGER", "Locked memory.", unit="KiB"),
+        C("proportional_resident_kb", "INTEGER", "Proportional set size.", unit="KiB"),
+    ),
+)
+
+AGGREGATE_PROFILE = Table(
+    "aggregate_profile",
+    "Profiles without timestamps, such as collapsed-stack files: one row per profile "
+    "(trace_processor's __intrinsic_aggregate_profile).",
+    (
+        C("id", "INTEGER", "Profile id."),
+        C("scope", "TEXT", "Where the profile came from (collapsed_stack_file)."),
+        C("name", "TEXT", "Profile name."),
+        C("sample_type_type", "TEXT", "What a value counts (samples)."),
+        C("sample_type_unit", "TEXT", "Unit of the values (count)."),
+    ),
+)
+
+AGGREGATE_SAMPLE = Table(
+    "aggregate_sample",
+    "Weighted callstacks of aggregate profiles (trace_processor's __intrinsic_aggregate_sample).",
+    (
+        C("id", "INTEGER", "Row id."),
+        C("aggregate_profile_id", "INTEGER", "→ aggregate_profile.id."),
+        C("callsite_id", "INTEGER", "→ stack_profile_callsite.id of the leaf frame."),
+        C("value", "REAL", "Weight, e.g. the sample count of a collapsed-stack line."),
+    ),
+    indexes=(("callsite_id",),),
+)
+
+
 TRACK_DIMENSION = Table(
     "track_dimension",
     "Track dimensions (RFC 0039): one row per track and effective dimension, whether well-known (machine, gpu, "
@@ -603,6 +819,21 @@ TABLES: tuple[Table, ...] = (
     STACK_PROFILE_CALLSITE,
     PROFILER_TASK_CONTEXT,
     PROFILER_SAMPLE,
+    PROFILER_EXECUTION_CONTEXT,
+    PROFILER_SESSION,
+    PROFILER_ASYNC_CONTEXT,
+    PROFILER_COUNTER_SET,
+    HEAP_PROFILE,
+    HEAP_PROFILE_ALLOCATION,
+    HEAP_GRAPH,
+    HEAP_GRAPH_CLASS,
+    HEAP_GRAPH_OBJECT,
+    HEAP_GRAPH_REFERENCE,
+    HEAP_GRAPH_DOMINATOR,
+    HEAP_GRAPH_THREAD_CALLSITE,
+    PROFILER_SMAPS,
+    AGGREGATE_PROFILE,
+    AGGREGATE_SAMPLE,
     TRACK_DIMENSION,
     DIMENSION,
     TRACK_SUBTITLE,
@@ -691,6 +922,49 @@ VIEWS: tuple[View, ...] = (
     View("stack_sample_task_context", "Task contexts (process, thread) that stack samples are attributed to.",
          "SELECT id, upid, utid, async_context_id FROM profiler_task_context WHERE id IN "
          "(SELECT task_context_id FROM profiler_sample WHERE callsite_id IS NOT NULL)"),
+    View("stack_sample_execution_context", "Execution contexts (CPU, privilege mode) of stack samples.",
+         "SELECT id, ucpu, cpu_mode FROM profiler_execution_context WHERE id IN "
+         "(SELECT execution_context_id FROM profiler_sample WHERE callsite_id IS NOT NULL)"),
+    View("stack_sample_session", "Sampling sessions that stack samples came from.",
+         "SELECT id, source, timebase_unit, cmdline FROM profiler_session WHERE id IN "
+         "(SELECT session_id FROM profiler_sample WHERE callsite_id IS NOT NULL AND session_id IS NOT NULL)"),
+    View("stack_sample_async_context", "Asynchronous contexts (goroutines, fibers) stack samples are attributed "
+         "to, with their ancestors.",
+         "WITH RECURSIVE referenced(id) AS (SELECT tc.async_context_id FROM profiler_sample ps "
+         "JOIN profiler_task_context tc ON tc.id = ps.task_context_id "
+         "WHERE ps.callsite_id IS NOT NULL AND tc.async_context_id IS NOT NULL "
+         "UNION SELECT ac.parent_id FROM profiler_async_context ac JOIN referenced r ON ac.id = r.id "
+         "WHERE ac.parent_id IS NOT NULL) "
+         "SELECT id, name, kind, parent_id FROM profiler_async_context WHERE id IN (SELECT id FROM referenced)"),
+    View("stack_sample_counter_track", "Counter tracks whose values were recorded with stack samples.",
+         _counter_subset("coalesce((SELECT int_value FROM args WHERE args.arg_set_id = track.dimension_arg_set_id "
+                         "AND args.key = 'session_id'), (SELECT int_value FROM args WHERE args.arg_set_id = "
+                         "track.dimension_arg_set_id AND args.key = 'perf_session_id')) AS session_id, "
+                         "(SELECT int_value FROM args WHERE args.arg_set_id = track.dimension_arg_set_id "
+                         "AND args.key = 'cpu') AS cpu, (SELECT int_value FROM args WHERE args.arg_set_id = "
+                         "track.source_arg_set_id AND args.key = 'is_timebase') AS is_timebase",
+                         where="AND track.id IN (SELECT c.track_id FROM profiler_sample ps JOIN "
+                               "profiler_counter_set pcs ON pcs.counter_set_id = ps.counter_set_id JOIN counter c "
+                               "ON c.id = pcs.counter_id WHERE ps.callsite_id IS NOT NULL)")),
+    View("stack_sample_counter", "Counter values recorded with stack samples.",
+         "SELECT c.id, ps.id AS stack_sample_id, c.track_id, c.value FROM profiler_sample ps "
+         "JOIN profiler_counter_set pcs ON pcs.counter_set_id = ps.counter_set_id "
+         "JOIN counter c ON c.id = pcs.counter_id WHERE ps.callsite_id IS NOT NULL"),
+    View("perf_sample", "Samples of the linux.perf profiler (traced_perf).",
+         "SELECT ps.id, ps.ts, tc.utid, c.cpu AS cpu, coalesce(ec.cpu_mode, 'unknown') AS cpu_mode, "
+         "ps.callsite_id, ps.unwind_error, ps.session_id AS perf_session_id FROM profiler_sample ps "
+         "LEFT JOIN profiler_task_context tc ON tc.id = ps.task_context_id "
+         "LEFT JOIN profiler_execution_context ec ON ec.id = ps.execution_context_id "
+         "LEFT JOIN cpu c ON c.id = ec.ucpu WHERE ps.source = 'linux.perf'"),
+    View("perf_session", "linux.perf profiling sessions.",
+         "SELECT id, id AS perf_session_id, cmdline FROM profiler_session WHERE source = 'linux.perf'"),
+    View("perf_counter_track", "Counter tracks of linux.perf sessions (timebase and follower counters).",
+         _counter_subset("(SELECT int_value FROM args WHERE args.arg_set_id = track.dimension_arg_set_id "
+                         "AND args.key = 'perf_session_id') AS perf_session_id, (SELECT int_value FROM args "
+                         "WHERE args.arg_set_id = track.dimension_arg_set_id AND args.key = 'cpu') AS cpu, "
+                         "(SELECT int_value FROM args WHERE args.arg_set_id = track.source_arg_set_id "
+                         "AND args.key = 'is_timebase') AS is_timebase",
+                         where="AND track.type IN ('perf_cpu_counter', 'perf_global_counter')")),
     # process_priority is Chrome's, recorded by no importer yet: 0 as trace_processor gives other sources.
     View("cpu_profile_stack_sample", "CPU profiler stack samples (Chrome, V8, Gecko, simpleperf, perf text).",
          "SELECT profiler_sample.id, profiler_sample.ts, profiler_sample.callsite_id, "

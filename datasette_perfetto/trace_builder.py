@@ -29,6 +29,18 @@ _DIMENSION_INTERN_FIELDS = ("dimension_names", "dimension_string_values", "dimen
 Dimensions = Iterable[Any]
 
 
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
 def process_uuid(pid: int) -> int:
     """Default track uuid used by `Sequence.process()`."""
     return (1 << 32) | pid
@@ -74,6 +86,17 @@ class TraceBuilder:
         elif (existing.intern, existing.use_incremental_clock) != (intern, use_incremental_clock):
             raise ValueError(f"sequence {seq_id} already exists with different options")
         return existing
+
+    def heap_graph(self, ts: int, seq_id: int = 1, **fields: Any) -> pb.TracePacket:
+        """Append a TracePacket carrying an ART HeapGraph (field 56, which the perfetto package
+        does not know) built from HeapGraph keyword arguments, e.g. pid, objects=[{...}], roots=[...]."""
+        from .importers.heap_graph import HEAP_GRAPH_FIELD, HeapGraph
+
+        payload = HeapGraph(**fields).SerializeToString()
+        base = pb.TracePacket(timestamp=ts, trusted_packet_sequence_id=seq_id).SerializeToString()
+        packet = pb.TracePacket.FromString(base + _varint(HEAP_GRAPH_FIELD << 3 | 2) + _varint(len(payload)) + payload)
+        self.packets.append(packet)
+        return packet
 
     def to_trace(self) -> pb.Trace:
         trace = pb.Trace()

@@ -100,6 +100,17 @@ def sched_db(tmp_path_factory) -> TraceDB:
     return TraceDB(path)
 
 
+V8_PROFILE = Path("/work/shared/traces/chrome_v8_cpu_profile.json.gz")
+
+
+@pytest.fixture(scope="session")
+def v8_db(tmp_path_factory) -> TraceDB:
+    """chrome_v8_cpu_profile.json.gz (V8 CPU profiles in a Chrome JSON trace: 5,072 samples), ingested."""
+    path = tmp_path_factory.mktemp("v8") / "v8.db"
+    ingest([str(V8_PROFILE)], str(path))
+    return TraceDB(path)
+
+
 @pytest.fixture
 def ingest_data(tmp_path):
     """ingest_data(data, name="trace.pftrace") -> (summaries, TraceDB) for in-memory trace bytes."""

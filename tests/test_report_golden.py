@@ -69,6 +69,18 @@ SCHED_CASES = [
 ]
 
 
+# The same over a V8 CPU profile (chrome_v8_cpu_profile.json.gz; the demo has no stack samples); goldens named v8-*.
+V8_CASES = [
+    ("", "", {}),
+    ("stack-samples", "functions", {}),
+    ("stack-samples", "functions", {"pid": "1216", "sort": "total", "top": "5"}),
+    ("stack-samples", "top-down", {"max_lines": "25"}),
+    ("stack-samples", "top-down", {"name": "finalize", "max_lines": "8"}),
+    ("stack-samples", "bottom-up", {"max_lines": "20"}),
+    ("stack-samples", "bottom-up", {"name": "connectedCallback", "max_lines": "10", "time": "0.5s,0.8s"}),
+]
+
+
 def case_id(case) -> str:
     noun, view, flags = case
     name = "-".join(p for p in (noun or "overview", view) if p)
@@ -113,6 +125,16 @@ def test_text_output_matches_golden(demo_db, case):
 @pytest.mark.parametrize("case", SCHED_CASES, ids=sched_case_id)
 def test_sched_trace_text_output_matches_golden(sched_db, case):
     check_golden(to_text(run(sched_db.path, case, "sched.db")), sched_case_id(case))
+
+
+@pytest.mark.parametrize("case", V8_CASES, ids=lambda case: f"v8-{case_id(case)}")
+def test_v8_profile_text_output_matches_golden(v8_db, case):
+    check_golden(to_text(run(v8_db.path, case, "v8.db")), f"v8-{case_id(case)}")
+
+
+@pytest.mark.parametrize("case", V8_CASES, ids=lambda case: f"v8-{case_id(case)}")
+def test_v8_profile_json_output_parses_as_report_proto(v8_db, case):
+    check_json(to_json(run(v8_db.path, case, "v8.db")))
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_id)

@@ -837,7 +837,6 @@ class LegacyV8Profiles:
         self.callsites: dict[int, list] = {}  # id -> [depth, parent_id, frame_id]
         self._callsite_ids: dict[tuple, int] = {}  # (parent_id, frame_id, depth) -> id
         self._task_contexts: dict[tuple[int, int], int] = {}  # (upid, utid) -> id
-        self._symbol_sets = 0
 
     # -- tokenizer side (file order) ---------------------------------------------
     def tokenize_profile(self, ev: dict, pid: int, tid: int, event_id, args: Optional[dict],
@@ -892,8 +891,8 @@ class LegacyV8Profiles:
         key = (function_name, url)
         frame_id = session.frames.get(key)
         if frame_id is None:
-            symbol_set = self._symbol_sets
-            self._symbol_sets += 1
+            # The symbol table's row count, as trace_processor numbers sets: unique across inputs.
+            symbol_set = self.storage.next_id["stack_profile_symbol"]
             self.storage.insert("stack_profile_symbol", (symbol_set, function_name, url, None, None))
             frame_id = session.frames[key] = self.storage.insert(
                 "stack_profile_frame", (function_name, session.mapping_id, 0, symbol_set, None, None))

@@ -38,6 +38,7 @@ from .ftrace import (
     order_ties_by_queue,
 )
 from .clock_tracker import BOOTTIME, ClockTracker, clock_key
+from .profile_module import EV_PROFILE, INTERNED_PROFILE_FIELDS, ProfileParser, ProfileTokenizer
 from .proto_reader import ProtoReader, inflate_packets, scan_simple_track_event
 from .sorter import Sorter
 from .track_event import (
@@ -47,7 +48,6 @@ from .track_event import (
     Reservation,
     INT64_MAX,
     TrackEventParser,
-    saturate,
     text,
     tokenize_track_event,
 )
@@ -163,6 +163,7 @@ INTERNED_FIELDS = {
     "debug_annotation_value_type_names": (27, _name),
     "correlation_id_str": (43, _str),
     "kernel_symbols": (26, _str),
+    **INTERNED_PROFILE_FIELDS,  # callstacks and StackSample contexts (profile_module)
 }
 
 
@@ -208,6 +209,8 @@ class ProtoImporter:
         self.last_ts = 0
         self.has_kernel_events = False  # any per-CPU events, whose ties the sorter orders specially
         self.chrome_metadata_packets = 0
+        self.profiles = ProfileTokenizer(self)
+        self.profile_parser = ProfileParser(trace, self.profiles)
         self._handlers = self._handler_table()
         self.descriptor_dimensions = DescriptorDimensions(self.stats)
         self.ftrace_cpus_seen: set[int] = set()  # cpus whose first ftrace bundle was seen
@@ -257,6 +260,8 @@ class ProtoImporter:
                 parse_atrace(ts, event)
             elif kind == EV_MACHINE:
                 machines[event[1]].parse_event(ts, event[2])
+            elif kind == EV_PROFILE:
+                self.profile_parser.parse(ts, event)
             else:
                 parse_track_event(ts, event)
             if i & 0x3FFF == 0:
@@ -276,12 +281,15 @@ class ProtoImporter:
             self.ftrace.parse_packet(ts, event)
         elif kind == EV_ATRACE:
             self.atrace.parse(ts, event)
+        elif kind == EV_PROFILE:
+            self.profile_parser.parse(ts, event)
         else:
             self.parser.parse(ts, event)
 
     def finish_parsing(self) -> None:
         self.parser.finish()
         self.ftrace.finish()
+        self.profile_parser.finish()
         self.descriptor_dimensions.attach(self.parser, self.trace.dimensions)
         self._write_clock_snapshots()
 
@@ -421,7 +429,6 @@ class ProtoImporter:
             "track_descriptor": self._track_descriptor,
             "thread_descriptor": self._thread_descriptor,
             "process_descriptor": self._process_descriptor,
-            "streaming_profile_packet": lambda p, seq, ts: self._streaming_profile(p.streaming_profile_packet, seq),
             "ftrace_events": lambda p, seq, ts: self._ftrace_events(p.ftrace_events, seq),
             "track_event_range_of_interest": lambda p, seq, ts: self._range_of_interest(p),
             "system_info": lambda p, seq, ts: self._system_info(p.system_info),
@@ -432,6 +439,7 @@ class ProtoImporter:
             "trace_stats": lambda p, seq, ts: self._trace_stats(p.trace_stats),
             "trace_attributes": lambda p, seq, ts: self._trace_attributes(p.trace_attributes),
             "chrome_metadata": lambda p, seq, ts: self._chrome_metadata(p.chrome_metadata),
+            **self.profiles.handlers(),  # perf, Chrome sampler, StackSample, heapprofd, heap graphs
         }
 
     def _process_descriptor(self, packet, seq: SequenceState, ts: int) -> None:
@@ -750,17 +758,6 @@ class ProtoImporter:
                             labels or None,
                             process.legacy_sort_index if process.HasField("legacy_sort_index") else (
                                 chrome.legacy_sort_index if chrome and chrome.HasField("legacy_sort_index") else None)))
-
-    def _streaming_profile(self, spp, seq: SequenceState) -> None:
-        # Sample timestamps are deltas on the sequence's track-event time baseline
-        # (the samples themselves are imported by the stack-sample importer).
-        if seq.ref_ts is None:
-            self.stats.inc("stackprofile_parser_error")
-            return
-        for delta in spp.timestamp_delta_us:
-            seq.ref_ts = saturate(seq.ref_ts + saturate(delta * 1000))
-            if seq.ref_ts < 0:
-                self.stats.inc("streaming_profile_invalid_timestamp")
 
     def _ftrace_events(self, bundle, seq: SequenceState) -> None:
         if not bundle.HasField("cpu"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shlex
 import sqlite3
+import zlib
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional, Sequence
 from urllib.parse import urlencode
@@ -112,6 +113,39 @@ class Chart:
     scale: str  # "linear" or "log": stated wherever the chart is drawn
     value_label: str
     bars: list[Bar]
+
+
+@dataclass
+class FlameBox:
+    """One frame of a flame graph: where it sits as a fraction of the width, and its depth (row)."""
+
+    x: float
+    width: float
+    depth: int
+    label: str
+    title: str  # hover text
+    link: Optional[Link] = None
+    pruned: bool = False  # the summary of children hidden by max_lines
+
+    @property
+    def fill(self) -> str:
+        """A warm colour that stays the same for a function everywhere (grey for pruned summaries)."""
+        if self.pruned:
+            return "#cccccc"
+        h = zlib.crc32(self.label.encode("utf-8", "surrogatepass"))
+        return f"hsl({h % 50}, {70 + h // 50 % 25}%, {58 + h // 1250 % 14}%)"
+
+
+@dataclass
+class Flame:
+    """A flame graph (icicle: roots on top) of a call tree, drawn as SVG on the page."""
+
+    title: str
+    boxes: list[FlameBox]
+
+    @property
+    def depth_count(self) -> int:
+        return max((b.depth for b in self.boxes), default=-1) + 1
 
 
 @dataclass
@@ -283,6 +317,10 @@ class View:
         return []
 
     def charts(self, msg: Any, run: ReportRun) -> list[Chart]:
+        return []
+
+    def flames(self, msg: Any, run: ReportRun) -> list[Flame]:
+        """Flame graphs, HTML only (text and JSON carry the same tree as a table / nodes)."""
         return []
 
 

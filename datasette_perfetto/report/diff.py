@@ -704,6 +704,12 @@ def _join_overview(plan: DiffPlan, baseline: Side, target: Side, run: ReportRun,
         run.next_step(f"{spec.noun}: {spec.plain_view().title} vs baseline", section.link(spec.noun, spec.view))
     for noun in NOT_YET:
         out.absent.add(noun=noun, reason="not present in either trace")
+    # Overview nouns with no diff yet (the callstack nouns): said, not silently dropped.
+    from .views.overview import SECTIONS
+
+    for noun, view, _ in SECTIONS:
+        if (noun, view) not in SPECS and view in NOUNS.get(noun, {}):
+            out.absent.add(noun=noun, reason="not compared: no baseline diff for this noun yet")
 
 
 def _incomplete(run: ReportRun, spec: DiffSpec, s: pb.DiffSummary) -> None:

@@ -90,6 +90,7 @@ async def report_page(request, datasette):
         "view": result.view,
         "title": result.view.title,
         "charts": result.view.charts(msg, result.run),
+        "flames": result.view.flames(msg, result.run),
         "tables": result.view.tables(msg, result.run),
         "url_for": result.run.linker.url,  # a diff's also resolves links to the baseline
         "context_line": _context_parts(result),

@@ -6,8 +6,10 @@ from .. import report_pb2 as pb
 from ..base import ReportRun, Table, View
 
 # (noun, view, Overview field) in the order the overview shows them.
-SECTIONS = (("slices", "table", "slices"), ("scheduling", "summary", "scheduling"),
-            ("counters", "list", "counters"), ("processes", "table", "processes"))
+SECTIONS = (("slices", "table", "slices"), ("stack-samples", "functions", "stack_samples"),
+            ("heap-profile", "functions", "heap_profile"), ("heap-dump", "types", "heap_dump"),
+            ("scheduling", "summary", "scheduling"), ("counters", "list", "counters"),
+            ("processes", "table", "processes"))
 
 
 class OverviewView(View):

@@ -14,7 +14,7 @@ from .. import report_pb2 as pb
 from ..base import Bar, Cell, Chart, Link, ReportRun, Table, View
 from ..filters import Where
 from ..scope import ReportError
-from .slices import bucket_range, cells_per_bucket, view_link
+from .slices import CANNED_NICE, CANNED_RANGE, bucket_range, cells_per_bucket, view_link
 
 RUNNABLE_STATES = ("R", "R+")
 # Dead tasks (X, Z, x) are neither runnable nor sleeping; every other non-running state sleeps.
@@ -107,6 +107,18 @@ def has_sched(run: ReportRun) -> bool:
     return bool(run.value("any scheduling data", "SELECT EXISTS(SELECT 1 FROM sched)"))
 
 
+# -- canned queries ---------------------------------------------------------------------------
+
+# A row's end (a still-open one lasts to the end of the range) and its part inside the range (alias, with range).
+CANNED_END = "CASE WHEN {a}.dur < 0 THEN range_end ELSE {a}.ts + {a}.dur END"
+CANNED_CLIPPED = f"max(min({CANNED_END}, range_end) - max({{a}}.ts, range_start), 0)"
+CANNED_ON_CPU = "(:cpu = '' OR {a}.ucpu IN (SELECT id FROM cpu WHERE cpu = CAST(:cpu AS INTEGER)))"
+CANNED_THREADS = """(:pid = '' AND :process = '' AND :tid = '' AND :thread = ''
+       OR {a}.utid IN (SELECT th.id FROM thread th LEFT JOIN process p ON p.id = th.upid
+                       WHERE (:pid = '' OR p.pid = :pid) AND (:process = '' OR p.name GLOB :process)
+                         AND (:tid = '' OR th.tid = :tid) AND (:thread = '' OR th.name GLOB :thread)))"""
+
+
 # -- summary ----------------------------------------------------------------------------------
 
 class SchedulingSummaryView(View):
@@ -120,6 +132,56 @@ class SchedulingSummaryView(View):
     result_field = "scheduling_summary"
     flags = frozenset({"pid", "process", "tid", "thread", "cpu", "time", "sort", "group_by", "min_duration"})
     sorts = ("cpu", "runnable", "sleeping", "name")
+    canned_sql = f"""WITH {CANNED_RANGE},
+cpu_time AS (
+  -- The whole trace on every CPU: precomputed at import; else sched clipped to the range.
+  SELECT rs.utid, rs.cpu_time FROM report_thread_sched rs WHERE :time = '' AND :cpu = ''
+  UNION ALL
+  SELECT sc.utid, sum({CANNED_CLIPPED.format(a="sc")})
+  FROM sched sc, range
+  WHERE (:time != '' OR :cpu != '') AND sc.utid != 0 AND {CANNED_ON_CPU.format(a="sc")}
+    AND sc.ts < range_end AND {CANNED_END.format(a="sc")} > range_start
+  GROUP BY sc.utid
+),
+state_time AS (
+  -- Runnable (R, R+) and sleeping (any other state but dead) time, of every CPU.
+  SELECT rs.utid, rs.runnable, rs.sleeping FROM report_thread_sched rs WHERE :time = ''
+  UNION ALL
+  SELECT x.utid, sum(CASE WHEN {RUNNABLE} THEN {CANNED_CLIPPED.format(a="x")} ELSE 0 END),
+         sum(CASE WHEN {SLEEPING} THEN {CANNED_CLIPPED.format(a="x")} ELSE 0 END)
+  FROM thread_state x, range
+  WHERE :time != '' AND x.state != 'Running' AND x.ts < range_end AND {CANNED_END.format(a="x")} > range_start
+  GROUP BY x.utid
+),
+per_thread AS (
+  -- With cpu: the threads that ran on it.
+  SELECT u.utid, coalesce(c.cpu_time, 0) AS cpu_time, coalesce(st.runnable, 0) AS runnable,
+         coalesce(st.sleeping, 0) AS sleeping, th.name, th.tid, th.upid, p.pid, p.name AS process
+  FROM (SELECT utid FROM cpu_time UNION SELECT utid FROM state_time WHERE :cpu = '') u
+  LEFT JOIN cpu_time c USING (utid)
+  LEFT JOIN state_time st USING (utid)
+  LEFT JOIN thread th ON th.id = u.utid
+  LEFT JOIN process p ON p.id = th.upid
+  WHERE {CANNED_THREADS.format(a="u")}
+),
+grouped AS (
+  SELECT utid AS key, name, tid, pid, process, cpu_time, runnable, sleeping FROM per_thread
+  WHERE coalesce(nullif(:group_by, ''), 'thread') = 'thread'
+  UNION ALL
+  SELECT upid, coalesce(max(process), CASE WHEN upid IS NULL THEN '(no process)' END), NULL, max(pid), NULL,
+         sum(cpu_time), sum(runnable), sum(sleeping)
+  FROM per_thread
+  WHERE :group_by = 'process'
+  GROUP BY upid
+)
+SELECT name, tid, pid, process, cpu_time, runnable, sleeping,
+       round(100.0 * cpu_time / max(range_end - range_start, 1), 1) AS percent_of_trace
+FROM grouped, range
+WHERE :min_duration = '' OR cpu_time >= report_duration(:min_duration)
+ORDER BY CASE coalesce(nullif(:sort, ''), 'cpu') WHEN 'cpu' THEN -cpu_time WHEN 'runnable' THEN -runnable
+                                               WHEN 'sleeping' THEN -sleeping END,
+         CASE WHEN :sort = 'name' THEN name IS NULL END, CASE WHEN :sort = 'name' THEN name END, key
+LIMIT coalesce(nullif(:top, ''), 10)"""
 
     def has_data(self, run: ReportRun) -> bool:
         return has_sched(run)
@@ -286,6 +348,52 @@ class SchedulingTimelineView(View):
                    "Thread flags count only those threads' time; cpu looks at one CPU.")
     result_field = "scheduling_timeline"
     flags = frozenset({"pid", "process", "tid", "thread", "cpu", "time", "buckets"})
+    canned_sql = f"""-- CPU time per bucket and the share of the CPUs' capacity it used; the report also names the
+-- threads that ran most.
+WITH RECURSIVE {CANNED_RANGE},
+{CANNED_NICE},
+layout AS (
+  SELECT range_start, range_end, bucket_dur, (max(range_end - range_start, 1) + bucket_dur - 1) / bucket_dur AS n,
+         CASE WHEN :cpu != '' THEN 1
+              ELSE coalesce(nullif((SELECT count(*) FROM cpu), 0), nullif((SELECT count(DISTINCT ucpu) FROM sched), 0), 1)
+              END AS cpus
+  FROM (SELECT range_start, range_end,
+               (SELECT min(v) FROM nice WHERE v >= max(range_end - range_start, 1) * 1.0
+                                                  / coalesce(CAST(nullif(:buckets, '') AS INTEGER), 20)) AS bucket_dur
+        FROM range)
+),
+run AS MATERIALIZED (
+  SELECT max(sc.ts, range_start) AS piece_start, min({CANNED_END.format(a="sc")}, range_end) AS run_end,
+         min(n - 1, (max(sc.ts, range_start) - range_start) / bucket_dur) AS bucket
+  FROM sched sc, layout
+  WHERE sc.utid != 0 AND sc.ts < range_end AND {CANNED_END.format(a="sc")} > range_start
+    AND {CANNED_ON_CPU.format(a="sc")}
+    AND {CANNED_THREADS.format(a="sc").replace(chr(10), chr(10) + "  ")}
+),
+piece(bucket, piece_start, run_end) AS (
+  SELECT bucket, piece_start, run_end FROM run, layout WHERE run_end > range_start + (bucket + 1) * bucket_dur
+  UNION ALL
+  SELECT bucket + 1, range_start + (bucket + 1) * bucket_dur, run_end FROM piece, layout
+  WHERE bucket < n - 1 AND range_start + (bucket + 1) * bucket_dur < run_end
+),
+per_bucket AS (
+  SELECT bucket, sum(max(covered, 0)) AS busy
+  FROM (
+    SELECT bucket, run_end - piece_start AS covered FROM run, layout
+    WHERE run_end <= range_start + (bucket + 1) * bucket_dur
+    UNION ALL
+    SELECT bucket, min(run_end, range_start + (bucket + 1) * bucket_dur) - piece_start FROM piece, layout
+  )
+  GROUP BY bucket
+),
+series(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM series, layout WHERE i + 1 < n)
+SELECT i AS bucket, range_start + i * bucket_dur AS start_ts, min(range_start + (i + 1) * bucket_dur, range_end) AS end_ts,
+       coalesce(b.busy, 0) AS busy,
+       coalesce(b.busy, 0) * 1.0 / max((min(range_start + (i + 1) * bucket_dur, range_end) - range_start - i * bucket_dur)
+                                       * cpus, 1) AS load
+FROM series, layout
+LEFT JOIN per_bucket b ON b.bucket = series.i
+ORDER BY i"""
 
     def has_data(self, run: ReportRun) -> bool:
         return has_sched(run)
@@ -404,6 +512,46 @@ class SchedulingInspectView(View):
     result_field = "scheduling_inspect"
     flags = frozenset({"pid", "process", "tid", "thread", "ts"})
     required = ("ts",)
+    canned_sql = """-- The thread's states around ts, the one at ts marked: state, CPU, how a run ended, the kernel
+-- function it blocked in and who woke it. The report reads from them why the thread was (not) running
+-- then; among several matching threads it takes the one alive at ts (and fails if that is not one).
+WITH at AS (SELECT (SELECT report_time(:ts)) AS ts),
+picked AS (
+  SELECT th.id AS utid
+  FROM thread th LEFT JOIN process p ON p.id = th.upid, at
+  WHERE th.id != 0 AND (:tid != '' OR :thread != '')
+    AND (:tid = '' OR th.tid = :tid) AND (:thread = '' OR th.name GLOB :thread)
+    AND (:pid = '' OR p.pid = :pid) AND (:process = '' OR p.name GLOB :process)
+  ORDER BY (th.start_ts IS NULL OR th.start_ts <= at.ts) AND (th.end_ts IS NULL OR th.end_ts > at.ts)
+             AND coalesce((SELECT x.dur < 0 OR x.ts + x.dur > at.ts FROM thread_state x
+                           WHERE x.utid = th.id AND x.ts <= at.ts ORDER BY x.ts DESC LIMIT 1), 0) DESC,
+           th.tid, th.id
+  LIMIT 1
+),
+here AS (
+  SELECT x.id, x.ts FROM thread_state x, picked, at
+  WHERE x.utid = picked.utid AND x.ts <= at.ts
+  ORDER BY x.ts DESC, x.id DESC
+  LIMIT 1
+),
+around(id) AS (
+  SELECT * FROM (SELECT x.id FROM thread_state x, picked WHERE x.utid = picked.utid
+                   AND (x.ts, x.id) < (SELECT ts, id FROM here) ORDER BY x.ts DESC, x.id DESC LIMIT 2)
+  UNION ALL
+  SELECT * FROM (SELECT x.id FROM thread_state x, picked WHERE x.utid = picked.utid
+                   AND (x.ts, x.id) >= (SELECT ts, id FROM here) ORDER BY x.ts, x.id LIMIT 3)
+)
+SELECT th.tid, th.name AS thread, x.ts, x.dur, x.state,
+       x.ts <= at.ts AND (x.dur < 0 OR at.ts < x.ts + x.dur) AS at_ts, c.cpu,
+       CASE WHEN x.state = 'Running' THEN (SELECT sc.end_state FROM sched sc WHERE sc.utid = x.utid AND sc.ts = x.ts
+                                           LIMIT 1) END AS end_state,
+       x.blocked_function, x.io_wait, w.tid AS waker_tid, w.name AS waker
+FROM around
+JOIN thread_state x ON x.id = around.id
+JOIN thread th ON th.id = x.utid
+LEFT JOIN cpu c ON c.id = x.ucpu
+LEFT JOIN thread w ON w.id = x.waker_utid, at
+ORDER BY x.ts, x.id"""
 
     def has_data(self, run: ReportRun) -> bool:
         return has_sched(run)

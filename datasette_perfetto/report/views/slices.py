@@ -62,6 +62,63 @@ def instance_where(inst: pb.SliceInstance) -> str:
     return inst.track
 
 
+# -- canned queries: each view's SQL with every flag an optional :named parameter ('' = not set) ----------
+
+CANNED_RANGE = """range AS (
+  SELECT coalesce((SELECT report_range_start(:time)), trace_start()) AS range_start,
+         coalesce((SELECT report_range_end(:time)), trace_end()) AS range_end
+)"""
+# The smallest 1, 2, 2.5 or 5 x 10^k not below a value is the smallest `nice` row not below it (bucket widths).
+CANNED_NICE = """power(v) AS (SELECT 1 UNION ALL SELECT v * 10 FROM power WHERE v < 100000000000000000),
+nice(v) AS (
+  SELECT p.v * m.c / 10 FROM power p, (SELECT 10 AS c UNION ALL SELECT 20 UNION ALL SELECT 25 UNION ALL SELECT 50) m
+  WHERE p.v * m.c % 10 = 0
+)"""
+_CANNED_NO_OWNER = "(:pid = '' AND :process = '' AND :tid = '' AND :thread = '' AND :track = '')"
+# The names `name` selects: the name equal to it, else every name the glob matches (the report needs
+# exactly one and fails otherwise; here they are pooled).
+_CANNED_NAMES = """(SELECT c.name FROM report_slice_name c WHERE c.name = :name
+                     OR (c.name GLOB :name AND NOT EXISTS (SELECT 1 FROM report_slice_name e WHERE e.name = :name)))"""
+_CANNED_OWNER_TRACKS = """(SELECT tr.id FROM track tr
+                       LEFT JOIN thread th ON th.id = tr.utid
+                       LEFT JOIN process p ON p.id = coalesce(tr.upid, th.upid)
+                       WHERE (:pid = '' OR p.pid = :pid) AND (:process = '' OR p.name GLOB :process)
+                         AND (:tid = '' OR th.tid = :tid) AND (:thread = '' OR th.name GLOB :thread)
+                         AND (:track = '' OR tr.name GLOB :track))"""
+# An instance clipped to the range and the bucket it starts in (timeline, with layout).
+_CANNED_PIECE_COLUMNS = """max(s.ts, range_start) AS piece_start, min(s.ts + max(s.dur, 0), range_end) AS instance_end,
+         min(n - 1, (max(s.ts, range_start) - range_start) / bucket_dur) AS bucket"""
+
+
+def canned_instances(columns: str, range_table: str = "range", unless: str = "", near_ts: bool = False) -> str:
+    """The instances of the names `name` selects in scope, as a query of `columns` (of slice s;
+    range_start/range_end come from `range_table`); none when the `unless` query has a row. One branch
+    runs, by the flags given: the owners' tracks drive (their index also holds dur and name), else with
+    `near_ts` the instants around ts (the `at` query), else the time range, else the name's index."""
+    longest = f"(SELECT max(max_dur) FROM report_slice_name WHERE name IN {_CANNED_NAMES})"
+    rest = f"""
+    AND (:time = '' OR s.ts < range_end AND s.ts + max(s.dur, 0) >= range_start)
+    AND (:min_duration = '' OR s.dur >= report_duration(:min_duration))"""
+    if unless:
+        rest += f"\n    AND NOT EXISTS (SELECT 1 FROM {unless})"
+    no_ts = " AND :ts = ''" if near_ts else ""
+    branches = [f"""NOT {_CANNED_NO_OWNER}
+    AND s.track_id IN {_CANNED_OWNER_TRACKS}
+    AND +s.name IN {_CANNED_NAMES}"""]
+    if near_ts:
+        branches.append(f"""{_CANNED_NO_OWNER} AND :ts != ''
+    AND s.ts BETWEEN (SELECT ts - half FROM at) - {longest} AND (SELECT ts + half FROM at)
+    AND +s.name IN {_CANNED_NAMES}""")
+    branches.append(f"""{_CANNED_NO_OWNER}{no_ts} AND :time != ''
+    AND s.ts < range_end AND s.ts >= range_start - {longest}
+    AND +s.name IN {_CANNED_NAMES}""")
+    branches.append(f"""{_CANNED_NO_OWNER}{no_ts} AND :time = ''
+    AND s.name IN {_CANNED_NAMES}""")
+    return "\n  UNION ALL\n  ".join(f"""SELECT {columns}
+  FROM slice s, {range_table}
+  WHERE {branch}{rest}""" for branch in branches)
+
+
 class SlicesTableView(View):
     noun = "slices"
     name = "table"
@@ -71,25 +128,38 @@ class SlicesTableView(View):
     flags = frozenset({"pid", "process", "tid", "thread", "track", "time", "name", "min_duration", "min_count",
                        "sort"})
     sorts = ("dur", "count", "max", "name")
-    canned_sql = f"""SELECT s.name AS name, count(*) AS count, sum(max(s.dur, 0)) AS total_dur,
-       round(100.0 * sum(max(s.dur, 0)) / max(coalesce((SELECT report_range_end(:time)), trace_end())
-                                           - coalesce((SELECT report_range_start(:time)), trace_start()), 1), 1)
+    canned_sql = f"""WITH by_name AS (
+  -- The whole trace: the per-name aggregates precomputed at import; else the slices in scope.
+  SELECT name, count, total_dur, max_dur, max_slice_id
+  FROM report_slice_name
+  WHERE {_CANNED_NO_OWNER} AND :time = '' AND :min_duration = '' AND (:name = '' OR name GLOB :name)
+  UNION ALL
+  SELECT s.name, count(*), sum(max(s.dur, 0)), max(s.dur), s.id
+  {SLICE_FROM.replace(chr(10), chr(10) + "  ")}
+  WHERE NOT ({_CANNED_NO_OWNER} AND :time = '' AND :min_duration = '')
+    AND (:pid = '' OR p.pid = :pid)
+    AND (:process = '' OR p.name GLOB :process)
+    AND (:tid = '' OR th.tid = :tid)
+    AND (:thread = '' OR th.name GLOB :thread)
+    AND (:track = '' OR tr.name GLOB :track)
+    AND (:time = '' OR (s.ts < (SELECT report_range_end(:time))
+                        AND s.ts + max(s.dur, 0) >= (SELECT report_range_start(:time))))
+    AND (:name = '' OR s.name GLOB :name)
+    AND (:min_duration = '' OR s.dur >= report_duration(:min_duration))
+  GROUP BY s.name
+)
+SELECT b.name, b.count, b.total_dur,
+       round(100.0 * b.total_dur / max(coalesce((SELECT report_range_end(:time)), trace_end())
+                                       - coalesce((SELECT report_range_start(:time)), trace_start()), 1), 1)
          AS percent_of_trace,
-       max(s.dur) AS max_dur, s.ts AS max_ts, th.name AS max_thread
-{SLICE_FROM}
-WHERE (:pid = '' OR p.pid = :pid)
-  AND (:process = '' OR p.name GLOB :process)
-  AND (:tid = '' OR th.tid = :tid)
-  AND (:thread = '' OR th.name GLOB :thread)
-  AND (:track = '' OR tr.name GLOB :track)
-  AND (:time = '' OR (s.ts < (SELECT report_range_end(:time))
-                      AND s.ts + max(s.dur, 0) >= (SELECT report_range_start(:time))))
-  AND (:name = '' OR s.name GLOB :name)
-  AND (:min_duration = '' OR s.dur >= report_duration(:min_duration))
-GROUP BY s.name
-HAVING count(*) >= CAST(coalesce(nullif(:min_count, ''), 0) AS INTEGER)
-ORDER BY CASE coalesce(nullif(:sort, ''), 'dur') WHEN 'dur' THEN -sum(max(s.dur, 0)) WHEN 'count' THEN -count(*)
-                                                WHEN 'max' THEN -max(s.dur) END, s.name
+       b.max_dur, m.ts AS max_ts, th.name AS max_thread
+FROM by_name b
+LEFT JOIN slice m ON m.id = b.max_slice_id
+LEFT JOIN track tr ON tr.id = m.track_id
+LEFT JOIN thread th ON th.id = tr.utid
+WHERE b.count >= CAST(coalesce(nullif(:min_count, ''), 0) AS INTEGER)
+ORDER BY CASE coalesce(nullif(:sort, ''), 'dur') WHEN 'dur' THEN -b.total_dur WHEN 'count' THEN -b.count
+                                                WHEN 'max' THEN -b.max_dur END, b.name
 LIMIT coalesce(nullif(:top, ''), 10)"""
 
     def has_data(self, run: ReportRun) -> bool:
@@ -579,6 +649,52 @@ class SlicesHistogramView(View):
     result_field = "slices_histogram"
     flags = frozenset({"pid", "process", "tid", "thread", "track", "time", "name", "min_duration", "buckets"})
     required = ("name",)
+    canned_sql = f"""WITH RECURSIVE {CANNED_RANGE},
+{CANNED_NICE},
+instance AS MATERIALIZED (
+  {canned_instances("max(s.dur, 0) AS dur")}
+),
+bounds AS (
+  SELECT min(dur) AS low, max(dur) AS high, min(CASE WHEN dur > 0 THEN dur END) AS positive,
+         coalesce(CAST(nullif(:buckets, '') AS INTEGER), 20) AS buckets
+  FROM instance
+  HAVING count(*) > 0
+),
+layout AS (
+  -- Log-spaced buckets from the shortest non-zero duration when the durations span more than 100x
+  -- (zero durations get a bucket of their own, numbered -1); else linear ones, the narrowest
+  -- 1, 2, 2.5 or 5 x 10^k wide that cover them in at most that many buckets from a multiple of the width.
+  SELECT b.*, coalesce(b.positive > 0 AND b.high * 1.0 / b.positive > 100, 0) AS log_scale,
+         ln(b.high * 1.0 / b.positive) / b.buckets AS log_step, w.width, b.low / w.width * w.width AS start
+  FROM bounds b, (
+    SELECT min(n.v) AS width FROM nice n, bounds
+    WHERE n.v >= (high - low) * 1.0 / buckets AND (high - low / n.v * n.v) / n.v + 1 <= buckets
+  ) w
+),
+shape AS (
+  SELECT *, CASE WHEN log_scale THEN buckets ELSE (high - start) / width + 1 END AS n FROM layout
+),
+counts AS (
+  SELECT CASE WHEN log_scale AND dur <= 0 THEN -1
+              WHEN log_scale THEN min(n - 1, CAST(ln(dur * 1.0 / positive) / log_step AS INTEGER))
+              ELSE min(n - 1, (dur - start) / width) END AS bucket,
+         count(*) AS count
+  FROM instance, shape
+  GROUP BY bucket
+),
+series(i) AS (SELECT -1 UNION ALL SELECT i + 1 FROM series, shape WHERE i + 1 < n)
+SELECT i AS bucket, CASE WHEN log_scale THEN 'log' ELSE 'linear' END AS scale,
+       CASE WHEN i = -1 THEN 0 WHEN log_scale THEN positive * exp(log_step * i) ELSE start + width * i END AS low,
+       CASE WHEN i = -1 THEN 0
+            WHEN log_scale THEN CASE WHEN i = n - 1 THEN high ELSE positive * exp(log_step * (i + 1)) END
+            WHEN high = low THEN low
+            WHEN i = n - 1 THEN max(start + width * n, high)
+            ELSE start + width * (i + 1) END AS high,
+       coalesce(c.count, 0) AS count
+FROM series, shape
+LEFT JOIN counts c ON c.bucket = series.i
+WHERE i >= 0 OR c.count > 0
+ORDER BY i"""
 
     def compute(self, run: ReportRun, out: pb.SlicesHistogram) -> None:
         sn = resolve_name(run, self)
@@ -675,6 +791,59 @@ class SlicesTimelineView(View):
     result_field = "slices_timeline"
     flags = frozenset({"pid", "process", "tid", "thread", "track", "time", "name", "min_duration", "buckets"})
     required = ("name",)
+    canned_sql = f"""-- Per bucket the instances starting in it and the time they cover inside it; the report also
+-- names the threads with the most of that time.
+WITH RECURSIVE {CANNED_RANGE},
+{CANNED_NICE},
+layout AS (
+  SELECT range_start, range_end, bucket_dur, (max(range_end - range_start, 1) + bucket_dur - 1) / bucket_dur AS n
+  FROM (SELECT range_start, range_end,
+               (SELECT min(v) FROM nice WHERE v >= max(range_end - range_start, 1) * 1.0
+                                                  / coalesce(CAST(nullif(:buckets, '') AS INTEGER), 20)) AS bucket_dur
+        FROM range)
+),
+cells AS (
+  -- The whole trace in buckets of whole cells, of names with many slices: the per-cell aggregates.
+  SELECT bucket_dur / g.cell_dur AS per_bucket
+  FROM layout, report_grid g
+  WHERE :time = '' AND :min_duration = '' AND bucket_dur % g.cell_dur = 0
+    AND NOT EXISTS (SELECT 1 FROM {_CANNED_NAMES} c
+                    WHERE c.name NOT IN (SELECT name FROM report_slice_track_cell))
+),
+instance AS MATERIALIZED (
+  {canned_instances(_CANNED_PIECE_COLUMNS, "layout", unless="cells")}
+),
+piece(bucket, piece_start, instance_end, first) AS (
+  SELECT bucket, piece_start, instance_end, 1 FROM instance, layout
+  WHERE instance_end > range_start + (bucket + 1) * bucket_dur
+  UNION ALL
+  SELECT bucket + 1, range_start + (bucket + 1) * bucket_dur, instance_end, 0 FROM piece, layout
+  WHERE bucket < n - 1 AND range_start + (bucket + 1) * bucket_dur < instance_end
+),
+per_bucket AS (
+  SELECT bucket, sum(first) AS count, sum(max(covered, 0)) AS total_dur
+  FROM (
+    SELECT bucket, 1 AS first, instance_end - piece_start AS covered FROM instance, layout
+    WHERE instance_end <= range_start + (bucket + 1) * bucket_dur
+    UNION ALL
+    SELECT bucket, first, min(instance_end, range_start + (bucket + 1) * bucket_dur) - piece_start
+    FROM piece, layout
+  )
+  GROUP BY bucket
+  UNION ALL
+  SELECT min(n - 1, c.cell / cells.per_bucket) AS bucket, sum(c.count), sum(c.covered)
+  FROM report_slice_track_cell c, cells, layout
+  WHERE c.name IN {_CANNED_NAMES}
+    AND ({_CANNED_NO_OWNER} OR c.track_id IN {_CANNED_OWNER_TRACKS})
+  GROUP BY bucket
+),
+series(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM series, layout WHERE i + 1 < n)
+SELECT i AS bucket, range_start + i * bucket_dur AS start_ts,
+       min(range_start + (i + 1) * bucket_dur, range_end) AS end_ts,
+       coalesce(b.count, 0) AS count, coalesce(b.total_dur, 0) AS total_dur
+FROM series, layout
+LEFT JOIN per_bucket b ON b.bucket = series.i
+ORDER BY i"""
 
     def compute(self, run: ReportRun, out: pb.SlicesTimeline) -> None:
         sn = resolve_name(run, self)
@@ -801,6 +970,41 @@ class SlicesInspectView(View):
     result_field = "slices_inspect"
     flags = frozenset({"pid", "process", "tid", "thread", "track", "time", "ts", "name", "min_duration"})
     required = ("name",)
+    canned_sql = f"""-- The matching instances, longest first, with how many match. ts picks those starting then
+-- (an offset in s or ms covers the microsecond around it), else those running then. The report
+-- also shows a single match's args, ancestors and children.
+WITH {CANNED_RANGE},
+at AS (
+  SELECT (SELECT report_time(:ts)) AS ts,
+         CASE WHEN trim(:ts) GLOB '*[a-z]' AND trim(:ts) NOT GLOB '*[uµn]s' THEN 500 ELSE 0 END AS half
+),
+matched AS MATERIALIZED (
+  {canned_instances("s.id, s.dur, CASE WHEN :ts = '' THEN NULL ELSE s.ts END AS ts", near_ts=True)}
+),
+starting AS (
+  SELECT m.id, m.dur FROM matched m, at WHERE m.ts BETWEEN at.ts - at.half AND at.ts + at.half
+),
+picked AS (
+  SELECT id, dur FROM matched WHERE :ts = ''
+  UNION ALL
+  SELECT id, dur FROM starting
+  UNION ALL
+  SELECT m.id, m.dur FROM matched m, at
+  WHERE :ts != '' AND NOT EXISTS (SELECT 1 FROM starting)
+    AND m.ts <= at.ts + at.half AND (m.dur < 0 OR m.ts + m.dur >= at.ts - at.half)
+),
+longest AS (
+  SELECT id, count(*) OVER () AS matched FROM picked
+  ORDER BY dur DESC, id DESC
+  LIMIT coalesce(nullif(:top, ''), 10)
+)
+SELECT {INSTANCE_COLUMNS}, longest.matched
+FROM longest
+JOIN slice s ON s.id = longest.id
+JOIN track tr ON tr.id = s.track_id
+LEFT JOIN thread th ON th.id = tr.utid
+LEFT JOIN process p ON p.id = coalesce(tr.upid, th.upid)
+ORDER BY s.dur DESC, s.id DESC"""
 
     def compute(self, run: ReportRun, out: pb.SlicesInspect) -> None:
         sn = resolve_name(run, self)

@@ -1,0 +1,432 @@
+"""Call trees shared by the callstack nouns (stack-samples, heap-profile): function tables, top-down and
+bottom-up trees pruned best-first to a node budget, and their flame graphs.
+
+SQL does the heavy part: it aggregates samples (or allocations) per callsite and returns only the distinct
+callsites involved with their ancestors; the trees are then built in Python over those callsites, never
+over samples.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+from dataclasses import dataclass
+from typing import Callable, Iterable, Optional
+
+from .. import report_pb2 as pb
+from ..base import Cell, Flame, FlameBox, Link, ReportRun, Table
+
+# A node's priority is its total% times DECAY per indent level: deep detail never crowds out a big sibling.
+DECAY = 0.8
+UNNAMED = "(unnamed)"
+
+
+@dataclass
+class Callsite:
+    parent: Optional[int]
+    names: tuple[str, ...]   # the frame's functions, outermost first (inlined ones after their caller)
+    value: int = 0           # samples, or bytes allocated, with this callsite as the leaf
+    count: int = 0           # allocations (heap profiles)
+
+
+@dataclass
+class Callsites:
+    """The callsites of the samples in scope (and all their ancestors), parents before children."""
+
+    sites: dict[int, Callsite]
+    order: list[int]
+    matched: frozenset[str]  # function names matching the name glob (empty without one)
+    total_value: int
+    total_count: int
+
+
+def load_callsites(run: ReportRun, what: str, weight_sql: str, params: dict, name_glob: Optional[str]
+                   ) -> Callsites:
+    """Runs `weight_sql` (columns: callsite_id, value, count; one row per callsite) and loads the callsites
+    involved with their ancestors, frame names and inlined symbols."""
+    matches = "coalesce(f.deobfuscated_name, f.name) GLOB :name" if name_glob is not None else "0"
+    if name_glob is not None:
+        params = {**params, "name": name_glob}
+    rows = run.query(f"{what} per callsite, with every callsite above them and its function", f"""WITH RECURSIVE
+weight AS MATERIALIZED (
+{weight_sql}
+),
+chain(id) AS (
+  SELECT callsite_id FROM weight
+  UNION
+  SELECT c.parent_id FROM chain JOIN stack_profile_callsite c ON c.id = chain.id WHERE c.parent_id IS NOT NULL
+)
+SELECT c.id, c.parent_id, c.depth, f.symbol_set_id, coalesce(f.deobfuscated_name, f.name) AS name,
+       {matches} AS matches, w.value, w.count
+FROM chain
+JOIN stack_profile_callsite c ON c.id = chain.id
+JOIN stack_profile_frame f ON f.id = c.frame_id
+LEFT JOIN weight w ON w.callsite_id = c.id
+ORDER BY c.depth, c.id""", params)
+    symbol_sets = sorted({r["symbol_set_id"] for r in rows if r["symbol_set_id"] is not None})
+    symbols: dict[int, list[tuple[str, bool]]] = {}
+    if symbol_sets:
+        sym_params: dict = {"symbol_sets": json.dumps(symbol_sets)}
+        if name_glob is not None:
+            sym_params["name"] = name_glob
+        # Rows of a set run from the innermost (inlined) function outwards, as trace_processor reads them.
+        for r in run.query("symbols of those frames (inlined functions)", f"""SELECT symbol_set_id, name,
+       {"name GLOB :name" if name_glob is not None else "0"} AS matches
+FROM stack_profile_symbol
+WHERE symbol_set_id IN (SELECT value FROM json_each(:symbol_sets)) AND name IS NOT NULL
+ORDER BY symbol_set_id, id DESC""", sym_params):
+            symbols.setdefault(r["symbol_set_id"], []).append((r["name"], bool(r["matches"])))
+    sites: dict[int, Callsite] = {}
+    order: list[int] = []
+    matched: set[str] = set()
+    total_value = total_count = 0
+    for cid, parent, _, symbol_set, name, matches, value, count in map(tuple, rows):
+        named = symbols.get(symbol_set) if symbol_set is not None else None
+        if named is None:
+            names = (name or UNNAMED,)
+            if matches:
+                matched.add(names[0])
+        else:
+            names = tuple(n or UNNAMED for n, _ in named)
+            matched.update(n or UNNAMED for n, m in named if m)
+        site = Callsite(parent, names, value or 0, count or 0)
+        sites[cid] = site
+        order.append(cid)
+        total_value += site.value
+        total_count += site.count
+    return Callsites(sites, order, frozenset(matched), total_value, total_count)
+
+
+class Node:
+    __slots__ = ("name", "depth", "parent", "children", "self_value", "self_count", "total_value", "total_count")
+
+    def __init__(self, name: str, depth: int, parent: Optional["Node"] = None) -> None:
+        self.name = name
+        self.depth = depth
+        self.parent = parent
+        self.children: dict[str, Node] = {}
+        self.self_value = self.self_count = self.total_value = self.total_count = 0
+
+    def shown_children(self) -> list["Node"]:
+        """Children with weight, biggest first (ties by name, so output is stable)."""
+        return sorted((c for c in self.children.values() if c.total_value or c.total_count),
+                      key=lambda c: (-c.total_value, -c.total_count, c.name))
+
+
+def top_down(cs: Callsites, only_matching: bool = False) -> Node:
+    """The callee tree under a virtual root (whose children are the outermost functions). With
+    only_matching, only stacks containing a function matching the name glob count."""
+    root = Node("", -1)
+    node_of: dict[int, Node] = {}
+    hit: dict[int, bool] = {}
+    created: list[Node] = []  # parents before children
+    matched = cs.matched
+    for cid in cs.order:
+        site = cs.sites[cid]
+        node = node_of.get(site.parent, root)
+        for name in site.names:
+            children = node.children
+            below = children.get(name)
+            if below is None:
+                below = children[name] = Node(name, node.depth + 1, node)
+                created.append(below)
+            node = below
+        node_of[cid] = node
+        if only_matching:
+            hit[cid] = hit.get(site.parent, False) or any(n in matched for n in site.names)
+            if not hit[cid]:
+                continue
+        if site.value or site.count:
+            node.self_value += site.value
+            node.self_count += site.count
+    # Totals: each node's self plus its children's, children (created later) first.
+    for node in created:
+        node.total_value, node.total_count = node.self_value, node.self_count
+    for node in reversed(created):
+        parent = node.parent
+        parent.total_value += node.total_value
+        parent.total_count += node.total_count
+    return root
+
+
+class CallerNode:
+    """A bottom-up node, expanded only when the pruning asks for its children: the whole caller tree of a
+    large profile has a node per distinct (stack suffix), far more than any view shows."""
+
+    __slots__ = ("name", "depth", "cs", "entries", "self_value", "self_count", "total_value", "total_count",
+                 "_children")
+
+    def __init__(self, name: str, depth: int, cs: Callsites, entries: list) -> None:
+        self.name = name
+        self.depth = depth
+        self.cs = cs
+        # (callsite id, index of this node's function in its names, value, count, whether the root was the leaf)
+        self.entries = entries
+        self.total_value = sum(e[2] for e in entries)
+        self.total_count = sum(e[3] for e in entries)
+        self.self_value = sum(e[2] for e in entries if e[4])
+        self.self_count = sum(e[3] for e in entries if e[4])
+        self._children: Optional[dict[str, CallerNode]] = None
+
+    @property
+    def children(self) -> dict[str, "CallerNode"]:
+        if self._children is None:
+            sites = self.cs.sites
+            groups: dict[str, list] = {}
+            for cid, pos, value, count, is_self in self.entries:
+                if pos == 0:  # the caller is the parent callsite's innermost function
+                    cid = sites[cid].parent
+                    if cid is None or cid not in sites:
+                        continue
+                    pos = len(sites[cid].names)
+                pos -= 1
+                groups.setdefault(sites[cid].names[pos], []).append((cid, pos, value, count, is_self))
+            self._children = {name: CallerNode(name, self.depth + 1, self.cs, group)
+                              for name, group in groups.items()}
+        return self._children
+
+    shown_children = Node.shown_children
+
+
+def bottom_up(cs: Callsites, roots_matching: bool = False) -> Node:
+    """The caller tree: roots are the functions at the top of the stack (with roots_matching: the
+    innermost function of each stack that matches the name glob), children their callers. Each stack
+    counts once, at one root, so a recursive function is never counted twice."""
+    sites, matched = cs.sites, cs.matched
+    nearest: dict[int, Optional[tuple[int, int]]] = {}  # callsite -> innermost matching (callsite, index)
+    groups: dict[str, list] = {}
+    for cid in cs.order:
+        site = sites[cid]
+        last = len(site.names) - 1
+        if roots_matching:
+            own = next((i for i in range(last, -1, -1) if site.names[i] in matched), None)
+            nearest[cid] = (cid, own) if own is not None else nearest.get(site.parent)
+        if not (site.value or site.count):
+            continue
+        start = nearest[cid] if roots_matching else (cid, last)
+        if start is None:
+            continue
+        at, pos = start
+        groups.setdefault(sites[at].names[pos], []).append(
+            (at, pos, site.value, site.count, at == cid and pos == last))
+    root = Node("", -1)
+    root.children = {name: CallerNode(name, 0, cs, group) for name, group in groups.items()}  # type: ignore
+    return root
+
+
+@dataclass
+class FunctionTotals:
+    self_value: int = 0
+    self_count: int = 0
+    total_value: int = 0
+    total_count: int = 0
+    self_unreleased: int = 0
+    total_unreleased: int = 0
+
+
+def function_totals(tree: Node) -> dict[str, FunctionTotals]:
+    """Per function name: self from the nodes named so, total from the outermost such node on each path
+    (so a recursive function counts each sample once)."""
+    out: dict[str, FunctionTotals] = {}
+    active: dict[str, int] = {}
+    stack: list[tuple[Node, bool]] = [(c, False) for c in tree.children.values()]
+    while stack:
+        node, leaving = stack.pop()
+        if leaving:
+            active[node.name] -= 1
+            continue
+        f = out.get(node.name)
+        if f is None:
+            f = out[node.name] = FunctionTotals()
+        f.self_value += node.self_value
+        f.self_count += node.self_count
+        if not active.get(node.name):
+            f.total_value += node.total_value
+            f.total_count += node.total_count
+        active[node.name] = active.get(node.name, 0) + 1
+        stack.append((node, True))
+        stack.extend((c, False) for c in node.children.values())
+    return out
+
+
+# -- pruning -------------------------------------------------------------------------------------------
+
+def byte_size(n: int) -> str:
+    """1.5 MiB, 320 KiB, 48 B."""
+    sign = "-" if n < 0 else ""
+    n = abs(n)
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            value = n / scale
+            text = f"{value:.1f}" if value < 100 else f"{value:.0f}"
+            return f"{sign}{text.removesuffix('.0')} {unit}"
+    return f"{sign}{n} B"
+
+
+def percent(part: int, whole: int) -> float:
+    return 100.0 * part / whole if whole else 0.0
+
+
+def fill_tree(out: pb.CallTree, root: Node, max_lines: int, unit: str, total_value: int,
+              count_nodes: bool = True) -> None:
+    """The tree pruned to max_lines nodes, best-first by total% with a depth decay, in display order.
+    count_nodes: count the whole tree (top-down, built in full); bottom-up trees are built lazily."""
+    out.unit = unit
+    out.total_value = total_value
+    indent_of: dict[int, int] = {}
+    if count_nodes:
+        out.total_nodes = _count(root)
+
+    def weight(node: Node) -> float:
+        return percent(node.total_value, total_value) if total_value else float(node.total_count)
+
+    # Selection: a node becomes a candidate once its parent is shown; the best candidate goes in next.
+    shown: set[int] = set()
+    candidates: list[tuple[float, int, Node, int]] = []
+    seq = 0
+    roots = root.shown_children()
+    for node in roots:
+        heapq.heappush(candidates, (-weight(node), seq, node, 0))
+        seq += 1
+    while candidates and len(shown) < max_lines:
+        _, _, node, indent = heapq.heappop(candidates)
+        shown.add(id(node))
+        indent_of[id(node)] = indent
+        children = node.shown_children()
+        # A single child continues its parent's line of calls: same indent.
+        child_indent = indent if len(children) == 1 else indent + 1
+        for child in children:
+            heapq.heappush(candidates, (-weight(child) * DECAY ** child_indent, seq, child, child_indent))
+            seq += 1
+
+    # Display: pre-order over the shown nodes, biggest sibling first.
+    walk: list[tuple[Node, int]] = [(n, -1) for n in reversed(roots) if id(n) in shown]
+    while walk:
+        node, parent = walk.pop()
+        index = len(out.nodes)
+        children = node.shown_children()
+        hidden = [c for c in children if id(c) not in shown]
+        out.nodes.add(name=node.name, depth=node.depth, indent=indent_of[id(node)], parent=parent,
+                      self_value=node.self_value, total_value=node.total_value,
+                      self_percent=percent(node.self_value, total_value),
+                      total_percent=percent(node.total_value, total_value),
+                      self_count=node.self_count, total_count=node.total_count,
+                      hidden_children=len(hidden),
+                      hidden_percent=percent(sum(c.total_value for c in hidden), total_value),
+                      hidden_max_percent=max((percent(c.total_value, total_value) for c in hidden), default=0.0))
+        walk.extend((c, index) for c in reversed(children) if id(c) in shown)
+    hidden_roots = [n for n in roots if id(n) not in shown]
+    out.hidden_roots = len(hidden_roots)
+    out.hidden_roots_percent = percent(sum(n.total_value for n in hidden_roots), total_value)
+    out.hidden_roots_max_percent = max((percent(n.total_value, total_value) for n in hidden_roots), default=0.0)
+
+
+def tree_footnote(run: ReportRun, out: pb.CallTree) -> None:
+    """The footnote for nodes max_lines hid, linking to the same tree with a bigger budget."""
+    if not (out.hidden_roots or any(n.hidden_children for n in out.nodes)):
+        return
+    max_lines = run.scope.max_lines
+    bigger = min(max(max_lines * 5, 500), 10_000)
+    hidden = f"{out.total_nodes - len(out.nodes)} more" if out.total_nodes else "More"
+    run.footnote(f"{hidden} call tree nodes below max_lines {max_lines}; rerun with max_lines={bigger}",
+                 run.link(run.noun, run.view, max_lines=str(bigger)))
+
+
+def _count(root: Node) -> int:
+    """Nodes with weight in the whole tree (their ancestors have weight too)."""
+    n, stack = 0, [root]
+    while stack:
+        node = stack.pop()
+        for child in node.children.values():
+            if child.total_value or child.total_count:
+                n += 1
+                stack.append(child)
+    return n
+
+
+def hidden_text(count: int, combined: float, largest: float, what: str = "children") -> str:
+    return f"… ({count} more {what}: combined {combined:.1f}%, max {largest:.1f}%)"
+
+
+def tree_table(msg: pb.CallTree, title: str, headers: tuple[str, ...],
+               cells: Callable[[pb.CallTree.Node], list[Cell]], link: Callable[[str], Optional[Link]],
+               empty: str) -> Table:
+    """The tree as a table: value columns, then the function indented by its display indent."""
+    rows: list[list[Cell]] = []
+    blanks = [Cell("") for _ in headers[:-1]]
+    kids: dict[int, list[int]] = {}
+    for i, node in enumerate(msg.nodes):
+        kids.setdefault(node.parent, []).append(i)
+    # Pre-order again, closing each subtree with the summary of the children it hides.
+    walk: list[tuple[int, bool]] = [(i, False) for i in reversed(kids.get(-1, []))]
+    while walk:
+        i, closing = walk.pop()
+        node = msg.nodes[i]
+        if closing:
+            text = hidden_text(node.hidden_children, node.hidden_percent, node.hidden_max_percent)
+            rows.append(blanks + [Cell("  " * (node.indent + 1) + text, css="report-tree")])
+            continue
+        # A single-child chain keeps its indent; the arrow says "called by the line above", not a sibling.
+        chained = node.parent >= 0 and msg.nodes[node.parent].indent == node.indent
+        label = "  " * node.indent + ("↳ " if chained else "") + (node.name or UNNAMED)
+        rows.append(cells(node) + [Cell(label, link(node.name), css="report-tree")])
+        if node.hidden_children:
+            walk.append((i, True))
+        walk.extend((k, False) for k in reversed(kids.get(i, [])))
+    if msg.hidden_roots:
+        rows.append(blanks + [Cell(hidden_text(msg.hidden_roots, msg.hidden_roots_percent,
+                                               msg.hidden_roots_max_percent, "roots"), css="report-tree")])
+    return Table(title, headers, rows, align="r" * (len(headers) - 1) + "l", empty=empty)
+
+
+def tree_flame(msg: pb.CallTree, title: str, describe: Callable[[pb.CallTree.Node], str],
+               link: Callable[[str], Optional[Link]]) -> Flame:
+    """An icicle of the shown tree: each node as wide as its total, children under their parent, biggest
+    first; the children max_lines hid are one grey box after the shown ones."""
+    boxes: list[FlameBox] = []
+    total = msg.total_value
+    if total <= 0:
+        return Flame(title, boxes)
+    next_x: dict[int, float] = {}   # node index -> where its next child starts
+    root_x = 0.0
+    for i, node in enumerate(msg.nodes):
+        width = node.total_value / total
+        if node.parent < 0:
+            x, root_x = root_x, root_x + width
+        else:
+            x = next_x[node.parent]
+            next_x[node.parent] = x + width
+        next_x[i] = x
+        boxes.append(FlameBox(x, width, node.depth, node.name or UNNAMED, describe(node), link(node.name)))
+    for i, node in enumerate(msg.nodes):
+        if node.hidden_children:
+            rest = node.hidden_percent / 100.0
+            boxes.append(FlameBox(next_x[i], rest, node.depth + 1, f"… {node.hidden_children} more",
+                                  hidden_text(node.hidden_children, node.hidden_percent, node.hidden_max_percent),
+                                  pruned=True))
+    if msg.hidden_roots:
+        boxes.append(FlameBox(root_x, msg.hidden_roots_percent / 100.0, 0, f"… {msg.hidden_roots} more",
+                              hidden_text(msg.hidden_roots, msg.hidden_roots_percent, msg.hidden_roots_max_percent,
+                                          "roots"), pruned=True))
+    return Flame(title, boxes)
+
+
+def sorted_functions(totals: dict[str, FunctionTotals], matched: Optional[Iterable[str]], sort: str,
+                     min_count: Optional[int], count_of: Callable[[FunctionTotals], int]
+                     ) -> list[tuple[str, FunctionTotals]]:
+    keep = set(matched) if matched is not None else None
+    rows = [(name, t) for name, t in totals.items()
+            if (keep is None or name in keep) and (t.total_value or t.total_count)
+            and (min_count is None or count_of(t) >= min_count)]
+    keys = {
+        "self": lambda r: (-r[1].self_value, -r[1].total_value, r[0]),
+        "total": lambda r: (-r[1].total_value, -r[1].self_value, r[0]),
+        "count": lambda r: (-r[1].self_count, -r[1].total_count, r[0]),
+        "name": lambda r: (r[0],),
+    }
+    rows.sort(key=keys[sort])
+    return rows
+
+
+__all__ = ["load_callsites", "top_down", "bottom_up", "function_totals", "fill_tree", "tree_table",
+           "tree_flame", "tree_footnote", "sorted_functions", "percent", "byte_size", "UNNAMED"]

@@ -1,0 +1,44 @@
+"""Dimensions from a real ingest, seen on the tracks page and a details page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from datasette.app import Datasette
+
+from datasette_perfetto.ingest import ingest
+
+TRACES = Path(__file__).parent.parent.parent / "shared" / "traces" / "pytorch_ddp"
+
+
+@pytest.fixture(scope="module")
+def ddp_db(tmp_path_factory):
+    path = tmp_path_factory.mktemp("ddp") / "ddp.db"
+    ingest([str(TRACES / "rank0.json.gz"), str(TRACES / "rank1.json.gz")], str(path))
+    return path
+
+
+@pytest.mark.asyncio
+async def test_rank_subtitles_on_the_tracks_page(ddp_db):
+    ds = Datasette([str(ddp_db)])
+    page = (await ds.client.get("/ddp/-/tracks?_size=1000")).text
+    assert "rank 0" in page and "rank 1" in page
+
+
+@pytest.mark.asyncio
+async def test_track_details_show_the_inherited_rank(ddp_db):
+    import sqlite3
+
+    conn = sqlite3.connect(ddp_db)
+    track_id, trace_id = conn.execute(
+        "SELECT d.track_id, t.trace_id FROM track_dimension d JOIN track t ON t.id = d.track_id "
+        "WHERE d.name = 'rank' AND d.int_value = 1 ORDER BY d.track_id LIMIT 1").fetchone()
+    conn.close()
+    assert trace_id == 1  # rank 1 is the second input
+    ds = Datasette([str(ddp_db)])
+    data = (await ds.client.get(f"/ddp/-/track/{track_id}.json")).json()
+    text = str(data)
+    assert "rank" in text and "rank 1" in text
+    page = (await ds.client.get(f"/ddp/-/track/{track_id}")).text
+    assert "rank 1" in page and "machine" in page

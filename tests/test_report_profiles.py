@@ -350,3 +350,17 @@ def test_trees_on_100k_samples_account_for_every_sample(tmp_path, demo_db):
     assert roots and sum(n.total_value for n in roots) <= 100_000
     # Shown and hidden roots together cover all samples.
     assert abs(sum(n.total_percent for n in roots) + top_down.hidden_roots_percent - 100.0) < 0.01
+
+
+def test_collapsed_stack_files_are_stack_samples(tmp_path):
+    """A collapsed-stack file (no timestamps, weights per line) reads as stack samples by weight."""
+    from datasette_perfetto.ingest import ingest
+
+    folded = tmp_path / "app.folded"
+    folded.write_text("main;run;work 30\nmain;run;idle 10\nmain;gc 5\n")
+    ingest([str(folded)], str(tmp_path / "c.db"))
+    functions, _ = result(tmp_path / "c.db", "stack-samples", "functions")
+    got = {r.name: (r.self_count, r.total_count) for r in functions.rows}
+    assert got == {"work": (30, 30), "idle": (10, 10), "gc": (5, 5), "main": (0, 45), "run": (0, 40)}
+    tree, _ = result(tmp_path / "c.db", "stack-samples", "top-down")
+    assert tree.total_value == 45

@@ -55,7 +55,21 @@ def load_samples(run: ReportRun) -> Callsites:
 {source}
 {w.sql()}
 GROUP BY s.callsite_id"""
+    if has_aggregate_samples(run) and not w.terms:
+        # Profiles without timestamps or threads (collapsed-stack files) count by their weights,
+        # unless a process/thread/time flag asks for samples they cannot be placed in.
+        weight_sql = f"""SELECT callsite_id, sum(value) AS value, 0 AS count FROM (
+  SELECT s.callsite_id, 1 AS value FROM stack_sample s
+  UNION ALL
+  SELECT a.callsite_id, CAST(a.value AS INTEGER) FROM aggregate_sample a
+)
+GROUP BY callsite_id"""
     return load_callsites(run, "samples", weight_sql, w.params, run.scope.name)
+
+
+def has_aggregate_samples(run: ReportRun) -> bool:
+    return table_exists(run, "aggregate_sample") and bool(
+        run.value("any weighted (collapsed-stack) sample", "SELECT EXISTS(SELECT 1 FROM aggregate_sample)"))
 
 
 class StackSamplesBase(View):
@@ -63,7 +77,7 @@ class StackSamplesBase(View):
 
     def has_data(self, run: ReportRun) -> bool:
         return table_exists(run, "profiler_sample", "stack_profile_callsite") and bool(
-            run.value("any stack sample", "SELECT EXISTS(SELECT 1 FROM stack_sample)"))
+            run.value("any stack sample", "SELECT EXISTS(SELECT 1 FROM stack_sample)")) or has_aggregate_samples(run)
 
     def absent(self, run: ReportRun, out) -> bool:
         """Marks `out` not present when the trace has no stack samples at all."""

@@ -250,7 +250,9 @@ class ProtoImporter:
             events = order_ties_by_queue(events)
         for i, (ts, event) in enumerate(events):
             kind = event[0]
-            if kind == EV_FTRACE:
+            if kind <= EV_THREAD_DESCRIPTOR:  # track events and descriptors: nearly every event
+                parse_track_event(ts, event)
+            elif kind == EV_FTRACE:
                 parse_ftrace(ts, event)
             elif kind == EV_COMPACT_SCHED:
                 self.ftrace.parse_compact_sched(ts, event)
@@ -262,8 +264,6 @@ class ProtoImporter:
                 machines[event[1]].parse_event(ts, event[2])
             elif kind == EV_PROFILE:
                 self.profile_parser.parse(ts, event)
-            else:
-                parse_track_event(ts, event)
             if i & 0x3FFF == 0:
                 progress(0.5 + 0.5 * i / total)
         progress(1.0)

@@ -24,7 +24,6 @@ from ..trackers.process_tracker import (
     NAME_PRIORITY_THREAD_TYPE,
     NAME_PRIORITY_TRACK_DESCRIPTOR,
 )
-from ..trackers.slice_tracker import PENDING
 
 # TrackEvent field descriptors by name: TE.type, TE.track_uuid, ...
 TE = SimpleNamespace(**pb.TrackEvent.DESCRIPTOR.fields_by_name)

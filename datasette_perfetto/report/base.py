@@ -12,7 +12,7 @@ from __future__ import annotations
 import shlex
 import sqlite3
 import zlib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional, Sequence
 from urllib.parse import urlencode
 

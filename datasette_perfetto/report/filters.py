@@ -32,20 +32,28 @@ LEFT JOIN thread th ON th.id = tr.utid
 LEFT JOIN process p ON p.id = coalesce(tr.upid, th.upid)"""
 
 
-def track_terms(run: ReportRun) -> Where:
-    """Terms on a track and its thread/process (aliases tr, th, p as in SLICE_FROM)."""
+def owner_terms(run: ReportRun, threads: bool = True) -> Where:
+    """The pid/process (and, with `threads`, tid/thread) flags as terms on process alias p and
+    thread alias th: the one place every view turns owner flags into SQL."""
     s = run.scope
     w = Where()
     if s.pid is not None:
         w.add("p.pid = :pid", pid=s.pid)
     if s.process is not None:
         w.add("p.name GLOB :process", process=s.process)
-    if s.tid is not None:
-        w.add("th.tid = :tid", tid=s.tid)
-    if s.thread is not None:
-        w.add("th.name GLOB :thread", thread=s.thread)
-    if s.track is not None:
-        w.add("tr.name GLOB :track", track=s.track)
+    if threads:
+        if s.tid is not None:
+            w.add("th.tid = :tid", tid=s.tid)
+        if s.thread is not None:
+            w.add("th.name GLOB :thread", thread=s.thread)
+    return w
+
+
+def track_terms(run: ReportRun) -> Where:
+    """Terms on a track and its thread/process (aliases tr, th, p as in SLICE_FROM)."""
+    w = owner_terms(run)
+    if run.scope.track is not None:
+        w.add("tr.name GLOB :track", track=run.scope.track)
     return w
 
 

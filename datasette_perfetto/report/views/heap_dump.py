@@ -8,7 +8,7 @@ import json
 from .. import format as fmt
 from .. import report_pb2 as pb
 from ..base import Cell, ReportRun, Table, View
-from ..filters import Where
+from ..filters import owner_terms
 from .calltree import byte_size, percent
 from .stack_samples import NOT_PRESENT, _escape_glob, table_exists
 
@@ -64,11 +64,7 @@ LIMIT coalesce(nullif(:top, ''), 10)"""
             out.not_present = True
             return
         s = run.scope
-        w = Where()
-        if s.pid is not None:
-            w.add("p.pid = :pid", pid=s.pid)
-        if s.process is not None:
-            w.add("p.name GLOB :process", process=s.process)
+        w = owner_terms(run, threads=False)
         if s.time is not None:
             start, end = run.time_range()
             w.add("o.graph_sample_ts >= :range_start AND o.graph_sample_ts < :range_end",

@@ -9,7 +9,7 @@ from typing import Optional
 from .. import format as fmt
 from .. import report_pb2 as pb
 from ..base import Cell, Flame, Link, ReportRun, Table, View
-from ..filters import Where
+from ..filters import Where, owner_terms
 from .calltree import (UNNAMED, Callsites, bottom_up, fill_tree, function_totals, load_callsites, percent,
                        sorted_functions, top_down, tree_flame, tree_footnote, tree_table, byte_size)
 from .stack_samples import NOT_PRESENT, _escape_glob, table_exists
@@ -19,11 +19,7 @@ SCOPE_FLAGS = frozenset({"pid", "process", "time", "name"})
 
 def allocation_where(run: ReportRun) -> tuple[str, Where]:
     s = run.scope
-    w = Where()
-    if s.pid is not None:
-        w.add("p.pid = :pid", pid=s.pid)
-    if s.process is not None:
-        w.add("p.name GLOB :process", process=s.process)
+    w = owner_terms(run, threads=False)
     if s.time is not None:
         start, end = run.time_range()
         w.add("a.ts >= :range_start AND a.ts < :range_end", range_start=start, range_end=end)

@@ -29,7 +29,6 @@ class OverviewView(View):
                 yield noun, found, field
 
     def compute(self, run: ReportRun, out: pb.Overview) -> None:
-        from . import NOUNS
         from .absent import NOT_YET
 
         shown = set()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import Optional
 
 from .. import format as fmt
 from .. import report_pb2 as pb

@@ -12,7 +12,7 @@ from typing import Optional
 from .. import format as fmt
 from .. import report_pb2 as pb
 from ..base import Bar, Cell, Chart, Link, ReportRun, Table, View
-from ..filters import Where
+from ..filters import Where, owner_terms
 from ..scope import ReportError
 from .slices import CANNED_NICE, CANNED_RANGE, bucket_range, cells_per_bucket, view_link
 
@@ -58,16 +58,7 @@ def in_range(run: ReportRun, alias: str) -> str:
 
 def thread_filter(run: ReportRun) -> Optional[Where]:
     """The threads the pid/process/tid/thread flags select, as a subquery of utids (None: every thread)."""
-    s = run.scope
-    w = Where()
-    if s.pid is not None:
-        w.add("p.pid = :pid", pid=s.pid)
-    if s.process is not None:
-        w.add("p.name GLOB :process", process=s.process)
-    if s.tid is not None:
-        w.add("th.tid = :tid", tid=s.tid)
-    if s.thread is not None:
-        w.add("th.name GLOB :thread", thread=s.thread)
+    w = owner_terms(run)
     if not w.terms:
         return None
     w.terms = [f"""(

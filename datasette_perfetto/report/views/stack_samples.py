@@ -9,7 +9,7 @@ from typing import Optional
 from .. import format as fmt
 from .. import report_pb2 as pb
 from ..base import Cell, Flame, Link, ReportRun, Table, View
-from ..filters import Where
+from ..filters import Where, owner_terms
 from .calltree import (UNNAMED, Callsites, bottom_up, fill_tree, function_totals, load_callsites, percent,
                        sorted_functions, top_down, tree_flame, tree_footnote, tree_table)
 
@@ -34,15 +34,7 @@ def table_exists(run: ReportRun, *names: str) -> bool:
 def sample_where(run: ReportRun) -> tuple[str, Where]:
     """FROM and WHERE of the samples in scope (the thread/process joins only when a flag needs them)."""
     s = run.scope
-    w = Where()
-    if s.pid is not None:
-        w.add("p.pid = :pid", pid=s.pid)
-    if s.process is not None:
-        w.add("p.name GLOB :process", process=s.process)
-    if s.tid is not None:
-        w.add("th.tid = :tid", tid=s.tid)
-    if s.thread is not None:
-        w.add("th.name GLOB :thread", thread=s.thread)
+    w = owner_terms(run)
     if s.time is not None:
         start, end = run.time_range()
         w.add("s.ts >= :range_start AND s.ts < :range_end", range_start=start, range_end=end)

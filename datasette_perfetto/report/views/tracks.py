@@ -13,7 +13,7 @@ from typing import Optional
 from .. import format as fmt
 from .. import report_pb2 as pb
 from ..base import Cell, Link, ReportRun, Table, View
-from ..filters import Where
+from ..filters import Where, owner_terms
 
 # track → its thread → the process of the track or of its thread (as slices' SLICE_FROM). Joined on
 # id (= utid, upid): the row id, where utid and upid are computed columns no index can serve.
@@ -38,15 +38,7 @@ def owner_where(run: ReportRun) -> Where:
     tracks; cpu selects tracks with that CPU dimension; track is a glob on the track name.
     """
     s = run.scope
-    w = Where()
-    if s.pid is not None:
-        w.add("p.pid = :pid", pid=s.pid)
-    if s.process is not None:
-        w.add("p.name GLOB :process", process=s.process)
-    if s.tid is not None:
-        w.add("th.tid = :tid", tid=s.tid)
-    if s.thread is not None:
-        w.add("th.name GLOB :thread", thread=s.thread)
+    w = owner_terms(run)
     if s.cpu is not None:
         w.add(f"{CPU_SQL} = :cpu", cpu=s.cpu)
     if s.track is not None:

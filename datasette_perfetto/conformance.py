@@ -104,6 +104,27 @@ def trace_path(case_dir: str) -> Optional[str]:
     return None
 
 
+# PerfettoSQL macros the diff tests use, as SQLite expressions (name -> template for the argument text).
+MACROS = {"cast_int": "CAST({} AS INT)"}
+
+
+def expand_macros(query: str) -> str:
+    """Expands `name!(arg)` PerfettoSQL macro calls (balanced parentheses) that MACROS knows."""
+    for name, template in MACROS.items():
+        token = f"{name}!("
+        while token in query:
+            start = query.index(token)
+            depth, i = 1, start + len(token)
+            while i < len(query) and depth:
+                depth += {"(": 1, ")": -1}.get(query[i], 0)
+                i += 1
+            if depth:
+                break  # unbalanced: leave it for SQLite to report
+            arg = query[start + len(token):i - 1]
+            query = query[:start] + template.format(arg) + query[i:]
+    return query
+
+
 def run_case(case_dir: str, workdir: str) -> CaseResult:
     case_id = os.path.basename(case_dir.rstrip("/"))
     trace = trace_path(case_dir)
@@ -117,7 +138,7 @@ def run_case(case_dir: str, workdir: str) -> CaseResult:
     except Exception as e:  # noqa: BLE001 - a crash is a failing case, reported, not fatal to the run
         return CaseResult(case_id, False, f"ingest crashed: {type(e).__name__}: {e}")
     with open(os.path.join(case_dir, "query.sql"), encoding="utf-8") as f:
-        query = f.read()
+        query = expand_macros(f.read())
     with open(os.path.join(case_dir, "expected.csv"), encoding="utf-8") as f:
         header, expected = parse_expected(f.read())
     conn = sqlite3.connect(db_path)

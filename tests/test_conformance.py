@@ -81,3 +81,11 @@ def test_analyzer_cases_match_apart_from_analyzer_args(case_id, tmp_path):
     assert len(rows) == len(expected)
     for got, want in zip(rows, expected):
         assert all(values_equal(a, e) for a, e in zip(got, want)), (got, want)
+
+
+def test_macros_expand_with_nested_parentheses():
+    from datasette_perfetto.conformance import expand_macros
+
+    assert expand_macros("SELECT cast_int!(sum(max(a, 1))) AS x, cast_int!(b)") == \
+        "SELECT CAST(sum(max(a, 1)) AS INT) AS x, CAST(b AS INT)"
+    assert expand_macros("SELECT cast_int!(a") == "SELECT cast_int!(a"  # unbalanced: left for SQLite to report

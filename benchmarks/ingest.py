@@ -26,7 +26,10 @@ from datasette_perfetto.importers.proto_reader import ProtoReader
 from datasette_perfetto.stats import Stats
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_TRACE = os.path.join(HERE, "..", "..", "shared", "traces", "chrome_startup.pftrace")
+sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+from shared_data import TRACES  # noqa: E402  (the shared traces, wherever this checkout is)
+
+DEFAULT_TRACE = str(TRACES / "chrome_startup.pftrace")
 
 def measure_one(trace: str) -> None:
     """In a fresh interpreter: ingest once and print wall time and peak RSS."""

@@ -24,7 +24,10 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_TRACE = os.path.join(HERE, "..", "..", "shared", "traces", "chrome_startup.json.gz")
+sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+from shared_data import TRACES  # noqa: E402  (the shared traces, wherever this checkout is)
+
+DEFAULT_TRACE = str(TRACES / "chrome_startup.json.gz")
 TINY_TRACE = b'[{"ph": "X", "name": "a", "ts": 1, "dur": 1, "pid": 1, "tid": 1}]'
 
 

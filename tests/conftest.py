@@ -28,6 +28,7 @@ if not pm.is_registered(datasette_perfetto):
         pass
 
 from datasette.cli import cli as datasette_cli  # noqa: E402  (after registration, on purpose)
+from shared_data import TRACES
 
 if "perfetto" not in datasette_cli.commands:
     datasette_perfetto.cli.register(datasette_cli)
@@ -100,7 +101,7 @@ def sched_db(tmp_path_factory) -> TraceDB:
     return TraceDB(path)
 
 
-V8_PROFILE = Path("/work/shared/traces/chrome_v8_cpu_profile.json.gz")
+V8_PROFILE = TRACES / "chrome_v8_cpu_profile.json.gz"
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
@@ -13,8 +12,9 @@ from datasette_perfetto.ingest import ingest
 from datasette_perfetto.stats import Stats
 
 from conftest import TraceDB
+from shared_data import TRACES
 
-TRACE = Path(__file__).parent.parent.parent / "shared" / "traces" / "chrome_startup.pftrace"
+TRACE = TRACES / "chrome_startup.pftrace"
 
 
 @pytest.fixture(scope="module")

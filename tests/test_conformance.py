@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 
 from datasette_perfetto.conformance import load_passing_list, parse_expected, run_case, values_equal
+from shared_data import CASES
 
 HERE = Path(__file__).parent
-CASES = HERE.parent.parent / "shared" / "conformance" / "cases"
+
 PASSING = load_passing_list(str(HERE / "conformance_passing.txt"))
 
 

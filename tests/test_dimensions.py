@@ -13,9 +13,10 @@ from datasette_perfetto.ingest import ingest
 from datasette_perfetto.trace_builder import TraceBuilder
 
 from conftest import TraceDB
+from shared_data import CASES, TRACES
 
 ROOT = Path(__file__).resolve().parent.parent
-TRACES = ROOT.parent / "shared" / "traces"
+
 
 # The two queries of the RFC, verbatim.
 RFC_QUERY_SLICES_OF_RANK_3 = """-- Any slices on tracks whose effective rank is integer 3.
@@ -414,7 +415,7 @@ def test_pytorch_ranks_are_a_custom_dimension(tmp_path):
 def test_gpu_memory_tracks_global_and_per_process(ingest_data):
     """gpu_mem_total (ftrace event and packet): the GPU's total (pid 0) and each process's use,
     on gpu_memory / process_gpu_memory tracks (trace_processor's GraphicsParser.test_gpu_mem_total)."""
-    case = ROOT.parent / "shared" / "conformance" / "cases" / "parser.graphics.GraphicsParser.test_gpu_mem_total"
+    case = CASES / "parser.graphics.GraphicsParser.test_gpu_mem_total"
     _, db = ingest_data((case / "trace.pb").read_bytes())
     got = db.rows("SELECT ct.name, ct.unit, (SELECT int_value FROM args WHERE arg_set_id = ct.dimension_arg_set_id "
                   "AND key = 'gpu') AS gpu_id, c.ts, p.pid, "

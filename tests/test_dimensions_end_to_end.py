@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 from datasette.app import Datasette
 
 from datasette_perfetto.ingest import ingest
+from shared_data import TRACES
 
-TRACES = Path(__file__).parent.parent.parent / "shared" / "traces" / "pytorch_ddp"
+PYTORCH = TRACES / "pytorch_ddp"
 
 
 @pytest.fixture(scope="module")
 def ddp_db(tmp_path_factory):
     path = tmp_path_factory.mktemp("ddp") / "ddp.db"
-    ingest([str(TRACES / "rank0.json.gz"), str(TRACES / "rank1.json.gz")], str(path))
+    ingest([str(PYTORCH / "rank0.json.gz"), str(PYTORCH / "rank1.json.gz")], str(path))
     return path
 
 

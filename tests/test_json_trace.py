@@ -21,8 +21,8 @@ from datasette_perfetto.importers.json_reader import JsonTraceReader
 from datasette_perfetto.importers.sorter import Sorter
 from datasette_perfetto.ingest import IngestError, ingest
 from datasette_perfetto.stats import REGISTRY, Stats
+from shared_data import TRACES
 
-TRACES = Path(__file__).parent.parent.parent / "shared" / "traces"
 CHROME_STARTUP = TRACES / "chrome_startup.json.gz"
 V8_PROFILE = TRACES / "chrome_v8_cpu_profile.json.gz"
 PYTORCH = [TRACES / "pytorch_ddp" / "rank0.json.gz", TRACES / "pytorch_ddp" / "rank1.json.gz"]

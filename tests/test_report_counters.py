@@ -11,8 +11,8 @@ from datasette.app import Datasette
 
 from datasette_perfetto.ingest import ingest, ingest_bytes
 from datasette_perfetto.trace_builder import TraceBuilder, process_uuid
+from shared_data import CASES
 
-CASES = Path(__file__).parent.parent.parent / "shared" / "conformance" / "cases"
 CPUFREQ_CASE = CASES / "tables.TablesCounters.test_counters_where_cpu_counters_where_cpu"
 RSS_CASE = CASES / "parser.parsing.ParsingRssStats.test_rss_stat_legacy"
 

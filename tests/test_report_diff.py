@@ -31,8 +31,9 @@ from datasette_perfetto.report.scope import ReportError
 
 from diff_traces import build_diff_trace
 from test_report_golden import case_id, check_golden, check_json
+from shared_data import TRACES
 
-PYTORCH = Path(__file__).resolve().parent.parent.parent / "shared" / "traces" / "pytorch_ddp"
+PYTORCH = TRACES / "pytorch_ddp"
 
 DEMO_CASES = [
     ("", "", {}),

@@ -11,8 +11,8 @@ from datasette.app import Datasette
 
 from datasette_perfetto.ingest import ingest
 from datasette_perfetto.report import format as fmt
+from shared_data import CASES
 
-CASES = Path(__file__).parent.parent.parent / "shared" / "conformance" / "cases"
 SCHED_CASE = CASES / "tables.TablesSched.test_synth_1_filter_sched"
 CPUFREQ_CASE = CASES / "tables.TablesCounters.test_counters_where_cpu_counters_where_cpu"
 

@@ -24,6 +24,7 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from datasette_perfetto.importers.proto_reader import ProtoReader
 from datasette_perfetto.stats import Stats
+from datasette_perfetto.trace_builder import trace_record
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
@@ -90,19 +91,9 @@ def scaled_copy(trace: str, times: int, out_path: str) -> None:
                                 if c.clock_id < 64:
                                     c.timestamp += k * span
                             data = p.SerializeToString()
-                    out.write(b"\x0a" + _varint(len(data)) + data)
+                    out.write(trace_record(data))
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
 
 
 def main() -> None:

@@ -26,23 +26,15 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
+from datasette_perfetto.trace_builder import trace_record  # noqa: E402  (after the path is set)
 
 PROCESSES = 20
 THREADS_PER_PROCESS = 10
 CPUS = 8
+THREAD_UUID = 1 << 32  # thread track uuids, apart from process uuids (= pid; a main thread's tid is its pid)
 COUNTER_TRACKS = 50
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
 
 
 def write_trace(path: str, slices: int, sched: int, counters: int) -> None:
@@ -53,7 +45,7 @@ def write_trace(path: str, slices: int, sched: int, counters: int) -> None:
     with open(path, "wb") as f:
         def emit(packet: pb.TracePacket) -> None:
             data = packet.SerializeToString()
-            f.write(b"\x0a" + _varint(len(data)) + data)
+            f.write(trace_record(data))
 
         seq = 1
         emit(pb.TracePacket(trusted_packet_sequence_id=seq, sequence_flags=1, incremental_state_cleared=True,
@@ -67,7 +59,7 @@ def write_trace(path: str, slices: int, sched: int, counters: int) -> None:
             for t in range(THREADS_PER_PROCESS):
                 tid = pid + t
                 emit(pb.TracePacket(trusted_packet_sequence_id=seq, track_descriptor=pb.TrackDescriptor(
-                    uuid=tid, parent_uuid=pid, thread=pb.ThreadDescriptor(pid=pid, tid=tid,
+                    uuid=THREAD_UUID + tid, parent_uuid=pid, thread=pb.ThreadDescriptor(pid=pid, tid=tid,
                                                                           thread_name=f"thread{t}"))))
                 threads.append((pid, tid))
         for c in range(COUNTER_TRACKS):
@@ -88,13 +80,13 @@ def write_trace(path: str, slices: int, sched: int, counters: int) -> None:
                 child = rng.choices(range(len(names)), weights)[0] + 1
                 dur = rng.randint(step // 4, step - 10)
                 emit(pb.TracePacket(timestamp=ts, trusted_packet_sequence_id=seq,
-                                    track_event=pb.TrackEvent(type=begin, track_uuid=tid, name_iid=root)))
+                                    track_event=pb.TrackEvent(type=begin, track_uuid=THREAD_UUID + tid, name_iid=root)))
                 emit(pb.TracePacket(timestamp=ts + 5, trusted_packet_sequence_id=seq,
-                                    track_event=pb.TrackEvent(type=begin, track_uuid=tid, name_iid=child)))
+                                    track_event=pb.TrackEvent(type=begin, track_uuid=THREAD_UUID + tid, name_iid=child)))
                 emit(pb.TracePacket(timestamp=ts + dur // 2, trusted_packet_sequence_id=seq,
-                                    track_event=pb.TrackEvent(type=end, track_uuid=tid)))
+                                    track_event=pb.TrackEvent(type=end, track_uuid=THREAD_UUID + tid)))
                 emit(pb.TracePacket(timestamp=ts + dur, trusted_packet_sequence_id=seq,
-                                    track_event=pb.TrackEvent(type=end, track_uuid=tid)))
+                                    track_event=pb.TrackEvent(type=end, track_uuid=THREAD_UUID + tid)))
                 ts += step * 2
                 made += 2
         for i in range(counters):

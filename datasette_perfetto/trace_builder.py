@@ -29,7 +29,7 @@ _DIMENSION_INTERN_FIELDS = ("dimension_names", "dimension_string_values", "dimen
 Dimensions = Iterable[Any]
 
 
-def _varint(value: int) -> bytes:
+def encode_varint(value: int) -> bytes:
     out = bytearray()
     while True:
         byte = value & 0x7F
@@ -39,6 +39,12 @@ def _varint(value: int) -> bytes:
         else:
             out.append(byte)
             return bytes(out)
+
+
+def trace_record(packet: bytes) -> bytes:
+    """One serialized TracePacket as a record of a Trace file (field 1, length-delimited),
+    for writers that stream a trace packet by packet."""
+    return b"\x0a" + encode_varint(len(packet)) + packet
 
 
 def process_uuid(pid: int) -> int:
@@ -94,7 +100,7 @@ class TraceBuilder:
 
         payload = HeapGraph(**fields).SerializeToString()
         base = pb.TracePacket(timestamp=ts, trusted_packet_sequence_id=seq_id).SerializeToString()
-        packet = pb.TracePacket.FromString(base + _varint(HEAP_GRAPH_FIELD << 3 | 2) + _varint(len(payload)) + payload)
+        packet = pb.TracePacket.FromString(base + encode_varint(HEAP_GRAPH_FIELD << 3 | 2) + encode_varint(len(payload)) + payload)
         self.packets.append(packet)
         return packet
 

@@ -124,3 +124,27 @@ def ingest_data(tmp_path):
         return summaries, TraceDB(db)
 
     return run
+
+
+async def get_json(ds, url: str) -> dict:
+    """A report page's JSON, which must have answered 200."""
+    response = await ds.client.get(url)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+async def get_error(ds, url: str) -> dict:
+    """A report page's JSON error object, which must have answered 400."""
+    response = await ds.client.get(url)
+    assert response.status_code == 400, response.text
+    error = response.json()
+    assert error["ok"] is False
+    return error
+
+
+def ingest_case(tmp_path_factory, case: Path, name: str) -> Path:
+    """`{name}.db` (served as database `name`) ingested from a conformance case's trace."""
+    assert case.is_dir(), f"conformance case not found at {case}"
+    path = tmp_path_factory.mktemp(name) / f"{name}.db"
+    ingest([str(case / "trace.pb")], str(path))
+    return path

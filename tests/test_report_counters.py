@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from datasette.app import Datasette
 
-from datasette_perfetto.ingest import ingest, ingest_bytes
+from datasette_perfetto.ingest import ingest_bytes
 from datasette_perfetto.trace_builder import TraceBuilder, process_uuid
+from conftest import ingest_case
 from shared_data import CASES
 
 CPUFREQ_CASE = CASES / "tables.TablesCounters.test_counters_where_cpu_counters_where_cpu"
@@ -45,18 +46,12 @@ def synth(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def cpufreq(tmp_path_factory):
-    assert CPUFREQ_CASE.is_dir(), f"conformance case not found at {CPUFREQ_CASE}"
-    path = tmp_path_factory.mktemp("cpufreq") / "cpufreq.db"
-    ingest([str(CPUFREQ_CASE / "trace.pb")], str(path))
-    return path
+    return ingest_case(tmp_path_factory, CPUFREQ_CASE, "cpufreq")
 
 
 @pytest.fixture(scope="module")
 def rss(tmp_path_factory):
-    assert RSS_CASE.is_dir(), f"conformance case not found at {RSS_CASE}"
-    path = tmp_path_factory.mktemp("rss") / "rss.db"
-    ingest([str(RSS_CASE / "trace.pb")], str(path))
-    return path
+    return ingest_case(tmp_path_factory, RSS_CASE, "rss")
 
 
 def sql(path, query: str, params=()):

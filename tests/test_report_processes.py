@@ -11,6 +11,7 @@ from datasette.app import Datasette
 
 from datasette_perfetto.ingest import ingest
 from datasette_perfetto.report import format as fmt
+from conftest import ingest_case
 from shared_data import CASES
 
 SCHED_CASE = CASES / "tables.TablesSched.test_synth_1_filter_sched"
@@ -25,18 +26,12 @@ PROCESS_SLICES = """SELECT p.pid, count(s.id) FROM process p
 
 @pytest.fixture(scope="module")
 def sched(tmp_path_factory):
-    assert SCHED_CASE.is_dir(), f"conformance case not found at {SCHED_CASE}"
-    path = tmp_path_factory.mktemp("sched") / "sched.db"
-    ingest([str(SCHED_CASE / "trace.pb")], str(path))
-    return path
+    return ingest_case(tmp_path_factory, SCHED_CASE, "sched")
 
 
 @pytest.fixture(scope="module")
 def cpufreq(tmp_path_factory):
-    assert CPUFREQ_CASE.is_dir(), f"conformance case not found at {CPUFREQ_CASE}"
-    path = tmp_path_factory.mktemp("cpufreq") / "cpufreq.db"
-    ingest([str(CPUFREQ_CASE / "trace.pb")], str(path))
-    return path
+    return ingest_case(tmp_path_factory, CPUFREQ_CASE, "cpufreq")
 
 
 def sql(path, query: str, params=()):

@@ -5,24 +5,12 @@ from __future__ import annotations
 import pytest
 from datasette.app import Datasette
 
+from conftest import get_error, get_json
+
 
 @pytest.fixture
 def ds(sched_db):
     return Datasette([str(sched_db.path)])
-
-
-async def get_json(ds, url: str) -> dict:
-    response = await ds.client.get(url)
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
-async def get_error(ds, url: str) -> dict:
-    response = await ds.client.get(url)
-    assert response.status_code == 400, response.text
-    error = response.json()
-    assert error["ok"] is False
-    return error
 
 
 def bounds(db) -> tuple[int, int]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from datasette.app import Datasette
 
+from conftest import get_error, get_json
+
 from datasette_perfetto.report.base import percentile_index
 from datasette_perfetto.report.format import offset
 
@@ -12,20 +14,6 @@ from datasette_perfetto.report.format import offset
 @pytest.fixture
 def ds(demo_db):
     return Datasette([str(demo_db.path)])
-
-
-async def get_json(ds, url: str) -> dict:
-    response = await ds.client.get(url)
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
-async def get_error(ds, url: str) -> dict:
-    response = await ds.client.get(url)
-    assert response.status_code == 400, response.text
-    error = response.json()
-    assert error["ok"] is False
-    return error
 
 
 def durations(db, name: str, where: str = "", params: tuple = ()) -> list[int]:

@@ -52,8 +52,8 @@ def _build_messages():
     f = descriptor_pb2.FileDescriptorProto(name="datasette_perfetto_heap_graph.proto",
                                            package="datasette_perfetto.heap_graph", syntax="proto2")
     T = descriptor_pb2.FieldDescriptorProto
-    U64, I64, I32, U32, STR, BYTES, BOOL, MSG = (T.TYPE_UINT64, T.TYPE_INT64, T.TYPE_INT32, T.TYPE_UINT32,
-                                                 T.TYPE_STRING, T.TYPE_BYTES, T.TYPE_BOOL, T.TYPE_MESSAGE)
+    U64, I64, I32, BYTES, BOOL, MSG = (T.TYPE_UINT64, T.TYPE_INT64, T.TYPE_INT32, T.TYPE_BYTES, T.TYPE_BOOL,
+                                       T.TYPE_MESSAGE)
     OPT, REP = T.LABEL_OPTIONAL, T.LABEL_REPEATED
 
     def message(name, fields):

@@ -40,6 +40,29 @@ class Callsites:
     total_count: int
 
 
+def function_ctes(leaves: str) -> str:
+    """SQL CTEs shared by the canned queries of the function views: `walk(leaf, id)`, every
+    callsite from each leaf of the CTE `leaves` (column `leaf`) up to its root; `frame_name(id,
+    name)`; and `on_stack(leaf, name)`, the distinct functions on each leaf's stack."""
+    return f"""-- Every callsite from each leaf up to its root.
+walk(leaf, id) AS (
+  SELECT leaf, leaf FROM {leaves}
+  UNION
+  SELECT w.leaf, c.parent_id FROM walk w JOIN stack_profile_callsite c ON c.id = w.id WHERE c.parent_id IS NOT NULL
+),
+-- A frame's function: its outermost symbol, else its (deobfuscated) name; inlined frames are not expanded here.
+frame_name AS (
+  SELECT f.id, coalesce(nullif(coalesce((SELECT sy.name FROM stack_profile_symbol sy
+                                          WHERE sy.symbol_set_id = f.symbol_set_id ORDER BY sy.id DESC LIMIT 1),
+                                         f.deobfuscated_name, f.name), ''), '(unnamed)') AS name
+  FROM stack_profile_frame f
+),
+on_stack AS (
+  SELECT DISTINCT w.leaf, fn.name FROM walk w
+  JOIN stack_profile_callsite c ON c.id = w.id JOIN frame_name fn ON fn.id = c.frame_id
+),"""
+
+
 def load_callsites(run: ReportRun, what: str, weight_sql: str, params: dict, name_glob: Optional[str]
                    ) -> Callsites:
     """Runs `weight_sql` (columns: callsite_id, value, count; one row per callsite) and loads the callsites

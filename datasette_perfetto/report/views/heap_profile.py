@@ -10,7 +10,7 @@ from .. import format as fmt
 from .. import report_pb2 as pb
 from ..base import Cell, Flame, Link, ReportRun, Table, View
 from ..filters import Where, owner_terms
-from .calltree import (UNNAMED, Callsites, bottom_up, fill_tree, function_totals, load_callsites, percent,
+from .calltree import (UNNAMED, function_ctes, Callsites, bottom_up, fill_tree, function_totals, load_callsites, percent,
                        sorted_functions, top_down, tree_flame, tree_footnote, tree_table, byte_size)
 from .stack_samples import NOT_PRESENT, _escape_glob, table_exists
 
@@ -73,7 +73,7 @@ class FunctionsView(HeapProfileBase):
     result_field = "heap_profile_functions"
     flags = SCOPE_FLAGS | {"min_count", "sort"}
     sorts = ("self", "total", "count", "name")
-    canned_sql = """WITH RECURSIVE
+    canned_sql = f"""WITH RECURSIVE
 allocated AS (
   SELECT a.callsite_id AS leaf, sum(max(a.size, 0)) AS bytes, sum(max(a.count, 0)) AS allocations
   FROM heap_profile_allocation a
@@ -83,23 +83,7 @@ allocated AS (
     AND (:time = '' OR (a.ts >= (SELECT report_range_start(:time)) AND a.ts < (SELECT report_range_end(:time))))
   GROUP BY a.callsite_id
 ),
--- Every callsite from each allocating leaf up to its root.
-walk(leaf, id) AS (
-  SELECT leaf, leaf FROM allocated
-  UNION
-  SELECT w.leaf, c.parent_id FROM walk w JOIN stack_profile_callsite c ON c.id = w.id WHERE c.parent_id IS NOT NULL
-),
--- A frame's function: its outermost symbol, else its (deobfuscated) name; inlined frames are not expanded here.
-frame_name AS (
-  SELECT f.id, coalesce(nullif(coalesce((SELECT sy.name FROM stack_profile_symbol sy
-                                          WHERE sy.symbol_set_id = f.symbol_set_id ORDER BY sy.id DESC LIMIT 1),
-                                         f.deobfuscated_name, f.name), ''), '(unnamed)') AS name
-  FROM stack_profile_frame f
-),
-on_stack AS (
-  SELECT DISTINCT w.leaf, fn.name FROM walk w
-  JOIN stack_profile_callsite c ON c.id = w.id JOIN frame_name fn ON fn.id = c.frame_id
-),
+{function_ctes("allocated")}
 totals AS (
   SELECT o.name, sum(al.bytes) AS total_bytes, sum(al.allocations) AS total_count
   FROM on_stack o JOIN allocated al ON al.leaf = o.leaf GROUP BY o.name

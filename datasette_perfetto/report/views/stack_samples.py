@@ -10,7 +10,7 @@ from .. import format as fmt
 from .. import report_pb2 as pb
 from ..base import Cell, Flame, Link, ReportRun, Table, View
 from ..filters import Where, owner_terms
-from .calltree import (UNNAMED, Callsites, bottom_up, fill_tree, function_totals, load_callsites, percent,
+from .calltree import (UNNAMED, function_ctes, Callsites, bottom_up, fill_tree, function_totals, load_callsites, percent,
                        sorted_functions, top_down, tree_flame, tree_footnote, tree_table)
 
 NOT_PRESENT = "(not present in this trace)"
@@ -95,7 +95,7 @@ class FunctionsView(StackSamplesBase):
     result_field = "stack_samples_functions"
     flags = SCOPE_FLAGS | {"min_count", "sort"}
     sorts = ("self", "total", "name")
-    canned_sql = """WITH RECURSIVE
+    canned_sql = f"""WITH RECURSIVE
 sampled AS (
   SELECT s.callsite_id AS leaf, count(*) AS samples
   FROM stack_sample s
@@ -109,23 +109,7 @@ sampled AS (
     AND (:time = '' OR (s.ts >= (SELECT report_range_start(:time)) AND s.ts < (SELECT report_range_end(:time))))
   GROUP BY s.callsite_id
 ),
--- Every callsite from each sampled leaf up to its root.
-walk(leaf, id) AS (
-  SELECT leaf, leaf FROM sampled
-  UNION
-  SELECT w.leaf, c.parent_id FROM walk w JOIN stack_profile_callsite c ON c.id = w.id WHERE c.parent_id IS NOT NULL
-),
--- A frame's function: its outermost symbol, else its (deobfuscated) name; inlined frames are not expanded here.
-frame_name AS (
-  SELECT f.id, coalesce(nullif(coalesce((SELECT sy.name FROM stack_profile_symbol sy
-                                          WHERE sy.symbol_set_id = f.symbol_set_id ORDER BY sy.id DESC LIMIT 1),
-                                         f.deobfuscated_name, f.name), ''), '(unnamed)') AS name
-  FROM stack_profile_frame f
-),
-on_stack AS (
-  SELECT DISTINCT w.leaf, fn.name FROM walk w
-  JOIN stack_profile_callsite c ON c.id = w.id JOIN frame_name fn ON fn.id = c.frame_id
-),
+{function_ctes("sampled")}
 totals AS (
   SELECT o.name, sum(sm.samples) AS total FROM on_stack o JOIN sampled sm ON sm.leaf = o.leaf GROUP BY o.name
 ),

@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 from typing import BinaryIO, Callable, Optional, Sequence
 
 from .importers.proto_reader import looks_like_proto_trace
+from .importers.split_tokenize import SplitFailed
 from .model import TraceModel
 from .stats import Stats
+from .writer import WriterError
 
 
 class IngestError(Exception):
@@ -175,8 +177,22 @@ def ingest(
     paths: Sequence[str],
     db_path: str,
     progress: Optional[Progress] = None,
+    separate_writer: Optional[bool] = None,
+    split_tokenize: Optional[bool] = None,
 ) -> list[TraceSummary]:
-    """Imports every trace in `paths` into a new database at `db_path`."""
+    """Imports every trace in `paths` into a new database at `db_path`.
+
+    SQLite writes go to a child process for large inputs (`separate_writer`
+    None), always (True) or never (False). Large proto traces are tokenized
+    by two processes unless `split_tokenize` is False."""
+    try:
+        return _ingest(paths, db_path, progress, separate_writer, split_tokenize)
+    except SplitFailed:
+        # Rare (a sequence both processes would need): the single-process import is always right.
+        return _ingest(paths, db_path, progress, separate_writer, False)
+
+
+def _ingest(paths, db_path, progress, separate_writer, split_tokenize) -> list[TraceSummary]:
     if not paths:
         raise IngestError("no trace files given")
     directory = os.path.dirname(os.path.abspath(db_path))
@@ -185,13 +201,14 @@ def ingest(
     fd, tmp_path = tempfile.mkstemp(prefix=".ingest-", suffix=".db", dir=directory)
     os.close(fd)
     os.unlink(tmp_path)
-    model = TraceModel.create(tmp_path)
+    total = max(sum(os.path.getsize(p) for p in paths if os.path.isfile(p)), 1)
+    model = TraceModel.create(tmp_path, total, separate_writer)
+    model.split_tokenize = split_tokenize
     summaries: list[TraceSummary] = []
     # The importers build no reference cycles, and the cyclic collector would
     # otherwise rescan every buffered event again and again (~20% of the time).
     gc_was_enabled = gc.isenabled()
     gc.disable()
-    total = max(sum(os.path.getsize(p) for p in paths if os.path.isfile(p)), 1)
     try:
         consumed_before = 0
         for path in paths:
@@ -219,20 +236,28 @@ def ingest(
             consumed_before += size
             summaries.append(TraceSummary(path, fmt, size, trace.stats, trace.stats.problems()))
         model.finish()
+    except WriterError as e:
+        _discard(model, tmp_path, gc_was_enabled)
+        raise IngestError(f"{db_path}: cannot write the database: {e}") from None
     except BaseException:
-        if gc_was_enabled:
-            gc.enable()
-        model.abort()
-        for suffix in ("", "-journal", "-wal", "-shm"):
-            try:
-                os.unlink(tmp_path + suffix)
-            except FileNotFoundError:
-                pass
+        _discard(model, tmp_path, gc_was_enabled)
         raise
     if gc_was_enabled:
         gc.enable()
     os.replace(tmp_path, db_path)
     return summaries
+
+
+def _discard(model: TraceModel, tmp_path: str, gc_was_enabled: bool) -> None:
+    """After a failure: stops the writer and removes the unfinished database."""
+    if gc_was_enabled:
+        gc.enable()
+    model.abort()
+    for suffix in ("", "-journal", "-wal", "-shm"):
+        try:
+            os.unlink(tmp_path + suffix)
+        except FileNotFoundError:
+            pass
 
 
 def ingest_bytes(data: bytes, db_path: str) -> list[TraceSummary]:

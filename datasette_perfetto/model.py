@@ -206,11 +206,14 @@ class TraceModel:
         self.machine_ids: dict[int, int] = {}  # raw id (TracePacket.machine_id) -> id
         self.track_dimensions: dict[int, list] = {}  # track id -> its effective dimensions (resolve_trace)
         self.traces: list[TraceContext] = []
+        # Proto traces: None lets large files be tokenized by two processes, False never.
+        self.split_tokenize: Optional[bool] = None
         self._add_host()
 
     @classmethod
-    def create(cls, path: str) -> "TraceModel":
-        return cls(TraceStorage.create(path))
+    def create(cls, path: str, input_bytes: int = 0, separate_process: Optional[bool] = None) -> "TraceModel":
+        """A model writing a new database at `path` (by a child process for large inputs)."""
+        return cls(TraceStorage.create(path, input_bytes, separate_process))
 
     def _add_host(self) -> None:
         self.machine_for(0)  # the host, written by finish() once SystemInfo is known
@@ -328,25 +331,19 @@ class TraceModel:
         s.flush()
         # A flow always points from the earlier slice to the later one, whichever
         # the trace named first (trace_processor corrects it the same way).
-        s.conn.execute("""UPDATE flow SET slice_out = slice_in, slice_in = slice_out
+        s.execute("""UPDATE flow SET slice_out = slice_in, slice_in = slice_out
                           WHERE (SELECT ts FROM slice WHERE id = flow.slice_out)
                               > (SELECT ts FROM slice WHERE id = flow.slice_in)""")
         s.write("trace_bounds", self._bounds())
         s.finish()
 
     def _bounds(self) -> tuple[int, int]:
-        """trace_processor's trace_bounds: over every table with timestamps."""
-        starts, ends = [], []
-        for table, has_dur in (("slice", True), ("counter", False), ("state", True), ("profiler_sample", False),
-                               ("sched", True), ("thread_state", True)):
-            row = self.storage.conn.execute(
-                f"SELECT min(ts), max(ts + {'max(dur, 0)' if has_dur else '0'}) FROM [{table}]").fetchone()
-            if row[0] is not None:
-                starts.append(row[0])
-                ends.append(row[1])
-        if not starts:
+        """trace_processor's trace_bounds: over every table with timestamps (the writer
+        keeps each one's extremes as rows arrive; see writer.TIMED_TABLES)."""
+        bounds = [b for b in self.storage.time_bounds().values() if b[1] is not None]
+        if not bounds:
             return (0, 0)
-        start, end = min(starts), max(ends)
+        start, end = min(b[0] for b in bounds), max(b[1] for b in bounds)
         return (start, end + 1 if end == start else end)
 
     def abort(self) -> None:

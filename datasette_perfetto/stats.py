@@ -76,6 +76,13 @@ class Stats:
         else:
             self.single[name] = value
 
+    def add(self, other: "Stats") -> None:
+        """Adds another import's counts (of a share of the same trace) to these."""
+        for name, value in other.single.items():
+            self.single[name] = self.single.get(name, 0) + value
+        for key, value in other.indexed.items():
+            self.indexed[key] = self.indexed.get(key, 0) + value
+
     def get(self, name: str, idx: Optional[int] = None) -> int:
         if REGISTRY[name].indexed:
             return self.indexed.get((name, idx or 0), 0)

@@ -7,14 +7,12 @@ begins and is written when it ends.
 
 from __future__ import annotations
 
-import sqlite3
-from itertools import chain
 from typing import Any, Optional, Sequence
 
 from . import schema
+from .writer import open_writer
 
 BATCH_ROWS = 20_000
-MULTI_ROWS = 50  # rows per INSERT statement (13 columns x 50 stays far below SQLite's variable limit)
 
 # Arg sets are content-deduplicated like trace_processor's; the cache is bounded
 # so memory does not grow with the trace (identical sets far apart may then get
@@ -28,11 +26,6 @@ _TEXT_TYPES = frozenset(("string", "json"))
 Arg = tuple[str, str, str, Any]
 
 
-# Tables whose rows are written out of id order: slices are written when they
-# end, states when the next state begins.
-OUT_OF_ORDER_TABLES = frozenset({"slice", "state"})
-
-
 def to_int64(v: int) -> int:
     """uint64 values are stored as their int64 bit pattern, as trace_processor does."""
     if v >= 1 << 63:
@@ -41,28 +34,15 @@ def to_int64(v: int) -> int:
 
 
 class TraceStorage:
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
+    def __init__(self, writer) -> None:
+        self.writer = writer  # a writer.SqliteWriter or writer.WriterProcess
         self.next_id = {t.name: 0 for t in schema.TABLES}
         self._buffers: dict[str, list[tuple]] = {t.name: [] for t in schema.TABLES}
-        self._insert_sql = {t.name: t.insert_sql() for t in schema.TABLES}
-        self._multi_insert_sql = {t.name: t.insert_sql(MULTI_ROWS) for t in schema.TABLES}
         self._arg_sets: dict[tuple, int] = {}
 
     @classmethod
-    def create(cls, path: str) -> "TraceStorage":
-        conn = sqlite3.connect(path, isolation_level=None)
-        # The file is a temporary one renamed into place on success, so
-        # durability during the import buys nothing.
-        conn.execute("PRAGMA page_size = 16384")
-        conn.execute("PRAGMA journal_mode = OFF")
-        conn.execute("PRAGMA synchronous = OFF")
-        conn.execute("PRAGMA locking_mode = EXCLUSIVE")
-        conn.execute("PRAGMA cache_size = -8192")
-        conn.execute("BEGIN")
-        for t in schema.TABLES:
-            conn.execute(t.create_sql())
-        return cls(conn)
+    def create(cls, path: str, input_bytes: int = 0, separate_process: Optional[bool] = None) -> "TraceStorage":
+        return cls(open_writer(path, input_bytes, separate_process))
 
     def buffer(self, table: str) -> list[tuple]:
         """The pending-rows list of a table, for hot paths that append directly
@@ -91,20 +71,22 @@ class TraceStorage:
         for name in [table] if table else list(self._buffers):
             buf = self._buffers[name]
             if buf:
-                if name in OUT_OF_ORDER_TABLES:
-                    # Ids are unique, so tuples sort by id; appending to the
-                    # b-tree in order is much cheaper than random inserts.
-                    buf.sort()
-                # Many rows per statement: SQLite's per-statement cost is paid
-                # once per MULTI_ROWS rows (inserts ~35% faster than one by one).
-                whole = len(buf) - len(buf) % MULTI_ROWS
-                if whole:
-                    flat = chain.from_iterable
-                    self.conn.executemany(self._multi_insert_sql[name],
-                                          [tuple(flat(buf[i:i + MULTI_ROWS])) for i in range(0, whole, MULTI_ROWS)])
-                if whole < len(buf):
-                    self.conn.executemany(self._insert_sql[name], buf[whole:])
+                self.writer.rows(name, buf)
                 buf.clear()
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """Runs a statement after every row written so far."""
+        self.flush()
+        self.writer.execute(sql, params)
+
+    def executemany(self, sql: str, rows: list[tuple]) -> None:
+        self.flush()
+        self.writer.executemany(sql, rows)
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        """The rows of a query over everything written so far."""
+        self.flush()
+        return self.writer.query(sql, params)
 
     def arg_set(self, args: Sequence[Arg]) -> Optional[int]:
         """Stores a set of args (deduplicated by content) and returns its id."""
@@ -135,25 +117,15 @@ class TraceStorage:
         self._arg_sets[key] = set_id
         return set_id
 
+    def time_bounds(self) -> dict[str, tuple]:
+        """Per timed table with rows: (min ts, max end) over everything written so far."""
+        self.flush()
+        return self.writer.time_bounds()
+
     def finish(self) -> None:
         """Flushes, indexes and creates the views; the database is then complete."""
         self.flush()
-        for t in schema.TABLES:
-            for sql in t.index_sql():
-                self.conn.execute(sql)
-        for d in schema.DERIVED:
-            self.conn.execute(d.table.create_sql())
-            self.conn.execute(d.populate)
-            for sql in d.table.index_sql():
-                self.conn.execute(sql)
-        for v in schema.VIEWS:
-            self.conn.execute(v.create_sql())
-        self.conn.execute("COMMIT")
-        self.conn.execute("ANALYZE")
-        self.conn.close()
+        self.writer.finish()
 
     def abort(self) -> None:
-        try:
-            self.conn.close()
-        except sqlite3.Error:
-            pass
+        self.writer.abort()

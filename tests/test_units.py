@@ -69,7 +69,7 @@ def _tracker(tmp_path):
 
 def _rows(storage):
     storage.flush()
-    return storage.conn.execute("SELECT id, ts, dur, name, depth, parent_id FROM slice ORDER BY id").fetchall()
+    return storage.query("SELECT id, ts, dur, name, depth, parent_id FROM slice ORDER BY id")
 
 
 def test_begin_end_nesting_and_unfinished(tmp_path):
@@ -120,7 +120,7 @@ def test_max_depth(tmp_path):
     assert stats.get("slice_max_depth_exceeded") == 1
     st.flush()
     storage.flush()
-    assert storage.conn.execute("SELECT max(depth), count(*) FROM slice").fetchone() == (511, 512)
+    assert storage.query("SELECT max(depth), count(*) FROM slice") == [(511, 512)]
 
 
 def test_end_args_merge_like_trace_processor():
@@ -141,7 +141,7 @@ def test_arg_sets_are_deduplicated_and_ids_are_first_row_ids(tmp_path):
     assert (a, b, c) == (0, 2, 0)
     big = storage.arg_set([("u", "u", "uint", (1 << 64) - 1)])
     storage.flush()
-    assert storage.conn.execute("SELECT int_value FROM args WHERE arg_set_id = ?", (big,)).fetchone() == (-1,)
+    assert storage.query("SELECT int_value FROM args WHERE arg_set_id = ?", (big,)) == [(-1,)]
 
 
 # -- SQL functions -----------------------------------------------------------------------

@@ -74,14 +74,12 @@ class ThreadCounters:
                 track = tracks.intern(thread_type, (("utid", utid),) + dims, "counter", name)
             resolved.append((placeholder, track))
         storage = self.trace.storage
-        storage.flush("counter")
-        conn = storage.conn
-        conn.execute("CREATE TEMP TABLE _thread_counter_tracks (placeholder INTEGER PRIMARY KEY, track_id INTEGER)")
-        conn.executemany("INSERT INTO _thread_counter_tracks VALUES (?, ?)", resolved)
-        conn.execute("""UPDATE counter SET track_id = (SELECT track_id FROM _thread_counter_tracks
+        storage.execute("CREATE TEMP TABLE _thread_counter_tracks (placeholder INTEGER PRIMARY KEY, track_id INTEGER)")
+        storage.executemany("INSERT INTO _thread_counter_tracks VALUES (?, ?)", resolved)
+        storage.execute("""UPDATE counter SET track_id = (SELECT track_id FROM _thread_counter_tracks
                                                      WHERE placeholder = counter.track_id)
                         WHERE track_id < 0""")
-        conn.execute("DROP TABLE _thread_counter_tracks")
+        storage.execute("DROP TABLE _thread_counter_tracks")
         self._placeholders.clear()
 
 

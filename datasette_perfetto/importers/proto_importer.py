@@ -41,6 +41,7 @@ from .clock_tracker import BOOTTIME, ClockTracker, clock_key
 from .profile_module import EV_PROFILE, INTERNED_PROFILE_FIELDS, ProfileParser, ProfileTokenizer
 from .proto_reader import ProtoReader, inflate_packets, scan_simple_track_event
 from .sorter import Sorter
+from .split_tokenize import HELPER, MAIN, OwnedContext, SequenceSplit, SplitFailed, split_available, start_helper
 from .track_event import (
     EV_DESCRIPTOR,
     EV_THREAD_DESCRIPTOR,
@@ -87,7 +88,7 @@ class SequenceState:
     __slots__ = ("seq_id", "valid", "interned", "timestamp_clock_id", "default_track_uuid",
                  "default_extra_counter_uuids", "default_extra_double_counter_uuids", "thread", "ref_ts",
                  "ref_thread_ts", "ref_thread_ic", "counter_values", "derived", "misses", "clock",
-                 "decoded", "dropped", "loss_causes", "needs_state", "needs_state_skipped")
+                 "decoded", "dropped", "loss_causes", "needs_state", "needs_state_skipped", "split_owner")
 
     def __init__(self, seq_id: int) -> None:
         self.seq_id = seq_id
@@ -112,6 +113,7 @@ class SequenceState:
         self.needs_state = 0  # packets that needed incremental state
         self.needs_state_skipped = 0  # ... and were dropped for want of it
         self.misses = 0  # interned lookups that found nothing
+        self.split_owner: Optional[int] = None  # the process tokenizing its track events (split_tokenize.py)
         # (clock key, converter, incremental state) of the default clock, cached
         # by _convert and dropped whenever clocks or defaults change.
         self.clock = None
@@ -221,10 +223,56 @@ class ProtoImporter:
         self.machine_by_index: list[ProtoImporter] = []
         self.adopted: Optional[int] = None
         self.host_used = False
+        # Tokenizing split with a forked helper process (split_tokenize.py); None: this process does it all.
+        self.split: Optional[SequenceSplit] = None
+        self.te_context = self  # what tokenize_track_event reads (stats, clocks, reservations)
+        self.packet_index = 0  # packets seen so far, inner ones of compressed_packets included (split only)
 
     def run(self, stream: BinaryIO, progress: Callable[[float], None]) -> None:
         """Imports the trace; progress(f) reports the share done, f from 0 to 1
         (reading the file is the first half, parsing the sorted events the second)."""
+        helper = None
+        if self.trace.model.split_tokenize is not False and split_available(self.trace.size):
+            helper = start_helper(self)  # the child starts from this same, still empty, state
+            self._start_split(MAIN)
+        try:
+            self.tokenize_all(stream, progress)
+            if helper is not None:
+                stats, misses, count = helper.result()
+                self.stats.add(stats)
+                self.sequence_misses += misses
+                self.sorter.add_sorted(helper.events, count)
+        except BaseException:
+            if helper is not None:
+                helper.stop()
+            raise
+        self.parse_all(progress)
+
+    def _start_split(self, role: int) -> None:
+        self.split = SequenceSplit(role)
+        streaming = self._handlers.get("streaming_profile_packet")
+
+        def pinned_streaming(packet, seq, ts):
+            self.split.pin_to_main(seq)
+            streaming(packet, seq, ts)
+        self._handlers["streaming_profile_packet"] = pinned_streaming
+
+    def become_helper(self) -> None:
+        """In the forked helper: tokenize only the track events of the sequences it
+        owns; keep the rest of the tokenizer state as the importer does, silently."""
+        self._start_split(HELPER)
+        self.trace.model.storage.writer = None  # the parent's: never to be written from here
+        self.te_context = OwnedContext(self)  # stats of the owned events, reported to the importer
+        self._push = lambda ts, event: None  # every other event is the importer's
+        self._handlers = {
+            "track_descriptor": self._track_descriptor,
+            "thread_descriptor": self._thread_descriptor,
+            "ftrace_events": lambda p, seq, ts: self._ftrace_bundle_clock(p.ftrace_events, seq),
+            "streaming_profile_packet": lambda p, seq, ts: self.split.pin_to_main(seq),
+        }
+
+    def tokenize_all(self, stream: BinaryIO, progress: Callable[[float], None] = lambda f: None) -> None:
+        """The first phase: every packet of the file, in file order."""
         reader = ProtoReader(stream, self.stats)
         size = max(self.trace.size, 1)
         position = _file_position(stream)
@@ -236,8 +284,13 @@ class ProtoImporter:
             if n & 0x3FFF == 0:
                 progress(0.5 * min(position() / size, 1.0))
         progress(0.5)
+        self.sequence_misses = sum(seq.misses for seq in self.sequences.values())
+
+    def parse_all(self, progress: Callable[[float], None]) -> None:
+        """The second phase: every tokenized event, in timestamp order."""
         for importer in (self, *self.machine_by_index):
-            misses = sum(seq.misses for seq in importer.sequences.values())
+            misses = (self.sequence_misses if importer is self
+                      else sum(seq.misses for seq in importer.sequences.values()))
             if misses:
                 importer.stats.inc("interned_data_tokenizer_errors", misses)
         self.trace.metadata["trace_time_clock_id"] = self.clocks.trace_clock
@@ -295,6 +348,11 @@ class ProtoImporter:
 
     # -- tokenizer -------------------------------------------------------------
     def tokenize(self, data: bytes) -> None:
+        if self.split is not None:
+            # Sort keys carry the packet's place in the file, so the two processes' events merge
+            # in the order one process would have queued them.
+            self.packet_index += 1
+            self.sorter.arrival_base = self.packet_index << 32
         simple = scan_simple_track_event(data)
         if simple is not None:
             self.host_used = True  # no machine_id: a host packet
@@ -313,10 +371,14 @@ class ProtoImporter:
                 self.tokenize(inner)
             return
         if packet.machine_id:
+            if self.split is not None and self.split.role == HELPER:
+                return  # other machines' packets are all the importer's
             importer = self._machine_importer(packet.machine_id)
             if importer is not None:
                 importer.tokenize_packet(packet, kind)
                 return
+            self.tokenize_packet(packet, kind, splittable=False)
+            return
         elif not self.host_used and kind != "synchronization_marker":
             self.host_used = True
         self.tokenize_packet(packet, kind)
@@ -338,8 +400,9 @@ class ProtoImporter:
             self.machine_by_index.append(importer)
         return importer
 
-    def tokenize_packet(self, packet, kind: Optional[str]) -> None:
-        """tokenize() for a decoded packet of this importer's machine."""
+    def tokenize_packet(self, packet, kind: Optional[str], splittable: bool = True) -> None:
+        """tokenize() for a decoded packet of this importer's machine (`splittable`: its track
+        event may be the helper's; not for packets the helper skips)."""
         seq_id = packet.trusted_packet_sequence_id
         seq = self.sequences.get(seq_id)
         if seq is None:
@@ -385,6 +448,9 @@ class ProtoImporter:
             if not packet.HasField("trusted_packet_sequence_id"):
                 self.stats.inc("track_event_missing_sequence_id")
                 return
+            if splittable and self.split is not None:
+                self._tokenize_split(packet.track_event.SerializeToString(), seq, ts if has_ts else None)
+                return
             tokenized = tokenize_track_event(self, packet.track_event.SerializeToString(), seq,
                                              ts if has_ts else None)
             if tokenized is not None:
@@ -416,9 +482,30 @@ class ProtoImporter:
             ts = self._trace_time(ts_raw, None, seq)
             if ts is None:
                 return
-        tokenized = tokenize_track_event(self, event, seq, ts)
+        split = self.split
+        if split is not None:
+            owner = seq.split_owner
+            if owner is None:
+                owner = split.assign(seq)
+            split.load[owner] += 1
+            if owner != split.role:
+                return
+        tokenized = tokenize_track_event(self.te_context, event, seq, ts)
         if tokenized is not None:
             self.sorter.push(tokenized[0], tokenized[1], TRACK_EVENT_STREAM)
+
+    def _tokenize_split(self, event: bytes, seq: SequenceState, ts: Optional[int]) -> None:
+        """A track event when the helper shares the work: tokenized by whichever process owns
+        its sequence (_tokenize_simple inlines this)."""
+        split = self.split
+        owner = seq.split_owner
+        if owner is None:
+            owner = split.assign(seq)
+        split.load[owner] += 1
+        if owner == split.role:
+            tokenized = tokenize_track_event(self.te_context, event, seq, ts)
+            if tokenized is not None:
+                self.sorter.push(tokenized[0], tokenized[1], TRACK_EVENT_STREAM)
 
     def _push(self, ts: int, event: tuple) -> None:
         self.sorter.push(ts, event)
@@ -798,6 +885,11 @@ class ProtoImporter:
         if cpu not in self.ftrace_cpus_seen:
             self.ftrace_cpus_seen.add(cpu)
             self._ftrace_data_start(bundle, clock)
+
+    def _ftrace_bundle_clock(self, bundle, seq: SequenceState) -> None:
+        """Of an ftrace bundle, only its effect on the clocks (the split helper's share)."""
+        if bundle.HasField("cpu") and bundle.cpu < MAX_FTRACE_CPUS:
+            self._ftrace_clock(bundle, seq)
 
     def _ftrace_clock(self, bundle, seq: SequenceState):
         """The clock key of a bundle's timestamps; records the ftrace↔boot snapshot it carries."""

@@ -31,13 +31,17 @@ class Sorter:
         self._levels: list[int] = []  # per spill: how many merges it has been through (non-increasing)
         self.count = 0  # events pushed
         self._arrival = 0
+        # Added to every arrival number. Importers that split one file across
+        # processes set it from the packet's position in the file (shifted past
+        # any per-process push count), so arrival order is file order in each.
+        self.arrival_base = 0
 
     def push(self, ts: int, event: tuple, stream: int = 0) -> None:
         """event is a tuple of plain values (picklable, no objects).
 
         At equal timestamps lower streams come first (trace_processor parses
         descriptor packets before the track events of the same instant)."""
-        self._run.append((ts, stream, self._arrival, event))
+        self._run.append((ts, stream, self.arrival_base + self._arrival, event))
         self.count += 1
         self._arrival += 1
         if len(self._run) >= self.run_events:
@@ -92,6 +96,25 @@ class Sorter:
         while run:
             yield pop()
 
+    def export(self, f: IO[bytes]) -> int:
+        """Writes every event, in order and with its sort key, to `f` (in the
+        spill format) for another process's add_sorted(); returns how many."""
+        streams = [self._read(spill) for spill in self._spills]
+        streams.append(iter(sorted(self._run)))
+        count = self.count
+        self._spills, self._levels, self._run = [], [], []
+        for batch in _batches(heapq.merge(*streams), self.spill_batch):
+            pickle.dump(batch, f, protocol=pickle.HIGHEST_PROTOCOL)
+        f.flush()
+        return count
+
+    def add_sorted(self, f: IO[bytes], count: int) -> None:
+        """Merges in the events another sorter export()ed to `f` (rewound here)."""
+        f.seek(0)
+        self._spills.append(f)
+        self._levels.append(len(self._levels) and self._levels[-1])  # never merged before the drain
+        self.count += count
+
     def drain(self) -> Iterator[tuple[int, tuple]]:
         """Yields (ts, event) in timestamp order; the sorter is empty afterwards."""
         if not self._spills:
@@ -104,3 +127,14 @@ class Sorter:
         self._spills, self._levels, self._run = [], [], []
         for ts, _, _, event in heapq.merge(*streams):
             yield ts, event
+
+
+def _batches(items: Iterable, size: int) -> Iterator[list]:
+    batch: list = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

@@ -10,18 +10,21 @@ from pluggy import HookimplMarker
 # datasette_perfetto` (the importers, the CLI's ingest) from loading Datasette.
 hookimpl = HookimplMarker("datasette")
 
-from . import cli as cli_module
-from .functions import register_functions
 
 
 @hookimpl
 def register_commands(cli):
-    # pluggy matches hook arguments by name, so this one must be called `cli`.
+    # pluggy matches hook arguments by name, so this one must be called `cli`. Imported
+    # here: the importers (and their child processes) have no use for click.
+    from . import cli as cli_module
+
     cli_module.register(cli)
 
 
 @hookimpl
 def prepare_connection(conn):
+    from .functions import register_functions
+
     register_functions(conn)
 
 

@@ -125,14 +125,15 @@ def expand_macros(query: str) -> str:
     return query
 
 
-def run_case(case_dir: str, workdir: str) -> CaseResult:
+def run_case(case_dir: str, workdir: str, **ingest_options) -> CaseResult:
+    """Ingests a case's trace (ingest_options go to ingest()) and checks its query's result."""
     case_id = os.path.basename(case_dir.rstrip("/"))
     trace = trace_path(case_dir)
     if trace is None:
         return CaseResult(case_id, False, "no trace file")
     db_path = os.path.join(workdir, case_id + ".db")
     try:
-        ingest([trace], db_path)
+        ingest([trace], db_path, **ingest_options)
     except IngestError as e:
         return CaseResult(case_id, False, f"ingest failed: {e}")
     except Exception as e:  # noqa: BLE001 - a crash is a failing case, reported, not fatal to the run

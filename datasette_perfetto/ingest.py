@@ -182,13 +182,14 @@ def ingest(
 ) -> list[TraceSummary]:
     """Imports every trace in `paths` into a new database at `db_path`.
 
-    SQLite writes go to a child process for large inputs (`separate_writer`
-    None), always (True) or never (False). Large proto traces are tokenized
-    by two processes unless `split_tokenize` is False."""
+    Two settings choose how the machine's cores are used (None: for large
+    inputs; True: always; False: never): `separate_writer`, SQLite writes in a
+    child process, and `split_tokenize`, proto traces tokenized by two processes."""
     try:
         return _ingest(paths, db_path, progress, separate_writer, split_tokenize)
     except SplitFailed:
-        # Rare (a sequence both processes would need): the single-process import is always right.
+        # Rare (a sequence both processes would need, or the helper failed): the
+        # single-process import is always right.
         return _ingest(paths, db_path, progress, separate_writer, False)
 
 

@@ -206,7 +206,7 @@ class TraceModel:
         self.machine_ids: dict[int, int] = {}  # raw id (TracePacket.machine_id) -> id
         self.track_dimensions: dict[int, list] = {}  # track id -> its effective dimensions (resolve_trace)
         self.traces: list[TraceContext] = []
-        # Proto traces: None lets large files be tokenized by two processes, False never.
+        # Proto traces tokenized by two processes: None for large files, True always, False never.
         self.split_tokenize: Optional[bool] = None
         self._add_host()
 
@@ -334,17 +334,8 @@ class TraceModel:
         s.execute("""UPDATE flow SET slice_out = slice_in, slice_in = slice_out
                           WHERE (SELECT ts FROM slice WHERE id = flow.slice_out)
                               > (SELECT ts FROM slice WHERE id = flow.slice_in)""")
-        s.write("trace_bounds", self._bounds())
+        s.write("trace_bounds", s.trace_bounds())
         s.finish()
-
-    def _bounds(self) -> tuple[int, int]:
-        """trace_processor's trace_bounds: over every table with timestamps (the writer
-        keeps each one's extremes as rows arrive; see writer.TIMED_TABLES)."""
-        bounds = [b for b in self.storage.time_bounds().values() if b[1] is not None]
-        if not bounds:
-            return (0, 0)
-        start, end = min(b[0] for b in bounds), max(b[1] for b in bounds)
-        return (start, end + 1 if end == start else end)
 
     def abort(self) -> None:
         self.storage.abort()

@@ -67,6 +67,9 @@ class Derived:
 
     table: "Table"
     populate: str  # INSERT ... SELECT
+    # Rows kept by the importer as slices are written (aggregates.py) instead of
+    # running `populate`, which stays as their definition and is tested against them.
+    streamed: bool = False
 
     @property
     def name(self) -> str:
@@ -1101,7 +1104,7 @@ GROUP BY cell, {keys}"""
 DERIVED: tuple[Derived, ...] = (
     Derived(REPORT_SLICE_NAME,
             "INSERT INTO report_slice_name (name, count, total_dur, max_dur, max_slice_id) "
-            "SELECT name, count(*), sum(max(dur, 0)), max(dur), id FROM slice GROUP BY name"),
+            "SELECT name, count(*), sum(max(dur, 0)), max(dur), id FROM slice GROUP BY name", streamed=True),
     Derived(REPORT_TRACK_STATS,
             "INSERT INTO report_track_stats (track_id, event_count, min_value, max_value, sum_value) "
             "SELECT track_id, sum(n), min(lo), max(hi), sum(total) FROM ("
@@ -1132,7 +1135,8 @@ DERIVED: tuple[Derived, ...] = (
             "SELECT max(v) FROM power, bucket WHERE bucket.ns % power.v = 0"),
     Derived(REPORT_SLICE_TRACK_NAME,
             "INSERT INTO report_slice_track_name (track_id, name, count, total_dur, max_dur, max_slice_id) "
-            "SELECT track_id, name, count(*), sum(max(dur, 0)), max(dur), id FROM slice GROUP BY track_id, name"),
+            "SELECT track_id, name, count(*), sum(max(dur, 0)), max(dur), id FROM slice GROUP BY track_id, name",
+            streamed=True),
     # Instances are clipped to the trace, as the timeline clips them to its range.
     Derived(REPORT_SLICE_TRACK_CELL,
             "INSERT INTO report_slice_track_cell (name, track_id, cell, count, covered) "

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence
 
 from . import schema
+from .aggregates import TIMED_TABLES, SliceNameAggregates, TimeBounds
 from .writer import open_writer
 
 BATCH_ROWS = 20_000
@@ -39,6 +40,8 @@ class TraceStorage:
         self.next_id = {t.name: 0 for t in schema.TABLES}
         self._buffers: dict[str, list[tuple]] = {t.name: [] for t in schema.TABLES}
         self._arg_sets: dict[tuple, int] = {}
+        self.time_bounds = TimeBounds()
+        self.slice_names = SliceNameAggregates()
 
     @classmethod
     def create(cls, path: str, input_bytes: int = 0, separate_process: Optional[bool] = None) -> "TraceStorage":
@@ -71,6 +74,10 @@ class TraceStorage:
         for name in [table] if table else list(self._buffers):
             buf = self._buffers[name]
             if buf:
+                if name in TIMED_TABLES:
+                    self.time_bounds.add(name, buf)
+                    if name == "slice":
+                        self.slice_names.add(buf)
                 self.writer.rows(name, buf)
                 buf.clear()
 
@@ -117,14 +124,16 @@ class TraceStorage:
         self._arg_sets[key] = set_id
         return set_id
 
-    def time_bounds(self) -> dict[str, tuple]:
-        """Per timed table with rows: (min ts, max end) over everything written so far."""
+    def trace_bounds(self) -> tuple[int, int]:
+        """trace_bounds over everything written so far."""
         self.flush()
-        return self.writer.time_bounds()
+        return self.time_bounds.trace_bounds()
 
     def finish(self) -> None:
-        """Flushes, indexes and creates the views; the database is then complete."""
+        """Flushes, writes the streamed aggregates and has the writer complete the database."""
         self.flush()
+        self.writer.rows("report_slice_track_name", list(self.slice_names.track_name_rows()))
+        self.writer.rows("report_slice_name", list(self.slice_names.name_rows()))
         self.writer.finish()
 
     def abort(self) -> None:

@@ -32,14 +32,6 @@ PROCESS_THRESHOLD_BYTES = 2 << 20
 # Rows per index that ANALYZE samples.
 ANALYSIS_LIMIT = 1000
 
-# Tables with timestamps, as trace_bounds covers them: name -> (ts position, dur
-# position or None) in the stored row.
-TIMED_TABLES = {
-    t: (schema.table(t).stored_columns.index("ts"),
-        schema.table(t).stored_columns.index("dur") if "dur" in schema.table(t).stored_columns else None)
-    for t in ("slice", "counter", "state", "profiler_sample", "sched", "thread_state")
-}
-
 # Batches waiting for the child; bounds the memory a slow disk can pin.
 PENDING_BATCHES = 32
 
@@ -59,7 +51,7 @@ class SqliteWriter:
         conn.execute("PRAGMA journal_mode = OFF")
         conn.execute("PRAGMA synchronous = OFF")
         conn.execute("PRAGMA locking_mode = EXCLUSIVE")
-        conn.execute("PRAGMA cache_size = -8192")
+        conn.execute("PRAGMA cache_size = -65536")
         conn.execute("BEGIN")
         for t in schema.TABLES:
             conn.execute(t.create_sql())
@@ -67,17 +59,15 @@ class SqliteWriter:
             # child process, time it would otherwise spend waiting), not built at the end.
             for sql in t.index_sql():
                 conn.execute(sql)
+        for d in schema.DERIVED:
+            conn.execute(d.table.create_sql())  # indexed once filled, by finish()
         self.conn = conn
-        # trace_bounds: each timed table's (ts, end) extremes, kept as rows arrive.
-        self._bounds: dict[str, list] = {}
-        self._insert_sql = {t.name: t.insert_sql() for t in schema.TABLES}
-        self._multi_insert_sql = {t.name: t.insert_sql(MULTI_ROWS) for t in schema.TABLES}
+        tables = schema.TABLES + tuple(d.table for d in schema.DERIVED)
+        self._insert_sql = {t.name: t.insert_sql() for t in tables}
+        self._multi_insert_sql = {t.name: t.insert_sql(MULTI_ROWS) for t in tables}
 
     def rows(self, table: str, rows: list[tuple]) -> None:
         """Inserts complete rows (stored columns, id first where there is one)."""
-        timed = TIMED_TABLES.get(table)
-        if timed is not None:
-            self._track_bounds(table, rows, *timed)
         if table in OUT_OF_ORDER_TABLES:
             # Ids are unique, so tuples sort by id; appending to the b-tree in
             # order is much cheaper than random inserts.
@@ -101,31 +91,13 @@ class SqliteWriter:
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         return self.conn.execute(sql, params).fetchall()
 
-    def _track_bounds(self, table: str, rows: list[tuple], ts_at: int, dur_at: Optional[int]) -> None:
-        """As min(ts) and max(ts + max(dur, 0)) in SQL, NULLs ignored."""
-        starts = [r[ts_at] for r in rows if r[ts_at] is not None]
-        if not starts:
-            return
-        if dur_at is None:
-            ends = starts
-        else:
-            ends = [r[ts_at] + (r[dur_at] if r[dur_at] > 0 else 0) for r in rows
-                    if r[ts_at] is not None and r[dur_at] is not None]
-        bounds = self._bounds.setdefault(table, [None, None])
-        bounds[0] = min(starts) if bounds[0] is None else min(bounds[0], min(starts))
-        if ends:
-            bounds[1] = max(ends) if bounds[1] is None else max(bounds[1], max(ends))
-
-    def time_bounds(self) -> dict[str, tuple[int, int]]:
-        """Per timed table with rows: (min ts, max end), as trace_bounds needs them."""
-        return {table: (b[0], b[1]) for table, b in self._bounds.items()}
-
     def finish(self) -> None:
-        """Derived tables and views; the database is then complete and closed."""
+        """Derived tables (in declaration order: later ones read earlier ones) and views;
+        the database is then complete and closed."""
         conn = self.conn
         for d in schema.DERIVED:
-            conn.execute(d.table.create_sql())
-            conn.execute(d.populate)
+            if not d.streamed:  # the streamed ones were written with the rest
+                conn.execute(d.populate)
             for sql in d.table.index_sql():
                 conn.execute(sql)
         for v in schema.VIEWS:
@@ -165,7 +137,7 @@ def _serve(path: str, inbox, outbox) -> None:
             if writer is not None:
                 writer.abort()
             return
-        answers = method in ("query", "time_bounds", "finish")
+        answers = method in ("query", "finish")
         result = None
         if failure is None:
             try:
@@ -233,10 +205,6 @@ class WriterProcess:
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         self._call("query", sql, tuple(params))
-        return self._answer()
-
-    def time_bounds(self) -> dict[str, tuple[int, int]]:
-        self._call("time_bounds")
         return self._answer()
 
     def finish(self) -> None:

@@ -41,7 +41,7 @@ from .clock_tracker import BOOTTIME, ClockTracker, clock_key
 from .profile_module import EV_PROFILE, INTERNED_PROFILE_FIELDS, ProfileParser, ProfileTokenizer
 from .proto_reader import ProtoReader, inflate_packets, scan_simple_track_event
 from .sorter import Sorter
-from .split_tokenize import HELPER, MAIN, OwnedContext, SequenceSplit, SplitFailed, split_available, start_helper
+from .split_tokenize import HELPER, MAIN, OwnedContext, SequenceSplit, SplitFailed, split_wanted, start_helper
 from .track_event import (
     EV_DESCRIPTOR,
     EV_THREAD_DESCRIPTOR,
@@ -232,7 +232,7 @@ class ProtoImporter:
         """Imports the trace; progress(f) reports the share done, f from 0 to 1
         (reading the file is the first half, parsing the sorted events the second)."""
         helper = None
-        if self.trace.model.split_tokenize is not False and split_available(self.trace.size):
+        if split_wanted(self.trace.model.split_tokenize, self.trace.size):
             helper = start_helper(self)  # the child starts from this same, still empty, state
             self._start_split(MAIN)
         try:
@@ -277,12 +277,22 @@ class ProtoImporter:
         size = max(self.trace.size, 1)
         position = _file_position(stream)
         n = 0
-        for data in reader.packets():
-            self.trace.packets_read += 1
-            self.tokenize(data)
+        split, sorter = self.split, self.sorter
+        for item in reader.scanned():
             n += 1
+            if split is not None:
+                # Sort keys carry the packet's place in the file, so the two processes' events
+                # merge in the order one process would have queued them.
+                self.packet_index += 1
+                sorter.arrival_base = self.packet_index << 32
+            if type(item) is tuple:  # the common track-event packet, already read
+                self.host_used = True  # no machine_id: a host packet
+                self._tokenize_simple(*item)
+            else:
+                self._tokenize_packet_bytes(item)
             if n & 0x3FFF == 0:
                 progress(0.5 * min(position() / size, 1.0))
+        self.trace.packets_read += n
         progress(0.5)
         self.sequence_misses = sum(seq.misses for seq in self.sequences.values())
 
@@ -348,9 +358,8 @@ class ProtoImporter:
 
     # -- tokenizer -------------------------------------------------------------
     def tokenize(self, data: bytes) -> None:
+        """One packet (tokenize_all reads the file's; this is for packets inside others)."""
         if self.split is not None:
-            # Sort keys carry the packet's place in the file, so the two processes' events merge
-            # in the order one process would have queued them.
             self.packet_index += 1
             self.sorter.arrival_base = self.packet_index << 32
         simple = scan_simple_track_event(data)
@@ -358,6 +367,10 @@ class ProtoImporter:
             self.host_used = True  # no machine_id: a host packet
             self._tokenize_simple(*simple)
             return
+        self._tokenize_packet_bytes(data)
+
+    def _tokenize_packet_bytes(self, data: bytes) -> None:
+        """tokenize() for a packet that is not a plain track event."""
         try:
             packet = TracePacket.FromString(data)
         except DecodeError:

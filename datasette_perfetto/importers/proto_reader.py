@@ -71,6 +71,16 @@ class ProtoReader:
         self.bytes_read = 0
 
     def packets(self) -> Iterator[bytes]:
+        """The bytes of each TracePacket."""
+        return self._records(False)
+
+    def scanned(self) -> Iterator:
+        """As packets(), except that a packet holding only a track event, timestamp,
+        sequence id and flags comes as scan_simple_track_event's tuple, read in place
+        (the importer's hot path: no copy of the packet, no second pass over it)."""
+        return self._records(True)
+
+    def _records(self, scan: bool) -> Iterator:
         buf = b""
         pos = 0
         eof = False
@@ -91,7 +101,8 @@ class ProtoReader:
                             pos = start
                             break
                         if tag >> 3 == 1:
-                            yield buf[pos:end]
+                            simple = scan_track_event_range(buf, pos, end) if scan else None
+                            yield buf[pos:end] if simple is None else simple
                         pos = end
                     elif wire == WIRE_VARINT:
                         _, pos = decode_varint(buf, pos)
@@ -158,10 +169,13 @@ _TAG_UID, _TAG_TS, _TAG_SEQ, _TAG_EVENT, _TAG_FLAGS = 0x18, 0x40, 0x50, 0x5A, 0x
 def scan_simple_track_event(data: bytes):
     """(timestamp, sequence id, flags, TrackEvent bytes) for a packet holding only
     those fields, read without building a TracePacket (the hot path); else None."""
+    return scan_track_event_range(data, 0, len(data))
+
+
+def scan_track_event_range(data: bytes, pos: int, n: int):
+    """scan_simple_track_event for the packet in data[pos:n]."""
     ts = seq = event = None
     flags = 0
-    pos = 0
-    n = len(data)
     try:
         while pos < n:
             tag = data[pos]

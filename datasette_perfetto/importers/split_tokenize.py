@@ -21,6 +21,7 @@ import multiprocessing
 import os
 import pickle
 import tempfile
+from typing import Optional
 from ..stats import Stats
 
 # Files smaller than this are tokenized by one process; forking costs more.
@@ -96,8 +97,12 @@ def start_helper(importer) -> "HelperHandle":
     return HelperHandle(process, receive, events)
 
 
-def split_available(size: int) -> bool:
-    return size >= SPLIT_THRESHOLD_BYTES and "fork" in multiprocessing.get_all_start_methods()
+def split_wanted(setting: Optional[bool], size: int) -> bool:
+    """Whether to split a file of `size` bytes: `setting` True always, False never, None
+    for large files; only where processes can be forked."""
+    if setting is None:
+        setting = size >= SPLIT_THRESHOLD_BYTES
+    return setting and "fork" in multiprocessing.get_all_start_methods()
 
 
 class HelperHandle:
@@ -151,4 +156,4 @@ def _helper_main(importer, send, events) -> None:
     os._exit(0)  # nothing of the parent's (temporary files, the writer pipe) is the child's to clean up
 
 
-__all__ = ["SequenceSplit", "OwnedContext", "SplitFailed", "start_helper", "split_available", "MAIN", "HELPER"]
+__all__ = ["SequenceSplit", "OwnedContext", "SplitFailed", "start_helper", "split_wanted", "MAIN", "HELPER"]

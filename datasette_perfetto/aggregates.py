@@ -1,0 +1,104 @@
+"""Figures kept while rows are written, so the end of an import need not scan
+the tables for them: trace bounds, and the per-name slice aggregates the
+report pages read (schema.Derived tables marked `streamed`).
+
+Each gives exactly what its SQL in schema.py would; tests check the two agree.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+from . import schema
+
+# Tables with timestamps, as trace_bounds covers them: name -> (ts position,
+# dur position or None) in the stored row.
+TIMED_TABLES: dict[str, tuple[int, Optional[int]]] = {}
+for _name in ("slice", "counter", "state", "profiler_sample", "sched", "thread_state"):
+    _cols = schema.table(_name).stored_columns
+    TIMED_TABLES[_name] = (_cols.index("ts"), _cols.index("dur") if "dur" in _cols else None)
+
+_SLICE = schema.table("slice").stored_columns
+_ID, _DUR, _TRACK, _NAME = (_SLICE.index(c) for c in ("id", "dur", "track_id", "name"))
+
+
+class TimeBounds:
+    """Per timed table: min(ts) and max(ts + max(dur, 0)) of its rows, NULLs ignored."""
+
+    def __init__(self) -> None:
+        self.bounds: dict[str, list] = {}
+
+    def add(self, table: str, rows: list[tuple]) -> None:
+        ts_at, dur_at = TIMED_TABLES[table]
+        starts = [r[ts_at] for r in rows if r[ts_at] is not None]
+        if not starts:
+            return
+        if dur_at is None:
+            ends = starts
+        else:
+            ends = [r[ts_at] + (r[dur_at] if r[dur_at] > 0 else 0) for r in rows
+                    if r[ts_at] is not None and r[dur_at] is not None]
+        bounds = self.bounds.setdefault(table, [None, None])
+        bounds[0] = min(starts) if bounds[0] is None else min(bounds[0], min(starts))
+        if ends:
+            bounds[1] = max(ends) if bounds[1] is None else max(bounds[1], max(ends))
+
+    def trace_bounds(self) -> tuple[int, int]:
+        """trace_processor's trace_bounds over every timed table: (0, 0) when empty,
+        and one nanosecond wide when everything is at one instant."""
+        known = [b for b in self.bounds.values() if b[1] is not None]
+        if not known:
+            return (0, 0)
+        start, end = min(b[0] for b in known), max(b[1] for b in known)
+        return (start, end + 1 if end == start else end)
+
+
+class SliceNameAggregates:
+    """report_slice_track_name and report_slice_name: count, total and longest
+    duration per (track, name) and per name. The longest instance is the one
+    with the lowest id among equals, as SQLite's max() with a bare column picks
+    it (the first in (name, dur, id) index order)."""
+
+    def __init__(self) -> None:
+        self.by_track_name: dict[tuple, list] = {}  # (track_id, name) -> [count, total_dur, max_dur, max_slice_id]
+
+    def add(self, rows: list[tuple]) -> None:
+        aggregates = self.by_track_name
+        for row in rows:
+            dur, slice_id = row[_DUR], row[_ID]
+            key = (row[_TRACK], row[_NAME])
+            agg = aggregates.get(key)
+            if agg is None:
+                aggregates[key] = [1, dur if dur > 0 else 0, dur, slice_id]
+                continue
+            agg[0] += 1
+            if dur > 0:
+                agg[1] += dur
+            if dur > agg[2] or (dur == agg[2] and slice_id < agg[3]):
+                agg[2], agg[3] = dur, slice_id
+
+    def track_name_rows(self) -> Iterator[tuple]:
+        """report_slice_track_name rows, in GROUP BY track_id, name order."""
+        for (track_id, name), (count, total, longest, slice_id) in sorted(
+                self.by_track_name.items(), key=lambda kv: (kv[0][0], _text_key(kv[0][1]))):
+            yield track_id, name, count, total, longest, slice_id
+
+    def name_rows(self) -> Iterator[tuple]:
+        """report_slice_name rows, in GROUP BY name order."""
+        by_name: dict[Optional[str], list] = {}
+        for (_, name), (count, total, longest, slice_id) in self.by_track_name.items():
+            agg = by_name.get(name)
+            if agg is None:
+                by_name[name] = [count, total, longest, slice_id]
+                continue
+            agg[0] += count
+            agg[1] += total
+            if longest > agg[2] or (longest == agg[2] and slice_id < agg[3]):
+                agg[2], agg[3] = longest, slice_id
+        for name, (count, total, longest, slice_id) in sorted(by_name.items(), key=lambda kv: _text_key(kv[0])):
+            yield name, count, total, longest, slice_id
+
+
+def _text_key(value: Optional[str]) -> tuple:
+    """SQLite's order for a TEXT column: NULL first, then by code point (BINARY collation)."""
+    return (value is not None, value or "")

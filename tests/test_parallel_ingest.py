@@ -1,0 +1,202 @@
+"""Ingest on two cores: SQLite writes in a child process (writer.py) and proto traces tokenized
+by a forked helper that takes some packet sequences (importers/split_tokenize.py).
+
+Large inputs use both by default; these tests force them on for small traces too, and check that
+the database is the one a single process writes, row for row, and that every failure of the extra
+processes ends as the single-process import or as a clean error.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+from datasette_perfetto import ingest as ingest_module
+from datasette_perfetto import schema, writer
+from datasette_perfetto.conformance import load_passing_list, run_case
+from datasette_perfetto.importers import proto_importer
+from datasette_perfetto.ingest import IngestError, ingest
+from datasette_perfetto.trace_builder import TraceBuilder
+
+from shared_data import CASES, TRACES
+
+HERE = Path(__file__).parent
+CHROME = TRACES / "chrome_startup.pftrace"
+PARALLEL = {"separate_writer": True, "split_tokenize": True}
+SERIAL = {"separate_writer": False, "split_tokenize": False}
+
+
+def table_rows(path: Path) -> dict[str, list[tuple]]:
+    conn = sqlite3.connect(path)
+    try:
+        names = [r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+        return {name: conn.execute(f"SELECT * FROM [{name}] ORDER BY rowid").fetchall() for name in names}
+    finally:
+        conn.close()
+
+
+def assert_same_database(a: Path, b: Path) -> None:
+    rows_a, rows_b = table_rows(a), table_rows(b)
+    assert rows_a.keys() == rows_b.keys()
+    for name in rows_a:
+        assert rows_a[name] == rows_b[name], f"table {name} differs"
+
+
+@pytest.fixture(scope="module")
+def chrome_pair(tmp_path_factory) -> tuple[Path, Path]:
+    """chrome_startup.pftrace ingested by one process and by three."""
+    folder = tmp_path_factory.mktemp("parallel")
+    serial, parallel = folder / "serial.db", folder / "parallel.db"
+    ingest([str(CHROME)], str(serial), **SERIAL)
+    ingest([str(CHROME)], str(parallel), **PARALLEL)
+    return serial, parallel
+
+
+def test_real_trace_gives_the_same_database_either_way(chrome_pair):
+    serial, parallel = chrome_pair
+    assert_same_database(serial, parallel)
+    assert table_rows(parallel)["slice"].__len__() == 136_512
+
+
+def test_the_helper_really_took_a_share(tmp_path, monkeypatch):
+    """Both processes tokenized track events: the importer's share of the sorter is well under all."""
+    pushed = {}
+    original = proto_importer.ProtoImporter.parse_all
+
+    def parse_all(self, progress):
+        pushed["importer"] = self.split.load[0] if self.split else None
+        pushed["helper"] = self.split.load[1] if self.split else None
+        return original(self, progress)
+
+    monkeypatch.setattr(proto_importer.ProtoImporter, "parse_all", parse_all)
+    ingest([str(CHROME)], str(tmp_path / "x.db"), **PARALLEL)
+    assert pushed["importer"] > 50_000 and pushed["helper"] > 50_000
+    assert pushed["importer"] + pushed["helper"] == 245_446
+
+
+@pytest.mark.parametrize("derived", [d for d in schema.DERIVED if d.streamed], ids=lambda d: d.name)
+def test_streamed_aggregates_equal_their_sql(chrome_pair, derived):
+    """report_slice_name and report_slice_track_name are kept as slices are written; their SQL
+    definition over the finished slice table gives the same rows in the same order."""
+    conn = sqlite3.connect(chrome_pair[1])
+    try:
+        kept = conn.execute(f"SELECT * FROM [{derived.name}] ORDER BY rowid").fetchall()
+        conn.execute(f"DELETE FROM [{derived.name}]")
+        conn.execute(derived.populate)
+        computed = conn.execute(f"SELECT * FROM [{derived.name}] ORDER BY rowid").fetchall()
+    finally:
+        conn.close()
+    assert len(kept) > 100
+    assert kept == computed
+
+
+def test_trace_bounds_equal_their_sql(chrome_pair):
+    conn = sqlite3.connect(chrome_pair[1])
+    try:
+        kept = conn.execute("SELECT start_ts, end_ts FROM trace_bounds").fetchone()
+        computed = conn.execute("""SELECT min(s), max(e) FROM (
+            SELECT min(ts) AS s, max(ts + max(dur, 0)) AS e FROM slice
+            UNION ALL SELECT min(ts), max(ts) FROM counter)""").fetchone()
+    finally:
+        conn.close()
+    assert kept == computed
+
+
+PROTO_CASES = [c for c in load_passing_list(str(HERE / "conformance_passing.txt"))
+               if (CASES / c / "trace.pb").exists() and (c.startswith("parser.track_event") or c.startswith("tables"))]
+
+
+@pytest.mark.parametrize("case_id", PROTO_CASES)
+def test_conformance_cases_pass_with_both_processes_forced(case_id, tmp_path):
+    result = run_case(str(CASES / case_id), str(tmp_path), **PARALLEL)
+    assert result.passed, result.reason
+
+
+def streaming_profile_after_track_events() -> bytes:
+    """Sequence 2's track events come first, and go to the helper; then the same sequence carries
+    streaming profile samples, whose delta timestamps continue the track events' own."""
+    b = TraceBuilder()
+    busy = b.sequence(1)
+    busy.process(10, "app")
+    main = busy.thread(10, 11, "main")
+    for i in range(50):
+        busy.slice_begin(1_000 + i * 100, main, "Busy")
+        busy.slice_end(1_050 + i * 100, main)
+    shared = b.sequence(2)
+    worker = shared.thread(10, 12, "worker")
+    shared.slice_begin(500, worker, "Work")
+    shared.slice_end(900, worker)
+    shared.packet(1_000, streaming_profile_packet=pb.StreamingProfilePacket(callstack_iid=[1],
+                                                                             timestamp_delta_us=[5]))
+    return b.to_bytes()
+
+
+@pytest.fixture
+def attempts(monkeypatch) -> list:
+    """The split_tokenize setting of each import ingest() attempts."""
+    seen = []
+    original = ingest_module._ingest
+
+    def recording(paths, db_path, progress, separate_writer, split_tokenize):
+        seen.append(split_tokenize)
+        return original(paths, db_path, progress, separate_writer, split_tokenize)
+
+    monkeypatch.setattr(ingest_module, "_ingest", recording)
+    return seen
+
+
+def test_a_sequence_both_processes_need_falls_back_to_one_process(tmp_path, attempts):
+    path = tmp_path / "t.pftrace"
+    path.write_bytes(streaming_profile_after_track_events())
+    ingest([str(path)], str(tmp_path / "parallel.db"), **PARALLEL)
+    assert attempts == [True, False]
+    ingest([str(path)], str(tmp_path / "serial.db"), **SERIAL)
+    assert_same_database(tmp_path / "serial.db", tmp_path / "parallel.db")
+
+
+def test_a_failing_helper_falls_back_to_one_process(tmp_path, monkeypatch, demo_trace, attempts):
+    def broken(self):
+        raise RuntimeError("helper broke")
+
+    monkeypatch.setattr(proto_importer.ProtoImporter, "become_helper", broken)
+    ingest([str(demo_trace)], str(tmp_path / "parallel.db"), **PARALLEL)
+    assert attempts == [True, False]
+    ingest([str(demo_trace)], str(tmp_path / "serial.db"), **SERIAL)
+    assert_same_database(tmp_path / "serial.db", tmp_path / "parallel.db")
+
+
+def test_the_helper_does_not_fall_back_on_a_plain_trace(tmp_path, demo_trace, attempts):
+    ingest([str(demo_trace)], str(tmp_path / "parallel.db"), **PARALLEL)
+    assert attempts == [True]
+
+
+def test_a_failing_writer_is_a_clean_error(tmp_path, monkeypatch, demo_trace):
+    """The child's SQLite error reaches the caller as one line; no database or temporary file is left."""
+    def broken(self, table, rows):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(writer.SqliteWriter, "rows", broken)
+    out = tmp_path / "out" / "x.db"
+    out.parent.mkdir()
+    with pytest.raises(IngestError) as e:
+        ingest([str(demo_trace)], str(out), **PARALLEL)
+    assert "disk I/O error" in str(e.value) and str(out) in str(e.value)
+    assert os.listdir(out.parent) == []
+
+
+def test_a_writer_that_dies_is_a_clean_error(tmp_path, monkeypatch, demo_trace):
+    def dies(self, table, rows):
+        os._exit(3)
+
+    monkeypatch.setattr(writer.SqliteWriter, "rows", dies)
+    out = tmp_path / "out" / "x.db"
+    out.parent.mkdir()
+    with pytest.raises(IngestError) as e:
+        ingest([str(demo_trace)], str(out), **PARALLEL)
+    assert "writer process stopped" in str(e.value)
+    assert os.listdir(out.parent) == []

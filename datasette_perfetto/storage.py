@@ -13,7 +13,7 @@ from . import schema
 from .aggregates import TIMED_TABLES, SliceNameAggregates, TimeBounds
 from .writer import open_writer
 
-BATCH_ROWS = 20_000
+BATCH_ROWS = 5_000
 
 # Arg sets are content-deduplicated like trace_processor's; the cache is bounded
 # so memory does not grow with the trace (identical sets far apart may then get

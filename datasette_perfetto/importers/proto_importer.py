@@ -41,7 +41,7 @@ from .clock_tracker import BOOTTIME, ClockTracker, clock_key
 from .profile_module import EV_PROFILE, INTERNED_PROFILE_FIELDS, ProfileParser, ProfileTokenizer
 from .proto_reader import ProtoReader, inflate_packets, scan_simple_track_event
 from .sorter import Sorter
-from .split_tokenize import HELPER, MAIN, OwnedContext, SequenceSplit, SplitFailed, split_wanted, start_helper
+from .split_tokenize import HELPER, MAIN, OwnedContext, SequenceClaims, SequenceSplit, SplitFailed, split_wanted, start_helper
 from .track_event import (
     EV_DESCRIPTOR,
     EV_THREAD_DESCRIPTOR,
@@ -233,23 +233,24 @@ class ProtoImporter:
         (reading the file is the first half, parsing the sorted events the second)."""
         helper = None
         if split_wanted(self.trace.model.split_tokenize, self.trace.size):
-            helper = start_helper(self)  # the child starts from this same, still empty, state
-            self._start_split(MAIN)
+            helper, claims = start_helper(self)  # the child starts from this same, still empty, state
+            self._start_split(MAIN, claims)
         try:
             self.tokenize_all(stream, progress)
             if helper is not None:
-                stats, misses, count = helper.result()
+                stats, misses, runs, count = helper.result()
                 self.stats.add(stats)
                 self.sequence_misses += misses
-                self.sorter.add_sorted(helper.events, count)
+                self.sorter.take_over(runs, count)
+                helper.discard_runs()
         except BaseException:
             if helper is not None:
                 helper.stop()
             raise
         self.parse_all(progress)
 
-    def _start_split(self, role: int) -> None:
-        self.split = SequenceSplit(role)
+    def _start_split(self, role: int, claims: SequenceClaims) -> None:
+        self.split = SequenceSplit(role, claims)
         streaming = self._handlers.get("streaming_profile_packet")
 
         def pinned_streaming(packet, seq, ts):
@@ -257,10 +258,12 @@ class ProtoImporter:
             streaming(packet, seq, ts)
         self._handlers["streaming_profile_packet"] = pinned_streaming
 
-    def become_helper(self) -> None:
+    def become_helper(self, claims: SequenceClaims, sorter: Sorter) -> None:
         """In the forked helper: tokenize only the track events of the sequences it
-        owns; keep the rest of the tokenizer state as the importer does, silently."""
-        self._start_split(HELPER)
+        owns, into `sorter`; keep the rest of the tokenizer state as the importer
+        does, silently."""
+        self._start_split(HELPER, claims)
+        self.sorter = sorter
         self.trace.model.storage.writer = None  # the parent's: never to be written from here
         self.te_context = OwnedContext(self)  # stats of the owned events, reported to the importer
         self._push = lambda ts, event: None  # every other event is the importer's
@@ -499,8 +502,7 @@ class ProtoImporter:
         if split is not None:
             owner = seq.split_owner
             if owner is None:
-                owner = split.assign(seq)
-            split.load[owner] += 1
+                owner = split.owner(seq)
             if owner != split.role:
                 return
         tokenized = tokenize_track_event(self.te_context, event, seq, ts)
@@ -513,8 +515,7 @@ class ProtoImporter:
         split = self.split
         owner = seq.split_owner
         if owner is None:
-            owner = split.assign(seq)
-        split.load[owner] += 1
+            owner = split.owner(seq)
         if owner == split.role:
             tokenized = tokenize_track_event(self.te_context, event, seq, ts)
             if tokenized is not None:

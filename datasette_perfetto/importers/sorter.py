@@ -10,9 +10,10 @@ runs are merged. Ties keep arrival order, as trace_processor's stable sort does.
 from __future__ import annotations
 
 import heapq
+import os
 import pickle
 import tempfile
-from typing import IO, Iterable, Iterator
+from typing import IO, Iterable, Iterator, Optional
 
 RUN_EVENTS = 150_000
 SPILL_BATCH = 2_000
@@ -23,9 +24,12 @@ MERGE_FAN_IN = 16
 
 
 class Sorter:
-    def __init__(self, run_events: int = RUN_EVENTS, spill_batch: int = SPILL_BATCH) -> None:
+    def __init__(self, run_events: int = RUN_EVENTS, spill_batch: int = SPILL_BATCH,
+                 spill_dir: Optional[str] = None) -> None:
         self.run_events = run_events
         self.spill_batch = spill_batch  # events per pickle in a spill file: the merge holds one per file
+        # Spill files are anonymous, or named files in spill_dir that another process can open (handover()).
+        self.spill_dir = spill_dir
         self._run: list[tuple] = []
         self._spills: list[IO[bytes]] = []
         self._levels: list[int] = []  # per spill: how many merges it has been through (non-increasing)
@@ -62,7 +66,10 @@ class Sorter:
             levels.append(level)
 
     def _write(self, events: Iterable[tuple]) -> IO[bytes]:
-        f = tempfile.TemporaryFile()
+        if self.spill_dir is None:
+            f = tempfile.TemporaryFile()
+        else:
+            f = tempfile.NamedTemporaryFile(dir=self.spill_dir, suffix=".run", delete=False)
         batch: list[tuple] = []
         size = self.spill_batch
         for item in events:
@@ -96,23 +103,27 @@ class Sorter:
         while run:
             yield pop()
 
-    def export(self, f: IO[bytes]) -> int:
-        """Writes every event, in order and with its sort key, to `f` (in the
-        spill format) for another process's add_sorted(); returns how many."""
-        streams = [self._read(spill) for spill in self._spills]
-        streams.append(iter(sorted(self._run)))
+    def handover(self) -> tuple[list[str], int]:
+        """For a sorter with a spill_dir: spills what is left and gives up its runs,
+        (the paths of the sorted run files, events) for another process's take_over()."""
+        if self._run:
+            self._spill()
+        paths = []
+        for f in self._spills:
+            paths.append(f.name)
+            f.close()
         count = self.count
-        self._spills, self._levels, self._run = [], [], []
-        for batch in _batches(heapq.merge(*streams), self.spill_batch):
-            pickle.dump(batch, f, protocol=pickle.HIGHEST_PROTOCOL)
-        f.flush()
-        return count
+        self._spills, self._levels, self.count = [], [], 0
+        return paths, count
 
-    def add_sorted(self, f: IO[bytes], count: int) -> None:
-        """Merges in the events another sorter export()ed to `f` (rewound here)."""
-        f.seek(0)
-        self._spills.append(f)
-        self._levels.append(len(self._levels) and self._levels[-1])  # never merged before the drain
+    def take_over(self, paths: list[str], count: int) -> None:
+        """Adds another sorter's handed-over runs, to be merged by drain(); the files are
+        removed once open (the runs are read from the open files)."""
+        for path in paths:
+            f = open(path, "rb")
+            os.unlink(path)
+            self._spills.append(f)
+            self._levels.append(0)
         self.count += count
 
     def drain(self) -> Iterator[tuple[int, tuple]]:
@@ -128,13 +139,3 @@ class Sorter:
         for ts, _, _, event in heapq.merge(*streams):
             yield ts, event
 
-
-def _batches(items: Iterable, size: int) -> Iterator[list]:
-    batch: list = []
-    for item in items:
-        batch.append(item)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch

@@ -6,10 +6,10 @@ delta timestamps, incremental counters). So a forked helper reads the same
 file and tokenizes the track events of some sequences while the importer
 does the rest; the importer then merges the helper's sorted events into its
 own sorter. Both processes apply every packet's effect on shared state
-(clocks, track descriptors, sequence state) and decide which sequences are
-whose by the same rule over the same packet stream, so they agree without
-talking. Each event's sort key carries its packet's position in the file,
-so the merged order is the order one process would have produced.
+(clocks, track descriptors, sequence state); which sequences are whose is
+settled in a small shared table (SequenceClaims). Each event's sort key
+carries its packet's position in the file, so the merged order is the order
+one process would have produced, whoever tokenized what.
 
 Everything else is the importer's alone: the helper counts no stats and
 queues no events but the track events it owns.
@@ -17,12 +17,15 @@ queues no events but the track events it owns.
 
 from __future__ import annotations
 
+import mmap
 import multiprocessing
 import os
 import pickle
+import shutil
 import tempfile
 from typing import Optional
 from ..stats import Stats
+from .sorter import Sorter
 
 # Files smaller than this are tokenized by one process; forking costs more.
 SPLIT_THRESHOLD_BYTES = 4 << 20
@@ -35,40 +38,78 @@ class SplitFailed(Exception):
     sequence whose state both processes need); the caller imports again without it."""
 
 
-# A new sequence goes to the helper while its share of the track events so far,
-# scaled by this, is below the importer's: the importer also handles every
-# other packet, and the helper's sorted events cost it a merge at the end.
-HELPER_WEIGHT = 0.8
+# Distinct sequences (with track events) the claims table holds; beyond, the
+# import falls back to one process.
+CLAIM_SLOTS = 1 << 16
+
+# The helper's sorter spills runs this small, so that little is left to sort and
+# write once it has read the file: the importer waits for that.
+HELPER_RUN_EVENTS = 25_000
+
+
+class SequenceClaims:
+    """Which process tokenizes each sequence's track events, shared by both.
+
+    The first process to reach a sequence's first track event claims it: that
+    process is ahead in the file, so it has the time to spare, and a process
+    slowed by a busy sequence leaves the next new ones to the other. Who owns
+    what changes only which process does the work, never the result.
+
+    A hash table of seq id + 1 -> owner in anonymous shared memory (inherited
+    through fork), with linear probing; claims are rare (once per sequence
+    per process), so a lock around each costs nothing.
+    """
+
+    def __init__(self, ctx) -> None:
+        self._memory = mmap.mmap(-1, CLAIM_SLOTS * 9)
+        view = memoryview(self._memory)
+        self._keys = view[:CLAIM_SLOTS * 8].cast("Q")
+        self._owners = view[CLAIM_SLOTS * 8:]
+        self._lock = ctx.Lock()
+
+    def claim(self, seq_id: int, process: int) -> int:
+        """The owner of `seq_id`: `process`, unless the other one claimed it first."""
+        key = seq_id + 1
+        if not self._lock.acquire(timeout=30):
+            raise SplitFailed("the other tokenizer process holds the sequence claims")
+        try:
+            slot = (key * 0x9E3779B1) % CLAIM_SLOTS
+            for _ in range(CLAIM_SLOTS):
+                found = self._keys[slot]
+                if found == key:
+                    return self._owners[slot]
+                if found == 0:
+                    self._keys[slot] = key
+                    self._owners[slot] = process
+                    return process
+                slot = (slot + 1) % CLAIM_SLOTS
+        finally:
+            self._lock.release()
+        raise SplitFailed(f"more than {CLAIM_SLOTS} sequences")
 
 
 class SequenceSplit:
-    """Which process tokenizes each sequence's track events.
+    """This process's side of the split: its role, and the claims it shares with
+    the other. The answer is kept in SequenceState.split_owner."""
 
-    A sequence is given, when its first track event is seen, to whichever
-    process has so far been given less (SequenceState.split_owner); both
-    processes see the same packets, so both make the same choices. The
-    importer counts each event in `load` itself, inline (the hot path).
-    """
+    __slots__ = ("role", "claims")
 
-    __slots__ = ("role", "load")
-
-    def __init__(self, role: int) -> None:
+    def __init__(self, role: int, claims: SequenceClaims) -> None:
         self.role = role
-        self.load = [0, 0]  # track events seen so far, by the process owning their sequence
+        self.claims = claims
 
-    def assign(self, seq) -> int:
-        load = self.load
-        seq.split_owner = HELPER if load[HELPER] * HELPER_WEIGHT < load[MAIN] else MAIN
+    def owner(self, seq) -> int:
+        """Called at the first track event of `seq` this process sees."""
+        seq.split_owner = self.claims.claim(seq.seq_id, self.role)
         return seq.split_owner
 
-    @staticmethod
-    def pin_to_main(seq) -> None:
+    def pin_to_main(self, seq) -> None:
         """For a sequence whose other packets share state with its track events
         (streaming profile samples continue their delta timestamps): only the
         importer sees those packets, so it must own the sequence."""
         if seq.split_owner is None:
-            seq.split_owner = MAIN
-        elif seq.split_owner != MAIN:
+            seq.split_owner = self.claims.claim(seq.seq_id, MAIN)
+        if seq.split_owner != MAIN:
             raise SplitFailed(f"sequence {seq.seq_id} mixes helper-owned track events with profile samples")
 
 
@@ -85,16 +126,17 @@ class OwnedContext:
         self.counter_specs = importer.counter_specs
 
 
-def start_helper(importer) -> "HelperHandle":
-    """Forks the helper for `importer` (which has read nothing yet)."""
+def start_helper(importer) -> tuple["HelperHandle", SequenceClaims]:
+    """Forks the helper for `importer` (which has read nothing yet); returns it and the claims they share."""
     ctx = multiprocessing.get_context("fork")
+    claims = SequenceClaims(ctx)
     receive, send = ctx.Pipe(duplex=False)
-    events = tempfile.TemporaryFile()  # shared with the child: it writes, the parent reads after
-    process = ctx.Process(target=_helper_main, args=(importer, send, events), daemon=True,
+    runs = tempfile.mkdtemp(prefix="datasette-perfetto-")  # the child's sorted runs, for the parent
+    process = ctx.Process(target=_helper_main, args=(importer, claims, send, runs), daemon=True,
                           name="datasette-perfetto-tokenizer")
     process.start()
     send.close()
-    return HelperHandle(process, receive, events)
+    return HelperHandle(process, receive, runs), claims
 
 
 def split_wanted(setting: Optional[bool], size: int) -> bool:
@@ -106,13 +148,14 @@ def split_wanted(setting: Optional[bool], size: int) -> bool:
 
 
 class HelperHandle:
-    def __init__(self, process, receive, events) -> None:
+    def __init__(self, process, receive, runs: str) -> None:
         self.process = process
         self.receive = receive
-        self.events = events
+        self.runs = runs
 
-    def result(self) -> tuple[Stats, int, int]:
-        """Waits for the helper; (stats its events counted, interned lookups it missed, events)."""
+    def result(self) -> tuple[Stats, int, list[str], int]:
+        """Waits for the helper: (stats its events counted, interned lookups it missed,
+        its sorted run files, events in them)."""
         try:
             answer = pickle.loads(self.receive.recv_bytes())
         except EOFError:
@@ -121,34 +164,38 @@ class HelperHandle:
             self.receive.close()
             self.process.join()
         if answer[0] == "failed":
-            self.events.close()
+            self.discard_runs()
             raise SplitFailed(f"the tokenizer helper failed: {answer[1]}")
-        _, single, indexed, misses, count = answer
+        _, single, indexed, misses, paths, count = answer
         stats = Stats()
         stats.single, stats.indexed = single, indexed
-        return stats, misses, count
+        return stats, misses, paths, count
 
     def stop(self) -> None:
         if self.process.is_alive():
             self.process.terminate()
         self.process.join()
         self.receive.close()
-        self.events.close()
+        self.discard_runs()
+
+    def discard_runs(self) -> None:
+        """Removes the runs folder (the importer has opened, and so unlinked, what it takes)."""
+        shutil.rmtree(self.runs, ignore_errors=True)
 
 
-def _helper_main(importer, send, events) -> None:
+def _helper_main(importer, claims, send, runs: str) -> None:
     try:
         from ..ingest import open_trace
 
-        importer.become_helper()
+        importer.become_helper(claims, Sorter(HELPER_RUN_EVENTS, spill_dir=runs))
         _, stream = open_trace(importer.trace.path)
         with stream:
             importer.tokenize_all(stream)
-        count = importer.sorter.export(events)
+        paths, count = importer.sorter.handover()
         owned = importer.te_context
         # Interned lookups happen only while tokenizing track events: all of the helper's are its own.
         misses = sum(seq.misses for seq in importer.sequences.values())
-        answer = ("ok", owned.stats.single, owned.stats.indexed, misses, count)
+        answer = ("ok", owned.stats.single, owned.stats.indexed, misses, paths, count)
     except BaseException as e:  # reported; the parent imports again without the helper
         answer = ("failed", f"{type(e).__name__}: {e}")
     send.send_bytes(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
@@ -156,4 +203,4 @@ def _helper_main(importer, send, events) -> None:
     os._exit(0)  # nothing of the parent's (temporary files, the writer pipe) is the child's to clean up
 
 
-__all__ = ["SequenceSplit", "OwnedContext", "SplitFailed", "start_helper", "split_wanted", "MAIN", "HELPER"]
+__all__ = ["SequenceClaims", "SequenceSplit", "OwnedContext", "SplitFailed", "start_helper", "split_wanted", "MAIN", "HELPER"]

@@ -68,6 +68,8 @@ class ClockTracker:
         self._paths: dict[ClockKey, Optional[list[_Hop]]] = {}
         # Incremental clocks: key -> (last value in units, unit multiplier).
         self.incremental: dict[ClockKey, list[int]] = {}
+        # An incremental clock that is not sequence-scoped: every packet on it moves it.
+        self.global_incremental = False
         self._converters: dict = {}  # clock key -> fast ts converter, until the next snapshot
         self.users: list = []  # sequence states caching a converter; reset on every snapshot
         self.snapshot_rows: list[tuple] = []  # (snapshot_id, clock_id, clock_name, clock_value_ns)
@@ -90,6 +92,8 @@ class ClockTracker:
             multiplier = multiplier or 1
             if is_incremental:
                 self.incremental[key] = [timestamp, multiplier]
+                if not isinstance(key, tuple):
+                    self.global_incremental = True
             values.append((key, timestamp * multiplier))
             self.snapshot_rows.append((snapshot_id, clock_id, BUILTIN_CLOCK_NAMES.get(clock_id), timestamp * multiplier))
         self._converters.clear()

@@ -226,6 +226,7 @@ class ProtoImporter:
         # Tokenizing split with a forked helper process (split_tokenize.py); None: this process does it all.
         self.split: Optional[SequenceSplit] = None
         self.te_context = self  # what tokenize_track_event reads (stats, clocks, reservations)
+        self.skips_others = False  # the split helper: skips the plain track-event packets of the importer's sequences
         self.packet_index = 0  # packets seen so far, inner ones of compressed_packets included (split only)
 
     def run(self, stream: BinaryIO, progress: Callable[[float], None]) -> None:
@@ -264,6 +265,7 @@ class ProtoImporter:
         does, silently."""
         self._start_split(HELPER, claims)
         self.sorter = sorter
+        self.skips_others = True
         self.trace.model.storage.writer = None  # the parent's: never to be written from here
         self.te_context = OwnedContext(self)  # stats of the owned events, reported to the importer
         self._push = lambda ts, event: None  # every other event is the importer's
@@ -488,6 +490,10 @@ class ProtoImporter:
         seq = self.sequences.get(seq_id)
         if seq is None:
             seq = self.sequences[seq_id] = SequenceState(seq_id)
+        elif self.skips_others and seq.split_owner == MAIN and not self.clocks.global_incremental:
+            # The split helper, on a sequence it does not tokenize: nothing here changes any
+            # state its own sequences need (their clocks are their own), and the importer counts.
+            return
         if flags & SEQ_INCREMENTAL_STATE_CLEARED:
             seq.clear()
         if flags & SEQ_NEEDS_INCREMENTAL_STATE and self._lacks_state(seq):

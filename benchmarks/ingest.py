@@ -21,12 +21,6 @@ import sys
 import tempfile
 import time
 
-from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
-
-from datasette_perfetto.importers.proto_reader import ProtoReader
-from datasette_perfetto.stats import Stats
-from datasette_perfetto.trace_builder import trace_record
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 from shared_data import TRACES  # noqa: E402  (the shared traces, wherever this checkout is)
@@ -71,6 +65,13 @@ def scaled_copy(trace: str, times: int, out_path: str) -> None:
     Shifting every non-sequence-scoped clock in the ClockSnapshots moves all
     converted timestamps; everything else is copied byte for byte.
     """
+    # Imported here, not at the top: the measured process (--one) should load only what ingest does.
+    from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+    from datasette_perfetto.importers.proto_reader import ProtoReader
+    from datasette_perfetto.stats import Stats
+    from datasette_perfetto.trace_builder import trace_record
+
     first = last = None
     with open(trace, "rb") as f:
         for data in ProtoReader(f, Stats()).packets():

@@ -187,10 +187,10 @@ def test_the_helper_does_not_fall_back_on_a_plain_trace(tmp_path, demo_trace, at
 
 def test_a_failing_writer_is_a_clean_error(tmp_path, monkeypatch, demo_trace):
     """The child's SQLite error reaches the caller as one line; no database or temporary file is left."""
-    def broken(self, table, rows):
+    def broken(self, table, grouped, rest):
         raise sqlite3.OperationalError("disk I/O error")
 
-    monkeypatch.setattr(writer.SqliteWriter, "rows", broken)
+    monkeypatch.setattr(writer.SqliteWriter, "insert_prepared", broken)
     out = tmp_path / "out" / "x.db"
     out.parent.mkdir()
     with pytest.raises(IngestError) as e:
@@ -200,10 +200,10 @@ def test_a_failing_writer_is_a_clean_error(tmp_path, monkeypatch, demo_trace):
 
 
 def test_a_writer_that_dies_is_a_clean_error(tmp_path, monkeypatch, demo_trace):
-    def dies(self, table, rows):
+    def dies(self, table, grouped, rest):
         os._exit(3)
 
-    monkeypatch.setattr(writer.SqliteWriter, "rows", dies)
+    monkeypatch.setattr(writer.SqliteWriter, "insert_prepared", dies)
     out = tmp_path / "out" / "x.db"
     out.parent.mkdir()
     with pytest.raises(IngestError) as e:

@@ -38,18 +38,21 @@ def measure_one(trace: str) -> None:
     summaries = ingest([trace], db)
     wall = time.perf_counter() - start
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # The writer and tokenizer helper processes (ingest's children): the larger one's peak.
+    child_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     size = os.path.getsize(db)
     os.unlink(db)
-    print(f"{wall:.3f} {peak_mb:.1f} {size} {sum(v for _, v in summaries[0].problems)}")
+    print(f"{wall:.3f} {peak_mb:.1f} {size} {sum(v for _, v in summaries[0].problems)} {child_mb:.1f}")
 
 
-def measure(trace: str) -> tuple[float, float, float]:
-    """(process wall seconds, ingest seconds, peak RSS MB) of ingesting trace in a fresh process."""
+def measure(trace: str) -> tuple[float, float, float, float]:
+    """(process wall seconds, ingest seconds, peak RSS MB, largest child's peak RSS MB) of
+    ingesting trace in a fresh process."""
     start = time.perf_counter()
     out = subprocess.run([sys.executable, __file__, "--one", trace], check=True, capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": os.path.join(HERE, "..")}).stdout.split()
     process_wall = time.perf_counter() - start
-    return process_wall, float(out[0]), float(out[1])
+    return process_wall, float(out[0]), float(out[1]), float(out[4])
 
 
 def floor(trace: str) -> float:
@@ -117,21 +120,22 @@ def main() -> None:
     wall = statistics.median(r[0] for r in runs)
     ingest_s = statistics.median(r[1] for r in runs)
     peak = max(r[2] for r in runs)
+    child_peak = max(r[3] for r in runs)
     size_mb = os.path.getsize(args.trace) / 1e6
     print(f"trace: {args.trace} ({size_mb:.1f} MB)")
     print(f"floor (split + parse TracePacket + insert one row per track event): {floor_s:.2f} s "
           f"(median of {args.repeat})")
     print(f"ingest: {wall:.2f} s whole process ({ingest_s:.2f} s in ingest()), median of {args.repeat}; "
-          f"peak RSS {peak:.0f} MB")
+          f"peak RSS {peak:.0f} MB (its writer/tokenizer child processes: {child_peak:.0f} MB at most)")
     print(f"ratio ingest / floor: {wall / floor_s:.2f}x")
     if args.scale:
         with tempfile.TemporaryDirectory() as tmp:
             big = os.path.join(tmp, f"x{args.scale}.pftrace")
             scaled_copy(args.trace, args.scale, big)
             big_mb = os.path.getsize(big) / 1e6
-            wall_big, ingest_big, peak_big = measure(big)
-            print(f"x{args.scale} trace ({big_mb:.0f} MB): {wall_big:.1f} s whole process, peak RSS {peak_big:.0f} MB "
-                  f"(x1: {peak:.0f} MB)")
+            wall_big, ingest_big, peak_big, child_big = measure(big)
+            print(f"x{args.scale} trace ({big_mb:.0f} MB): {wall_big:.1f} s whole process, peak RSS {peak_big:.0f} MB, "
+                  f"children {child_big:.0f} MB (x1: {peak:.0f} MB, children {child_peak:.0f} MB)")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,8 @@ for _name in ("slice", "counter", "state", "profiler_sample", "sched", "thread_s
     _cols = schema.table(_name).stored_columns
     TIMED_TABLES[_name] = (_cols.index("ts"), _cols.index("dur") if "dur" in _cols else None)
 
+INT64_MAX = (1 << 63) - 1
+
 _SLICE = schema.table("slice").stored_columns
 _ID, _DUR, _TRACK, _NAME = (_SLICE.index(c) for c in ("id", "dur", "track_id", "name"))
 
@@ -57,7 +59,9 @@ class SliceNameAggregates:
     """report_slice_track_name and report_slice_name: count, total and longest
     duration per (track, name) and per name. The longest instance is the one
     with the lowest id among equals, as SQLite's max() with a bare column picks
-    it (the first in (name, dur, id) index order)."""
+    it (the first in (name, dur, id) index order). A total beyond int64 (only
+    absurd durations get there) is kept at INT64_MAX, where SQLite's sum()
+    would fail the import."""
 
     def __init__(self) -> None:
         self.by_track_name: dict[tuple, list] = {}  # (track_id, name) -> [count, total_dur, max_dur, max_slice_id]
@@ -81,7 +85,7 @@ class SliceNameAggregates:
         """report_slice_track_name rows, in GROUP BY track_id, name order."""
         for (track_id, name), (count, total, longest, slice_id) in sorted(
                 self.by_track_name.items(), key=lambda kv: (kv[0][0], _text_key(kv[0][1]))):
-            yield track_id, name, count, total, longest, slice_id
+            yield track_id, name, count, min(total, INT64_MAX), longest, slice_id
 
     def name_rows(self) -> Iterator[tuple]:
         """report_slice_name rows, in GROUP BY name order."""
@@ -96,7 +100,7 @@ class SliceNameAggregates:
             if longest > agg[2] or (longest == agg[2] and slice_id < agg[3]):
                 agg[2], agg[3] = longest, slice_id
         for name, (count, total, longest, slice_id) in sorted(by_name.items(), key=lambda kv: _text_key(kv[0])):
-            yield name, count, total, longest, slice_id
+            yield name, count, min(total, INT64_MAX), longest, slice_id
 
 
 def _text_key(value: Optional[str]) -> tuple:

@@ -1114,8 +1114,9 @@ DERIVED: tuple[Derived, ...] = (
             "GROUP BY track_id"),
     # The state classes match report/views/scheduling.py (RUNNABLE, SLEEPING).
     Derived(REPORT_THREAD_SCHED,
+            # total(), not sum(): exact below 2^53 ns (104 days) and no overflow error on absurd durations.
             "INSERT INTO report_thread_sched (utid, cpu_time, runnable, sleeping) "
-            "SELECT utid, sum(cpu_time), sum(runnable), sum(sleeping) FROM ("
+            "SELECT utid, total(cpu_time), total(runnable), total(sleeping) FROM ("
             "SELECT utid, CASE WHEN dur < 0 THEN max((SELECT end_ts FROM trace_bounds) - ts, 0) ELSE dur END "
             "AS cpu_time, 0 AS runnable, 0 AS sleeping FROM sched WHERE utid != 0 "
             "UNION ALL SELECT utid, 0, CASE WHEN state IN ('R', 'R+') THEN d ELSE 0 END, "

@@ -65,7 +65,7 @@ class SqliteWriter:
         conn.execute("PRAGMA journal_mode = OFF")
         conn.execute("PRAGMA synchronous = OFF")
         conn.execute("PRAGMA locking_mode = EXCLUSIVE")
-        conn.execute("PRAGMA cache_size = -65536")
+        conn.execute("PRAGMA cache_size = -16384")
         conn.execute("BEGIN")
         for t in schema.TABLES:
             conn.execute(t.create_sql())

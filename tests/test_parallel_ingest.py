@@ -210,3 +210,27 @@ def test_a_writer_that_dies_is_a_clean_error(tmp_path, monkeypatch, demo_trace):
         ingest([str(demo_trace)], str(out), **PARALLEL)
     assert "writer process stopped" in str(e.value)
     assert os.listdir(out.parent) == []
+
+
+def test_absurd_durations_saturate_the_name_totals(tmp_path):
+    """Three slices of 5e18 ns named alike: their total passes int64, where SQLite's sum() would
+    fail the import. The total is kept at INT64_MAX; each slice is imported as it is."""
+    b = TraceBuilder()
+    seq = b.sequence(1)
+    seq.process(10, "app")
+    for tid in (11, 12, 13):
+        track = seq.thread(10, tid, f"t{tid}")
+        seq.slice_begin(1_000, track, "Forever")
+        seq.slice_end(5 * 10**18 + 1_000, track)
+    path = tmp_path / "t.pftrace"
+    path.write_bytes(b.to_bytes())
+    for options in (SERIAL, PARALLEL):
+        db = tmp_path / f"{options['split_tokenize']}.db"
+        ingest([str(path)], str(db), **options)
+        conn = sqlite3.connect(db)
+        try:
+            assert conn.execute("SELECT count, total_dur, max_dur FROM report_slice_name WHERE name = 'Forever'"
+                                ).fetchone() == (3, (1 << 63) - 1, 5 * 10**18)
+            assert conn.execute("SELECT count(*), min(dur) FROM slice WHERE name = 'Forever'").fetchone() == (3, 5 * 10**18)
+        finally:
+            conn.close()

@@ -24,6 +24,7 @@ import pickle
 import shutil
 import tempfile
 from typing import Optional
+
 from ..stats import Stats
 from .sorter import Sorter
 
@@ -203,4 +204,5 @@ def _helper_main(importer, claims, send, runs: str) -> None:
     os._exit(0)  # nothing of the parent's (temporary files, the writer pipe) is the child's to clean up
 
 
-__all__ = ["SequenceClaims", "SequenceSplit", "OwnedContext", "SplitFailed", "start_helper", "split_wanted", "MAIN", "HELPER"]
+__all__ = ["SequenceClaims", "SequenceSplit", "OwnedContext", "SplitFailed", "start_helper", "split_wanted", "MAIN",
+           "HELPER"]

@@ -496,14 +496,23 @@ class ProtoImporter:
             return
         if flags & SEQ_INCREMENTAL_STATE_CLEARED:
             seq.clear()
-        if flags & SEQ_NEEDS_INCREMENTAL_STATE and self._lacks_state(seq):
-            return
+        if flags & SEQ_NEEDS_INCREMENTAL_STATE:
+            if seq.valid:
+                seq.needs_state += 1  # _lacks_state's bookkeeping, inline for the hot path
+            elif self._lacks_state(seq):
+                return
         if ts_raw is None:
             ts = None
         else:
-            ts = self._trace_time(ts_raw, None, seq)
-            if ts is None:
-                return
+            clock = seq.clock
+            # The sequence's cached default clock, when not incremental: _trace_time's fast path, inline.
+            ts = clock[1](ts_raw) if clock is not None and clock[2] is None else None
+            if ts is None or ts < 0:
+                ts = self._trace_time(ts_raw, None, seq)
+                if ts is None:
+                    return
+            else:
+                self.last_ts = ts
         split = self.split
         if split is not None:
             owner = seq.split_owner

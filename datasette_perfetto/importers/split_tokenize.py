@@ -199,8 +199,11 @@ def _helper_main(importer, claims, send, runs: str) -> None:
         answer = ("ok", owned.stats.single, owned.stats.indexed, misses, paths, count)
     except BaseException as e:  # reported; the parent imports again without the helper
         answer = ("failed", f"{type(e).__name__}: {e}")
-    send.send_bytes(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
-    send.close()
+    try:
+        send.send_bytes(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
+        send.close()
+    except OSError:  # the importer is gone: so is any use for the runs
+        shutil.rmtree(runs, ignore_errors=True)
     os._exit(0)  # nothing of the parent's (temporary files, the writer pipe) is the child's to clean up
 
 

@@ -171,3 +171,23 @@ def test_pure_functions():
     assert unhex("0xff") == 255 and unhex("ffffffffffffffff") == -1
     assert fnv1a_hash("") == -3750763034362895579  # the FNV-1a offset basis as int64
     assert to_timecode(3_723_004_005_006) == "01:02:03 004 005 006"
+
+
+def test_merge_batches_equals_sorting_everything():
+    """Random sorted sources cut into random batches (empty ones too) merge into one sorted order."""
+    from datasette_perfetto.importers.sorter import merge_batches
+
+    rng = random.Random(3)
+    for _ in range(300):
+        sources, everything = [], []
+        for j in range(rng.randint(1, 6)):
+            items = sorted((rng.randint(0, 30), j, i, ("event",)) for i in range(rng.randint(0, 50)))
+            everything += items
+            batches, i = [], 0
+            while i < len(items):
+                size = rng.randint(0, 7)
+                batches.append(items[i:i + size])
+                i += size
+            sources.append(iter(batches))
+        assert [item for batch in merge_batches(sources) for item in batch] == sorted(everything)
+

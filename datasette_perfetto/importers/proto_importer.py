@@ -41,7 +41,7 @@ from .clock_tracker import BOOTTIME, ClockTracker, clock_key
 from .profile_module import EV_PROFILE, INTERNED_PROFILE_FIELDS, ProfileParser, ProfileTokenizer
 from .proto_reader import ProtoReader, inflate_packets, scan_simple_track_event
 from .sorter import Sorter
-from .split_tokenize import HELPER, MAIN, OwnedContext, SequenceClaims, SequenceSplit, SplitFailed, split_wanted, start_helper
+from .split_tokenize import HELPER, MAIN, OwnedContext, SequenceClaims, SequenceSplit, split_wanted, start_helper
 from .track_event import (
     EV_DESCRIPTOR,
     EV_THREAD_DESCRIPTOR,

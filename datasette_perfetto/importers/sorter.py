@@ -97,22 +97,14 @@ class Sorter:
 
     @staticmethod
     def _consume_batches(run: list[tuple], size: int) -> Iterator[list]:
-        """_consume, a sorted batch at a time."""
+        """A run in order, a batch at a time, releasing each batch's events as it goes
+        so the parser's allocations reuse that memory instead of adding to it."""
         run.sort(reverse=True)
         while run:
             batch = run[-size:]
             del run[-size:]
             batch.reverse()
             yield batch
-
-    @staticmethod
-    def _consume(run: list[tuple]) -> Iterator[tuple]:
-        """Yields a run in order while releasing each event as it goes, so the
-        parser's allocations reuse that memory instead of adding to it."""
-        run.sort(reverse=True)
-        pop = run.pop
-        while run:
-            yield pop()
 
     def handover(self) -> tuple[list[str], int]:
         """For a sorter with a spill_dir: spills what is left and gives up its runs,
@@ -139,16 +131,14 @@ class Sorter:
 
     def drain(self) -> Iterator[tuple[int, tuple]]:
         """Yields (ts, event) in timestamp order; the sorter is empty afterwards."""
-        if not self._spills:
-            run, self._run = self._run, []
-            for ts, _, _, event in self._consume(run):
-                yield ts, event
-            return
         run, self._run = self._run, []
-        sources = [self._read_batches(f) for f in self._spills]
-        sources.append(self._consume_batches(run, self.spill_batch))
-        self._spills, self._levels = [], []
-        for batch in merge_batches(sources):
+        batches = self._consume_batches(run, self.spill_batch)
+        if self._spills:
+            sources = [self._read_batches(f) for f in self._spills]
+            sources.append(batches)
+            self._spills, self._levels = [], []
+            batches = merge_batches(sources)
+        for batch in batches:
             for ts, _, _, event in batch:
                 yield ts, event
 

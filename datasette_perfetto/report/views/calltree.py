@@ -344,6 +344,26 @@ def fill_tree(out: pb.CallTree, root: Node, max_lines: int, unit: str, total_val
     out.hidden_roots_max_percent = max((percent(n.total_value, total_value) for n in hidden_roots), default=0.0)
 
 
+def fill_call_tree(view, run: ReportRun, out: pb.CallTree, cs: "Callsites", unit: str, functions_step: str) -> None:
+    """A top-down or bottom-up view's compute(): the tree of `cs` in `unit`s, its footnote and
+    next steps. `view` has the call-tree view's noun, bottom flag and function_link()."""
+    s = run.scope
+    if view.bottom:
+        tree = bottom_up(cs, roots_matching=s.name is not None)
+        if s.name is not None:
+            out.roots = s.name
+    else:
+        tree = top_down(cs, only_matching=s.name is not None)
+    fill_tree(out, tree, s.max_lines, unit, cs.total_value, count_nodes=not view.bottom)
+    tree_footnote(run, out)
+    if out.nodes:
+        heaviest = max(out.nodes, key=lambda n: (n.self_value, -n.depth))
+        if not view.bottom:
+            run.next_step(f"Who calls {heaviest.name or UNNAMED}",
+                          view.function_link(run, "bottom-up", heaviest.name))
+        run.next_step(functions_step, run.link(view.noun, "functions", max_lines=None))
+
+
 def tree_footnote(run: ReportRun, out: pb.CallTree) -> None:
     """The footnote for nodes max_lines hid, linking to the same tree with a bigger budget."""
     if not (out.hidden_roots or any(n.hidden_children for n in out.nodes)):
@@ -452,4 +472,4 @@ def sorted_functions(totals: dict[str, FunctionTotals], matched: Optional[Iterab
 
 
 __all__ = ["load_callsites", "top_down", "bottom_up", "function_totals", "fill_tree", "tree_table",
-           "tree_flame", "tree_footnote", "sorted_functions", "percent", "byte_size", "UNNAMED"]
+           "tree_flame", "tree_footnote", "fill_call_tree", "sorted_functions", "percent", "byte_size", "UNNAMED"]

@@ -10,8 +10,8 @@ from .. import format as fmt
 from .. import report_pb2 as pb
 from ..base import Cell, Flame, Link, ReportRun, Table, View
 from ..filters import Where, owner_terms
-from .calltree import (UNNAMED, function_ctes, Callsites, bottom_up, fill_tree, function_totals, load_callsites, percent,
-                       sorted_functions, top_down, tree_flame, tree_footnote, tree_table, byte_size)
+from .calltree import (UNNAMED, function_ctes, Callsites, fill_call_tree, function_totals, load_callsites, percent,
+                       sorted_functions, top_down, tree_flame, tree_table, byte_size)
 from .stack_samples import NOT_PRESENT, _escape_glob, table_exists
 
 SCOPE_FLAGS = frozenset({"pid", "process", "time", "name"})
@@ -183,22 +183,7 @@ ORDER BY c.depth, c.id"""
     def compute(self, run: ReportRun, out: pb.CallTree) -> None:
         if self.absent(run, out):
             return
-        s = run.scope
-        cs, _ = load_allocations(run)
-        if self.bottom:
-            tree = bottom_up(cs, roots_matching=s.name is not None)
-            if s.name is not None:
-                out.roots = s.name
-        else:
-            tree = top_down(cs, only_matching=s.name is not None)
-        fill_tree(out, tree, s.max_lines, "bytes", cs.total_value, count_nodes=not self.bottom)
-        tree_footnote(run, out)
-        if out.nodes:
-            heaviest = max(out.nodes, key=lambda n: (n.self_value, -n.depth))
-            if not self.bottom:
-                run.next_step(f"Who calls {heaviest.name or UNNAMED}",
-                              self.function_link(run, "bottom-up", heaviest.name))
-            run.next_step("Allocations by function", run.link(self.noun, "functions", max_lines=None))
+        fill_call_tree(self, run, out, load_allocations(run)[0], "bytes", "Allocations by function")
 
     def tables(self, msg: pb.CallTree, run: ReportRun) -> list[Table]:
         def cells(n: pb.CallTree.Node) -> list[Cell]:

@@ -10,8 +10,8 @@ from .. import format as fmt
 from .. import report_pb2 as pb
 from ..base import Cell, Flame, Link, ReportRun, Table, View
 from ..filters import Where, owner_terms
-from .calltree import (UNNAMED, function_ctes, Callsites, bottom_up, fill_tree, function_totals, load_callsites, percent,
-                       sorted_functions, top_down, tree_flame, tree_footnote, tree_table)
+from .calltree import (UNNAMED, function_ctes, Callsites, fill_call_tree, function_totals, load_callsites, percent,
+                       sorted_functions, top_down, tree_flame, tree_table)
 
 NOT_PRESENT = "(not present in this trace)"
 OWNER_FLAGS = ("pid", "process", "tid", "thread")
@@ -79,7 +79,7 @@ class StackSamplesBase(View):
         return True
 
     def function_link(self, run: ReportRun, view: str, name: str) -> Optional[Link]:
-        return run.link(self.noun, view, name=name, top=None, sort=None, min_count=None, max_lines=None)
+        return run.link(self.noun, view, name=_escape_glob(name), top=None, sort=None, min_count=None, max_lines=None)
 
 
 def _escape_glob(name: str) -> str:
@@ -144,12 +144,12 @@ LIMIT coalesce(nullif(:top, ''), 10)"""
         run.truncation(min(len(rows), s.top), len(rows), "functions")
         if out.rows:
             top = out.rows[0]
-            run.next_step(f"Who calls {top.name}", self.function_link(run, "bottom-up", _escape_glob(top.name)))
+            run.next_step(f"Who calls {top.name}", self.function_link(run, "bottom-up", top.name))
             run.next_step("The call tree, top-down", run.link(self.noun, "top-down", top=None, sort=None,
                                                              min_count=None))
 
     def tables(self, msg: pb.StackFunctions, run: ReportRun) -> list[Table]:
-        rows = [[Cell(r.name, self.function_link(run, "bottom-up", _escape_glob(r.name))),
+        rows = [[Cell(r.name, self.function_link(run, "bottom-up", r.name)),
                  Cell(fmt.percent(r.self_percent)), Cell(fmt.percent(r.total_percent)),
                  Cell(fmt.number(r.self_count), title=f"{r.self_count} self, {r.total_count} total")]
                 for r in msg.rows]
@@ -193,22 +193,7 @@ ORDER BY c.depth, c.id"""
     def compute(self, run: ReportRun, out: pb.CallTree) -> None:
         if self.absent(run, out):
             return
-        s = run.scope
-        cs = load_samples(run)
-        if self.bottom:
-            tree = bottom_up(cs, roots_matching=s.name is not None)
-            if s.name is not None:
-                out.roots = s.name
-        else:
-            tree = top_down(cs, only_matching=s.name is not None)
-        fill_tree(out, tree, s.max_lines, "samples", cs.total_value, count_nodes=not self.bottom)
-        tree_footnote(run, out)
-        if out.nodes:
-            heaviest = max(out.nodes, key=lambda n: (n.self_value, -n.depth))
-            if not self.bottom:
-                run.next_step(f"Who calls {heaviest.name or UNNAMED}",
-                              self.function_link(run, "bottom-up", _escape_glob(heaviest.name)))
-            run.next_step("Samples by function", run.link(self.noun, "functions", max_lines=None))
+        fill_call_tree(self, run, out, load_samples(run), "samples", "Samples by function")
 
     def tables(self, msg: pb.CallTree, run: ReportRun) -> list[Table]:
         def cells(n: pb.CallTree.Node) -> list[Cell]:
@@ -218,7 +203,7 @@ ORDER BY c.depth, c.id"""
         what = "callers" if self.bottom else "callees"
         title = f"Stack Samples {self.name} ({fmt.number(msg.total_value)} samples; children are {what})"
         return [tree_table(msg, title, ("Self%", "Total%", "Samples", "Function"), cells,
-                           lambda name: self.function_link(run, "bottom-up", _escape_glob(name)),
+                           lambda name: self.function_link(run, "bottom-up", name),
                            NOT_PRESENT if msg.not_present else "(no stack samples in scope)")]
 
     def flames(self, msg: pb.CallTree, run: ReportRun) -> list[Flame]:
@@ -231,7 +216,7 @@ ORDER BY c.depth, c.id"""
 
         kind = "callers below" if self.bottom else "callees below"
         return [tree_flame(msg, f"Flame graph ({kind}; width = samples)", describe,
-                           lambda name: self.function_link(run, "bottom-up", _escape_glob(name)))]
+                           lambda name: self.function_link(run, "bottom-up", name))]
 
 
 class TopDownView(TreeView):

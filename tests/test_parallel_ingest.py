@@ -234,3 +234,39 @@ def test_absurd_durations_saturate_the_name_totals(tmp_path):
             assert conn.execute("SELECT count(*), min(dur) FROM slice WHERE name = 'Forever'").fetchone() == (3, 5 * 10**18)
         finally:
             conn.close()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped bytes"])
+def test_damaged_trace_gives_the_same_database_with_both_processes(tmp_path, demo_trace, damage):
+    """Garbage inside a trace is counted and skipped the same way whoever tokenizes it."""
+    data = bytearray(demo_trace.read_bytes())
+    if damage == "truncated":
+        data = data[:len(data) * 2 // 3]
+    else:
+        for i in range(200, len(data), 997):
+            data[i] ^= 0x5A
+    path = tmp_path / "damaged.pftrace"
+    path.write_bytes(bytes(data))
+    ingest([str(path)], str(tmp_path / "serial.db"), **SERIAL)
+    ingest([str(path)], str(tmp_path / "parallel.db"), **PARALLEL)
+    assert_same_database(tmp_path / "serial.db", tmp_path / "parallel.db")
+    conn = sqlite3.connect(tmp_path / "parallel.db")
+    try:  # the damage was seen and counted, and the rest imported
+        assert conn.execute("SELECT sum(value) FROM stats WHERE severity IN ('error', 'data_loss')").fetchone()[0] > 0
+        assert conn.execute("SELECT count(*) FROM slice").fetchone()[0] > 0
+    finally:
+        conn.close()
+
+
+def test_a_file_that_is_not_a_trace_fails_alike_with_both_processes(tmp_path):
+    path = tmp_path / "garbage.pftrace"
+    path.write_bytes(b"\x0a\xff\xff\xff\xff\x0f" + bytes(range(256)) * 64)
+    out = tmp_path / "out"
+    out.mkdir()
+    errors = []
+    for options in (SERIAL, PARALLEL):
+        with pytest.raises(IngestError) as e:
+            ingest([str(path)], str(out / "x.db"), **options)
+        errors.append(str(e.value))
+    assert errors[0] == errors[1] and str(path) in errors[0]
+    assert os.listdir(out) == []

@@ -46,22 +46,11 @@ def render_cell(value, column, table, database, datasette):
 
 @hookimpl
 def canned_queries(datasette, database, actor):
-    # The report views' SQL as shareable canned queries (Datasette 0.65's hook): on trace
-    # databases, for actors allowed to run SQL there.
-    async def inner():
-        from .metadata import is_trace_database
-        from .report.canned import canned_queries as report_queries
-        from .report.web import can
+    # The report views' SQL as shareable canned queries on trace databases (Datasette 0.65;
+    # 1.0 ignores this hook: see startup).
+    from .compat import report_canned_queries
 
-        try:
-            db = datasette.get_database(database)
-        except KeyError:
-            return None
-        if not is_trace_database(db) or not await can(datasette, actor, "execute-sql", database):
-            return None
-        return report_queries()
-
-    return inner
+    return report_canned_queries(datasette, database, actor)
 
 
 @hookimpl
@@ -73,9 +62,40 @@ def get_metadata(datasette, key, database, table):
 
 
 @hookimpl
-def extra_template_vars(view_name, database, datasette):
-    # The trace summary panel on a trace database's page (templates/database.html).
-    if view_name != "database" or not database:
+def startup(datasette):
+    # Datasette 1.0 has neither canned_queries nor get_metadata: it stores both, once.
+    from .compat import is_datasette_1, register_trace_databases
+
+    if not is_datasette_1(datasette):
+        return None
+
+    async def inner():
+        await register_trace_databases(datasette)
+
+    return inner
+
+
+@hookimpl
+def permission_resources_sql(datasette, actor, action):
+    # Datasette 1.0 only (0.65 has no such hook): the report's queries need execute-sql, as on 0.65.
+    if action != "view-query":
+        return None
+    from .compat import query_permission_rules
+
+    return query_permission_rules(datasette, actor)
+
+
+@hookimpl
+def extra_template_vars(template, view_name, database, datasette):
+    if template == "index.html":
+        # The home page links each trace database's report (templates/index.html); the
+        # template keeps only the databases the actor may see.
+        from .metadata import trace_database_names
+
+        return {"perfetto_trace_databases": trace_database_names(datasette)}
+    # The trace summary panel on a trace database's page (templates/database.html). Its SQL
+    # pages are view "database" too (1.0: canned queries as well), rendered with query.html.
+    if view_name != "database" or template != "database.html" or not database:
         return None
 
     async def inner():

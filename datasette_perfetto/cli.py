@@ -8,10 +8,14 @@ import os
 import sqlite3
 import sys
 
+import webbrowser
+from pathlib import Path
+from typing import Optional
+
 import click
 
 from .functions import register_functions
-from .ingest import IngestError, ingest
+from .ingest import IngestError, TraceSummary, ingest
 
 
 def register(cli: click.Group) -> None:
@@ -37,31 +41,107 @@ def ingest_command(traces: tuple[str, ...], output: str, quiet: bool) -> None:
     Example:
         datasette perfetto ingest trace.pftrace -o trace.db
     """
-    total = sum(os.path.getsize(t) for t in traces if os.path.exists(t))
-    show = not quiet and total > 1 << 20
-    bar = click.progressbar(length=1000, label="Ingesting", file=sys.stderr) if show else None
-    done = [0]
-
-    def progress(fraction: float) -> None:
-        if bar is not None:
-            step = min(int(fraction * 1000), 1000)
-            if step > done[0]:
-                bar.update(step - done[0])
-                done[0] = step
+    from .progress import progress_for  # here: tqdm is not loaded for every `datasette` command
 
     try:
-        summaries = ingest(list(traces), output, progress)
+        summaries = ingest(list(traces), output, progress_for(quiet))
     except IngestError as e:
         raise click.ClickException(str(e)) from None
-    finally:
-        if bar is not None:
-            bar.render_finish()
     if not quiet:
         for s in summaries:
-            problems = ", ".join(f"{n}={v}" for n, v in s.problems)
-            click.echo(f"{s.path}: {s.trace_type}, {s.size:,} bytes" + (f"; stats: {problems}" if problems else ""),
-                       err=True)
+            click.echo(summary_line(s), err=True)
         click.echo(f"Wrote {output}", err=True)
+
+
+def summary_line(s: TraceSummary) -> str:
+    problems = ", ".join(f"{n}={v}" for n, v in s.problems)
+    return f"{s.path}: {s.trace_type}, {s.size:,} bytes" + (f"; stats: {problems}" if problems else "")
+
+
+@perfetto.command(name="serve")
+@click.argument("traces", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("-h", "--host", default="127.0.0.1", show_default=True, help="Host to listen on")
+@click.option("-p", "--port", default=8001, show_default=True, type=click.IntRange(0, 65535),
+              help="Port to listen on; 0 picks a free one")
+@click.option("-o", "--open", "open_browser", is_flag=True, help="Open the first report in a browser")
+@click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
+              help="Where imported traces are kept [default: $DATASETTE_PERFETTO_CACHE, else "
+                   "$XDG_CACHE_HOME/datasette-perfetto, else ~/.cache/datasette-perfetto]")
+@click.option("-q", "--quiet", is_flag=True, help="No import progress or summaries")
+def serve_command(traces: tuple[str, ...], host: str, port: int, open_browser: bool, cache_dir: Optional[str],
+                  quiet: bool) -> None:
+    """Import TRACES (once: the databases are cached) and serve them all in one Datasette.
+
+    A trace database (.db) is served as it is. With two or more, each report can
+    compare against another (`baseline=`).
+
+    \b
+    Example:
+        datasette perfetto serve trace.pftrace --open
+        datasette perfetto serve base.pftrace target.pftrace
+    """
+    from .serve import (build_datasette, cached_database, check_served_database, check_trace, default_cache_dir,
+                        is_sqlite_file)
+    from .progress import progress_for
+
+    cache = Path(cache_dir) if cache_dir else default_cache_dir()
+    served: dict[str, bool] = {}  # database -> mutable, in argument order; a file given twice is served once
+    sock = None
+    try:
+        # Every argument is checked before anything is imported: a typo fails at once.
+        for path in traces:
+            if is_sqlite_file(path):
+                check_served_database(path)
+            else:
+                check_trace(path)
+        sock = _listen(host, port)  # a port in use fails before a long import, not after
+        for path in traces:
+            if is_sqlite_file(path):
+                served.setdefault(os.path.realpath(path), True)  # the user's own file: it may change while served
+                continue
+
+            def waiting(path: str = path) -> None:
+                if not quiet:
+                    click.echo(f"{path}: waiting for another process importing it", err=True)
+
+            db, summaries = cached_database(path, cache, progress=progress_for(quiet), on_wait=waiting)
+            if not quiet:
+                if summaries is None:
+                    click.echo(f"{path}: imported before, {db}", err=True)
+                else:
+                    for s in summaries:
+                        click.echo(f"{summary_line(s)}; imported into {db}", err=True)
+            served.setdefault(str(db), False)
+    except IngestError as e:
+        if sock is not None:
+            sock.close()
+        raise click.ClickException(str(e)) from None
+    ds = build_datasette([p for p, mutable in served.items() if mutable],
+                         [p for p, mutable in served.items() if not mutable])
+    _serve_until_stopped(ds, list(served), sock, host, open_browser)
+
+
+def _listen(host: str, port: int):
+    from .serve import listen
+
+    try:
+        return listen(host, port)
+    except OSError as e:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+
+
+def _serve_until_stopped(ds, paths: list[str], sock, host: str, open_browser: bool) -> None:
+    """Prints each database's report URL (stdout) and serves on `sock` until Ctrl+C."""
+    from .serve import database_names, report_url, run_server, server_url
+
+    urls = [report_url(ds, sock, host, name) for name in database_names(ds, paths)]
+    click.echo(f"Serving on {server_url(sock, host)}{ds.urls.instance()} (Ctrl+C to stop); the reports:", err=True)
+    for url in urls:
+        click.echo(url)
+    sys.stdout.flush()
+    if open_browser:
+        webbrowser.open(urls[0])
+    run_server(ds, sock)
 
 
 @perfetto.command()
@@ -133,11 +213,10 @@ def demo(output: str, port: int, no_serve: bool) -> None:
     click.echo(f"Ingested {trace_path} into {output}", err=True)
     if no_serve:
         return
-    name = os.path.splitext(os.path.basename(output))[0]
-    click.echo(f"Serving on http://127.0.0.1:{port}/ (Ctrl+C to stop); "
-               f"the report: http://127.0.0.1:{port}/{name}/-/report", err=True)
-    sys.stdout.flush()
-    os.execv(sys.executable, [sys.executable, "-m", "datasette", "serve", output, "-h", "127.0.0.1", "-p", str(port)])
+    from .serve import build_datasette
+
+    sock = _listen("127.0.0.1", port)
+    _serve_until_stopped(build_datasette([output]), [output], sock, "127.0.0.1", open_browser=False)
 
 
 @perfetto.command()

@@ -12,7 +12,7 @@ import os
 import tempfile
 import zlib
 from dataclasses import dataclass, field
-from typing import BinaryIO, Callable, Optional, Sequence
+from typing import BinaryIO, Optional, Sequence
 
 from .importers.proto_reader import looks_like_proto_trace
 from .importers.split_tokenize import SplitFailed
@@ -34,7 +34,26 @@ class TraceSummary:
     problems: list[tuple[str, int]] = field(default_factory=list)
 
 
-Progress = Callable[[float], None]  # called with the share of all inputs done, 0 to 1
+class Progress:
+    """What ingest() tells about its work as it goes; every method does nothing here.
+
+    Subclasses display it (the CLI's are in progress.py). It is only called in the
+    process that called ingest(): never in the tokenizer helper or the writer child.
+    """
+
+    def input_started(self, path: str, size: int) -> None:
+        """Input `path` (`size` bytes on disk) is being imported."""
+
+    def advanced(self, amount: int) -> None:
+        """`amount` more bytes of the current input are done. An input is read, then its
+        sorted events parsed; the two share its size (as the importer reports them), so
+        the amounts add up to `size` when it is imported and a rate predicts the rest."""
+
+    def phase(self, name: str) -> None:
+        """A named step after parsing ("Building indexes and report tables", ...) begins."""
+
+    def finished(self) -> None:
+        """ingest() is returning or raising: nothing more will be reported."""
 
 
 def open_trace(path: str) -> tuple[str, BinaryIO]:
@@ -185,15 +204,19 @@ def ingest(
     Two settings choose how the machine's cores are used (None: for large
     inputs; True: always; False: never): `separate_writer`, SQLite writes in a
     child process, and `split_tokenize`, proto traces tokenized by two processes."""
+    progress = progress or Progress()
     try:
-        return _ingest(paths, db_path, progress, separate_writer, split_tokenize)
-    except SplitFailed:
-        # Rare (a sequence both processes would need, or the helper failed): the
-        # single-process import is always right.
-        return _ingest(paths, db_path, progress, separate_writer, False)
+        try:
+            return _ingest(paths, db_path, progress, separate_writer, split_tokenize)
+        except SplitFailed:
+            # Rare (a sequence both processes would need, or the helper failed): the
+            # single-process import is always right.
+            return _ingest(paths, db_path, progress, separate_writer, False)
+    finally:
+        progress.finished()
 
 
-def _ingest(paths, db_path, progress, separate_writer, split_tokenize) -> list[TraceSummary]:
+def _ingest(paths, db_path, progress: Progress, separate_writer, split_tokenize) -> list[TraceSummary]:
     if not paths:
         raise IngestError("no trace files given")
     directory = os.path.dirname(os.path.abspath(db_path))
@@ -211,7 +234,6 @@ def _ingest(paths, db_path, progress, separate_writer, split_tokenize) -> list[T
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        consumed_before = 0
         for path in paths:
             fmt, stream = open_trace(path)
             importer_cls = _importer_for(fmt)
@@ -220,11 +242,15 @@ def _ingest(paths, db_path, progress, separate_writer, split_tokenize) -> list[T
                 raise IngestError(f"{path}: {fmt} traces are not supported yet")
             size = os.path.getsize(path)
             trace = model.begin_trace(path, fmt, size)
-            base = consumed_before
+            progress.input_started(path, size)
+            reported = [0]
 
-            def report(fraction: float, base: int = base, size: int = size) -> None:
-                if progress:
-                    progress((base + fraction * size) / total)
+            # Importers report the share of their input done; Progress counts bytes.
+            def report(fraction: float, size: int = size, reported: list = reported) -> None:
+                done = min(int(fraction * size), size)
+                if done > reported[0]:
+                    progress.advanced(done - reported[0])
+                    reported[0] = done
 
             try:
                 with stream:
@@ -233,10 +259,10 @@ def _ingest(paths, db_path, progress, separate_writer, split_tokenize) -> list[T
                 raise IngestError(f"{path}: read error: {e}") from None
             if trace.packets_read == 0:
                 raise IngestError(f"{path}: no readable data (empty, truncated or corrupt trace)")
+            progress.phase("Resolving track dimensions")
             model.end_trace(trace)
-            consumed_before += size
             summaries.append(TraceSummary(path, fmt, size, trace.stats, trace.stats.problems()))
-        model.finish()
+        model.finish(progress.phase)
     except WriterError as e:
         _discard(model, tmp_path, gc_was_enabled)
         raise IngestError(f"{db_path}: cannot write the database: {e}") from None
@@ -272,4 +298,4 @@ def ingest_bytes(data: bytes, db_path: str) -> list[TraceSummary]:
         os.unlink(path)
 
 
-__all__ = ["ingest", "ingest_bytes", "IngestError", "open_trace", "detect_format"]
+__all__ = ["ingest", "ingest_bytes", "IngestError", "Progress", "open_trace", "detect_format"]

@@ -1,9 +1,10 @@
 """Datasette metadata for trace databases, derived from schema.py.
 
-Two consumers:
+Three consumers:
 
 * the `get_metadata` plugin hook (`plugin_metadata`), which documents every
   served database that looks like a trace database, whatever its name;
+* on Datasette 1.0, which has no such hook, `store_metadata()` at startup;
 * `render_yaml()`, the content of the repository's `metadata.yml`, for
   `datasette trace.db -m metadata.yml` without the plugin.
 
@@ -190,7 +191,10 @@ def render_yaml() -> str:
 # asking for everything), so sqlite_master is read once per file version.
 _detected: dict[str, tuple[tuple, bool]] = {}
 
-_PROVIDED_KEYS = frozenset({"databases", "tables", "title", "description", "about", "about_url", "columns"})
+# Not "tables": Datasette asks for that key only for table permissions (`allow`) and facet
+# settings, neither of which we provide, and answering deep-copies every table's
+# descriptions once per table on the home page (seconds with a few trace databases).
+_PROVIDED_KEYS = frozenset({"databases", "title", "description", "about", "about_url", "columns"})
 
 
 def _file_identity(db) -> Optional[tuple]:
@@ -274,3 +278,38 @@ def plugin_metadata(datasette, key: Optional[str], database: Optional[str]) -> O
     if wanted:
         result["databases"] = {n: database_metadata() for n in wanted}
     return result
+
+
+# ---------------------------------------------------------------------------
+# Datasette 1.0: metadata lives in the internal database, written at startup
+
+
+async def store_metadata(datasette, traces: list[str]) -> None:
+    """What plugin_metadata answers on 0.65, stored for the trace databases `traces` (Datasette 1.0).
+
+    Written straight into the internal metadata tables rather than through `set_*_metadata()`: those
+    overwrite, and the user's own metadata (stored before startup hooks run) must win, as it does on
+    0.65; and one transaction instead of one commit per value (0.68 s per trace database measured).
+    """
+    if not traces:
+        return
+    served = [n for n in datasette.databases if not n.startswith("_")]
+    instance = [("title", instance_title(len(traces)))] if len(traces) == len(served) else []
+    databases, resources, columns = [], [], []
+    for name in traces:
+        block = database_metadata()
+        databases += [(name, key, block[key]) for key in ("description", "about", "about_url")]
+        for table, entry in block["tables"].items():
+            resources.append((name, table, "description", entry["description"]))
+            columns += [(name, table, column, "description", doc) for column, doc in entry.get("columns", {}).items()]
+
+    def write(conn: sqlite3.Connection) -> None:
+        conn.executemany("INSERT OR IGNORE INTO metadata_instance (key, value) VALUES (?, ?)", instance)
+        conn.executemany("INSERT OR IGNORE INTO metadata_databases (database_name, key, value) VALUES (?, ?, ?)",
+                         databases)
+        conn.executemany("INSERT OR IGNORE INTO metadata_resources (database_name, resource_name, key, value) "
+                         "VALUES (?, ?, ?, ?)", resources)
+        conn.executemany("INSERT OR IGNORE INTO metadata_columns (database_name, resource_name, column_name, key, "
+                         "value) VALUES (?, ?, ?, ?, ?)", columns)
+
+    await datasette.get_internal_database().execute_write_fn(write)

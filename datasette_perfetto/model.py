@@ -8,7 +8,7 @@ view: its stats, trackers and bounds; importers only talk to a context.
 from __future__ import annotations
 
 import os
-from typing import Optional
+from typing import Callable, Optional
 
 from .functions import fnv1a_hash_bytes
 from .stats import REGISTRY as STATS
@@ -306,7 +306,10 @@ class TraceModel:
             row = (name, key_type, to_int64(int(value)), None, machine_id, trace_id)  # type: ignore[arg-type]
         self.storage.insert("metadata", row)
 
-    def finish(self) -> None:
+    def finish(self, phase: Callable[[str], None] = lambda name: None) -> None:
+        """Writes what is kept until the end and completes the database; `phase(name)`
+        is called as each named step begins (for progress displays)."""
+        phase("Writing processes, threads and tracks")
         s = self.storage
         # label_index: the host is 0 (whatever its id), the other machines 1..n in id order.
         others = [m for m in self.machines if m.raw_id != 0]
@@ -335,7 +338,7 @@ class TraceModel:
                           WHERE (SELECT ts FROM slice WHERE id = flow.slice_out)
                               > (SELECT ts FROM slice WHERE id = flow.slice_in)""")
         s.write("trace_bounds", s.trace_bounds())
-        s.finish()
+        s.finish(phase)
 
     def abort(self) -> None:
         self.storage.abort()

@@ -7,7 +7,7 @@ begins and is written when it ends.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from . import schema
 from .aggregates import TIMED_TABLES, SliceNameAggregates, TimeBounds
@@ -129,12 +129,13 @@ class TraceStorage:
         self.flush()
         return self.time_bounds.trace_bounds()
 
-    def finish(self) -> None:
-        """Flushes, writes the streamed aggregates and has the writer complete the database."""
+    def finish(self, phase: Callable[[str], None] = lambda name: None) -> None:
+        """Flushes, writes the streamed aggregates and has the writer complete the database
+        (`phase` as in writer.finish)."""
         self.flush()
         self.writer.rows("report_slice_track_name", list(self.slice_names.track_name_rows()))
         self.writer.rows("report_slice_name", list(self.slice_names.name_rows()))
-        self.writer.finish()
+        self.writer.finish(phase)
 
     def abort(self) -> None:
         self.writer.abort()

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-COUNTED = (("process", "processes", "upid != 0"), ("thread", "threads", "utid != 0"),
+from .report.base import REAL_PROCESS
+
+# Processes and threads without each machine's idle (swapper) ones.
+COUNTED = (("process", "processes", REAL_PROCESS.format(p="process")), ("thread", "threads", "NOT is_idle"),
            ("track", "tracks", None), ("slice", "slices", None), ("counter", "counter values", None),
            ("flow", "flows", None))
 

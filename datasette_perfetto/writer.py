@@ -15,7 +15,7 @@ import queue
 import sqlite3
 import threading
 from itertools import chain
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from . import schema
 
@@ -34,6 +34,11 @@ ANALYSIS_LIMIT = 1000
 
 # Batches waiting for the child; bounds the memory a slow disk can pin.
 PENDING_BATCHES = 32
+
+
+# The steps that complete a database, in order: (name shown by progress displays, SqliteWriter method).
+FINISH_STEPS = (("Building indexes and report tables", "build_derived"),
+                ("Collecting planner statistics (ANALYZE)", "analyze"))
 
 
 class WriterError(Exception):
@@ -100,9 +105,14 @@ class SqliteWriter:
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         return self.conn.execute(sql, params).fetchall()
 
-    def finish(self) -> None:
-        """Derived tables (in declaration order: later ones read earlier ones) and views;
-        the database is then complete and closed."""
+    def finish(self, phase: Callable[[str], None] = lambda name: None) -> None:
+        """Completes and closes the database: FINISH_STEPS, calling `phase(name)` as each begins."""
+        for name, method in FINISH_STEPS:
+            phase(name)
+            getattr(self, method)()
+
+    def build_derived(self) -> None:
+        """Derived tables (in declaration order: later ones read earlier ones) and views."""
         conn = self.conn
         for d in schema.DERIVED:
             if not d.streamed:  # the streamed ones were written with the rest
@@ -112,6 +122,10 @@ class SqliteWriter:
         for v in schema.VIEWS:
             conn.execute(v.create_sql())
         conn.execute("COMMIT")
+
+    def analyze(self) -> None:
+        """Planner statistics, then the database is complete and closed."""
+        conn = self.conn
         # Planner statistics from a sample of each index: exact for small tables, and
         # milliseconds instead of a full pass (~0.2 s on a Chrome startup trace) for large ones.
         conn.execute(f"PRAGMA analysis_limit = {ANALYSIS_LIMIT}")
@@ -125,12 +139,17 @@ class SqliteWriter:
             pass
 
 
+_FINISH_METHODS = frozenset(method for _, method in FINISH_STEPS)
+
+
 def _serve(path: str, inbox, outbox) -> None:
     """The child process: runs the parent's calls on a SqliteWriter, in order.
 
-    Calls answer only when the parent waits for them (query, finish); the
-    first failure is kept and reported at the next one, and later calls are
-    skipped, so the parent never blocks on an answer it did not ask for.
+    Calls answer only when the parent waits for them (query, the finish steps);
+    the first failure is kept and reported at the next one, and later calls are
+    skipped, so the parent never blocks on an answer it did not ask for. The
+    child ends after the last finish step, or after a failed one (the parent
+    stops there too).
     """
     failure: Optional[str] = None
     try:
@@ -146,7 +165,8 @@ def _serve(path: str, inbox, outbox) -> None:
             if writer is not None:
                 writer.abort()
             return
-        answers = method in ("query", "finish")
+        finishing = method in _FINISH_METHODS
+        answers = finishing or method == "query"
         result = None
         if failure is None:
             try:
@@ -155,7 +175,7 @@ def _serve(path: str, inbox, outbox) -> None:
                 failure = f"{type(e).__name__}: {e}"
         if answers:
             outbox.send_bytes(pickle.dumps((failure, result), protocol=pickle.HIGHEST_PROTOCOL))
-            if method == "finish":
+            if finishing and (failure is not None or method == FINISH_STEPS[-1][1]):
                 return
 
 
@@ -217,10 +237,13 @@ class WriterProcess:
         self._call("query", sql, tuple(params))
         return self._answer()
 
-    def finish(self) -> None:
-        self._call("finish")
+    def finish(self, phase: Callable[[str], None] = lambda name: None) -> None:
+        # One answered call per step, so the phases are shown as the child reaches them.
         try:
-            self._answer()
+            for name, method in FINISH_STEPS:
+                phase(name)
+                self._call(method)
+                self._answer()
         finally:
             self._stop()
 

@@ -164,7 +164,7 @@ def test_demo_into_missing_directory_is_one_clean_error(tmp_path):
 def test_demo_builds_the_database_without_serving(tmp_path):
     result = run("demo", "--no-serve", "-o", str(tmp_path / "demo.db"))
     assert result.exit_code == 0, result.output
-    assert sqlite3.connect(tmp_path / "demo.db").execute("SELECT count(*) FROM slice").fetchone() == (683,)
+    assert sqlite3.connect(tmp_path / "demo.db").execute("SELECT count(*) FROM slice").fetchone() == (743,)
 
 
 def test_conformance_reports_each_case_and_fails_on_a_bad_one(tmp_path):

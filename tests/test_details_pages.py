@@ -28,6 +28,9 @@ from datasette.app import Datasette
 
 from datasette_perfetto.ingest import ingest_bytes
 from datasette_perfetto.trace_builder import TraceBuilder, process_uuid
+from conftest import datasette_with, sql_path
+
+pytestmark = pytest.mark.web  # served by Datasette: ./dev test runs these on 0.65 and 1.0
 
 HOSTILE_PROCESS = "<script>alert('p')</script>"
 HOSTILE_THREAD = '<worker & "q">'
@@ -427,7 +430,7 @@ async def test_hostile_id_in_url_is_escaped_in_the_404(ds):
 
 @pytest.mark.asyncio
 async def test_permissions_are_checked(trainer_db):
-    ds = Datasette([str(trainer_db)], metadata={"databases": {"trainer": {"allow": {"id": "root"}}}})
+    ds = datasette_with([trainer_db], {"databases": {"trainer": {"allow": {"id": "root"}}}})
     paths = ["/trainer/-/tracks", "/trainer/-/tracks.json", "/trainer/-/track/0", "/trainer/-/slice/0.json",
              "/trainer/-/thread/1", "/trainer/-/process/1"]
     for path in paths:
@@ -435,7 +438,7 @@ async def test_permissions_are_checked(trainer_db):
     root = {"ds_actor": ds.sign({"a": {"id": "root"}}, "actor")}
     for path in paths:
         assert (await ds.client.get(path, cookies=root)).status_code == 200, path
-    closed = Datasette([str(trainer_db)], metadata={"allow": {"id": "root"}})  # view-instance
+    closed = datasette_with([trainer_db], {"allow": {"id": "root"}})  # view-instance
     assert (await closed.client.get("/trainer/-/track/0")).status_code == 403
 
 
@@ -484,7 +487,7 @@ async def test_datasette_tables_link_ids_to_details_pages(ds, trainer_db):
     assert f'href="/trainer/-/slice/{forward}"' in page  # parent_id of the hostile slice
     row = (await ds.client.get(f"/trainer/slice/{hostile}")).text
     assert f'href="/trainer/-/slice/{hostile}"' in row  # the row page's id cell
-    sql = (await ds.client.get("/trainer", params={"sql": "select id, utid, upid, track_id from thread_track, "
+    sql = (await ds.client.get(sql_path("trainer"), params={"sql": "select id, utid, upid, track_id from thread_track, "
                                                           "(select 0 as track_id, 1 as upid)"})).text
     assert 'href="/trainer/-/thread/2"' in sql and 'href="/trainer/-/process/1"' in sql
     assert 'href="/trainer/-/track/0"' in sql

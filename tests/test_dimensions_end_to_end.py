@@ -9,6 +9,8 @@ from datasette.app import Datasette
 from datasette_perfetto.ingest import ingest
 from shared_data import TRACES
 
+pytestmark = pytest.mark.web  # served by Datasette: ./dev test runs these on 0.65 and 1.0
+
 PYTORCH = TRACES / "pytorch_ddp"
 
 

@@ -11,6 +11,9 @@ from datasette_perfetto import metadata as md
 from datasette_perfetto import schema
 from datasette_perfetto.ingest import ingest_bytes
 from datasette_perfetto.trace_builder import build_demo_trace
+from conftest import DATASETTE_1, metadata_of, sql_rows
+
+pytestmark = pytest.mark.web  # served by Datasette: ./dev test runs these on 0.65 and 1.0
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -118,7 +121,7 @@ async def test_slice_table_page_shows_descriptions(trace_db):
     first_ts = sqlite3.connect(trace_db).execute("select ts from slice order by id limit 1").fetchone()[0]
     assert f'class="col-ts type-int">{first_ts}<' in r.text
 
-    meta = (await ds.client.get("/-/metadata.json")).json()
+    meta = await metadata_of(ds)
     assert meta["title"] == "Perfetto trace"
     trace = meta["databases"]["trace"]
     assert trace["description"] == md.DATABASE_DESCRIPTION
@@ -144,9 +147,7 @@ async def test_sql_functions_available(trace_db):
     ds = Datasette([str(trace_db)])
     # Datasette binds named parameters as text, so the arg_set_id goes in literally.
     sql = f"select extract_arg({int(arg_set_id)}, :k) as v, trace_dur() > 0 as d"
-    r = await ds.client.get("/trace.json", params={"sql": sql, "k": key, "_shape": "array"})
-    assert r.status_code == 200, r.text
-    assert r.json() == [{"v": value, "d": 1}]
+    assert await sql_rows(ds, "trace", sql, k=key) == [{"v": value, "d": 1}]
 
 
 @pytest.mark.asyncio
@@ -163,7 +164,7 @@ async def test_thread_track_view_is_browsable(trace_db):
 @pytest.mark.asyncio
 async def test_non_trace_database_gets_no_perfetto_metadata(trace_db, plain_db):
     ds = Datasette([str(trace_db), str(plain_db)])
-    meta = (await ds.client.get("/-/metadata.json")).json()
+    meta = await metadata_of(ds)
     assert "trace" in meta["databases"]
     assert "plain" not in meta.get("databases", {})
     assert "title" not in meta  # a mixed instance keeps Datasette's own title
@@ -173,15 +174,14 @@ async def test_non_trace_database_gets_no_perfetto_metadata(trace_db, plain_db):
         assert r.status_code == 200, path
         assert "column-descriptions" not in r.text
         assert "Perfetto" not in r.text
-    r = await ds.client.get("/plain.json", params={"sql": "select extract_arg(1, 'x') as v", "_shape": "array"})
-    assert r.status_code == 200 and r.json() == [{"v": None}]
+    assert await sql_rows(ds, "plain", "select extract_arg(1, 'x') as v") == [{"v": None}]
 
 
 @pytest.mark.asyncio
 async def test_only_non_trace_databases(plain_db):
     ds = Datasette([str(plain_db)])
     assert (await ds.client.get("/plain/things")).status_code == 200
-    assert (await ds.client.get("/-/metadata.json")).json() == {}
+    assert await metadata_of(ds) == {}
 
 
 @pytest.mark.asyncio
@@ -191,7 +191,7 @@ async def test_local_metadata_wins_and_does_not_leak(trace_db):
     r = await ds.client.get("/trace/slice")
     assert "My slices" in r.text
     assert "<dt>ts</dt>" in column_dl(r.text)  # plugin columns still merged in
-    assert (await ds.client.get("/-/metadata.json")).json()["title"] == "Mine"
+    assert (await metadata_of(ds))["title"] == "Mine"
 
     # Datasette merges into (and adds keys to) the dicts the hook returns; a
     # later instance must not see the first one's metadata.
@@ -220,11 +220,16 @@ async def test_detection_is_cached_per_file_version(tmp_path, plain_db, demo_byt
         assert (await ds.client.get("/later/things")).status_code == 200
         assert (await ds.client.get("/frozen/slice")).status_code == 200
     assert sorted(calls) == sorted([str(path), str(immutable)])
-    meta = (await ds.client.get("/-/metadata.json")).json()
+    meta = await metadata_of(ds)
     assert list(meta["databases"]) == ["frozen"]
 
-    # Ingesting over a served mutable file replaces it; the next lookup notices.
+    # Ingesting over a served mutable file replaces it; the next lookup notices. 0.65 asks the plugin on
+    # every request; 1.0 stored the metadata at startup, so it is stored again, as a restart would.
     ingest_bytes(demo_bytes, str(path))
-    meta = (await ds.client.get("/-/metadata.json")).json()
+    if DATASETTE_1:
+        from datasette_perfetto.compat import register_trace_databases
+
+        await register_trace_databases(ds)
+    meta = await metadata_of(ds)
     assert sorted(meta["databases"]) == ["frozen", "later"]
     assert meta["title"] == "Perfetto traces"

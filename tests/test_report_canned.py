@@ -14,6 +14,8 @@ from datasette_perfetto.report.format import offset
 from datasette_perfetto.report.views import NOUNS
 from datasette_perfetto.report.views.absent import NotPresentView
 
+pytestmark = pytest.mark.web  # served by Datasette: ./dev test runs these on 0.65 and 1.0
+
 
 async def both(ds: Datasette, db: str, noun: str, view: str, query: str) -> tuple[dict, list[dict]]:
     """The report's view message and the canned query's rows for the same flags."""
@@ -35,6 +37,14 @@ def test_every_view_over_trace_data_is_a_canned_query():
         assert query["sql"] == view.canned_sql
         # Its parameters are flags the view takes (top aside), so a report URL's query string fits it.
         assert set(query["params"]) <= view.flags | {"top"}, (noun, view.name, query["params"])
+
+
+def test_no_canned_query_is_named_after_a_table():
+    # Where a query and a table share a name, 0.65 serves the query and 1.0 the table.
+    from datasette_perfetto import schema
+
+    tables = {t.name for t in schema.TABLES + tuple(d.table for d in schema.DERIVED)} | {v.name for v in schema.VIEWS}
+    assert not set(canned_queries()) & tables
 
 
 @pytest.fixture

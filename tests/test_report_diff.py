@@ -28,6 +28,7 @@ from datasette_perfetto.report.diff import accepted_labels, run_diff
 from datasette_perfetto.report.engine import run_report
 from datasette_perfetto.report.render import to_json, to_sql, to_text
 from datasette_perfetto.report.scope import ReportError
+from conftest import datasette_with, sql_path
 
 from diff_traces import build_diff_trace
 from test_report_golden import case_id, check_golden, check_json
@@ -128,7 +129,7 @@ def test_sched_diff_text_matches_golden(sched_pair, case):
 
 def test_slices_diff_text_marks_every_known_difference(demo_pair):
     text = to_text(diff(demo_pair, "slices", "table"))
-    assert text.startswith("[target target.db 2.4s | baseline base.db 2s | full trace | 3 processes]\n")
+    assert text.startswith("[target target.db 2.4s | baseline base.db 2s | full trace | 4 processes]\n")
     rows = lines_of(text)
     assert cells(rows["BitmapDecode"]) == ["BitmapDecode", "(absent)", "120ms", "+120ms", "(absent)", "4", "+4",
                                            "added"]
@@ -138,10 +139,10 @@ def test_slices_diff_text_marks_every_known_difference(demo_pair):
     # Ranked by the absolute duration delta: +120ms, -60ms, +60ms (tie broken by the count delta), then the rest.
     names = [line.split()[0] for line in text.splitlines()[4:7]]
     assert names == ["BitmapDecode", "LegacyDecode", "Raster"]
-    assert "37 slice names: 1 added, 1 removed, 1 changed, 34 unchanged; by dur delta" in text
+    assert "49 slice names: 1 added, 1 removed, 1 changed, 46 unchanged; by dur delta" in text
     assert ("* the baseline trace is 18% shorter than the target's (2s vs 2.4s); deltas are raw, not normalized: "
             "datasette perfetto report base.db slices table") in text
-    assert "* 27 more slice names below top 10; rerun with top=50" in text
+    assert "* 39 more slice names below top 10; rerun with top=50" in text
     # Links to the two single-trace reports.
     assert "\n      datasette perfetto report target.db slices table\n" in text
     assert "\n      datasette perfetto report base.db slices table\n" in text
@@ -171,9 +172,9 @@ def test_slices_diff_json_deltas_match_sql_on_each_database(demo_pair):
     assert by_name["Raster"]["total_dur_delta"] == "60000000" and "count_delta" not in by_name["Raster"]
     assert by_name["LegacyDecode"]["baseline"]["total_dur"] == "60000000"
     summary = data["slices_table_diff"]["summary"]
-    assert summary == {"sort": "dur", "sort_column": "total_dur", "total_rows": "37", "added": "1", "removed": "1",
-                       "changed": "1", "unchanged": "34", "baseline_total_rows": "36", "target_total_rows": "36",
-                       "baseline_joined_rows": "36", "target_joined_rows": "36"}
+    assert summary == {"sort": "dur", "sort_column": "total_dur", "total_rows": "49", "added": "1", "removed": "1",
+                       "changed": "1", "unchanged": "46", "baseline_total_rows": "48", "target_total_rows": "48",
+                       "baseline_joined_rows": "48", "target_joined_rows": "48"}
     # Both traces described; each side's queries ran on its own database.
     assert data["context"]["database"] == "target.db" and data["baseline"]["database"] == "base.db"
     assert data["context"]["trace"] == "target.pftrace" and data["baseline"]["trace"] == "base.pftrace"
@@ -231,10 +232,12 @@ def test_overview_diff_is_a_digest_of_movements(demo_pair):
     assert [(r["name"], r["owner"], r["change"]) for r in overview["counters"]["rows"]] == [
         ("DecodeQueueDepth", "process browser", "added")]
     assert [(r["name"], r["slice_count_delta"]) for r in overview["processes"]["rows"]] == [("browser", "1")]
-    assert overview["processes"]["summary"]["sort"] == "slices"  # no scheduling data on either side
-    assert {a["noun"] for a in overview["absent"]} == {"scheduling", "stack-samples", "heap-profile", "heap-dump"}
+    assert overview["processes"]["summary"]["sort"] == "cpu"  # the demo's scheduling data, on both sides
+    # The same schedule on both sides: no CPU time moved; every thread sleeps through the target's extra time.
+    assert {r.get("cpu_time_delta", "0") for r in overview["scheduling"]["rows"]} == {"0"}
+    assert {a["noun"] for a in overview["absent"]} == {"stack-samples", "heap-profile", "heap-dump"}
     text = to_text(result)
-    assert "Scheduling: (not present in either trace)" in text
+    assert "Stack Samples: (not compared: no baseline diff for this noun yet)" in text
     assert "datasette perfetto report target.db slices table --baseline base.db" in text
 
 
@@ -250,7 +253,7 @@ def test_identical_traces_diff_to_unchanged(demo_pair):
     data = to_json(run_diff(again, base, "slices", "table", {"baseline": "base.db"}, Linker(None, "base.db"),
                             Linker(None, "base.db"), "base.db", "base.db"))
     summary = data["slices_table_diff"]["summary"]
-    assert summary["unchanged"] == summary["total_rows"] == "36"
+    assert summary["unchanged"] == summary["total_rows"] == "48"
     assert not any(f["text"].startswith("the baseline") for f in data.get("footnotes", []))
 
 
@@ -296,6 +299,7 @@ def pair_ds(demo_pair):
     return Datasette([str(demo_pair[0]), str(demo_pair[1])])
 
 
+@pytest.mark.web
 @pytest.mark.asyncio
 async def test_diff_page_html(pair_ds):
     r = await pair_ds.client.get("/target/-/report/slices?baseline=base")
@@ -316,9 +320,11 @@ async def test_diff_page_html(pair_ds):
     assert '<option value="base" selected>base</option>' in page
     assert '<a href="/target/-/report/counters?baseline=base">counters</a>' in page
     assert "the baseline trace is 18% shorter than the target&#39;s" in page
-    assert 'href="/base?sql=' in page and 'href="/target?sql=' in page  # each side's SQL opens on its database
+    # each side's SQL opens on its database
+    assert f'href="{sql_path("base")}?sql=' in page and f'href="{sql_path("target")}?sql=' in page
 
 
+@pytest.mark.web
 @pytest.mark.asyncio
 async def test_every_table_view_has_a_baseline_picker(pair_ds):
     for path in ("/target/-/report", "/target/-/report/processes", "/target/-/report/tracks",
@@ -334,6 +340,7 @@ async def test_every_table_view_has_a_baseline_picker(pair_ds):
     assert single.status_code == 200 and "vs baseline" not in single.text
 
 
+@pytest.mark.web
 @pytest.mark.asyncio
 async def test_diff_json_and_text_over_http(pair_ds):
     data = (await pair_ds.client.get("/target/-/report/slices.json?baseline=base&top=3")).json()
@@ -341,10 +348,11 @@ async def test_diff_json_and_text_over_http(pair_ds):
     assert [r["change"] for r in data["slices_table_diff"]["rows"]] == ["added", "removed", "changed"]
     assert data["context"]["scope"] == {"baseline": "base", "top": "3"}
     text = (await pair_ds.client.get("/target/-/report.txt?baseline=base")).text
-    assert text.startswith("[target target 2.4s | baseline base 2s | full trace | 3 processes]")
+    assert text.startswith("[target target 2.4s | baseline base 2s | full trace | 4 processes]")
     assert "datasette perfetto report target.db slices table --baseline base.db" in text
 
 
+@pytest.mark.web
 @pytest.mark.asyncio
 @pytest.mark.parametrize("path, message", [
     ("/target/-/report/slices/histogram.json?name=Raster&baseline=base",
@@ -367,6 +375,7 @@ async def test_bad_diff_requests_are_400(demo_pair, tmp_path, path, message):
     assert html.status_code == 400
 
 
+@pytest.mark.web
 @pytest.mark.asyncio
 async def test_unknown_baseline_lists_only_trace_databases(demo_pair, tmp_path):
     plain = tmp_path / "plain.db"
@@ -379,10 +388,10 @@ async def test_unknown_baseline_lists_only_trace_databases(demo_pair, tmp_path):
     assert '<option value="plain">' not in page
 
 
+@pytest.mark.web
 @pytest.mark.asyncio
 async def test_permissions_are_checked_on_both_databases(demo_pair):
-    ds = Datasette([str(demo_pair[0]), str(demo_pair[1])],
-                   metadata={"databases": {"base": {"allow": {"id": "root"}}}})
+    ds = datasette_with(demo_pair, {"databases": {"base": {"allow": {"id": "root"}}}})
     denied = await ds.client.get("/target/-/report/slices.json?baseline=base")
     assert denied.status_code == 403
     assert "LegacyDecode" not in denied.text and "base.pftrace" not in denied.text
@@ -397,17 +406,18 @@ async def test_permissions_are_checked_on_both_databases(demo_pair):
     assert reverse.status_code == 403
 
 
+@pytest.mark.web
 @pytest.mark.asyncio
 async def test_sql_links_of_each_side_follow_that_database_permission(demo_pair):
-    ds = Datasette([str(demo_pair[0]), str(demo_pair[1])],
-                   metadata={"databases": {"base": {"allow_sql": {"id": "root"}}}})
+    ds = datasette_with(demo_pair, {"databases": {"base": {"allow_sql": {"id": "root"}}}})
     data = (await ds.client.get("/target/-/report/slices.json?baseline=base")).json()
     base_queries = [q for q in data["queries"] if q["purpose"].startswith("baseline: ")]
     target_queries = [q for q in data["queries"] if q["purpose"].startswith("target: ")]
     assert base_queries and not any(q.get("url") for q in base_queries)
-    assert target_queries and all(q["url"].startswith("/target?sql=") for q in target_queries)
+    assert target_queries and all(q["url"].startswith(sql_path("target") + "?sql=") for q in target_queries)
 
 
+@pytest.mark.web
 @pytest.mark.asyncio
 async def test_fuzzed_diff_parameters_never_500(pair_ds):
     rng = random.Random(11)

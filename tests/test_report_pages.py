@@ -10,8 +10,12 @@ import pytest
 from datasette.app import Datasette
 
 from datasette_perfetto.ingest import ingest_bytes
+from datasette_perfetto.report.canned import canned_queries
 from datasette_perfetto.report.views import NOUNS
 from datasette_perfetto.trace_builder import TraceBuilder
+from conftest import datasette_with, query_names, sql_path
+
+pytestmark = pytest.mark.web  # served by Datasette: ./dev test runs these on 0.65 and 1.0
 
 
 def hostile_trace() -> bytes:
@@ -40,7 +44,7 @@ async def test_slices_table_html_shows_numbers_and_links(demo_ds, demo_db):
     top_name, top_count = demo_db.rows(
         "SELECT name, count(*) FROM slice GROUP BY name ORDER BY sum(max(dur, 0)) DESC LIMIT 1")[0]
     assert top_name == "URLRequest" and f">{top_name}</a>" in page
-    assert "35 names" in page and "683 total" in page
+    assert "47 names" in page and "743 total" in page
     # Drill-down: the name links to inspect, the footnote reveals more rows, SQL is shown with an editor link.
     assert 'href="/demo/-/report/slices/inspect?name=URLRequest"' in page
     assert "rerun with top=50" in page and 'href="/demo/-/report/slices/table?top=50"' in page
@@ -68,6 +72,18 @@ async def test_sql_shown_is_the_sql_run(demo_ds, demo_db):
     conn = sqlite3.connect(demo_db.path)
     rows = conn.execute(query["sql"], {k: (int(v) if v.isdigit() else v) for k, v in query["params"].items()})
     assert [r[0] for r in rows] == [r["name"] for r in data["slices_table"]["rows"]]
+
+
+@pytest.mark.asyncio
+async def test_sql_link_opens_the_editor_with_the_query_and_its_values(demo_ds):
+    data = (await demo_ds.client.get("/demo/-/report/slices.json?name=Raster")).json()
+    query = next(q for q in data["queries"] if q["purpose"].startswith("slice names, top by the sort key"))
+    path, _, query_string = query["url"].partition("?")
+    assert path == sql_path("demo")  # 0.65 /demo, 1.0 /demo/-/query (/demo?sql= redirects there)
+    editor = await demo_ds.client.get(query["url"])
+    assert editor.status_code == 200 and "Raster" in editor.text
+    rows = (await demo_ds.client.get(f"{path}.json?_shape=array&{query_string}")).json()
+    assert [r["name"] for r in rows] == ["Raster"]
 
 
 @pytest.mark.asyncio
@@ -104,22 +120,38 @@ async def test_unknown_database_is_404_and_non_trace_database_is_400(tmp_path):
 
 @pytest.mark.asyncio
 async def test_permissions_are_checked(demo_db):
-    metadata = {"databases": {"demo": {"allow": {"id": "root"}}}}
-    ds = Datasette([str(demo_db.path)], metadata=metadata)
+    ds = datasette_with([demo_db.path], {"databases": {"demo": {"allow": {"id": "root"}}}})
     assert (await ds.client.get("/demo/-/report")).status_code == 403
     assert (await ds.client.get("/demo/-/report/slices.json")).status_code == 403
+    assert (await ds.client.get("/demo/slices_table.json")).status_code == 403  # its canned queries too
     root = {"ds_actor": ds.sign({"a": {"id": "root"}}, "actor")}
     assert (await ds.client.get("/demo/-/report", cookies=root)).status_code == 200
+    assert (await ds.client.get("/demo/slices_table.json?_shape=array", cookies=root)).json()[0]["count"] > 0
+    closed = datasette_with([demo_db.path], {"allow": {"id": "root"}})  # view-instance
+    for path in ("/demo/-/report", "/demo/slices_table.json"):
+        assert (await closed.client.get(path)).status_code == 403, path
 
 
 @pytest.mark.asyncio
 async def test_sql_links_and_canned_queries_need_execute_sql(demo_db):
     open_ds = Datasette([str(demo_db.path)])
     assert (await open_ds.client.get("/demo/slices_table.json?_shape=array&name=Raster")).json()[0]["count"] == 48
-    closed = Datasette([str(demo_db.path)], metadata={"allow_sql": {"id": "root"}})
+    assert sorted(canned_queries()) == await query_names(open_ds, "demo")  # listed
+    closed = datasette_with([demo_db.path], {"allow_sql": {"id": "root"}})
     page = (await closed.client.get("/demo/-/report/slices")).text
     assert "open in the SQL editor" not in page and "SQL this page ran" in page
-    assert (await closed.client.get("/demo/slices_table.json")).status_code == 404
+    # Refused and not listed; the report itself and the database page stay open.
+    assert (await closed.client.get("/demo/slices_table.json")).status_code == 403
+    assert (await closed.client.get("/demo/slices_table")).status_code == 403
+    database_page = await closed.client.get("/demo")
+    assert database_page.status_code == 200 and "slices_table" not in database_page.text
+    assert await query_names(closed, "demo") == []
+    # An actor allowed SQL gets the links and the queries (the query is then private: anonymous may not see it).
+    root = {"ds_actor": closed.sign({"a": {"id": "root"}}, "actor")}
+    assert "open in the SQL editor" in (await closed.client.get("/demo/-/report/slices", cookies=root)).text
+    rows = (await closed.client.get("/demo/slices_table.json?_shape=array&name=Raster", cookies=root)).json()
+    assert rows[0]["count"] == 48
+    assert sorted(canned_queries()) == await query_names(closed, "demo", cookies=root)
 
 
 @pytest.mark.asyncio

@@ -17,6 +17,8 @@ from datasette_perfetto.report.base import percentile_index
 from datasette_perfetto.schema import REPORT_CELL_MIN_COUNT
 from datasette_perfetto.trace_builder import TraceBuilder
 
+pytestmark = pytest.mark.web  # served by Datasette: ./dev test runs these on 0.65 and 1.0
+
 
 def heavy_trace(ticks: int = 21_000) -> bytes:
     """Enough "Tick" slices for per-cell aggregates, on two threads: durations from 0 to 0.9ms, every

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -11,8 +12,10 @@ from datasette.app import Datasette
 
 from datasette_perfetto.ingest import ingest
 from datasette_perfetto.report import format as fmt
-from conftest import ingest_case
+from conftest import TraceDB, ingest_case
 from shared_data import CASES
+
+pytestmark = pytest.mark.web  # served by Datasette: ./dev test runs these on 0.65 and 1.0
 
 SCHED_CASE = CASES / "tables.TablesSched.test_synth_1_filter_sched"
 CPUFREQ_CASE = CASES / "tables.TablesCounters.test_counters_where_cpu_counters_where_cpu"
@@ -32,6 +35,17 @@ def sched(tmp_path_factory):
 @pytest.fixture(scope="module")
 def cpufreq(tmp_path_factory):
     return ingest_case(tmp_path_factory, CPUFREQ_CASE, "cpufreq")
+
+
+@pytest.fixture(scope="module")
+def unscheduled(tmp_path_factory, demo_db):
+    """The demo without its kernel scheduling data (still served as `demo`): processes ranked by slices."""
+    path = tmp_path_factory.mktemp("unscheduled") / "demo.db"
+    shutil.copy(demo_db.path, path)
+    conn = sqlite3.connect(path)
+    conn.executescript("DELETE FROM sched; DELETE FROM thread_state;")
+    conn.close()
+    return TraceDB(path)
 
 
 def sql(path, query: str, params=()):
@@ -55,29 +69,31 @@ async def get_json(path: Path, url: str) -> dict:
 # -- processes ----------------------------------------------------------------------------------------
 
 @pytest.mark.asyncio
-async def test_processes_slice_and_thread_counts_match_sql(demo_db):
+async def test_processes_slice_and_thread_counts_match_sql(unscheduled):
+    demo_db = unscheduled
     data = await get_json(demo_db.path, "/demo/-/report/processes.json")
     table = data["processes_table"]
-    assert table["top_threads_by"] == "slice_count" and table["total_rows"] == "3"
-    got = {int(r["pid"]): (r["name"], int(r["thread_count"]), int(r["slice_count"])) for r in table["rows"]}
+    assert table["top_threads_by"] == "slice_count" and table["total_rows"] == "4"
+    got = {int(r.get("pid", 0)): (r.get("name"), int(r["thread_count"]), int(r.get("slice_count", 0)))
+           for r in table["rows"]}
     slices = dict(demo_db.rows(PROCESS_SLICES.format(where="")))
     threads = dict(demo_db.rows("SELECT p.pid, count(*) FROM thread t JOIN process p USING (upid) "
-                                "WHERE p.upid != 0 GROUP BY p.upid"))
-    names = dict(demo_db.rows("SELECT pid, name FROM process WHERE upid != 0"))
-    assert got == {pid: (names[pid], threads[pid], slices[pid]) for pid in names}
-    assert [int(r["pid"]) for r in table["rows"]] == [100, 200, 300]  # most slices first (no CPU data)
+                                "WHERE p.pid != 0 GROUP BY p.upid"))
+    names = dict(demo_db.rows("SELECT pid, name FROM process WHERE pid != 0"))
+    assert got == {pid: (names[pid], threads[pid], slices.get(pid, 0)) for pid in names}
+    assert [int(r.get("pid", 0)) for r in table["rows"]] == [100, 200, 300, 7431]  # most slices first (no CPU data); no idle processes
     # Top threads: the process's threads with most slices, most first.
     browser = table["rows"][0]
     expected = demo_db.rows("""SELECT th.name || ' [' || th.tid || ']', count(*) FROM slice s
-        JOIN thread_track tt ON tt.id = s.track_id JOIN thread th USING (utid) WHERE th.upid = 1
-        GROUP BY th.utid ORDER BY count(*) DESC LIMIT 3""")
+        JOIN thread_track tt ON tt.id = s.track_id JOIN thread th USING (utid)
+        WHERE th.upid = (SELECT upid FROM process WHERE pid = 100) GROUP BY th.utid ORDER BY count(*) DESC LIMIT 3""")
     assert [(t["name"], t["value"]) for t in browser["top_threads"]] == expected
 
 
 @pytest.mark.asyncio
-async def test_processes_html_numbers_and_links(demo_db):
-    page = (await get(demo_db.path, "/demo/-/report/processes?sort=name")).text
-    assert "Processes (3 in scope)" in page and "CrBrowserMain [100] (134)" in page
+async def test_processes_html_numbers_and_links(unscheduled):
+    page = (await get(unscheduled.path, "/demo/-/report/processes?sort=name")).text
+    assert "Processes (4 in scope)" in page and "CrBrowserMain [100] (134)" in page
     # Links keep only flags the target takes: sort=name means nothing to the slices table.
     assert 'href="/demo/-/report/slices/table?pid=100"' in page
     assert 'href="/demo/-/report/tracks/table?pid=300"' in page
@@ -161,7 +177,7 @@ async def test_tracks_scope_flags(demo_db):
     data = await get_json(demo_db.path, "/demo/-/report/tracks.json?pid=100&top=100")
     ids = {int(r.get("id", 0)) for r in data["tracks_table"]["rows"]}
     assert ids == {r[0] for r in demo_db.rows("""SELECT t.id FROM track t LEFT JOIN thread th ON th.utid = t.utid
-        WHERE coalesce(t.upid, th.upid) = 1""")} and len(ids) == 6
+        WHERE coalesce(t.upid, th.upid) = (SELECT upid FROM process WHERE pid = 100)""")} and len(ids) == 6
     data = await get_json(demo_db.path, "/demo/-/report/tracks.json?thread=IO*")
     assert [r["thread"] for r in data["tracks_table"]["rows"]] == ["IOThread"]
     data = await get_json(demo_db.path, "/demo/-/report/tracks.json?name=*Usage")

@@ -158,12 +158,25 @@ def add_callsites(conn, callsites):
                      [(fid, name) for name, fid in frames.items()])
 
 
-@pytest.fixture
-def profile_db(tmp_path, demo_db):
-    """The demo database plus hand-built stack samples, heap allocations and a heap dump (on process pid 100)."""
-    path = tmp_path / "profile.db"
+# The demo's own profiles, removed where a test builds its own with known ids and numbers.
+DEMO_PROFILE_TABLES = ("profiler_sample", "stack_profile_callsite", "stack_profile_frame", "heap_profile_allocation",
+                       "heap_graph_object", "heap_graph_class", "heap_graph_reference", "heap_graph_dominator")
+
+
+def copy_without_profiles(demo_db, path) -> sqlite3.Connection:
+    """A copy of the demo database without its stack samples, heap profile and heap dump, opened."""
     shutil.copy(demo_db.path, path)
     conn = sqlite3.connect(path)
+    conn.executescript("".join(f"DELETE FROM {table};" for table in DEMO_PROFILE_TABLES))
+    return conn
+
+
+@pytest.fixture
+def profile_db(tmp_path, demo_db):
+    """The demo database with hand-built stack samples, heap allocations and a heap dump (on process pid 100)
+    instead of its own."""
+    path = tmp_path / "profile.db"
+    conn = copy_without_profiles(demo_db, path)
     for table, columns in TP_TABLES.items():
         conn.execute(f"CREATE TABLE IF NOT EXISTS {table} ({columns})")
     upid, utid = conn.execute("SELECT p.id, t.id FROM process p JOIN thread t ON t.upid = p.id "
@@ -283,10 +296,10 @@ def test_heap_dump_types_retained_counts_nested_objects_once(profile_db):
     assert [row.name for row in by_count.rows] == ["Node"]
 
 
-def test_views_say_not_present_without_data_or_tables(profile_db, demo_db):
+def test_views_say_not_present_without_data_or_tables(profile_db, sched_db):
     for noun, view in (("stack-samples", "functions"), ("stack-samples", "top-down"), ("heap-profile", "bottom-up"),
                        ("heap-dump", "types")):
-        msg, r = result(demo_db.path, noun, view)
+        msg, r = result(sched_db.path, noun, view)
         assert msg.not_present and "(not present in this trace)" in to_text(r)
     conn = sqlite3.connect(profile_db)
     conn.executescript("DROP TABLE heap_graph_dominator; DROP TABLE heap_profile_allocation;")
@@ -297,10 +310,11 @@ def test_views_say_not_present_without_data_or_tables(profile_db, demo_db):
     assert not msg.has_dominators and {row.name: row.retained_size for row in msg.rows} == {"Node": 0, HOSTILE: 0}
     assert "retained sizes need heap_graph_dominator" in to_text(r)
     overview, _ = result(profile_db, "", "")
-    assert [a.noun for a in overview.absent] == ["heap-profile", "scheduling"]
+    assert [a.noun for a in overview.absent] == ["heap-profile"]
     assert overview.stack_samples.total_samples == 20
 
 
+@pytest.mark.web
 @pytest.mark.asyncio
 async def test_html_has_an_escaped_svg_flame_graph(profile_db):
     ds = Datasette([str(profile_db)])
@@ -328,8 +342,7 @@ def test_trees_on_100k_samples_account_for_every_sample(tmp_path, demo_db):
     """100k samples over 20k distinct deep callsites: every view builds, and the totals add up.
     (Timing lives in benchmarks/, not in tests.)"""
     path = tmp_path / "big.db"
-    shutil.copy(demo_db.path, path)
-    conn = sqlite3.connect(path)
+    conn = copy_without_profiles(demo_db, path)
     rng = random.Random(7)
     callsites: dict[int, tuple] = {}
     for cid in range(1, 20_001):

@@ -10,6 +10,8 @@ from conftest import get_error, get_json
 from datasette_perfetto.report.base import percentile_index
 from datasette_perfetto.report.format import offset
 
+pytestmark = pytest.mark.web  # served by Datasette: ./dev test runs these on 0.65 and 1.0
+
 
 @pytest.fixture
 def ds(demo_db):

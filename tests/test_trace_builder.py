@@ -1,5 +1,6 @@
 import collections
 import gzip
+import random
 
 import pytest
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
@@ -7,6 +8,13 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 from datasette_perfetto.trace_builder import (
     BOOTTIME,
     DEMO_END,
+    D,
+    S,
+    SchedTask,
+    DEMO_DISPLAYS,
+    DEMO_PHONE_HEAP_UUID,
+    DEMO_PHONE_MACHINE_ID,
+    DEMO_PHONE_PROCESS,
     DEMO_START,
     IPC_COUNTER_UUID,
     MEMORY_TRACK_UUID,
@@ -14,6 +22,7 @@ from datasette_perfetto.trace_builder import (
     TraceBuilder,
     build_demo_trace,
     process_uuid,
+    simulate_sched,
     thread_uuid,
     write_demo_trace,
 )
@@ -41,7 +50,8 @@ def decode(data: bytes) -> list[dict]:
         if packet.incremental_state_cleared:
             interned[seq] = collections.defaultdict(dict)
             defaults.pop(seq, None)
-        tables = interned[seq]
+        # Sequences without track events (the demo's kernel, service and profiler data) never clear.
+        tables = interned.setdefault(seq, collections.defaultdict(dict))
         if packet.HasField("trace_packet_defaults"):
             defaults[seq] = packet.trace_packet_defaults.timestamp_clock_id
         data_ = packet.interned_data
@@ -286,6 +296,117 @@ def test_flow_ids_on_events():
     assert list(instant.track_event.terminating_flow_ids) == [5]
 
 
+def test_callstacks_are_interned_once_per_generation():
+    builder = TraceBuilder()
+    seq = builder.sequence(1)
+    libc = "/system/lib64/libc.so"
+    read = seq.intern_callstack([("main", "/bin/app"), ("read", libc)])
+    write = seq.intern_callstack([("main", "/bin/app"), ("write", libc)])
+    assert seq.intern_callstack([("main", "/bin/app"), ("read", libc)]) == read != write
+    seq.instant(1, 9, "x")  # the packet that carries what was interned
+    seq.clear_incremental_state()
+    assert seq.intern_callstack([("main", "/bin/app")]) == 1
+    seq.instant(2, 9, "x")
+    with pytest.raises(ValueError):
+        seq.intern_callstack([])
+    first, second = parse(builder.to_bytes())
+    data = first.interned_data
+    # One id space for function names and path components (a ProfilePacket has one string table).
+    assert [(e.iid, e.str) for e in data.function_names] == [(1, b"main"), (4, b"read"), (8, b"write")]
+    assert [e.str for e in data.mapping_paths] == [b"bin", b"app", b"system", b"lib64", b"libc.so"]
+    assert [list(m.path_string_ids) for m in data.mappings] == [[2, 3], [5, 6, 7]]
+    assert [(f.iid, f.function_name_id, f.mapping_id) for f in data.frames] == [(1, 1, 1), (2, 4, 2), (3, 8, 2)]
+    assert [list(c.frame_ids) for c in data.callstacks] == [[1, 2], [1, 3]]
+    assert [e.str for e in second.interned_data.function_names] == [b"main"]
+    assert len(second.interned_data.callstacks) == 1
+
+
+def test_a_function_named_like_a_path_component_is_in_both_tables():
+    builder = TraceBuilder()
+    seq = builder.sequence(1)
+    seq.intern_callstack([("app", "/bin/app")])
+    seq.instant(1, 9, "x")
+    (packet,) = parse(builder.to_bytes())
+    data = packet.interned_data
+    assert [(e.iid, e.str) for e in data.function_names] == [(1, b"app")]
+    assert [(e.iid, e.str) for e in data.mapping_paths] == [(2, b"bin"), (3, b"app")]
+
+
+def stacks(db, table: str) -> list[tuple]:
+    """(ts, tid or upid, frame names outermost first) of each sample in `table`, in time order."""
+    frames = {cid: (parent, name) for cid, parent, name in db.rows(
+        "SELECT c.id, c.parent_id, f.name FROM stack_profile_callsite c JOIN stack_profile_frame f ON f.id = c.frame_id")}
+    out = []
+    for ts, owner, callsite in db.rows(f"SELECT * FROM ({table}) ORDER BY 1"):
+        names = []
+        while callsite is not None:
+            callsite, name = frames[callsite]
+            names.insert(0, name)
+        out.append((ts, owner, names))
+    return out
+
+
+def test_stack_samples_round_trip(ingest_data):
+    builder = TraceBuilder()
+    seq = builder.sequence(4)
+    work = [("main", "/bin/app"), ("work", "/bin/app")]
+    seq.stack_samples(10, 11, [(5_000_123, work), (6_000_000, work[:1])])
+    seq.stack_samples(10, 11, [(6_500_000, work)])
+    with pytest.raises(ValueError):
+        seq.stack_samples(10, 12, [(7_000_000, work)])  # a sequence samples one thread
+    with pytest.raises(ValueError):
+        seq.stack_samples(10, 11, [(6_000_000, work)])  # before the last sample
+    descriptor, first, second = parse(builder.to_bytes())
+    assert descriptor.thread_descriptor.reference_timestamp_us == 5_000
+    assert list(first.streaming_profile_packet.timestamp_delta_us) == [0, 1_000]
+    assert list(second.streaming_profile_packet.timestamp_delta_us) == [500]
+    _, db = ingest_data(builder.to_bytes())
+    # Sample times are kept to the microsecond.
+    assert stacks(db, "SELECT s.ts, t.tid, s.callsite_id FROM cpu_profile_stack_sample s JOIN thread t USING (utid)") == [
+        (5_000_000, 11, ["main", "work"]), (6_000_000, 11, ["main"]), (6_500_000, 11, ["main", "work"])]
+    assert db.rows("SELECT DISTINCT name FROM stack_profile_mapping") == [("/bin/app",)]
+
+
+def test_heap_profile_dumps_round_trip(ingest_data):
+    builder = TraceBuilder()
+    # Boot time runs 1000 ns ahead of heapprofd's clock.
+    builder.packet(timestamp=1000, trusted_packet_sequence_id=2, clock_snapshot=pb.ClockSnapshot(clocks=[
+        pb.ClockSnapshot.Clock(clock_id=BOOTTIME, timestamp=1000),
+        pb.ClockSnapshot.Clock(clock_id=pb.BUILTIN_CLOCK_MONOTONIC_COARSE, timestamp=0)]))
+    stack = [("main", "/bin/app"), ("malloc", "/lib/libc.so")]
+    builder.heap_profile(100, 30, [(stack, 1000, 200, 10, 2)], seq_id=9)
+    builder.heap_profile(200, 30, [(stack, 1500, 1200, 15, 12)], seq_id=9)
+    assert [p.profile_packet.index for p in parse(builder.to_bytes())[1:]] == [0, 1]
+    _, db = ingest_data(builder.to_bytes())
+    # Cumulative samples become what changed since the previous dump.
+    assert db.rows("SELECT ts, count, size FROM heap_profile_allocation ORDER BY id") == [
+        (1100, 10, 1000), (1100, -2, -200), (1200, 5, 500), (1200, -10, -1000)]
+    assert stacks(db, "SELECT ts, upid, callsite_id FROM heap_profile_allocation WHERE size > 0")[0][2] == [
+        "main", "malloc"]
+    assert db.stat("heapprofd_missing_packet") == 0
+
+
+def test_simulate_sched_follows_planned_runs(ingest_data):
+    # Two threads on CPU 0: a runs ticks 2-6 then sleeps in D until tick 10; b, woken by a at tick 4,
+    # waits (R) until a blocks, then runs 3 ticks. 100 ns ticks from ts 1000.
+    tasks = [SchedTask(10, 10, "a", 0, runs=[(2, 4, D, 0), (10, 2, S, 11)]),
+             SchedTask(11, 10, "b", 0, runs=[(4, 3, S, 10)])]
+    symbols = {1: "io_schedule"}
+    events = simulate_sched(tasks, start=1000, tick=100, ticks=20, cpus=1, rng=random.Random(1),
+                            kernel_symbols=symbols)
+    builder = TraceBuilder()
+    builder.sched(events, kernel_symbols=symbols)
+    _, db = ingest_data(builder.to_bytes())
+    assert db.rows("""SELECT t.name, s.ts, s.dur, s.state, s.blocked_function, w.name FROM thread_state s
+        JOIN thread t USING (utid) LEFT JOIN thread w ON w.utid = s.waker_utid
+        WHERE s.utid != 0 AND s.dur != 0 ORDER BY s.ts, t.name""") == [
+        ("a", 1200, 400, "Running", None, None), ("b", 1400, 200, "R", None, "a"),
+        ("a", 1600, 400, "D", "io_schedule", None), ("b", 1600, 300, "Running", None, None),
+        ("b", 1900, -1, "S", None, None), ("a", 2000, 200, "Running", None, None), ("a", 2200, -1, "S", None, None)]
+    with pytest.raises(ValueError, match="kernel_symbols"):
+        simulate_sched(tasks, start=0, tick=100, ticks=20, cpus=1, rng=random.Random(1))
+
+
 def test_write_and_gzip(tmp_path):
     builder = TraceBuilder()
     builder.sequence(1).instant(1, 9, "a")
@@ -298,7 +419,8 @@ def test_write_and_gzip(tmp_path):
 
 
 def test_demo_processes_and_threads(demo):
-    descriptors = [p.track_descriptor for p in parse(demo) if p.HasField("track_descriptor")]
+    # The desktop's (the phone's are in test_demo_phone_is_a_second_machine).
+    descriptors = [p.track_descriptor for p in parse(demo) if p.HasField("track_descriptor") and not p.machine_id]
     processes = {d.process.pid: d.process.process_name for d in descriptors if d.HasField("process")}
     assert processes == {100: "browser", 200: "renderer", 300: "gpu-process"}
     assert all(d.uuid == process_uuid(d.process.pid) for d in descriptors if d.HasField("process"))
@@ -312,9 +434,11 @@ def test_demo_processes_and_threads(demo):
     # One sequence per thread, each announcing its own thread track first.
     seqs = collections.defaultdict(list)
     for p in parse(demo):
-        seqs[p.trusted_packet_sequence_id].append(p)
-    assert len(seqs) == 8
-    for packets in seqs.values():
+        if not p.machine_id:
+            seqs[p.trusted_packet_sequence_id].append(p)
+    thread_seqs = [packets for packets in seqs.values() if any(p.track_descriptor.HasField("thread") for p in packets)]
+    assert len(thread_seqs) == 8
+    for packets in thread_seqs:
         assert packets[0].first_packet_on_sequence and packets[0].incremental_state_cleared
 
 
@@ -389,7 +513,8 @@ def test_demo_counters_instants_and_async_track(demo):
 
     decoded = events(demo)
     counters = collections.Counter(e["track"] for e in decoded if e["type"] == TE.TYPE_COUNTER)
-    assert set(counters) == {MEMORY_TRACK_UUID, IPC_COUNTER_UUID}
+    refresh_rates = {uuid + 1 for _, uuid, _, _ in DEMO_DISPLAYS.values()}
+    assert set(counters) == {MEMORY_TRACK_UUID, IPC_COUNTER_UUID, DEMO_PHONE_HEAP_UUID} | refresh_rates
     assert counters[MEMORY_TRACK_UUID] >= 20 and counters[IPC_COUNTER_UUID] >= 10
     # Incremental counter values must come from the sequence that declared the track.
     assert {e["seq"] for e in decoded if e["track"] == IPC_COUNTER_UUID} == {
@@ -400,7 +525,8 @@ def test_demo_counters_instants_and_async_track(demo):
 
 def test_demo_uses_incremental_clock_with_mid_trace_clear(demo):
     packets = parse(demo)
-    snapshots = [p for p in packets if p.HasField("clock_snapshot")]
+    snapshots = [p for p in packets if p.HasField("clock_snapshot")
+                 and any(c.is_incremental for c in p.clock_snapshot.clocks)]
     assert len(snapshots) == 2
     assert len({p.trusted_packet_sequence_id for p in snapshots}) == 1
     seq = snapshots[0].trusted_packet_sequence_id
@@ -408,7 +534,34 @@ def test_demo_uses_incremental_clock_with_mid_trace_clear(demo):
     assert sum(p.incremental_state_cleared for p in on_seq) == 2
     names = [e.name for p in on_seq for e in p.interned_data.event_names]
     assert names.count("Display::DrawAndSwap") == 2  # re-interned after the clear
-    # Other sequences use absolute timestamps and clear exactly once.
-    for other in {p.trusted_packet_sequence_id for p in packets} - {seq}:
+    # Other track-event sequences use absolute timestamps and clear exactly once.
+    for other in {p.trusted_packet_sequence_id for p in packets if p.HasField("track_event")} - {seq}:
         assert sum(p.incremental_state_cleared for p in packets
                    if p.trusted_packet_sequence_id == other) == 1
+
+
+def test_demo_phone_is_a_second_machine(demo):
+    packets = parse(demo)
+    remote = [i for i, p in enumerate(packets) if p.machine_id]
+    # Appended after everything of the desktop's, all from one machine, on sequences of their own
+    # (the service assigns sequence ids across machines).
+    assert remote == list(range(remote[0], len(packets)))
+    assert {packets[i].machine_id for i in remote} == {DEMO_PHONE_MACHINE_ID}
+    host_seqs = {p.trusted_packet_sequence_id for p in packets[:remote[0]]}
+    assert host_seqs.isdisjoint(packets[i].trusted_packet_sequence_id for i in remote)
+    # The phone's SystemInfo; the desktop writes none.
+    assert [p.system_info.utsname.machine for p in packets if p.HasField("system_info")] == ["aarch64"]
+    assert packets[remote[0]].HasField("system_info")
+    pid, name, threads = DEMO_PHONE_PROCESS
+    descriptors = [packets[i].track_descriptor for i in remote if packets[i].HasField("track_descriptor")]
+    assert [(d.process.pid, d.process.process_name) for d in descriptors if d.HasField("process")] == [(pid, name)]
+    assert [(d.thread.tid, d.thread.thread_name) for d in descriptors if d.HasField("thread")] == [
+        (tid, tname) for tid, tname, _ in threads]
+    # Inside the desktop's time span, so the trace bounds are the desktop's.
+    decoded = decode(demo)
+    host = [e["ts"] for e in decoded if "type" in e and not e["packet"].machine_id]
+    phone = [e["ts"] for e in decoded if "type" in e and e["packet"].machine_id]
+    assert min(host) < min(phone) and max(phone) < max(host)
+    names = collections.Counter(e["name"] for e in decoded if e.get("type") == TE.TYPE_SLICE_BEGIN
+                                and e["packet"].machine_id)
+    assert sum(names.values()) == 60 and names["DevToolsSession::DispatchProtocolMessage"] > 3

@@ -63,7 +63,7 @@ async def _serve(request, datasette, template: str,
     from datasette.utils import sqlite_timelimit, tilde_decode
     from datasette.utils.asgi import BadRequest, Forbidden, NotFound, Response
 
-    from ..report.web import can
+    from ..compat import can
 
     route = tilde_decode(request.url_vars["database"])
     try:

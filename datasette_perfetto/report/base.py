@@ -22,6 +22,10 @@ from .scope import FLAGS, ReportError, Scope
 
 ALWAYS_ALLOWED = frozenset({"top"})
 
+# A process that is not a machine's idle (swapper, pid 0) process: every machine of a
+# multi-machine trace has one, as in trace_processor. `{p}` is the process table's alias.
+REAL_PROCESS = "{p}.upid NOT IN (SELECT upid FROM thread WHERE is_idle AND upid IS NOT NULL)"
+
 
 @dataclass(frozen=True)
 class Link:
@@ -204,11 +208,11 @@ class ReportRun:
         return rows[0][0] if rows else None
 
     def _trace_info(self) -> TraceInfo:
-        row = self.query("trace context", """
+        row = self.query("trace context", f"""
             SELECT (SELECT group_concat(name, ', ') FROM trace_file) AS name,
                    (SELECT start_ts FROM trace_bounds) AS start_ts,
                    (SELECT end_ts FROM trace_bounds) AS end_ts,
-                   (SELECT count(*) FROM process WHERE upid != 0) AS processes,
+                   (SELECT count(*) FROM process p WHERE {REAL_PROCESS.format(p="p")}) AS processes,
                    (SELECT sysname || ' ' || coalesce(release, '') FROM machine WHERE id = 0) AS os,
                    (SELECT arch FROM machine WHERE id = 0) AS machine,
                    (SELECT count(*) FROM cpu) AS cpus""")[0]

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import sqlite3
-from typing import Optional
 from urllib.parse import urlencode
 
+from ..compat import can, sql_editor_url
 from .base import Link, Linker
 from .diff import compute_side, is_trace_connection, join, prepare, with_baseline
 from .engine import run_report
@@ -13,16 +13,6 @@ from .render import error_json, to_json, to_sql, to_text
 from .scope import ReportError
 
 ROUTE = r"^/(?P<database>[^/]+)/-/report(?:/(?P<noun>[^/.]+)(?:/(?P<view>[^/.]+))?)?(?:\.(?P<format>json|txt|sql))?$"
-
-
-async def can(datasette, actor, action: str, database: Optional[str] = None) -> bool:
-    """Datasette's permission check on 0.65 and 1.0."""
-    if hasattr(datasette, "allowed"):  # 1.0
-        from datasette.resources import DatabaseResource  # type: ignore[import-not-found]
-
-        resource = DatabaseResource(database=database) if database else None
-        return await datasette.allowed(action=action, resource=resource, actor=actor)
-    return await datasette.permission_allowed(actor, action, resource=database, default=True)
 
 
 async def report_page(request, datasette):
@@ -43,10 +33,9 @@ async def report_page(request, datasette):
     params = {k: request.args.getlist(k) for k in request.args.keys()}
 
     base = datasette.urls.path(f"/{request.url_vars['database']}/-/report")
-    database_url = datasette.urls.database(db.name)
 
     def sql_url(sql: str, bound: dict) -> str:
-        return database_url + "?" + urlencode({"sql": sql, **{k: "" if v is None else v for k, v in bound.items()}})
+        return sql_editor_url(datasette, db.name, sql, bound)
 
     linker = Linker(base, f"{db.name}.db", sql_url if sql_allowed else None)
 
@@ -148,7 +137,7 @@ async def _diff(datasette, actor, db, noun, view, params: dict[str, list[str]], 
     other_url = datasette.urls.database(name)
 
     def other_sql_url(sql: str, bound: dict) -> str:
-        return other_url + "?" + urlencode({"sql": sql, **{k: "" if v is None else v for k, v in bound.items()}})
+        return sql_editor_url(datasette, name, sql, bound)
 
     base_linker = Linker(other_url + "/-/report", f"{name}.db", other_sql_url if base_sql else None)
     limit = datasette.setting("sql_time_limit_ms")

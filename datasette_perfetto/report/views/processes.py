@@ -6,7 +6,7 @@ import json
 
 from .. import format as fmt
 from .. import report_pb2 as pb
-from ..base import Cell, ReportRun, Table, View
+from ..base import REAL_PROCESS, Cell, ReportRun, Table, View
 from ..filters import Where
 from .tracks import has_view, scoped_link
 
@@ -64,7 +64,7 @@ class ProcessesTableView(View):
     result_field = "processes_table"
     flags = frozenset({"pid", "process", "name", "time", "min_count", "sort"})
     sorts = ("cpu", "slices", "threads", "name", "pid")
-    canned_sql = """WITH range AS (
+    canned_sql = f"""WITH range AS (
   SELECT coalesce(report_range_start(:time), trace_start()) AS range_start,
          coalesce(report_range_end(:time), trace_end()) AS range_end
 ),
@@ -104,7 +104,7 @@ processes AS (
   FROM process p
   LEFT JOIN process_cpu c ON c.upid = p.id
   LEFT JOIN process_slices ps ON ps.upid = p.id, range
-  WHERE p.id != 0
+  WHERE {REAL_PROCESS.format(p="p")}
     AND (:pid = '' OR p.pid = :pid)
     AND (:process = '' OR p.name GLOB :process)
     AND (:name = '' OR p.name GLOB :name)
@@ -121,7 +121,8 @@ ORDER BY CASE coalesce(nullif(:sort, ''), 'cpu') WHEN 'cpu' THEN -cpu_time WHEN 
 LIMIT coalesce(nullif(:top, ''), 10)"""
 
     def has_data(self, run: ReportRun) -> bool:
-        return bool(run.value("any process", "SELECT EXISTS(SELECT 1 FROM process WHERE id != 0)"))
+        real = REAL_PROCESS.format(p="p")
+        return bool(run.value("any process", f"SELECT EXISTS(SELECT 1 FROM process p WHERE {real})"))
 
     def compute(self, run: ReportRun, out: pb.ProcessesTable) -> None:
         s = run.scope
@@ -129,7 +130,7 @@ LIMIT coalesce(nullif(:top, ''), 10)"""
         out.top_threads_by = "cpu_time" if has_sched else "slice_count"
         params: dict = {}
         w = Where()
-        w.add("p.id != 0")
+        w.add(REAL_PROCESS.format(p="p"))
         if s.pid is not None:
             w.add("p.pid = :pid", pid=s.pid)
         if s.process is not None:

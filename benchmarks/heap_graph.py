@@ -44,19 +44,29 @@ def build(path: str, n: int) -> None:
         objects = []
         for i in range(first + 1, min(first + OBJECTS_PER_PACKET, n) + 1):
             out = refs[i]
-            objects.append(dict(id_delta=1 if objects else 0, id=0 if objects else i, type_id=1 + i % TYPES,
-                                self_size=16 + (i * 7919) % 512, reference_object_id=out,
-                                reference_field_id=[1 + k % 4 for k in range(len(out))]))
+            objects.append(
+                dict(
+                    id_delta=1 if objects else 0,
+                    id=0 if objects else i,
+                    type_id=1 + i % TYPES,
+                    self_size=16 + (i * 7919) % 512,
+                    reference_object_id=out,
+                    reference_field_id=[1 + k % 4 for k in range(len(out))],
+                )
+            )
         extra = {}
         if index == 0:
-            extra = dict(roots=[dict(root_type=3, object_ids=list(range(1, 101)))],
-                         types=[dict(id=t, class_name=f"com.example.Type{t}".encode(), location_id=1)
-                                for t in range(1, TYPES + 1)],
-                         field_names=[dict(iid=k, str=f"java.lang.Object com.example.Node.f{k}".encode())
-                                      for k in range(1, 5)],
-                         location_names=[dict(iid=1, str=b"base.apk")])
-        b.heap_graph(1000, seq_id=1, pid=1234, index=index, continued=index < len(packets) - 1,
-                     objects=objects, **extra)
+            extra = dict(
+                roots=[dict(root_type=3, object_ids=list(range(1, 101)))],
+                types=[
+                    dict(id=t, class_name=f"com.example.Type{t}".encode(), location_id=1) for t in range(1, TYPES + 1)
+                ],
+                field_names=[dict(iid=k, str=f"java.lang.Object com.example.Node.f{k}".encode()) for k in range(1, 5)],
+                location_names=[dict(iid=1, str=b"base.apk")],
+            )
+        b.heap_graph(
+            1000, seq_id=1, pid=1234, index=index, continued=index < len(packets) - 1, objects=objects, **extra
+        )
     b.write(path)
 
 
@@ -81,8 +91,10 @@ def main() -> None:
         conn = sqlite3.connect(db)
         objects, reachable = conn.execute("SELECT count(*), sum(reachable) FROM heap_graph_object").fetchone()
         dominated, top = conn.execute("SELECT count(*), max(retained_size) FROM heap_graph_dominator").fetchone()
-        print(f"trace: {os.path.getsize(trace) / 1e6:.1f} MB, {objects:,} objects ({reachable:,} reachable, "
-              f"{dominated:,} in the dominator tree, largest retained size {top:,} bytes)")
+        print(
+            f"trace: {os.path.getsize(trace) / 1e6:.1f} MB, {objects:,} objects ({reachable:,} reachable, "
+            f"{dominated:,} in the dominator tree, largest retained size {top:,} bytes)"
+        )
         print(f"import: {elapsed:.1f} s, peak RSS {peak_mb:.0f} MB")
 
 

@@ -63,8 +63,10 @@ async def run(paths: list[str], repeat: int) -> None:
             ds = Datasette(paths if mode == "mutable" else [], immutables=paths if mode == "immutable" else [])
         for label, path in (("/", "/"), ("/{db}", f"/{name}"), ("/{db}/-/report", f"/{name}/-/report")):
             first, times = await measure(ds, path, repeat)
-            print(f"{mode:9} {label:15} first {first * 1000:7.1f} ms   p50 {statistics.median(times) * 1000:7.1f} ms"
-                  f"   p95 {p95(times) * 1000:7.1f} ms")
+            print(
+                f"{mode:9} {label:15} first {first * 1000:7.1f} ms   p50 {statistics.median(times) * 1000:7.1f} ms"
+                f"   p95 {p95(times) * 1000:7.1f} ms"
+            )
 
 
 def main() -> None:

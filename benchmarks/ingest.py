@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 import compileall
 import os
-import statistics
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -26,6 +26,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 from shared_data import TRACES  # noqa: E402  (the shared traces, wherever this checkout is)
 
 DEFAULT_TRACE = str(TRACES / "chrome_startup.pftrace")
+
 
 def measure_one(trace: str) -> None:
     """In a fresh interpreter: ingest once and print wall time and peak RSS."""
@@ -49,16 +50,25 @@ def measure(trace: str) -> tuple[float, float, float, float]:
     """(process wall seconds, ingest seconds, peak RSS MB, largest child's peak RSS MB) of
     ingesting trace in a fresh process."""
     start = time.perf_counter()
-    out = subprocess.run([sys.executable, __file__, "--one", trace], check=True, capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": os.path.join(HERE, "..")}).stdout.split()
+    out = subprocess.run(
+        [sys.executable, __file__, "--one", trace],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.path.join(HERE, "..")},
+    ).stdout.split()
     process_wall = time.perf_counter() - start
     return process_wall, float(out[0]), float(out[1]), float(out[4])
 
 
 def floor(trace: str) -> float:
     start = time.perf_counter()
-    subprocess.run([sys.executable, os.path.join(HERE, "floor.py"), trace], check=True, capture_output=True,
-                   env={**os.environ, "PYTHONPATH": os.path.join(HERE, "..")})
+    subprocess.run(
+        [sys.executable, os.path.join(HERE, "floor.py"), trace],
+        check=True,
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": os.path.join(HERE, "..")},
+    )
     return time.perf_counter() - start
 
 
@@ -99,8 +109,6 @@ def scaled_copy(trace: str, times: int, out_path: str) -> None:
                     out.write(trace_record(data))
 
 
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("trace", nargs="?", default=DEFAULT_TRACE)
@@ -123,10 +131,13 @@ def main() -> None:
     child_peak = max(r[3] for r in runs)
     size_mb = os.path.getsize(args.trace) / 1e6
     print(f"trace: {args.trace} ({size_mb:.1f} MB)")
-    print(f"floor (split + parse TracePacket + insert one row per track event): {floor_s:.2f} s "
-          f"(median of {args.repeat})")
-    print(f"ingest: {wall:.2f} s whole process ({ingest_s:.2f} s in ingest()), median of {args.repeat}; "
-          f"peak RSS {peak:.0f} MB (its writer/tokenizer child processes: {child_peak:.0f} MB at most)")
+    print(
+        f"floor (split + parse TracePacket + insert one row per track event): {floor_s:.2f} s (median of {args.repeat})"
+    )
+    print(
+        f"ingest: {wall:.2f} s whole process ({ingest_s:.2f} s in ingest()), median of {args.repeat}; "
+        f"peak RSS {peak:.0f} MB (its writer/tokenizer child processes: {child_peak:.0f} MB at most)"
+    )
     print(f"ratio ingest / floor: {wall / floor_s:.2f}x")
     if args.scale:
         with tempfile.TemporaryDirectory() as tmp:
@@ -134,8 +145,10 @@ def main() -> None:
             scaled_copy(args.trace, args.scale, big)
             big_mb = os.path.getsize(big) / 1e6
             wall_big, ingest_big, peak_big, child_big = measure(big)
-            print(f"x{args.scale} trace ({big_mb:.0f} MB): {wall_big:.1f} s whole process, peak RSS {peak_big:.0f} MB, "
-                  f"children {child_big:.0f} MB (x1: {peak:.0f} MB, children {child_peak:.0f} MB)")
+            print(
+                f"x{args.scale} trace ({big_mb:.0f} MB): {wall_big:.1f} s whole process, peak RSS {peak_big:.0f} MB, "
+                f"children {child_big:.0f} MB (x1: {peak:.0f} MB, children {child_peak:.0f} MB)"
+            )
 
 
 if __name__ == "__main__":

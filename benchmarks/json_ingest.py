@@ -43,14 +43,21 @@ def measure_one(trace: str) -> None:
     seconds = time.perf_counter() - start
     os.unlink(db)
     # The writer child process (large inputs) is measured apart: RUSAGE_CHILDREN is its peak.
-    print(f"{seconds:.3f} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f} "
-          f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.1f}")
+    print(
+        f"{seconds:.3f} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f} "
+        f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.1f}"
+    )
 
 
 def measure(trace: str) -> tuple[float, float, float]:
     """(ingest seconds, peak RSS MB, its writer process's peak RSS MB) of ingesting `trace` in a fresh process."""
-    out = subprocess.run([sys.executable, __file__, "--one", trace], check=True, capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": os.path.join(HERE, "..")}).stdout.split()
+    out = subprocess.run(
+        [sys.executable, __file__, "--one", trace],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.path.join(HERE, "..")},
+    ).stdout.split()
     return float(out[0]), float(out[1]), float(out[2])
 
 
@@ -71,13 +78,14 @@ def _events(trace: str):
 def json_size_and_events(trace: str) -> tuple[int, int]:
     """Uncompressed size in bytes and number of trace events (streamed, not timed)."""
     reader, events = None, 0
-    for reader, _ in _events(trace):
+    for reader, _ in _events(trace):  # noqa: B007 (the last reader is read after the loop)
         events += 1
     return (reader.bytes_read if reader else 0), events
 
 
 def scaled_copy(trace: str, times: int, out_path: str) -> None:
     """Writes the trace's events `times` times, copy k shifted k trace lengths later."""
+
     def events():
         return (ev for _, ev in _events(trace))
 
@@ -117,21 +125,29 @@ def main() -> None:
     seconds = statistics.median(r[0] for r in runs)
     peak = max(r[1] for r in runs)
     writer_peak = max(r[2] for r in runs)
-    print(f"trace: {args.trace} ({os.path.getsize(args.trace) / 1e6:.1f} MB on disk, "
-          f"{mb:.1f} MB of JSON, {events:,} events)")
-    print(f"ingest: {seconds:.2f} s (median of {args.repeat}): {mb / seconds:.1f} MB/s of JSON, "
-          f"{events / seconds:,.0f} events/s")
-    print(f"peak RSS: {peak:.0f} MB ({peak / mb:.2f}x the JSON size); "
-          f"the same process on a one-event trace: {baseline:.0f} MB; its SQLite writer process: {writer_peak:.0f} MB")
+    print(
+        f"trace: {args.trace} ({os.path.getsize(args.trace) / 1e6:.1f} MB on disk, "
+        f"{mb:.1f} MB of JSON, {events:,} events)"
+    )
+    print(
+        f"ingest: {seconds:.2f} s (median of {args.repeat}): {mb / seconds:.1f} MB/s of JSON, "
+        f"{events / seconds:,.0f} events/s"
+    )
+    print(
+        f"peak RSS: {peak:.0f} MB ({peak / mb:.2f}x the JSON size); "
+        f"the same process on a one-event trace: {baseline:.0f} MB; its SQLite writer process: {writer_peak:.0f} MB"
+    )
     if args.scale:
         with tempfile.TemporaryDirectory() as tmp:
             big = os.path.join(tmp, f"x{args.scale}.json")
             scaled_copy(args.trace, args.scale, big)
             big_mb = os.path.getsize(big) / 1e6
             big_seconds, big_peak, big_writer = measure(big)
-            print(f"x{args.scale} trace ({big_mb:.0f} MB of JSON): {big_seconds:.1f} s "
-                  f"({big_mb / big_seconds:.1f} MB/s), peak RSS {big_peak:.0f} MB, writer {big_writer:.0f} MB "
-                  f"(x1: {peak:.0f} MB, writer {writer_peak:.0f} MB)")
+            print(
+                f"x{args.scale} trace ({big_mb:.0f} MB of JSON): {big_seconds:.1f} s "
+                f"({big_mb / big_seconds:.1f} MB/s), peak RSS {big_peak:.0f} MB, writer {big_writer:.0f} MB "
+                f"(x1: {peak:.0f} MB, writer {writer_peak:.0f} MB)"
+            )
 
 
 if __name__ == "__main__":

@@ -35,32 +35,51 @@ THREAD_UUID = 1 << 32  # thread track uuids, apart from process uuids (= pid; a 
 COUNTER_TRACKS = 50
 
 
-
-
 def write_trace(path: str, slices: int, sched: int, counters: int) -> None:
     rng = random.Random(1)
     names = [f"Task{i}::Run" for i in range(400)] + [f"Frame{i}" for i in range(100)]
     weights = [1 / (i + 1) for i in range(len(names))]  # a few names dominate, as in real traces
 
     with open(path, "wb") as f:
+
         def emit(packet: pb.TracePacket) -> None:
             data = packet.SerializeToString()
             f.write(trace_record(data))
 
         seq = 1
-        emit(pb.TracePacket(trusted_packet_sequence_id=seq, sequence_flags=1, incremental_state_cleared=True,
-                            interned_data=pb.InternedData(event_names=[
-                                pb.EventName(iid=i + 1, name=n) for i, n in enumerate(names)])))
+        emit(
+            pb.TracePacket(
+                trusted_packet_sequence_id=seq,
+                sequence_flags=1,
+                incremental_state_cleared=True,
+                interned_data=pb.InternedData(
+                    event_names=[pb.EventName(iid=i + 1, name=n) for i, n in enumerate(names)]
+                ),
+            )
+        )
         threads = []
         for p in range(PROCESSES):
             pid = 1000 + p * 100
-            emit(pb.TracePacket(trusted_packet_sequence_id=seq, track_descriptor=pb.TrackDescriptor(
-                uuid=pid, process=pb.ProcessDescriptor(pid=pid, process_name=f"proc{p}"))))
+            emit(
+                pb.TracePacket(
+                    trusted_packet_sequence_id=seq,
+                    track_descriptor=pb.TrackDescriptor(
+                        uuid=pid, process=pb.ProcessDescriptor(pid=pid, process_name=f"proc{p}")
+                    ),
+                )
+            )
             for t in range(THREADS_PER_PROCESS):
                 tid = pid + t
-                emit(pb.TracePacket(trusted_packet_sequence_id=seq, track_descriptor=pb.TrackDescriptor(
-                    uuid=THREAD_UUID + tid, parent_uuid=pid, thread=pb.ThreadDescriptor(pid=pid, tid=tid,
-                                                                          thread_name=f"thread{t}"))))
+                emit(
+                    pb.TracePacket(
+                        trusted_packet_sequence_id=seq,
+                        track_descriptor=pb.TrackDescriptor(
+                            uuid=THREAD_UUID + tid,
+                            parent_uuid=pid,
+                            thread=pb.ThreadDescriptor(pid=pid, tid=tid, thread_name=f"thread{t}"),
+                        ),
+                    )
+                )
                 threads.append((pid, tid))
         for c in range(COUNTER_TRACKS):
             desc = pb.TrackDescriptor(uuid=900_000 + c, name=f"counter{c}", parent_uuid=threads[c][0])
@@ -79,22 +98,47 @@ def write_trace(path: str, slices: int, sched: int, counters: int) -> None:
                 root = rng.choices(range(len(names)), weights)[0] + 1
                 child = rng.choices(range(len(names)), weights)[0] + 1
                 dur = rng.randint(step // 4, step - 10)
-                emit(pb.TracePacket(timestamp=ts, trusted_packet_sequence_id=seq,
-                                    track_event=pb.TrackEvent(type=begin, track_uuid=THREAD_UUID + tid, name_iid=root)))
-                emit(pb.TracePacket(timestamp=ts + 5, trusted_packet_sequence_id=seq,
-                                    track_event=pb.TrackEvent(type=begin, track_uuid=THREAD_UUID + tid, name_iid=child)))
-                emit(pb.TracePacket(timestamp=ts + dur // 2, trusted_packet_sequence_id=seq,
-                                    track_event=pb.TrackEvent(type=end, track_uuid=THREAD_UUID + tid)))
-                emit(pb.TracePacket(timestamp=ts + dur, trusted_packet_sequence_id=seq,
-                                    track_event=pb.TrackEvent(type=end, track_uuid=THREAD_UUID + tid)))
+                emit(
+                    pb.TracePacket(
+                        timestamp=ts,
+                        trusted_packet_sequence_id=seq,
+                        track_event=pb.TrackEvent(type=begin, track_uuid=THREAD_UUID + tid, name_iid=root),
+                    )
+                )
+                emit(
+                    pb.TracePacket(
+                        timestamp=ts + 5,
+                        trusted_packet_sequence_id=seq,
+                        track_event=pb.TrackEvent(type=begin, track_uuid=THREAD_UUID + tid, name_iid=child),
+                    )
+                )
+                emit(
+                    pb.TracePacket(
+                        timestamp=ts + dur // 2,
+                        trusted_packet_sequence_id=seq,
+                        track_event=pb.TrackEvent(type=end, track_uuid=THREAD_UUID + tid),
+                    )
+                )
+                emit(
+                    pb.TracePacket(
+                        timestamp=ts + dur,
+                        trusted_packet_sequence_id=seq,
+                        track_event=pb.TrackEvent(type=end, track_uuid=THREAD_UUID + tid),
+                    )
+                )
                 ts += step * 2
                 made += 2
         for i in range(counters):
             c = i % COUNTER_TRACKS
-            emit(pb.TracePacket(timestamp=1_000_000 + (i // COUNTER_TRACKS) * (span // (counters // COUNTER_TRACKS)),
-                                trusted_packet_sequence_id=seq,
-                                track_event=pb.TrackEvent(type=pb.TrackEvent.TYPE_COUNTER, track_uuid=900_000 + c,
-                                                          counter_value=rng.randint(0, 1 << 20))))
+            emit(
+                pb.TracePacket(
+                    timestamp=1_000_000 + (i // COUNTER_TRACKS) * (span // (counters // COUNTER_TRACKS)),
+                    trusted_packet_sequence_id=seq,
+                    track_event=pb.TrackEvent(
+                        type=pb.TrackEvent.TYPE_COUNTER, track_uuid=900_000 + c, counter_value=rng.randint(0, 1 << 20)
+                    ),
+                )
+            )
         per_cpu = sched // CPUS
         for cpu in range(CPUS):
             bundle = pb.FtraceEventBundle(cpu=cpu)
@@ -102,9 +146,21 @@ def write_trace(path: str, slices: int, sched: int, counters: int) -> None:
             for i in range(per_cpu):
                 ts = 1_000_000 + i * (span // per_cpu)
                 nxt = rng.choice(threads)[1] if i % 3 else 0
-                bundle.event.append(pb.FtraceEvent(timestamp=ts, pid=prev, sched_switch=pb.SchedSwitchFtraceEvent(
-                    prev_pid=prev, prev_comm="x", prev_state=rng.choice((0, 1, 2)), prev_prio=120,
-                    next_pid=nxt, next_comm="x", next_prio=120)))
+                bundle.event.append(
+                    pb.FtraceEvent(
+                        timestamp=ts,
+                        pid=prev,
+                        sched_switch=pb.SchedSwitchFtraceEvent(
+                            prev_pid=prev,
+                            prev_comm="x",
+                            prev_state=rng.choice((0, 1, 2)),
+                            prev_prio=120,
+                            next_pid=nxt,
+                            next_comm="x",
+                            next_prio=120,
+                        ),
+                    )
+                )
                 prev = nxt
                 if len(bundle.event) >= 1000:
                     emit(pb.TracePacket(trusted_packet_sequence_id=2, ftrace_events=bundle))
@@ -134,9 +190,11 @@ def requests(conn, db_name: str) -> list[tuple[str, str]]:
     counter = conn.execute("SELECT name FROM counter_track ORDER BY id LIMIT 1").fetchone()[0]
     thread = conn.execute("SELECT name FROM thread WHERE tid = 1001").fetchone()[0]
     needs = {
-        ("slices", "histogram"): {"name": name}, ("slices", "timeline"): {"name": name},
+        ("slices", "histogram"): {"name": name},
+        ("slices", "timeline"): {"name": name},
         ("slices", "inspect"): {"name": name},
-        ("counters", "timeline"): {"name": counter}, ("counters", "histogram"): {"name": counter},
+        ("counters", "timeline"): {"name": counter},
+        ("counters", "histogram"): {"name": counter},
         ("counters", "inspect"): {"name": counter, "ts": "5s"},
         ("scheduling", "inspect"): {"tid": "1001", "ts": "5s"},
     }

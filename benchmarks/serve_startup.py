@@ -28,8 +28,11 @@ from shared_data import TRACES  # noqa: E402  (the shared traces, wherever this 
 def start_to_answer(trace: str, cache: str) -> tuple[float, float, float]:
     """(seconds to the printed URL, to the first answer, to the report's first answer)."""
     began = time.monotonic()
-    process = subprocess.Popen([sys.executable, "-m", "datasette", "perfetto", "serve", trace, "-p", "0", "-q",
-                                "--cache-dir", cache], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "datasette", "perfetto", "serve", trace, "-p", "0", "-q", "--cache-dir", cache],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         ready, _, _ = select.select([process.stdout], [], [], 600)
         if not ready:
@@ -60,8 +63,10 @@ def main() -> None:
             second.append(start_to_answer(args.trace, cache))
     for label, runs in (("first run (imports)", first), ("second run (cached)", second)):
         url, answer, report = (statistics.median(r[i] for r in runs) for i in range(3))
-        print(f"{label}: URL printed {url:.2f} s, first answer {answer:.2f} s, report page {report:.2f} s "
-              f"(median of {len(runs)})")
+        print(
+            f"{label}: URL printed {url:.2f} s, first answer {answer:.2f} s, report page {report:.2f} s "
+            f"(median of {len(runs)})"
+        )
 
 
 if __name__ == "__main__":

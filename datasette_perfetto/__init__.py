@@ -11,7 +11,6 @@ from pluggy import HookimplMarker
 hookimpl = HookimplMarker("datasette")
 
 
-
 @hookimpl
 def register_commands(cli):
     # pluggy matches hook arguments by name, so this one must be called `cli`. Imported

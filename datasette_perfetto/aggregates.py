@@ -7,13 +7,13 @@ Each gives exactly what its SQL in schema.py would; tests check the two agree.
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from collections.abc import Iterator
 
 from . import schema
 
 # Tables with timestamps, as trace_bounds covers them: name -> (ts position,
 # dur position or None) in the stored row.
-TIMED_TABLES: dict[str, tuple[int, Optional[int]]] = {}
+TIMED_TABLES: dict[str, tuple[int, int | None]] = {}
 for _name in ("slice", "counter", "state", "profiler_sample", "sched", "thread_state"):
     _cols = schema.table(_name).stored_columns
     TIMED_TABLES[_name] = (_cols.index("ts"), _cols.index("dur") if "dur" in _cols else None)
@@ -38,8 +38,11 @@ class TimeBounds:
         if dur_at is None:
             ends = starts
         else:
-            ends = [r[ts_at] + (r[dur_at] if r[dur_at] > 0 else 0) for r in rows
-                    if r[ts_at] is not None and r[dur_at] is not None]
+            ends = [
+                r[ts_at] + (r[dur_at] if r[dur_at] > 0 else 0)
+                for r in rows
+                if r[ts_at] is not None and r[dur_at] is not None
+            ]
         bounds = self.bounds.setdefault(table, [None, None])
         bounds[0] = min(starts) if bounds[0] is None else min(bounds[0], min(starts))
         if ends:
@@ -84,12 +87,13 @@ class SliceNameAggregates:
     def track_name_rows(self) -> Iterator[tuple]:
         """report_slice_track_name rows, in GROUP BY track_id, name order."""
         for (track_id, name), (count, total, longest, slice_id) in sorted(
-                self.by_track_name.items(), key=lambda kv: (kv[0][0], _text_key(kv[0][1]))):
+            self.by_track_name.items(), key=lambda kv: (kv[0][0], _text_key(kv[0][1]))
+        ):
             yield track_id, name, count, min(total, INT64_MAX), longest, slice_id
 
     def name_rows(self) -> Iterator[tuple]:
         """report_slice_name rows, in GROUP BY name order."""
-        by_name: dict[Optional[str], list] = {}
+        by_name: dict[str | None, list] = {}
         for (_, name), (count, total, longest, slice_id) in self.by_track_name.items():
             agg = by_name.get(name)
             if agg is None:
@@ -103,6 +107,6 @@ class SliceNameAggregates:
             yield name, count, min(total, INT64_MAX), longest, slice_id
 
 
-def _text_key(value: Optional[str]) -> tuple:
+def _text_key(value: str | None) -> tuple:
     """SQLite's order for a TEXT column: NULL first, then by code point (BINARY collation)."""
     return (value is not None, value or "")

@@ -7,10 +7,8 @@ import json
 import os
 import sqlite3
 import sys
-
 import webbrowser
 from pathlib import Path
-from typing import Optional
 
 import click
 
@@ -61,15 +59,26 @@ def summary_line(s: TraceSummary) -> str:
 @perfetto.command(name="serve")
 @click.argument("traces", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("-h", "--host", default="127.0.0.1", show_default=True, help="Host to listen on")
-@click.option("-p", "--port", default=8001, show_default=True, type=click.IntRange(0, 65535),
-              help="Port to listen on; 0 picks a free one")
+@click.option(
+    "-p",
+    "--port",
+    default=8001,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port to listen on; 0 picks a free one",
+)
 @click.option("-o", "--open", "open_browser", is_flag=True, help="Open the first report in a browser")
-@click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
-              help="Where imported traces are kept [default: $DATASETTE_PERFETTO_CACHE, else "
-                   "$XDG_CACHE_HOME/datasette-perfetto, else ~/.cache/datasette-perfetto]")
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Where imported traces are kept [default: $DATASETTE_PERFETTO_CACHE, else "
+    "$XDG_CACHE_HOME/datasette-perfetto, else ~/.cache/datasette-perfetto]",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No import progress or summaries")
-def serve_command(traces: tuple[str, ...], host: str, port: int, open_browser: bool, cache_dir: Optional[str],
-                  quiet: bool) -> None:
+def serve_command(
+    traces: tuple[str, ...], host: str, port: int, open_browser: bool, cache_dir: str | None, quiet: bool
+) -> None:
     """Import TRACES (once: the databases are cached) and serve them all in one Datasette.
 
     A trace database (.db) is served as it is. With two or more, each report can
@@ -80,9 +89,15 @@ def serve_command(traces: tuple[str, ...], host: str, port: int, open_browser: b
         datasette perfetto serve trace.pftrace --open
         datasette perfetto serve base.pftrace target.pftrace
     """
-    from .serve import (build_datasette, cached_database, check_served_database, check_trace, default_cache_dir,
-                        is_sqlite_file)
     from .progress import progress_for
+    from .serve import (
+        build_datasette,
+        cached_database,
+        check_served_database,
+        check_trace,
+        default_cache_dir,
+        is_sqlite_file,
+    )
 
     cache = Path(cache_dir) if cache_dir else default_cache_dir()
     served: dict[str, bool] = {}  # database -> mutable, in argument order; a file given twice is served once
@@ -116,8 +131,9 @@ def serve_command(traces: tuple[str, ...], host: str, port: int, open_browser: b
         if sock is not None:
             sock.close()
         raise click.ClickException(str(e)) from None
-    ds = build_datasette([p for p, mutable in served.items() if mutable],
-                         [p for p, mutable in served.items() if not mutable])
+    ds = build_datasette(
+        [p for p, mutable in served.items() if mutable], [p for p, mutable in served.items() if not mutable]
+    )
     _serve_until_stopped(ds, list(served), sock, host, open_browser)
 
 
@@ -188,8 +204,14 @@ def format_table(columns: list[str], rows: list[list]) -> str:
 
 
 @perfetto.command()
-@click.option("-o", "--output", default="demo.db", show_default=True, type=click.Path(dir_okay=False),
-              help="Database to write the demo into")
+@click.option(
+    "-o",
+    "--output",
+    default="demo.db",
+    show_default=True,
+    type=click.Path(dir_okay=False),
+    help="Database to write the demo into",
+)
 @click.option("-p", "--port", default=8001, show_default=True, help="Port to serve on (127.0.0.1)")
 @click.option("--no-serve", is_flag=True, help="Only build the database")
 def demo(output: str, port: int, no_serve: bool) -> None:
@@ -256,8 +278,13 @@ def _report_options(fn):
 @click.argument("database", type=click.Path(exists=True, dir_okay=False))
 @click.argument("noun", required=False)
 @click.argument("view", required=False)
-@click.option("--format", "output_format", type=click.Choice(["text", "json", "sql"]), default="text",
-              help="text tables, JSON (protos/report.proto) or the SQL the view runs")
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json", "sql"]),
+    default="text",
+    help="text tables, JSON (protos/report.proto) or the SQL the view runs",
+)
 @_report_options
 def report_command(database: str, noun, view, output_format: str, **flags) -> None:
     """An opinionated report of a trace database: NOUN and VIEW as in the report RFC.
@@ -290,8 +317,9 @@ def report_command(database: str, noun, view, output_format: str, **flags) -> No
                 raise ReportError(f"baseline: {baseline}: not readable", "baseline")
             base_conn = sqlite3.connect(f"file:{baseline}?mode=ro", uri=True)
             register_functions(base_conn)
-            result = run_diff(conn, base_conn, noun, view, params, Linker(None, database), Linker(None, baseline),
-                              database, baseline)
+            result = run_diff(
+                conn, base_conn, noun, view, params, Linker(None, database), Linker(None, baseline), database, baseline
+            )
         else:
             result = run_report(conn, noun, view, params, Linker(None, database))
     except ReportError as e:

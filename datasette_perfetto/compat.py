@@ -20,7 +20,8 @@ such actors, on 1.0 as a `view-query` deny rule (`query_permission_rules`).
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import urlencode
 
 
@@ -30,7 +31,7 @@ def is_datasette_1(datasette) -> bool:
     return hasattr(datasette, "add_query")
 
 
-async def can(datasette, actor, action: str, database: Optional[str] = None) -> bool:
+async def can(datasette, actor, action: str, database: str | None = None) -> bool:
     """Datasette's permission check on 0.65 and 1.0; the plugin's only one."""
     if hasattr(datasette, "allowed"):  # 1.0
         from datasette.resources import DatabaseResource  # type: ignore[import-not-found]
@@ -88,9 +89,17 @@ async def register_trace_databases(datasette) -> None:
         for name, query in queries.items():
             # Trusted: plugin SQL with bound parameters, so Datasette does not ask for execute-sql itself
             # (query_permission_rules does) and offers no edit/delete actions on it.
-            await datasette.add_query(database, name, query["sql"], title=query["title"],
-                                      description=query["description"], parameters=query["params"],
-                                      is_trusted=True, source="plugin", replace=True)
+            await datasette.add_query(
+                database,
+                name,
+                query["sql"],
+                title=query["title"],
+                description=query["description"],
+                parameters=query["params"],
+                is_trusted=True,
+                source="plugin",
+                replace=True,
+            )
     await store_metadata(datasette, names)
 
 
@@ -106,6 +115,10 @@ async def query_permission_rules(datasette, actor):
         return None
     return PermissionSQL(
         sql="SELECT d.value AS parent, q.value AS child, 0 AS allow, :perfetto_reason AS reason "
-            "FROM json_each(:perfetto_databases) AS d, json_each(:perfetto_queries) AS q",
-        params={"perfetto_databases": json.dumps(denied), "perfetto_queries": json.dumps(list(canned_queries())),
-                "perfetto_reason": "datasette-perfetto: report queries need execute-sql on the database"})
+        "FROM json_each(:perfetto_databases) AS d, json_each(:perfetto_queries) AS q",
+        params={
+            "perfetto_databases": json.dumps(denied),
+            "perfetto_queries": json.dumps(list(canned_queries())),
+            "perfetto_reason": "datasette-perfetto: report queries need execute-sql on the database",
+        },
+    )

@@ -12,8 +12,8 @@ import math
 import os
 import sqlite3
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Optional
 
 from .functions import register_functions
 from .ingest import IngestError, ingest
@@ -96,7 +96,7 @@ def values_equal(actual, expected) -> bool:
     return False
 
 
-def trace_path(case_dir: str) -> Optional[str]:
+def trace_path(case_dir: str) -> str | None:
     for name in TRACE_NAMES:
         p = os.path.join(case_dir, name)
         if os.path.exists(p):
@@ -120,7 +120,7 @@ def expand_macros(query: str) -> str:
                 i += 1
             if depth:
                 break  # unbalanced: leave it for SQLite to report
-            arg = query[start + len(token):i - 1]
+            arg = query[start + len(token) : i - 1]
             query = query[:start] + template.format(arg) + query[i:]
     return query
 
@@ -156,8 +156,7 @@ def run_case(case_dir: str, workdir: str, **ingest_options) -> CaseResult:
     if columns != header:
         return CaseResult(case_id, False, f"columns {columns} != expected {header}")
     if len(rows) != len(expected):
-        return CaseResult(case_id, False, f"{len(rows)} rows != expected {len(expected)}"
-                          + _first_diff(rows, expected))
+        return CaseResult(case_id, False, f"{len(rows)} rows != expected {len(expected)}" + _first_diff(rows, expected))
     for i, (got, want) in enumerate(zip(rows, expected)):
         if len(got) != len(want) or not all(values_equal(a, e) for a, e in zip(got, want)):
             return CaseResult(case_id, False, f"row {i}: got {list(got)} expected {want}")
@@ -173,7 +172,8 @@ def _first_diff(rows, expected) -> str:
 
 def case_dirs(cases_dir: str, prefix: str = "") -> list[str]:
     return sorted(
-        os.path.join(cases_dir, d) for d in os.listdir(cases_dir)
+        os.path.join(cases_dir, d)
+        for d in os.listdir(cases_dir)
         if d.startswith(prefix) and os.path.isdir(os.path.join(cases_dir, d))
     )
 

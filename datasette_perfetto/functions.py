@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Any, Callable, Optional
+from typing import Any
 
 _VALUE_BY_TYPE = (
     "CASE value_type WHEN 'real' THEN real_value "
@@ -50,13 +51,13 @@ def register_functions(conn: sqlite3.Connection) -> None:
     bounds_end = _reader(conn, "SELECT end_ts FROM trace_bounds")
     metadata = _reader(conn, "SELECT coalesce(str_value, int_value) FROM metadata WHERE name = ? ORDER BY id LIMIT 1")
 
-    def trace_dur() -> Optional[int]:
+    def trace_dur() -> int | None:
         start, end = bounds_start(), bounds_end()
         return None if start is None or end is None else end - start
 
     slice_span = _reader(conn, "SELECT json_array(track_id, depth, ts, dur) FROM slice WHERE id = ?")
 
-    def slice_is_ancestor(ancestor_id: Any, descendant_id: Any) -> Optional[int]:
+    def slice_is_ancestor(ancestor_id: Any, descendant_id: Any) -> int | None:
         if ancestor_id is None or descendant_id is None:
             return None
         a, d = slice_span(ancestor_id), slice_span(descendant_id)
@@ -91,8 +92,14 @@ def register_functions(conn: sqlite3.Connection) -> None:
         ("report_range_end", 1): lambda text: _report_range(text, bounds_start, 1),
         ("report_duration", 1): _report_duration,
     }
-    for unit, ns in (("us", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000),
-                     ("min", 60_000_000_000), ("hours", 3_600_000_000_000), ("days", 86_400_000_000_000)):
+    for unit, ns in (
+        ("us", 1_000),
+        ("ms", 1_000_000),
+        ("s", 1_000_000_000),
+        ("min", 60_000_000_000),
+        ("hours", 3_600_000_000_000),
+        ("days", 86_400_000_000_000),
+    ):
         functions[(f"time_to_{unit}", 1)] = _divide_by(ns)
         functions[(f"time_from_{unit}", 1)] = _multiply_by(ns)
     for (name, nargs), fn in functions.items():
@@ -101,11 +108,20 @@ def register_functions(conn: sqlite3.Connection) -> None:
 
 # Functions that read tables must not be marked deterministic: their result
 # depends on the database, not only the arguments.
-_TABLE_READERS = {"extract_arg", "trace_start", "trace_end", "trace_dur", "extract_metadata", "slice_is_ancestor",
-                  "report_time", "report_range_start", "report_range_end"}
+_TABLE_READERS = {
+    "extract_arg",
+    "trace_start",
+    "trace_end",
+    "trace_dur",
+    "extract_metadata",
+    "slice_is_ancestor",
+    "report_time",
+    "report_range_start",
+    "report_range_end",
+}
 
 
-def _report_time(text: Any, trace_start: Callable[[], Any]) -> Optional[int]:
+def _report_time(text: Any, trace_start: Callable[[], Any]) -> int | None:
     """'2.7s' (offset from the trace start) or '123456' (absolute ns) -> ns; NULL for ''."""
     from .report.scope import ReportError, parse_time
 
@@ -117,7 +133,7 @@ def _report_time(text: Any, trace_start: Callable[[], Any]) -> Optional[int]:
         raise ValueError(e.message) from None
 
 
-def _report_range(text: Any, trace_start: Callable[[], Any], index: int) -> Optional[int]:
+def _report_range(text: Any, trace_start: Callable[[], Any], index: int) -> int | None:
     if text is None or str(text).strip() == "":
         return None
     parts = str(text).split(",")
@@ -126,7 +142,7 @@ def _report_range(text: Any, trace_start: Callable[[], Any], index: int) -> Opti
     return _report_time(parts[index], trace_start)
 
 
-def _report_duration(text: Any) -> Optional[int]:
+def _report_duration(text: Any) -> int | None:
     from .report.scope import ReportError, parse_duration
 
     if text is None or str(text).strip() == "":
@@ -137,12 +153,12 @@ def _report_duration(text: Any) -> Optional[int]:
         raise ValueError(e.message) from None
 
 
-def _divide_by(ns: int) -> Callable[[Any], Optional[int]]:
+def _divide_by(ns: int) -> Callable[[Any], int | None]:
     # trace_processor's time.conversion uses integer division (truncating).
     return lambda v: None if v is None else int(v / ns) if isinstance(v, float) else _trunc_div(int(v), ns)
 
 
-def _multiply_by(ns: int) -> Callable[[Any], Optional[int]]:
+def _multiply_by(ns: int) -> Callable[[Any], int | None]:
     return lambda v: None if v is None else int(v * ns)
 
 
@@ -151,7 +167,7 @@ def _trunc_div(a: int, b: int) -> int:
     return q if a >= 0 else -q
 
 
-def str_split(s: Any, delim: Any, n: Any) -> Optional[str]:
+def str_split(s: Any, delim: Any, n: Any) -> str | None:
     if not isinstance(delim, str) or not delim:
         raise ValueError("STR_SPLIT: delimiter must be a non-empty string")
     if not isinstance(n, int) or n < 0:
@@ -184,7 +200,7 @@ def fnv1a_hash(*values: Any) -> int:
     return h - (1 << 64) if h >= 1 << 63 else h
 
 
-def unhex(s: Any) -> Optional[int]:
+def unhex(s: Any) -> int | None:
     if s is None:
         return None
     text = str(s).strip()
@@ -201,17 +217,17 @@ def unhex(s: Any) -> Optional[int]:
 
 
 @lru_cache(maxsize=256)
-def _compile(pattern: str) -> "re.Pattern[str]":
+def _compile(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
-def regexp(pattern: Any, value: Any) -> Optional[int]:
+def regexp(pattern: Any, value: Any) -> int | None:
     if pattern is None or value is None:
         return None
     return int(_compile(str(pattern)).search(str(value)) is not None)
 
 
-def regexp_extract(value: Any, pattern: Any) -> Optional[str]:
+def regexp_extract(value: Any, pattern: Any) -> str | None:
     if pattern is None or value is None:
         return None
     rx = _compile(str(pattern))
@@ -223,13 +239,13 @@ def regexp_extract(value: Any, pattern: Any) -> Optional[str]:
     return m.group(1) if rx.groups == 1 else m.group(0)
 
 
-def regexp_replace_simple(value: Any, pattern: Any, replacement: Any) -> Optional[str]:
+def regexp_replace_simple(value: Any, pattern: Any, replacement: Any) -> str | None:
     if value is None or pattern is None or replacement is None:
         return None
     return _compile(str(pattern)).sub(lambda _m: str(replacement), str(value))
 
 
-def to_timecode(ns: Any) -> Optional[str]:
+def to_timecode(ns: Any) -> str | None:
     if ns is None:
         return None
     ns = int(ns)

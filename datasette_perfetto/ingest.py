@@ -11,8 +11,9 @@ import gc
 import os
 import tempfile
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import BinaryIO, Optional, Sequence
+from typing import BinaryIO
 
 from .importers.proto_reader import looks_like_proto_trace
 from .importers.split_tokenize import SplitFailed
@@ -85,7 +86,10 @@ def open_trace(path: str) -> tuple[str, BinaryIO]:
     fmt = detect_format(head)
     if fmt is None:
         raw.close()
-        raise IngestError(f"{path}: not a recognised trace format (expected a Perfetto protobuf, Chrome JSON, systrace or collapsed-stack trace)")
+        raise IngestError(
+            f"{path}: not a recognised trace format "
+            "(expected a Perfetto protobuf, Chrome JSON, systrace or collapsed-stack trace)"
+        )
     return fmt, stream
 
 
@@ -134,7 +138,7 @@ class GzipReader:
     def close(self) -> None:
         self.raw.close()
 
-    def __enter__(self) -> "GzipReader":
+    def __enter__(self) -> GzipReader:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -146,7 +150,7 @@ def _rewound(f: BinaryIO) -> BinaryIO:
     return f
 
 
-def detect_format(head: bytes) -> Optional[str]:
+def detect_format(head: bytes) -> str | None:
     if not head:
         return None
     # JSON is sniffed first, as trace_processor does: a JSON file starting with a
@@ -195,9 +199,9 @@ def _importer_for(fmt: str):
 def ingest(
     paths: Sequence[str],
     db_path: str,
-    progress: Optional[Progress] = None,
-    separate_writer: Optional[bool] = None,
-    split_tokenize: Optional[bool] = None,
+    progress: Progress | None = None,
+    separate_writer: bool | None = None,
+    split_tokenize: bool | None = None,
 ) -> list[TraceSummary]:
     """Imports every trace in `paths` into a new database at `db_path`.
 

@@ -20,9 +20,10 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
-from functools import lru_cache
+from collections.abc import Iterable
+from functools import cache
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any
 
 from . import schema
 
@@ -67,14 +68,14 @@ _AS = re.compile(r"(?:\[?(\w+)\]?\.)?\[?(\w+)\]?\s+AS\s+\[?(\w+)\]?", re.IGNOREC
 _FROM = re.compile(r"\bFROM\s+\[?(\w+)\]?", re.IGNORECASE)
 
 
-@lru_cache(maxsize=None)
-def _view_columns() -> dict[str, list[tuple[str, Optional[str]]]]:
+@cache
+def _view_columns() -> dict[str, list[tuple[str, str | None]]]:
     """{view name: [(column, description or None), ...]} in SELECT * order."""
     docs: dict[str, dict[str, str]] = {
         t.name: {c.name: column_description(c) for c in t.columns} for t in schema.TABLES
     }
     conn = _ddl_connection()
-    out: dict[str, list[tuple[str, Optional[str]]]] = {}
+    out: dict[str, list[tuple[str, str | None]]] = {}
     try:
         for v in schema.VIEWS:
             declared = {c.name: column_description(c) for c in v.columns}
@@ -85,7 +86,7 @@ def _view_columns() -> dict[str, list[tuple[str, Optional[str]]]]:
                 source_docs = docs.get(qualifier, base) if qualifier else base
                 if source in source_docs:
                     aliases[alias] = source_docs[source]
-            cols: list[tuple[str, Optional[str]]] = []
+            cols: list[tuple[str, str | None]] = []
             for row in conn.execute(f"PRAGMA table_info([{v.name}])"):
                 name = row[1]
                 cols.append((name, declared.get(name) or aliases.get(name) or base.get(name)))
@@ -100,7 +101,7 @@ def _view_columns() -> dict[str, list[tuple[str, Optional[str]]]]:
 # Metadata documents
 
 
-@lru_cache(maxsize=None)
+@cache
 def _tables_metadata() -> tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...]:
     """(name, description, ((column, description), ...)) for tables then views."""
     entries = [
@@ -158,7 +159,7 @@ YAML_HEADER = f"""\
 #
 # With the datasette-perfetto plugin installed you do not need this file:
 # the plugin's get_metadata hook documents every served database that has
-# {' and '.join(MARKER_TABLES)} tables, whatever its name.
+# {" and ".join(MARKER_TABLES)} tables, whatever its name.
 #
 # Without the plugin, Datasette 0.65 only accepts table metadata under a
 # database name, so this file is written for a database named "{YAML_DATABASE}",
@@ -197,7 +198,7 @@ _detected: dict[str, tuple[tuple, bool]] = {}
 _PROVIDED_KEYS = frozenset({"databases", "title", "description", "about", "about_url", "columns"})
 
 
-def _file_identity(db) -> Optional[tuple]:
+def _file_identity(db) -> tuple | None:
     if getattr(db, "is_memory", False) or not getattr(db, "path", None):
         return None
     if not db.is_mutable:
@@ -210,7 +211,7 @@ def _file_identity(db) -> Optional[tuple]:
     return (db.path, True, st.st_ino, st.st_mtime_ns, st.st_size)
 
 
-def _read_is_trace(path: str, immutable: bool) -> Optional[bool]:
+def _read_is_trace(path: str, immutable: bool) -> bool | None:
     """None when the answer is unknown for now (file locked): do not cache."""
     uri = Path(path).resolve().as_uri() + ("?immutable=1" if immutable else "?mode=ro")
     try:
@@ -253,17 +254,14 @@ def is_trace_database(db) -> bool:
     return result
 
 
-def trace_database_names(datasette, names: Optional[Iterable[str]] = None) -> list[str]:
+def trace_database_names(datasette, names: Iterable[str] | None = None) -> list[str]:
     databases = datasette.databases
     if names is None:
         names = list(databases)
-    return [
-        n for n in names
-        if n in databases and not n.startswith("_") and is_trace_database(databases[n])
-    ]
+    return [n for n in names if n in databases and not n.startswith("_") and is_trace_database(databases[n])]
 
 
-def plugin_metadata(datasette, key: Optional[str], database: Optional[str]) -> Optional[dict]:
+def plugin_metadata(datasette, key: str | None, database: str | None) -> dict | None:
     """The get_metadata hook's answer: metadata for the served trace databases."""
     if key is not None and key not in _PROVIDED_KEYS:
         return None  # metadata(key) reads only item[key]; we provide none of it
@@ -305,11 +303,17 @@ async def store_metadata(datasette, traces: list[str]) -> None:
 
     def write(conn: sqlite3.Connection) -> None:
         conn.executemany("INSERT OR IGNORE INTO metadata_instance (key, value) VALUES (?, ?)", instance)
-        conn.executemany("INSERT OR IGNORE INTO metadata_databases (database_name, key, value) VALUES (?, ?, ?)",
-                         databases)
-        conn.executemany("INSERT OR IGNORE INTO metadata_resources (database_name, resource_name, key, value) "
-                         "VALUES (?, ?, ?, ?)", resources)
-        conn.executemany("INSERT OR IGNORE INTO metadata_columns (database_name, resource_name, column_name, key, "
-                         "value) VALUES (?, ?, ?, ?, ?)", columns)
+        conn.executemany(
+            "INSERT OR IGNORE INTO metadata_databases (database_name, key, value) VALUES (?, ?, ?)", databases
+        )
+        conn.executemany(
+            "INSERT OR IGNORE INTO metadata_resources (database_name, resource_name, key, value) VALUES (?, ?, ?, ?)",
+            resources,
+        )
+        conn.executemany(
+            "INSERT OR IGNORE INTO metadata_columns (database_name, resource_name, column_name, key, "
+            "value) VALUES (?, ?, ?, ?, ?)",
+            columns,
+        )
 
     await datasette.get_internal_database().execute_write_fn(write)

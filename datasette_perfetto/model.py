@@ -8,7 +8,7 @@ view: its stats, trackers and bounds; importers only talk to a context.
 from __future__ import annotations
 
 import os
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from .functions import fnv1a_hash_bytes
 from .stats import REGISTRY as STATS
@@ -24,16 +24,38 @@ from .trackers.track_tracker import TrackRow, TrackTracker, write_tracks
 HOST_MACHINE_ID = 0
 # Metadata scopes (trace_processor's metadata.h): facts about a machine, and facts
 # about one trace's data from one machine; every other key is about the trace file.
-MACHINE_METADATA = frozenset({
-    "system_name", "system_version", "system_release", "system_machine", "system_ram_bytes", "system_ram_gb",
-    "timezone_off_mins", "android_build_fingerprint", "android_sdk_version", "android_device_manufacturer",
-    "android_guest_soc_model", "android_hardware_revision", "android_incremental_build", "android_ram_model",
-    "android_serial_console", "android_soc_model", "android_storage_model", "tracing_service_version",
-})
-MACHINE_AND_TRACE_METADATA = frozenset({
-    "all_data_source_flushed_ns", "all_data_source_started_ns", "ftrace_latest_data_start_ns",
-    "slow_start_data_source", "tracing_disabled_ns", "tracing_started_ns",
-})
+MACHINE_METADATA = frozenset(
+    {
+        "system_name",
+        "system_version",
+        "system_release",
+        "system_machine",
+        "system_ram_bytes",
+        "system_ram_gb",
+        "timezone_off_mins",
+        "android_build_fingerprint",
+        "android_sdk_version",
+        "android_device_manufacturer",
+        "android_guest_soc_model",
+        "android_hardware_revision",
+        "android_incremental_build",
+        "android_ram_model",
+        "android_serial_console",
+        "android_soc_model",
+        "android_storage_model",
+        "tracing_service_version",
+    }
+)
+MACHINE_AND_TRACE_METADATA = frozenset(
+    {
+        "all_data_source_flushed_ns",
+        "all_data_source_started_ns",
+        "ftrace_latest_data_start_ns",
+        "slow_start_data_source",
+        "tracing_disabled_ns",
+        "tracing_started_ns",
+    }
+)
 
 
 def format_uuid(msb: int, lsb: int) -> str:
@@ -46,8 +68,16 @@ class TraceContext:
     packets from other machines (TracePacket.machine_id) go to a context of
     their own (`for_machine`), with its own processes, tracks, stats and metadata."""
 
-    def __init__(self, model: "TraceModel", trace_id: int, path: str, trace_type: str, size: int,
-                 machine_id: int = HOST_MACHINE_ID, parent: Optional["TraceContext"] = None) -> None:
+    def __init__(
+        self,
+        model: TraceModel,
+        trace_id: int,
+        path: str,
+        trace_type: str,
+        size: int,
+        machine_id: int = HOST_MACHINE_ID,
+        parent: TraceContext | None = None,
+    ) -> None:
         self.model = model
         self.storage = model.storage
         self.trace_id = trace_id
@@ -59,9 +89,14 @@ class TraceContext:
         self.parent = parent
         self.machine_contexts: dict[int, TraceContext] = {}  # machine id -> context (on the file's context)
         pid_zero_is_idle = trace_type in ("proto", "systrace")
-        self.processes = ProcessTracker(self.storage, model.processes, model.threads,
-                                        pid_zero_is_idle=pid_zero_is_idle and machine_id == HOST_MACHINE_ID,
-                                        machine_id=machine_id, stats=self.stats)
+        self.processes = ProcessTracker(
+            self.storage,
+            model.processes,
+            model.threads,
+            pid_zero_is_idle=pid_zero_is_idle and machine_id == HOST_MACHINE_ID,
+            machine_id=machine_id,
+            stats=self.stats,
+        )
         if pid_zero_is_idle and machine_id != HOST_MACHINE_ID:
             self.processes.add_idle_process()  # upid/utid 0 are the host's
         self.tracks = TrackTracker(self.storage, model.tracks, trace_id, machine_id)
@@ -76,9 +111,9 @@ class TraceContext:
         self.page_size = 0  # SystemInfo.page_size (4096 when it says nothing); 0 without SystemInfo
         self.packets_read = 0
         self.track_groups = 0  # compressed track sets created so far (see new_track_group)
-        self.content_hash: Optional[int] = None  # FNV-1a of the file's first 4 KiB
+        self.content_hash: int | None = None  # FNV-1a of the file's first 4 KiB
 
-    def insert_counter(self, ts: int, track_id: int, value: float, args: Optional[list[Arg]] = None) -> int:
+    def insert_counter(self, ts: int, track_id: int, value: float, args: list[Arg] | None = None) -> int:
         arg_set_id = self.storage.arg_set(args) if args else None
         return self.storage.insert("counter", (ts, track_id, value, arg_set_id))
 
@@ -89,7 +124,7 @@ class TraceContext:
         self.track_groups += 1
         return self.track_groups - 1
 
-    def for_machine(self, raw_machine_id: int) -> "TraceContext":
+    def for_machine(self, raw_machine_id: int) -> TraceContext:
         """The context of this file's data from machine `raw_machine_id` (as the trace writes it)."""
         machine_id = self.model.machine_for(raw_machine_id)
         if machine_id == self.machine_id:
@@ -97,18 +132,19 @@ class TraceContext:
         ctx = self.machine_contexts.get(machine_id)
         if ctx is None:
             ctx = self.machine_contexts[machine_id] = TraceContext(
-                self.model, self.trace_id, self.path, self.trace_type, self.size, machine_id, self)
+                self.model, self.trace_id, self.path, self.trace_type, self.size, machine_id, self
+            )
             ctx.slice_name_map = self.slice_name_map
             ctx.slices.name_map = self.slice_name_map
             ctx.process_track_name_map = self.process_track_name_map
         return ctx
 
-    def contexts(self) -> list["TraceContext"]:
+    def contexts(self) -> list[TraceContext]:
         """This file's contexts: the host's, then other machines' in the order they appeared."""
         return [self, *self.machine_contexts.values()]
 
     @property
-    def machine(self) -> "MachineRow":
+    def machine(self) -> MachineRow:
         return self.model.machines[self.machine_id]
 
     def set_metadata(self, name: str, value: object) -> None:
@@ -149,8 +185,8 @@ class CpuRow:
         self.cpu = cpu
         self.machine_id = machine_id
         self.cluster_id = 0  # trace_processor's column is never NULL
-        self.processor: Optional[str] = None
-        self.capacity: Optional[int] = None
+        self.processor: str | None = None
+        self.capacity: int | None = None
         self.args: list[Arg] = []
 
 
@@ -175,9 +211,21 @@ class MultiValue(list):
 class MachineRow:
     """A machine table row. SystemInfo fills the description (each packet sets the fields it has)."""
 
-    __slots__ = ("id", "raw_id", "name", "sysname", "release", "version", "arch", "num_cpus",
-                 "android_build_fingerprint", "android_device_manufacturer", "android_sdk_version",
-                 "system_ram_bytes", "label_index")
+    __slots__ = (
+        "id",
+        "raw_id",
+        "name",
+        "sysname",
+        "release",
+        "version",
+        "arch",
+        "num_cpus",
+        "android_build_fingerprint",
+        "android_device_manufacturer",
+        "android_sdk_version",
+        "system_ram_bytes",
+        "label_index",
+    )
 
     def __init__(self, id: int, raw_id: int) -> None:
         self.id = id
@@ -189,9 +237,22 @@ class MachineRow:
 
     def row(self) -> tuple:
         ram = self.system_ram_bytes
-        return (self.id, self.raw_id, self.name, self.sysname, self.release, self.version, self.arch, self.num_cpus,
-                self.android_build_fingerprint, self.android_device_manufacturer, self.android_sdk_version, ram,
-                round(ram / 1e9) if ram else None, self.label_index)
+        return (
+            self.id,
+            self.raw_id,
+            self.name,
+            self.sysname,
+            self.release,
+            self.version,
+            self.arch,
+            self.num_cpus,
+            self.android_build_fingerprint,
+            self.android_device_manufacturer,
+            self.android_sdk_version,
+            ram,
+            round(ram / 1e9) if ram else None,
+            self.label_index,
+        )
 
 
 class TraceModel:
@@ -207,11 +268,11 @@ class TraceModel:
         self.track_dimensions: dict[int, list] = {}  # track id -> its effective dimensions (resolve_trace)
         self.traces: list[TraceContext] = []
         # Proto traces tokenized by two processes: None for large files, True always, False never.
-        self.split_tokenize: Optional[bool] = None
+        self.split_tokenize: bool | None = None
         self._add_host()
 
     @classmethod
-    def create(cls, path: str, input_bytes: int = 0, separate_process: Optional[bool] = None) -> "TraceModel":
+    def create(cls, path: str, input_bytes: int = 0, separate_process: bool | None = None) -> TraceModel:
         """A model writing a new database at `path` (by a child process for large inputs)."""
         return cls(TraceStorage.create(path, input_bytes, separate_process))
 
@@ -268,8 +329,10 @@ class TraceModel:
             ctx.slices.flush()
             ctx.states.finish()
         resolve_trace(self, trace)  # counts its problems in the stats written below
-        self.storage.write("trace_file", (trace.trace_id, None, os.path.basename(trace.path), trace.size,
-                                          trace.trace_type, trace.trace_id))
+        self.storage.write(
+            "trace_file",
+            (trace.trace_id, None, os.path.basename(trace.path), trace.size, trace.trace_type, trace.trace_id),
+        )
         if "trace_uuid" not in trace.metadata and trace.content_hash is not None:
             # No uuid in the trace: trace_processor names it by a hash of its first 4 KiB.
             trace.metadata["trace_uuid"] = format_uuid(0, trace.content_hash)
@@ -288,8 +351,14 @@ class TraceModel:
                 if ctx is trace or STATS[row[0]].scope != "global":
                     self.storage.insert("stats", row)
 
-    def _metadata(self, name: str, value: object, trace_id: Optional[int], key_type: str = "single",
-                  machine_id: Optional[int] = HOST_MACHINE_ID) -> None:
+    def _metadata(
+        self,
+        name: str,
+        value: object,
+        trace_id: int | None,
+        key_type: str = "single",
+        machine_id: int | None = HOST_MACHINE_ID,
+    ) -> None:
         if isinstance(value, MultiValue):
             for item in value:
                 self._metadata(name, item, trace_id, "multi", machine_id)
@@ -318,17 +387,68 @@ class TraceModel:
         for m in self.machines:
             s.write("machine", m.row())
         for c in sorted(self.cpus.values(), key=lambda r: r.ucpu):
-            s.write("cpu", (c.ucpu, c.cpu, c.cluster_id, c.processor, c.machine_id, c.capacity,
-                            s.arg_set(c.args) if c.args else None))
+            s.write(
+                "cpu",
+                (
+                    c.ucpu,
+                    c.cpu,
+                    c.cluster_id,
+                    c.processor,
+                    c.machine_id,
+                    c.capacity,
+                    s.arg_set(c.args) if c.args else None,
+                ),
+            )
         for g in sorted(self.gpus.values(), key=lambda r: r.ugpu):
-            s.write("gpu", (g.ugpu, g.gpu, g.name, g.vendor, g.model, g.architecture, g.uuid, g.pci_bdf, g.machine_id,
-                            s.arg_set(g.args) if g.args else None))
+            s.write(
+                "gpu",
+                (
+                    g.ugpu,
+                    g.gpu,
+                    g.name,
+                    g.vendor,
+                    g.model,
+                    g.architecture,
+                    g.uuid,
+                    g.pci_bdf,
+                    g.machine_id,
+                    s.arg_set(g.args) if g.args else None,
+                ),
+            )
         for p in sorted(self.processes.values(), key=lambda r: r.upid):
-            s.write("process", (p.upid, p.pid, p.name, p.start_ts, p.end_ts, p.parent_upid, p.uid, p.android_appid,
-                                p.android_user_id, p.cmdline, s.arg_set(list(p.args.values())), p.machine_id))
+            s.write(
+                "process",
+                (
+                    p.upid,
+                    p.pid,
+                    p.name,
+                    p.start_ts,
+                    p.end_ts,
+                    p.parent_upid,
+                    p.uid,
+                    p.android_appid,
+                    p.android_user_id,
+                    p.cmdline,
+                    s.arg_set(list(p.args.values())),
+                    p.machine_id,
+                ),
+            )
         for t in sorted(self.threads.values(), key=lambda r: r.utid):
-            s.write("thread", (t.utid, t.tid, t.name, t.start_ts, t.end_ts, t.upid, t.is_main_thread, t.is_idle,
-                               t.machine_id, s.arg_set(list(t.args.values()))))
+            s.write(
+                "thread",
+                (
+                    t.utid,
+                    t.tid,
+                    t.name,
+                    t.start_ts,
+                    t.end_ts,
+                    t.upid,
+                    t.is_main_thread,
+                    t.is_idle,
+                    t.machine_id,
+                    s.arg_set(list(t.args.values())),
+                ),
+            )
         write_tracks(s, self.tracks)
         write_dimensions(self)
         s.flush()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Optional, TextIO
+from typing import TextIO
 
 from tqdm import tqdm
 
@@ -20,7 +20,7 @@ SHOW_AFTER = 1.0  # seconds an ingest runs before anything about it is shown
 LINE_EVERY = 3.0  # seconds between two plain progress lines of one input
 
 
-def progress_for(quiet: bool, stream: Optional[TextIO] = None) -> Progress:
+def progress_for(quiet: bool, stream: TextIO | None = None) -> Progress:
     """The display for one ingest() call: nothing with `quiet`, bars on a terminal, lines otherwise."""
     stream = stream or sys.stderr
     if quiet:
@@ -83,17 +83,27 @@ class BarProgress(_Shown):
 
     def __init__(self, stream: TextIO) -> None:
         super().__init__(stream)
-        self.bar: Optional[_Bar] = None
-        self.step_began: Optional[float] = None
+        self.bar: _Bar | None = None
+        self.step_began: float | None = None
 
     def input_started(self, path: str, size: int) -> None:
         super().input_started(path, size)
         # A terminal that reports no size (a fresh pty) would get no bar at all: assume 80x24.
         sized = _columns(self.stream) > 0
-        self.bar = _Bar(total=size, desc=self.name, unit="B", unit_scale=True, unit_divisor=1000,
-                        file=self.stream, leave=True, dynamic_ncols=sized, ncols=None if sized else 80,
-                        nrows=None if sized else 24, mininterval=0.25,
-                        delay=max(SHOW_AFTER - self.elapsed(), 0.0))
+        self.bar = _Bar(
+            total=size,
+            desc=self.name,
+            unit="B",
+            unit_scale=True,
+            unit_divisor=1000,
+            file=self.stream,
+            leave=True,
+            dynamic_ncols=sized,
+            ncols=None if sized else 80,
+            nrows=None if sized else 24,
+            mininterval=0.25,
+            delay=max(SHOW_AFTER - self.elapsed(), 0.0),
+        )
 
     def advanced(self, amount: int) -> None:
         super().advanced(amount)
@@ -128,7 +138,7 @@ class LineProgress(_Shown):
 
     def __init__(self, stream: TextIO) -> None:
         super().__init__(stream)
-        self.last_line: Optional[float] = None
+        self.last_line: float | None = None
 
     def input_started(self, path: str, size: int) -> None:
         super().input_started(path, size)
@@ -142,8 +152,10 @@ class LineProgress(_Shown):
         # ingest() reports an input's last bytes once: that 100% line is its last.
         if self.last_line is None or now - self.last_line >= LINE_EVERY or self.done >= self.size:
             share = self.done / self.size if self.size else 1.0
-            self.stream.write(f"{self.name}: {share:.0%} ({size_text(self.done)} of {size_text(self.size)}), "
-                              f"{now - self.input_began:.1f} s\n")
+            self.stream.write(
+                f"{self.name}: {share:.0%} ({size_text(self.done)} of {size_text(self.size)}), "
+                f"{now - self.input_began:.1f} s\n"
+            )
             self.stream.flush()
             self.last_line = now
 

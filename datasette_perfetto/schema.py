@@ -9,7 +9,6 @@ metadata and `metadata.yml` are all derived from these declarations.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 
 @dataclass(frozen=True)
@@ -19,8 +18,8 @@ class Column:
     doc: str
     # SQL expression for a column computed from the others (an alias such as
     # slice.slice_id); stored nowhere, so the writer never inserts it.
-    generated: Optional[str] = None
-    unit: Optional[str] = None
+    generated: str | None = None
+    unit: str | None = None
 
     @property
     def stored(self) -> bool:
@@ -51,8 +50,7 @@ class Table:
 
     def index_sql(self) -> list[str]:
         return [
-            f"CREATE INDEX [{self.name}_{'_'.join(cols)}] ON [{self.name}] ({', '.join(cols)})"
-            for cols in self.indexes
+            f"CREATE INDEX [{self.name}_{'_'.join(cols)}] ON [{self.name}] ({', '.join(cols)})" for cols in self.indexes
         ]
 
     def insert_sql(self, rows: int = 1) -> str:
@@ -65,7 +63,7 @@ class Table:
 class Derived:
     """A table computed from the others once the import is complete (report aggregates)."""
 
-    table: "Table"
+    table: Table
     populate: str  # INSERT ... SELECT
     # Rows kept by the importer as slices are written (aggregates.py) instead of
     # running `populate`, which stays as their definition and is tested against them.
@@ -219,7 +217,11 @@ TRACK = Table(
         C("id", "INTEGER", "Track id (→ slice.track_id, counter.track_id, state.track_id)."),
         C("name", "TEXT", "Display name; NULL for many auto-named tracks (e.g. the main thread track)."),
         C("type", "TEXT", "Kind of data on the track, e.g. thread_execution, process_track_event, cpu_frequency."),
-        C("dimension_arg_set_id", "INTEGER", "Args that tell this track apart from others of the same type; NULL for a global track."),
+        C(
+            "dimension_arg_set_id",
+            "INTEGER",
+            "Args that tell this track apart from others of the same type; NULL for a global track.",
+        ),
         C("parent_id", "INTEGER", "→ track.id of the parent (TrackDescriptor parent_uuid hierarchies)."),
         C("source_arg_set_id", "INTEGER", "Args about where the track came from (description, trace_id, ...)."),
         C("machine_id", "INTEGER", "→ machine.id."),
@@ -528,8 +530,7 @@ PROFILER_SAMPLE = Table(
 
 PROFILER_EXECUTION_CONTEXT = Table(
     "profiler_execution_context",
-    "CPU and privilege mode profiler samples were taken in (trace_processor's "
-    "__intrinsic_profiler_execution_context).",
+    "CPU and privilege mode profiler samples were taken in (trace_processor's __intrinsic_profiler_execution_context).",
     (
         C("id", "INTEGER", "Execution context id (→ profiler_sample.execution_context_id)."),
         C("ucpu", "INTEGER", "→ cpu.id the sample was taken on, if known."),
@@ -671,10 +672,12 @@ HEAP_GRAPH_DOMINATOR = Table(
     "only reachable through it. GC roots hang under a virtual root, so their idom_object_id is NULL.",
     (
         C("object_id", "INTEGER", "→ heap_graph_object.id (reachable objects only)."),
-        C("idom_object_id", "INTEGER", "→ heap_graph_object.id of the immediate dominator; NULL under the "
-                                       "virtual root."),
-        C("retained_size", "INTEGER", "Sum of self_size over the objects it dominates, itself included.",
-          unit="bytes"),
+        C(
+            "idom_object_id",
+            "INTEGER",
+            "→ heap_graph_object.id of the immediate dominator; NULL under the virtual root.",
+        ),
+        C("retained_size", "INTEGER", "Sum of self_size over the objects it dominates, itself included.", unit="bytes"),
         C("retained_count", "INTEGER", "Number of objects it dominates, itself included."),
     ),
     indexes=(("object_id",), ("idom_object_id",)),
@@ -751,22 +754,46 @@ TRACK_DIMENSION = Table(
         C("track_id", "INTEGER", "→ track.id."),
         C("name", "TEXT", "Canonical dimension name (→ dimension.name), e.g. machine, cpu, rank."),
         C("value_type", "TEXT", "'int' or 'string': which of int_value / string_value holds the value."),
-        C("int_value", "INTEGER", "The value of an integer dimension (machine id, gpu index, cpu number, upid, "
-                                  "utid, or the declared integer)."),
+        C(
+            "int_value",
+            "INTEGER",
+            "The value of an integer dimension (machine id, gpu index, cpu number, upid, "
+            "utid, or the declared integer).",
+        ),
         C("string_value", "TEXT", "The value of a string dimension."),
-        C("display_name", "TEXT", "Per-value display name (a declared display_name, machine, GPU, process or "
-                                  "thread name); replaces the numbered label, never the value."),
-        C("declaring_track_id", "INTEGER", "→ track.id whose descriptor declared it; NULL for synthesized "
-                                           "well-known dimensions and for declarations on a process or thread "
-                                           "that has no track of its own."),
-        C("is_inherited", "INTEGER", "1 if it comes from an ancestor (the process, the thread or a parent track), "
-                                     "0 if declared on (or synthesized for) this track itself."),
+        C(
+            "display_name",
+            "TEXT",
+            "Per-value display name (a declared display_name, machine, GPU, process or "
+            "thread name); replaces the numbered label, never the value.",
+        ),
+        C(
+            "declaring_track_id",
+            "INTEGER",
+            "→ track.id whose descriptor declared it; NULL for synthesized "
+            "well-known dimensions and for declarations on a process or thread "
+            "that has no track of its own.",
+        ),
+        C(
+            "is_inherited",
+            "INTEGER",
+            "1 if it comes from an ancestor (the process, the thread or a parent track), "
+            "0 if declared on (or synthesized for) this track itself.",
+        ),
         C("is_well_known", "INTEGER", "1 for machine, gpu, cpu, process, thread."),
         C("label", "TEXT", "Rendered label: the display name, else the label template filled with label_index."),
-        C("label_index", "INTEGER", "Gap-free index of the value among the dimension's values in the same source "
-                                    "trace and machine, ordered by type then value (machine: machine.label_index)."),
-        C("source", "TEXT", "Where it came from: synthesized, track_descriptor (TrackDescriptor.dimensions) or "
-                            "distributed_info (PyTorch JSON distributedInfo)."),
+        C(
+            "label_index",
+            "INTEGER",
+            "Gap-free index of the value among the dimension's values in the same source "
+            "trace and machine, ordered by type then value (machine: machine.label_index).",
+        ),
+        C(
+            "source",
+            "TEXT",
+            "Where it came from: synthesized, track_descriptor (TrackDescriptor.dimensions) or "
+            "distributed_info (PyTorch JSON distributedInfo).",
+        ),
     ),
     indexes=(("track_id",), ("name", "int_value"), ("name", "string_value")),
 )
@@ -776,10 +803,16 @@ DIMENSION = Table(
     "Registry of the track dimensions present in track_dimension (not a trace_processor table).",
     (
         C("name", "TEXT", "Dimension name."),
-        C("is_well_known", "INTEGER", "1 for machine, gpu, cpu, process, thread (reserved: producers cannot "
-                                      "declare them)."),
-        C("label_template", "TEXT", "How a value is labelled, %d being its label_index (e.g. 'machine %d', "
-                                    "'rank %d')."),
+        C(
+            "is_well_known",
+            "INTEGER",
+            "1 for machine, gpu, cpu, process, thread (reserved: producers cannot declare them).",
+        ),
+        C(
+            "label_template",
+            "TEXT",
+            "How a value is labelled, %d being its label_index (e.g. 'machine %d', 'rank %d').",
+        ),
     ),
 )
 
@@ -853,10 +886,12 @@ _COUNTER_BASE = (
 
 def _counter_subset(extra: str, join: str = "", where: str = "") -> str:
     """A counter_track subset with trace_processor's column order, plus `extra` columns."""
-    return ("SELECT track.id, track.name, track.type, track.parent_id, track.source_arg_set_id, track.machine_id, "
-            "track.counter_unit AS unit, (SELECT string_value FROM args WHERE args.arg_set_id = "
-            f"track.source_arg_set_id AND args.key = 'description') AS description, {extra} "
-            f"FROM track{' ' + join if join else ''} WHERE track.event_type = 'counter'{' ' + where if where else ''}")
+    return (
+        "SELECT track.id, track.name, track.type, track.parent_id, track.source_arg_set_id, track.machine_id, "
+        "track.counter_unit AS unit, (SELECT string_value FROM args WHERE args.arg_set_id = "
+        f"track.source_arg_set_id AND args.key = 'description') AS description, {extra} "
+        f"FROM track{' ' + join if join else ''} WHERE track.event_type = 'counter'{' ' + where if where else ''}"
+    )
 
 
 def _dimension_join(key: str) -> str:
@@ -864,121 +899,216 @@ def _dimension_join(key: str) -> str:
 
 
 # gpu_slice: trace_processor's columns, each read from the slice's args (int, string) like its extract_arg.
-_GPU_SLICE_ARGS = (("context_id", "int"), ("render_target", "int"), ("render_target_name", "str"),
-                   ("render_pass", "int"), ("render_pass_name", "str"), ("command_buffer", "int"),
-                   ("command_buffer_name", "str"), ("frame_id", "int"), ("submission_id", "int"),
-                   ("hw_queue_id", "int"), ("upid", "int"), ("render_subpasses", "str"),
-                   ("render_stage_category", "str"))
+_GPU_SLICE_ARGS = (
+    ("context_id", "int"),
+    ("render_target", "int"),
+    ("render_target_name", "str"),
+    ("render_pass", "int"),
+    ("render_pass_name", "str"),
+    ("command_buffer", "int"),
+    ("command_buffer_name", "str"),
+    ("frame_id", "int"),
+    ("submission_id", "int"),
+    ("hw_queue_id", "int"),
+    ("upid", "int"),
+    ("render_subpasses", "str"),
+    ("render_stage_category", "str"),
+)
 
 
 def _gpu_slice_sql() -> str:
     args = ", ".join(
         f"(SELECT {'int_value' if kind == 'int' else 'string_value'} FROM args "
         f"WHERE args.arg_set_id = slice.arg_set_id AND args.key = '{key}') AS {key}"
-        for key, kind in _GPU_SLICE_ARGS)
+        for key, kind in _GPU_SLICE_ARGS
+    )
     # GPU tracks: trace_processor's GPU slice track types, and every track with a gpu dimension.
-    return ("SELECT slice.id, slice.ts, slice.dur, slice.track_id, slice.category, slice.name, slice.depth, "
-            f"slice.parent_id, slice.arg_set_id, {args} FROM slice WHERE slice.track_id IN ("
-            "SELECT id FROM track WHERE type IN ('gpu_render_stage', 'vulkan_events', 'gpu_log') "
-            "UNION SELECT track_id FROM track_dimension WHERE name = 'gpu')")
+    return (
+        "SELECT slice.id, slice.ts, slice.dur, slice.track_id, slice.category, slice.name, slice.depth, "
+        f"slice.parent_id, slice.arg_set_id, {args} FROM slice WHERE slice.track_id IN ("
+        "SELECT id FROM track WHERE type IN ('gpu_render_stage', 'vulkan_events', 'gpu_log') "
+        "UNION SELECT track_id FROM track_dimension WHERE name = 'gpu')"
+    )
 
 
 VIEWS: tuple[View, ...] = (
-    View("thread_track", "Slice tracks associated with a thread.",
-         f"SELECT {_TRACK_BASE}, utid FROM track WHERE event_type = 'slice' AND utid IS NOT NULL"),
-    View("process_track", "Slice tracks associated with a process.",
-         f"SELECT {_TRACK_BASE}, upid FROM track WHERE event_type = 'slice' AND upid IS NOT NULL"),
-    View("counter_track", "All counter tracks.",
-         f"SELECT {_COUNTER_BASE} FROM track WHERE event_type = 'counter'"),
-    View("thread_counter_track", "Counter tracks associated with a thread.",
-         _counter_subset("track.utid", where="AND track.utid IS NOT NULL")),
-    View("process_counter_track", "Counter tracks associated with a process.",
-         _counter_subset("track.upid", where="AND track.upid IS NOT NULL")),
-    View("cpu_counter_track", "Counter tracks associated with a CPU (frequency, idle state, cpu times, ...).",
-         _counter_subset("dim.int_value AS cpu", join=_dimension_join("cpu"))),
-    View("gpu_counter_track", "Counter tracks associated with a GPU (frequency, memory, GPU counters).",
-         _counter_subset("dim.int_value AS ugpu, (SELECT int_value FROM args WHERE args.arg_set_id = "
-                         "track.dimension_arg_set_id AND args.key = 'gpu') AS gpu_id", join=_dimension_join("ugpu"))),
-    View("cpu_track", "Slice tracks associated with a CPU (interrupts, softirqs, ...).",
-         "SELECT track.id, track.name, track.type, track.parent_id, track.source_arg_set_id, track.machine_id, "
-         f"dim.int_value AS cpu FROM track {_dimension_join('cpu')} WHERE track.event_type = 'slice'"),
-    View("state_track", "All state tracks.",
-         "SELECT id, name, parent_id, type, dimension_arg_set_id, source_arg_set_id, machine_id "
-         "FROM track WHERE event_type = 'state'"),
-    View("sched_slice", "Scheduling slices (the sched table without ts_end).",
-         "SELECT id, ts, dur, cpu, utid, end_state, priority, ucpu FROM sched"),
+    View(
+        "thread_track",
+        "Slice tracks associated with a thread.",
+        f"SELECT {_TRACK_BASE}, utid FROM track WHERE event_type = 'slice' AND utid IS NOT NULL",
+    ),
+    View(
+        "process_track",
+        "Slice tracks associated with a process.",
+        f"SELECT {_TRACK_BASE}, upid FROM track WHERE event_type = 'slice' AND upid IS NOT NULL",
+    ),
+    View("counter_track", "All counter tracks.", f"SELECT {_COUNTER_BASE} FROM track WHERE event_type = 'counter'"),
+    View(
+        "thread_counter_track",
+        "Counter tracks associated with a thread.",
+        _counter_subset("track.utid", where="AND track.utid IS NOT NULL"),
+    ),
+    View(
+        "process_counter_track",
+        "Counter tracks associated with a process.",
+        _counter_subset("track.upid", where="AND track.upid IS NOT NULL"),
+    ),
+    View(
+        "cpu_counter_track",
+        "Counter tracks associated with a CPU (frequency, idle state, cpu times, ...).",
+        _counter_subset("dim.int_value AS cpu", join=_dimension_join("cpu")),
+    ),
+    View(
+        "gpu_counter_track",
+        "Counter tracks associated with a GPU (frequency, memory, GPU counters).",
+        _counter_subset(
+            "dim.int_value AS ugpu, (SELECT int_value FROM args WHERE args.arg_set_id = "
+            "track.dimension_arg_set_id AND args.key = 'gpu') AS gpu_id",
+            join=_dimension_join("ugpu"),
+        ),
+    ),
+    View(
+        "cpu_track",
+        "Slice tracks associated with a CPU (interrupts, softirqs, ...).",
+        "SELECT track.id, track.name, track.type, track.parent_id, track.source_arg_set_id, track.machine_id, "
+        f"dim.int_value AS cpu FROM track {_dimension_join('cpu')} WHERE track.event_type = 'slice'",
+    ),
+    View(
+        "state_track",
+        "All state tracks.",
+        "SELECT id, name, parent_id, type, dimension_arg_set_id, source_arg_set_id, machine_id "
+        "FROM track WHERE event_type = 'state'",
+    ),
+    View(
+        "sched_slice",
+        "Scheduling slices (the sched table without ts_end).",
+        "SELECT id, ts, dur, cpu, utid, end_state, priority, ucpu FROM sched",
+    ),
     View("slices", "Same as slice (legacy name).", "SELECT * FROM slice"),
-    View("gpu_slice", "Slices on GPU tracks (render stages, Vulkan events, GPU log, and any track with a gpu "
-         "dimension), with trace_processor's gpu_slice columns read from their args.", _gpu_slice_sql(),
-         tuple(c for c in SLICE.columns if c.name in ("id", "ts", "dur", "track_id", "category", "name", "depth",
-                                                        "parent_id", "arg_set_id"))
-         + tuple(C(key, "INTEGER" if kind == "int" else "TEXT", f"The slice's `{key}` arg, if any.")
-                 for key, kind in _GPU_SLICE_ARGS)),
-    View("instant", "Instants: slices with zero duration.",
-         "SELECT ts, track_id, name, arg_set_id FROM slice WHERE dur = 0"),
-    View("counters", "Legacy view: counter rows with their track's name and unit.",
-         "SELECT counter.*, counter_track.name AS name, counter_track.unit AS unit "
-         "FROM counter JOIN counter_track ON counter.track_id = counter_track.id ORDER BY ts"),
-    View("stack_sample", "Callstack samples of every profiler: the profiler samples that have a callsite.",
-         "SELECT id, ts, source, task_context_id, execution_context_id, callsite_id, session_id "
-         "FROM profiler_sample WHERE callsite_id IS NOT NULL"),
-    View("stack_sample_task_context", "Task contexts (process, thread) that stack samples are attributed to.",
-         "SELECT id, upid, utid, async_context_id FROM profiler_task_context WHERE id IN "
-         "(SELECT task_context_id FROM profiler_sample WHERE callsite_id IS NOT NULL)"),
-    View("stack_sample_execution_context", "Execution contexts (CPU, privilege mode) of stack samples.",
-         "SELECT id, ucpu, cpu_mode FROM profiler_execution_context WHERE id IN "
-         "(SELECT execution_context_id FROM profiler_sample WHERE callsite_id IS NOT NULL)"),
-    View("stack_sample_session", "Sampling sessions that stack samples came from.",
-         "SELECT id, source, timebase_unit, cmdline FROM profiler_session WHERE id IN "
-         "(SELECT session_id FROM profiler_sample WHERE callsite_id IS NOT NULL AND session_id IS NOT NULL)"),
-    View("stack_sample_async_context", "Asynchronous contexts (goroutines, fibers) stack samples are attributed "
-         "to, with their ancestors.",
-         "WITH RECURSIVE referenced(id) AS (SELECT tc.async_context_id FROM profiler_sample ps "
-         "JOIN profiler_task_context tc ON tc.id = ps.task_context_id "
-         "WHERE ps.callsite_id IS NOT NULL AND tc.async_context_id IS NOT NULL "
-         "UNION SELECT ac.parent_id FROM profiler_async_context ac JOIN referenced r ON ac.id = r.id "
-         "WHERE ac.parent_id IS NOT NULL) "
-         "SELECT id, name, kind, parent_id FROM profiler_async_context WHERE id IN (SELECT id FROM referenced)"),
-    View("stack_sample_counter_track", "Counter tracks whose values were recorded with stack samples.",
-         _counter_subset("coalesce((SELECT int_value FROM args WHERE args.arg_set_id = track.dimension_arg_set_id "
-                         "AND args.key = 'session_id'), (SELECT int_value FROM args WHERE args.arg_set_id = "
-                         "track.dimension_arg_set_id AND args.key = 'perf_session_id')) AS session_id, "
-                         "(SELECT int_value FROM args WHERE args.arg_set_id = track.dimension_arg_set_id "
-                         "AND args.key = 'cpu') AS cpu, (SELECT int_value FROM args WHERE args.arg_set_id = "
-                         "track.source_arg_set_id AND args.key = 'is_timebase') AS is_timebase",
-                         where="AND track.id IN (SELECT c.track_id FROM profiler_sample ps JOIN "
-                               "profiler_counter_set pcs ON pcs.counter_set_id = ps.counter_set_id JOIN counter c "
-                               "ON c.id = pcs.counter_id WHERE ps.callsite_id IS NOT NULL)")),
-    View("stack_sample_counter", "Counter values recorded with stack samples.",
-         "SELECT c.id, ps.id AS stack_sample_id, c.track_id, c.value FROM profiler_sample ps "
-         "JOIN profiler_counter_set pcs ON pcs.counter_set_id = ps.counter_set_id "
-         "JOIN counter c ON c.id = pcs.counter_id WHERE ps.callsite_id IS NOT NULL"),
-    View("perf_sample", "Samples of the linux.perf profiler (traced_perf).",
-         "SELECT ps.id, ps.ts, tc.utid, c.cpu AS cpu, coalesce(ec.cpu_mode, 'unknown') AS cpu_mode, "
-         "ps.callsite_id, ps.unwind_error, ps.session_id AS perf_session_id FROM profiler_sample ps "
-         "LEFT JOIN profiler_task_context tc ON tc.id = ps.task_context_id "
-         "LEFT JOIN profiler_execution_context ec ON ec.id = ps.execution_context_id "
-         "LEFT JOIN cpu c ON c.id = ec.ucpu WHERE ps.source = 'linux.perf'"),
-    View("perf_session", "linux.perf profiling sessions.",
-         "SELECT id, id AS perf_session_id, cmdline FROM profiler_session WHERE source = 'linux.perf'"),
-    View("perf_counter_track", "Counter tracks of linux.perf sessions (timebase and follower counters).",
-         _counter_subset("(SELECT int_value FROM args WHERE args.arg_set_id = track.dimension_arg_set_id "
-                         "AND args.key = 'perf_session_id') AS perf_session_id, (SELECT int_value FROM args "
-                         "WHERE args.arg_set_id = track.dimension_arg_set_id AND args.key = 'cpu') AS cpu, "
-                         "(SELECT int_value FROM args WHERE args.arg_set_id = track.source_arg_set_id "
-                         "AND args.key = 'is_timebase') AS is_timebase",
-                         where="AND track.type IN ('perf_cpu_counter', 'perf_global_counter')")),
+    View(
+        "gpu_slice",
+        "Slices on GPU tracks (render stages, Vulkan events, GPU log, and any track with a gpu "
+        "dimension), with trace_processor's gpu_slice columns read from their args.",
+        _gpu_slice_sql(),
+        tuple(
+            c
+            for c in SLICE.columns
+            if c.name in ("id", "ts", "dur", "track_id", "category", "name", "depth", "parent_id", "arg_set_id")
+        )
+        + tuple(
+            C(key, "INTEGER" if kind == "int" else "TEXT", f"The slice's `{key}` arg, if any.")
+            for key, kind in _GPU_SLICE_ARGS
+        ),
+    ),
+    View(
+        "instant",
+        "Instants: slices with zero duration.",
+        "SELECT ts, track_id, name, arg_set_id FROM slice WHERE dur = 0",
+    ),
+    View(
+        "counters",
+        "Legacy view: counter rows with their track's name and unit.",
+        "SELECT counter.*, counter_track.name AS name, counter_track.unit AS unit "
+        "FROM counter JOIN counter_track ON counter.track_id = counter_track.id ORDER BY ts",
+    ),
+    View(
+        "stack_sample",
+        "Callstack samples of every profiler: the profiler samples that have a callsite.",
+        "SELECT id, ts, source, task_context_id, execution_context_id, callsite_id, session_id "
+        "FROM profiler_sample WHERE callsite_id IS NOT NULL",
+    ),
+    View(
+        "stack_sample_task_context",
+        "Task contexts (process, thread) that stack samples are attributed to.",
+        "SELECT id, upid, utid, async_context_id FROM profiler_task_context WHERE id IN "
+        "(SELECT task_context_id FROM profiler_sample WHERE callsite_id IS NOT NULL)",
+    ),
+    View(
+        "stack_sample_execution_context",
+        "Execution contexts (CPU, privilege mode) of stack samples.",
+        "SELECT id, ucpu, cpu_mode FROM profiler_execution_context WHERE id IN "
+        "(SELECT execution_context_id FROM profiler_sample WHERE callsite_id IS NOT NULL)",
+    ),
+    View(
+        "stack_sample_session",
+        "Sampling sessions that stack samples came from.",
+        "SELECT id, source, timebase_unit, cmdline FROM profiler_session WHERE id IN "
+        "(SELECT session_id FROM profiler_sample WHERE callsite_id IS NOT NULL AND session_id IS NOT NULL)",
+    ),
+    View(
+        "stack_sample_async_context",
+        "Asynchronous contexts (goroutines, fibers) stack samples are attributed to, with their ancestors.",
+        "WITH RECURSIVE referenced(id) AS (SELECT tc.async_context_id FROM profiler_sample ps "
+        "JOIN profiler_task_context tc ON tc.id = ps.task_context_id "
+        "WHERE ps.callsite_id IS NOT NULL AND tc.async_context_id IS NOT NULL "
+        "UNION SELECT ac.parent_id FROM profiler_async_context ac JOIN referenced r ON ac.id = r.id "
+        "WHERE ac.parent_id IS NOT NULL) "
+        "SELECT id, name, kind, parent_id FROM profiler_async_context WHERE id IN (SELECT id FROM referenced)",
+    ),
+    View(
+        "stack_sample_counter_track",
+        "Counter tracks whose values were recorded with stack samples.",
+        _counter_subset(
+            "coalesce((SELECT int_value FROM args WHERE args.arg_set_id = track.dimension_arg_set_id "
+            "AND args.key = 'session_id'), (SELECT int_value FROM args WHERE args.arg_set_id = "
+            "track.dimension_arg_set_id AND args.key = 'perf_session_id')) AS session_id, "
+            "(SELECT int_value FROM args WHERE args.arg_set_id = track.dimension_arg_set_id "
+            "AND args.key = 'cpu') AS cpu, (SELECT int_value FROM args WHERE args.arg_set_id = "
+            "track.source_arg_set_id AND args.key = 'is_timebase') AS is_timebase",
+            where="AND track.id IN (SELECT c.track_id FROM profiler_sample ps JOIN "
+            "profiler_counter_set pcs ON pcs.counter_set_id = ps.counter_set_id JOIN counter c "
+            "ON c.id = pcs.counter_id WHERE ps.callsite_id IS NOT NULL)",
+        ),
+    ),
+    View(
+        "stack_sample_counter",
+        "Counter values recorded with stack samples.",
+        "SELECT c.id, ps.id AS stack_sample_id, c.track_id, c.value FROM profiler_sample ps "
+        "JOIN profiler_counter_set pcs ON pcs.counter_set_id = ps.counter_set_id "
+        "JOIN counter c ON c.id = pcs.counter_id WHERE ps.callsite_id IS NOT NULL",
+    ),
+    View(
+        "perf_sample",
+        "Samples of the linux.perf profiler (traced_perf).",
+        "SELECT ps.id, ps.ts, tc.utid, c.cpu AS cpu, coalesce(ec.cpu_mode, 'unknown') AS cpu_mode, "
+        "ps.callsite_id, ps.unwind_error, ps.session_id AS perf_session_id FROM profiler_sample ps "
+        "LEFT JOIN profiler_task_context tc ON tc.id = ps.task_context_id "
+        "LEFT JOIN profiler_execution_context ec ON ec.id = ps.execution_context_id "
+        "LEFT JOIN cpu c ON c.id = ec.ucpu WHERE ps.source = 'linux.perf'",
+    ),
+    View(
+        "perf_session",
+        "linux.perf profiling sessions.",
+        "SELECT id, id AS perf_session_id, cmdline FROM profiler_session WHERE source = 'linux.perf'",
+    ),
+    View(
+        "perf_counter_track",
+        "Counter tracks of linux.perf sessions (timebase and follower counters).",
+        _counter_subset(
+            "(SELECT int_value FROM args WHERE args.arg_set_id = track.dimension_arg_set_id "
+            "AND args.key = 'perf_session_id') AS perf_session_id, (SELECT int_value FROM args "
+            "WHERE args.arg_set_id = track.dimension_arg_set_id AND args.key = 'cpu') AS cpu, "
+            "(SELECT int_value FROM args WHERE args.arg_set_id = track.source_arg_set_id "
+            "AND args.key = 'is_timebase') AS is_timebase",
+            where="AND track.type IN ('perf_cpu_counter', 'perf_global_counter')",
+        ),
+    ),
     # process_priority is Chrome's, recorded by no importer yet: 0 as trace_processor gives other sources.
-    View("cpu_profile_stack_sample", "CPU profiler stack samples (Chrome, V8, Gecko, simpleperf, perf text).",
-         "SELECT profiler_sample.id, profiler_sample.ts, profiler_sample.callsite_id, "
-         "profiler_task_context.utid AS utid, 0 AS process_priority FROM profiler_sample "
-         "LEFT JOIN profiler_task_context ON profiler_task_context.id = profiler_sample.task_context_id "
-         "WHERE profiler_sample.source IN ('chrome', 'legacy_v8', 'gecko', 'simpleperf', 'perf_text')",
-         (C("id", "INTEGER", "Sample id (→ stack_sample.id)."),
-          C("ts", "INTEGER", "Time of the sample.", unit=TS),
-          C("callsite_id", "INTEGER", "→ stack_profile_callsite.id of the leaf frame."),
-          C("utid", "INTEGER", "→ thread.utid sampled."),
-          C("process_priority", "INTEGER", "Chrome process priority; 0 for other profilers."))),
+    View(
+        "cpu_profile_stack_sample",
+        "CPU profiler stack samples (Chrome, V8, Gecko, simpleperf, perf text).",
+        "SELECT profiler_sample.id, profiler_sample.ts, profiler_sample.callsite_id, "
+        "profiler_task_context.utid AS utid, 0 AS process_priority FROM profiler_sample "
+        "LEFT JOIN profiler_task_context ON profiler_task_context.id = profiler_sample.task_context_id "
+        "WHERE profiler_sample.source IN ('chrome', 'legacy_v8', 'gecko', 'simpleperf', 'perf_text')",
+        (
+            C("id", "INTEGER", "Sample id (→ stack_sample.id)."),
+            C("ts", "INTEGER", "Time of the sample.", unit=TS),
+            C("callsite_id", "INTEGER", "→ stack_profile_callsite.id of the leaf frame."),
+            C("utid", "INTEGER", "→ thread.utid sampled."),
+            C("process_priority", "INTEGER", "Chrome process priority; 0 for other profilers."),
+        ),
+    ),
 )
 
 
@@ -1032,9 +1162,7 @@ REPORT_GRID = Table(
     "The time grid of the report's cell aggregates, from the trace start (not a trace_processor table). "
     "cell_dur divides the bucket width of a 20-bucket timeline of the whole trace, so those buckets are "
     "whole cells.",
-    (
-        C("cell_dur", "INTEGER", "Cell width of report_slice_track_cell and report_sched_cell.", unit=TS),
-    ),
+    (C("cell_dur", "INTEGER", "Cell width of report_slice_track_cell and report_sched_cell.", unit=TS),),
 )
 
 REPORT_SLICE_TRACK_NAME = Table(
@@ -1102,55 +1230,82 @@ GROUP BY cell, {keys}"""
 
 
 DERIVED: tuple[Derived, ...] = (
-    Derived(REPORT_SLICE_NAME,
-            "INSERT INTO report_slice_name (name, count, total_dur, max_dur, max_slice_id) "
-            "SELECT name, count(*), sum(max(dur, 0)), max(dur), id FROM slice GROUP BY name", streamed=True),
-    Derived(REPORT_TRACK_STATS,
-            "INSERT INTO report_track_stats (track_id, event_count, min_value, max_value, sum_value) "
-            "SELECT track_id, sum(n), min(lo), max(hi), sum(total) FROM ("
-            "SELECT track_id, count(*) AS n, NULL AS lo, NULL AS hi, NULL AS total FROM slice GROUP BY track_id "
-            "UNION ALL SELECT track_id, count(*), min(value), max(value), sum(value) FROM counter GROUP BY track_id "
-            "UNION ALL SELECT track_id, count(*), NULL, NULL, NULL FROM state GROUP BY track_id) "
-            "GROUP BY track_id"),
+    Derived(
+        REPORT_SLICE_NAME,
+        "INSERT INTO report_slice_name (name, count, total_dur, max_dur, max_slice_id) "
+        "SELECT name, count(*), sum(max(dur, 0)), max(dur), id FROM slice GROUP BY name",
+        streamed=True,
+    ),
+    Derived(
+        REPORT_TRACK_STATS,
+        "INSERT INTO report_track_stats (track_id, event_count, min_value, max_value, sum_value) "
+        "SELECT track_id, sum(n), min(lo), max(hi), sum(total) FROM ("
+        "SELECT track_id, count(*) AS n, NULL AS lo, NULL AS hi, NULL AS total FROM slice GROUP BY track_id "
+        "UNION ALL SELECT track_id, count(*), min(value), max(value), sum(value) FROM counter GROUP BY track_id "
+        "UNION ALL SELECT track_id, count(*), NULL, NULL, NULL FROM state GROUP BY track_id) "
+        "GROUP BY track_id",
+    ),
     # The state classes match report/views/scheduling.py (RUNNABLE, SLEEPING).
-    Derived(REPORT_THREAD_SCHED,
-            # total(), not sum(): exact below 2^53 ns (104 days) and no overflow error on absurd durations.
-            "INSERT INTO report_thread_sched (utid, cpu_time, runnable, sleeping) "
-            "SELECT utid, total(cpu_time), total(runnable), total(sleeping) FROM ("
-            "SELECT utid, CASE WHEN dur < 0 THEN max((SELECT end_ts FROM trace_bounds) - ts, 0) ELSE dur END "
-            "AS cpu_time, 0 AS runnable, 0 AS sleeping FROM sched WHERE utid != 0 "
-            "UNION ALL SELECT utid, 0, CASE WHEN state IN ('R', 'R+') THEN d ELSE 0 END, "
-            "CASE WHEN state IN ('R', 'R+') OR state GLOB '*[XZx]*' THEN 0 ELSE d END FROM ("
-            "SELECT utid, state, CASE WHEN dur < 0 THEN max((SELECT end_ts FROM trace_bounds) - ts, 0) ELSE dur END "
-            "AS d FROM thread_state WHERE state != 'Running' AND utid != 0)) "
-            "GROUP BY utid"),
+    Derived(
+        REPORT_THREAD_SCHED,
+        # total(), not sum(): exact below 2^53 ns (104 days) and no overflow error on absurd durations.
+        "INSERT INTO report_thread_sched (utid, cpu_time, runnable, sleeping) "
+        "SELECT utid, total(cpu_time), total(runnable), total(sleeping) FROM ("
+        "SELECT utid, CASE WHEN dur < 0 THEN max((SELECT end_ts FROM trace_bounds) - ts, 0) ELSE dur END "
+        "AS cpu_time, 0 AS runnable, 0 AS sleeping FROM sched WHERE utid != 0 "
+        "UNION ALL SELECT utid, 0, CASE WHEN state IN ('R', 'R+') THEN d ELSE 0 END, "
+        "CASE WHEN state IN ('R', 'R+') OR state GLOB '*[XZx]*' THEN 0 ELSE d END FROM ("
+        "SELECT utid, state, CASE WHEN dur < 0 THEN max((SELECT end_ts FROM trace_bounds) - ts, 0) ELSE dur END "
+        "AS d FROM thread_state WHERE state != 'Running' AND utid != 0)) "
+        "GROUP BY utid",
+    ),
     # cell_dur: the largest power of ten dividing the smallest 1, 2, 2.5 or 5 x 10^k not below a 20th of
     # the trace (a default timeline's bucket width, report/views/slices.py bucket_range).
-    Derived(REPORT_GRID,
-            "INSERT INTO report_grid (cell_dur) "
-            "WITH RECURSIVE power(v) AS (SELECT 1 UNION ALL SELECT v * 10 FROM power WHERE v < 100000000000000000), "
-            "span AS (SELECT max(coalesce((SELECT end_ts - start_ts FROM trace_bounds), 1), 1) AS ns), "
-            "bucket AS (SELECT min(p.v * m.c / 10) AS ns FROM power p, span, "
-            "(SELECT 10 AS c UNION ALL SELECT 20 UNION ALL SELECT 25 UNION ALL SELECT 50) m "
-            "WHERE p.v * m.c % 10 = 0 AND p.v * m.c / 10 >= span.ns / 20.0) "
-            "SELECT max(v) FROM power, bucket WHERE bucket.ns % power.v = 0"),
-    Derived(REPORT_SLICE_TRACK_NAME,
-            "INSERT INTO report_slice_track_name (track_id, name, count, total_dur, max_dur, max_slice_id) "
-            "SELECT track_id, name, count(*), sum(max(dur, 0)), max(dur), id FROM slice GROUP BY track_id, name",
-            streamed=True),
+    Derived(
+        REPORT_GRID,
+        "INSERT INTO report_grid (cell_dur) "
+        "WITH RECURSIVE power(v) AS (SELECT 1 UNION ALL SELECT v * 10 FROM power WHERE v < 100000000000000000), "
+        "span AS (SELECT max(coalesce((SELECT end_ts - start_ts FROM trace_bounds), 1), 1) AS ns), "
+        "bucket AS (SELECT min(p.v * m.c / 10) AS ns FROM power p, span, "
+        "(SELECT 10 AS c UNION ALL SELECT 20 UNION ALL SELECT 25 UNION ALL SELECT 50) m "
+        "WHERE p.v * m.c % 10 = 0 AND p.v * m.c / 10 >= span.ns / 20.0) "
+        "SELECT max(v) FROM power, bucket WHERE bucket.ns % power.v = 0",
+    ),
+    Derived(
+        REPORT_SLICE_TRACK_NAME,
+        "INSERT INTO report_slice_track_name (track_id, name, count, total_dur, max_dur, max_slice_id) "
+        "SELECT track_id, name, count(*), sum(max(dur, 0)), max(dur), id FROM slice GROUP BY track_id, name",
+        streamed=True,
+    ),
     # Instances are clipped to the trace, as the timeline clips them to its range.
-    Derived(REPORT_SLICE_TRACK_CELL,
-            "INSERT INTO report_slice_track_cell (name, track_id, cell, count, covered) "
-            "SELECT name, track_id, cell, starting, inside FROM (" + _cell_split("track_id, name", (
+    Derived(
+        REPORT_SLICE_TRACK_CELL,
+        "INSERT INTO report_slice_track_cell (name, track_id, cell, count, covered) "
+        "SELECT name, track_id, cell, starting, inside FROM ("
+        + _cell_split(
+            "track_id, name",
+            (
                 "SELECT s.track_id, s.name, max(s.ts, t0) AS row_start, min(s.ts + max(s.dur, 0), t1) AS row_end, "
                 "(max(s.ts, t0) - t0) / g AS cell FROM slice s, grid WHERE +s.name IN (SELECT name FROM "
-                f"report_slice_name WHERE count >= {REPORT_CELL_MIN_COUNT})")) + ")"),
-    Derived(REPORT_SCHED_CELL,
-            "INSERT INTO report_sched_cell (cell, utid, busy) "
-            "SELECT cell, utid, inside FROM (" + _cell_split("utid", (
+                f"report_slice_name WHERE count >= {REPORT_CELL_MIN_COUNT})"
+            ),
+        )
+        + ")",
+    ),
+    Derived(
+        REPORT_SCHED_CELL,
+        "INSERT INTO report_sched_cell (cell, utid, busy) "
+        "SELECT cell, utid, inside FROM ("
+        + _cell_split(
+            "utid",
+            (
                 "SELECT sc.utid, max(sc.ts, t0) AS row_start, "
                 "min(CASE WHEN sc.dur < 0 THEN t1 ELSE sc.ts + sc.dur END, t1) AS row_end, "
-                "(max(sc.ts, t0) - t0) / g AS cell FROM sched sc, grid WHERE sc.utid != 0")) + ") WHERE inside > 0"),
+                "(max(sc.ts, t0) - t0) / g AS cell FROM sched sc, grid WHERE sc.utid != 0"
+            ),
+        )
+        + ") WHERE inside > 0",
+    ),
 )
 
 

@@ -19,9 +19,9 @@ import json
 import os
 import socket
 import sqlite3
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, Optional, Sequence
 
 import uvicorn
 from datasette.app import Datasette
@@ -127,9 +127,13 @@ def _locked_folder(folder: Path, on_wait: Callable[[], None]) -> Iterator[None]:
             os.close(fd)
 
 
-def cached_database(trace_path: str, cache_dir: Path, version: Optional[str] = None,
-                    progress: Optional[Progress] = None,
-                    on_wait: Callable[[], None] = lambda: None) -> tuple[Path, Optional[list[TraceSummary]]]:
+def cached_database(
+    trace_path: str,
+    cache_dir: Path,
+    version: str | None = None,
+    progress: Progress | None = None,
+    on_wait: Callable[[], None] = lambda: None,
+) -> tuple[Path, list[TraceSummary] | None]:
     """The database of `trace_path` in the cache, imported first if it is not there;
     returns (its path, the import's summaries or None when it was cached)."""
     folder = Path(cache_dir) / cache_key(trace_path, version or package_version())
@@ -240,6 +244,19 @@ def run_server(ds: Datasette, sock: socket.socket) -> None:
         sock.close()
 
 
-__all__ = ["build_datasette", "cached_database", "default_cache_dir", "package_version", "cache_key",
-           "database_stem", "database_names", "is_sqlite_file", "check_served_database", "check_trace", "listen",
-           "server_url", "report_url", "run_server"]
+__all__ = [
+    "build_datasette",
+    "cached_database",
+    "default_cache_dir",
+    "package_version",
+    "cache_key",
+    "database_stem",
+    "database_names",
+    "is_sqlite_file",
+    "check_served_database",
+    "check_trace",
+    "listen",
+    "server_url",
+    "report_url",
+    "run_server",
+]

@@ -7,7 +7,8 @@ begins and is written when it ends.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from . import schema
 from .aggregates import TIMED_TABLES, SliceNameAggregates, TimeBounds
@@ -44,7 +45,7 @@ class TraceStorage:
         self.slice_names = SliceNameAggregates()
 
     @classmethod
-    def create(cls, path: str, input_bytes: int = 0, separate_process: Optional[bool] = None) -> "TraceStorage":
+    def create(cls, path: str, input_bytes: int = 0, separate_process: bool | None = None) -> TraceStorage:
         return cls(open_writer(path, input_bytes, separate_process))
 
     def buffer(self, table: str) -> list[tuple]:
@@ -70,7 +71,7 @@ class TraceStorage:
         if len(buf) >= BATCH_ROWS:
             self.flush(table)
 
-    def flush(self, table: Optional[str] = None) -> None:
+    def flush(self, table: str | None = None) -> None:
         for name in [table] if table else list(self._buffers):
             buf = self._buffers[name]
             if buf:
@@ -95,7 +96,7 @@ class TraceStorage:
         self.flush()
         return self.writer.query(sql, params)
 
-    def arg_set(self, args: Sequence[Arg]) -> Optional[int]:
+    def arg_set(self, args: Sequence[Arg]) -> int | None:
         """Stores a set of args (deduplicated by content) and returns its id."""
         if not args:
             return None

@@ -14,8 +14,9 @@ import pickle
 import queue
 import sqlite3
 import threading
+from collections.abc import Callable, Sequence
 from itertools import chain
-from typing import Any, Callable, Optional, Sequence
+from typing import Any
 
 from . import schema
 
@@ -37,8 +38,10 @@ PENDING_BATCHES = 32
 
 
 # The steps that complete a database, in order: (name shown by progress displays, SqliteWriter method).
-FINISH_STEPS = (("Building indexes and report tables", "build_derived"),
-                ("Collecting planner statistics (ANALYZE)", "analyze"))
+FINISH_STEPS = (
+    ("Building indexes and report tables", "build_derived"),
+    ("Collecting planner statistics (ANALYZE)", "analyze"),
+)
 
 
 class WriterError(Exception):
@@ -56,7 +59,7 @@ def prepare_rows(table: str, rows: list[tuple]) -> tuple[list[tuple], list[tuple
     # MULTI_ROWS rows (inserts ~35% faster than one by one).
     whole = len(rows) - len(rows) % MULTI_ROWS
     flat = chain.from_iterable
-    return [tuple(flat(rows[i:i + MULTI_ROWS])) for i in range(0, whole, MULTI_ROWS)], rows[whole:]
+    return [tuple(flat(rows[i : i + MULTI_ROWS])) for i in range(0, whole, MULTI_ROWS)], rows[whole:]
 
 
 class SqliteWriter:
@@ -151,9 +154,9 @@ def _serve(path: str, inbox, outbox) -> None:
     child ends after the last finish step, or after a failed one (the parent
     stops there too).
     """
-    failure: Optional[str] = None
+    failure: str | None = None
     try:
-        writer: Optional[SqliteWriter] = SqliteWriter(path)
+        writer: SqliteWriter | None = SqliteWriter(path)
     except sqlite3.Error as e:
         writer, failure = None, f"cannot create the database: {e}"
     while True:
@@ -188,13 +191,14 @@ class WriterProcess:
         ctx = multiprocessing.get_context("fork")
         to_child_r, self._to_child = ctx.Pipe(duplex=False)
         self._from_child, from_child_w = ctx.Pipe(duplex=False)
-        self.process = ctx.Process(target=_serve, args=(path, to_child_r, from_child_w), daemon=True,
-                                   name="datasette-perfetto-writer")
+        self.process = ctx.Process(
+            target=_serve, args=(path, to_child_r, from_child_w), daemon=True, name="datasette-perfetto-writer"
+        )
         self.process.start()
         to_child_r.close()
         from_child_w.close()
         self._queue: queue.Queue = queue.Queue(PENDING_BATCHES)
-        self._send_error: Optional[BaseException] = None
+        self._send_error: BaseException | None = None
         self._sender = threading.Thread(target=self._send_loop, daemon=True, name="writer-pipe")
         self._sender.start()
 
@@ -260,7 +264,7 @@ class WriterProcess:
         self._from_child.close()
 
 
-def open_writer(path: str, input_bytes: int = 0, separate_process: Optional[bool] = None):
+def open_writer(path: str, input_bytes: int = 0, separate_process: bool | None = None):
     """A writer for a new database at `path`: in a child process for large
     inputs (when the platform can fork), else in this one."""
     if separate_process is None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Optional
 
 import pytest
 from datasette.app import Datasette
@@ -169,11 +168,12 @@ def _web_tests_are_marked(request, monkeypatch):
     monkeypatch.setattr(Datasette, "invoke_startup", invoke_startup)
     yield
     if started:
-        pytest.fail(f"{request.node.nodeid} starts Datasette: mark it @pytest.mark.web so it also runs on 1.0",
-                    pytrace=False)
+        pytest.fail(
+            f"{request.node.nodeid} starts Datasette: mark it @pytest.mark.web so it also runs on 1.0", pytrace=False
+        )
 
 
-def datasette_with(files, permissions: Optional[dict] = None, **kwargs) -> Datasette:
+def datasette_with(files, permissions: dict | None = None, **kwargs) -> Datasette:
     """Datasette serving `files`, with permission blocks (`allow`, `allow_sql`, `databases: {db: ...}`)
     where the version reads them: 0.65 from metadata, 1.0 from config."""
     if permissions is not None:
@@ -193,7 +193,7 @@ async def sql_rows(ds, database: str, sql: str, **params) -> list[dict]:
     return response.json()
 
 
-async def query_names(ds, database: str, cookies: Optional[dict] = None) -> list[str]:
+async def query_names(ds, database: str, cookies: dict | None = None) -> list[str]:
     """The canned (1.0: stored) queries of `database` that Datasette lists to the actor: the database page's
     list on 0.65 (`/{db}.json`); `/{db}/-/queries.json` on 1.0, whose database page shows only five."""
     path = f"/{database}/-/queries.json" if DATASETTE_1 else f"/{database}.json"
@@ -218,8 +218,10 @@ async def metadata_of(ds) -> dict:
         tables = {}
         for table in await db.table_names() + await db.view_names():
             entry: dict = dict(await ds.get_resource_metadata(name, table))
-            columns = {c: (await ds.get_column_metadata(name, table, c)).get("description")
-                       for c in await db.table_columns(table)}
+            columns = {
+                c: (await ds.get_column_metadata(name, table, c)).get("description")
+                for c in await db.table_columns(table)
+            }
             if any(columns.values()):
                 entry["columns"] = {c: d for c, d in columns.items() if d}
             if entry:

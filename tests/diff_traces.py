@@ -22,13 +22,21 @@ QUEUE_COUNTER_UUID = 0x514445
 MS = 1_000_000
 
 # (name, start offset from DEMO_START, duration), all in ns
-BASELINE_SLICES = [("LegacyDecode", 100 * MS, 20 * MS), ("Raster", 300 * MS, 10 * MS),
-                   ("LegacyDecode", 500 * MS, 20 * MS), ("Raster", 700 * MS, 10 * MS),
-                   ("LegacyDecode", 900 * MS, 20 * MS)]
-TARGET_SLICES = [("BitmapDecode", 100 * MS, 30 * MS), ("Raster", 300 * MS, 40 * MS),
-                 ("BitmapDecode", 500 * MS, 30 * MS), ("Raster", 700 * MS, 40 * MS),
-                 ("BitmapDecode", 900 * MS, 30 * MS),
-                 ("BitmapDecode", DEMO_END - DEMO_START + 400 * MS, 30 * MS)]
+BASELINE_SLICES = [
+    ("LegacyDecode", 100 * MS, 20 * MS),
+    ("Raster", 300 * MS, 10 * MS),
+    ("LegacyDecode", 500 * MS, 20 * MS),
+    ("Raster", 700 * MS, 10 * MS),
+    ("LegacyDecode", 900 * MS, 20 * MS),
+]
+TARGET_SLICES = [
+    ("BitmapDecode", 100 * MS, 30 * MS),
+    ("Raster", 300 * MS, 40 * MS),
+    ("BitmapDecode", 500 * MS, 30 * MS),
+    ("Raster", 700 * MS, 40 * MS),
+    ("BitmapDecode", 900 * MS, 30 * MS),
+    ("BitmapDecode", DEMO_END - DEMO_START + 400 * MS, 30 * MS),
+]
 TARGET_COUNTER = [(150 * MS, 2), (550 * MS, 5), (950 * MS, 3)]
 
 

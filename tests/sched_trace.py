@@ -18,10 +18,10 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from datasette_perfetto.trace_builder import D, S, SchedTask, TraceBuilder, simulate_sched
 
-START = 1_000_000_000   # absolute ns of the first tick: offsets and raw timestamps differ
-TICK = 100_000          # 100 us
-TICKS = 10_000          # one second
-TIMESLICE = 40          # ticks a thread runs before a waiting one preempts it
+START = 1_000_000_000  # absolute ns of the first tick: offsets and raw timestamps differ
+TICK = 100_000  # 100 us
+TICKS = 10_000  # one second
+TIMESLICE = 40  # ticks a thread runs before a waiting one preempts it
 
 # Kernel functions a D sleep is blocked in (interned kernel symbols).
 BLOCKED_IN = {1: "filemap_fault", 2: "blkdev_read"}
@@ -49,12 +49,21 @@ def tasks() -> list[SchedTask]:
 
 def build_sched_trace(seed: int = 7) -> bytes:
     all_tasks = tasks()
-    events = simulate_sched(all_tasks, start=START, tick=TICK, ticks=TICKS, cpus=2, rng=random.Random(seed),
-                            kernel_symbols=BLOCKED_IN, timeslice=TIMESLICE)
+    events = simulate_sched(
+        all_tasks,
+        start=START,
+        tick=TICK,
+        ticks=TICKS,
+        cpus=2,
+        rng=random.Random(seed),
+        kernel_symbols=BLOCKED_IN,
+        timeslice=TIMESLICE,
+    )
     b = TraceBuilder()
     tree = pb.ProcessTree(
         processes=[pb.ProcessTree.Process(pid=pid, ppid=ppid, cmdline=cmdline) for pid, ppid, cmdline in PROCESSES],
-        threads=[pb.ProcessTree.Thread(tid=t.tid, tgid=t.tgid, name=t.name) for t in all_tasks if t.tgid])
+        threads=[pb.ProcessTree.Thread(tid=t.tid, tgid=t.tgid, name=t.name) for t in all_tasks if t.tgid],
+    )
     b.packet(timestamp=START, process_tree=tree, trusted_packet_sequence_id=2)
     b.sched(events, kernel_symbols=BLOCKED_IN)
     return b.to_bytes()

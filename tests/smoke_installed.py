@@ -76,7 +76,10 @@ def main() -> None:
         port = free_port()
         server = subprocess.Popen(
             [DATASETTE, "perfetto", "serve", demo_db, trace, "--port", str(port), "--cache-dir", cache],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         try:
             base = f"http://127.0.0.1:{port}"
             deadline = time.monotonic() + 300

@@ -76,7 +76,7 @@ def failing_inputs(tmp_path, demo_bytes) -> dict[str, tuple[list, str]]:
         "png": (PNG, "not a recognised trace format"),
         "corrupt first length": (demo_bytes[:1] + b"\xff" * 10 + demo_bytes[11:], "not a recognised trace format"),
         # Starts like JSON but holds no event a JSON trace could have.
-        "json": (b'{not json at all', "no readable data"),
+        "json": (b"{not json at all", "no readable data"),
         "corrupt gzip": (b"\x1f\x8b" + b"not deflate" * 10, "corrupt gzip data"),
         "gzip cut in its header": (gzip.compress(demo_bytes, mtime=0)[:12], "gzip file holds no data"),
     }
@@ -94,8 +94,19 @@ def failing_inputs(tmp_path, demo_bytes) -> dict[str, tuple[list, str]]:
     return out
 
 
-FAILURES = ["random bytes", "random bytes after a packet tag", "text", "empty", "png", "corrupt first length",
-            "json", "corrupt gzip", "gzip cut in its header", "missing input", "second input bad"]
+FAILURES = [
+    "random bytes",
+    "random bytes after a packet tag",
+    "text",
+    "empty",
+    "png",
+    "corrupt first length",
+    "json",
+    "corrupt gzip",
+    "gzip cut in its header",
+    "missing input",
+    "second input bad",
+]
 
 
 @pytest.mark.parametrize("case", FAILURES)
@@ -145,6 +156,7 @@ def test_gzipped_trace_imports_like_plain(ingest_data, demo_bytes, demo_counts):
 
 # -- damage inside a proto trace: import what is valid, count the rest ------------------------
 
+
 @pytest.mark.parametrize("where", ["inside the packet", "inside the length varint"])
 def test_truncated_trace_imports_the_complete_packets(ingest_data, demo_bytes, demo_counts, where):
     start, end = middle_packet(demo_bytes)
@@ -168,7 +180,7 @@ def test_truncated_gzip_imports_what_was_compressed_before_the_cut(ingest_data, 
 def test_corrupt_framing_imports_the_packets_before_it(ingest_data, demo_bytes, demo_counts, damage):
     start, _ = middle_packet(demo_bytes)
     replacement = {"length 0xFF*10": b"\x0a" + b"\xff" * 10, "wire type 7": b"\x0f", "field number 0": b"\x02"}[damage]
-    data = demo_bytes[:start] + replacement + demo_bytes[start + len(replacement):]
+    data = demo_bytes[:start] + replacement + demo_bytes[start + len(replacement) :]
     _, prefix_db = ingest_data(demo_bytes[:start], "prefix.pftrace")
     _, db = ingest_data(data)
     assert 0 < db.count("slice") < demo_counts["slice"]
@@ -177,8 +189,9 @@ def test_corrupt_framing_imports_the_packets_before_it(ingest_data, demo_bytes, 
     assert db.stat("proto_tokenizer_truncated_packet") == 0
 
 
-@pytest.mark.parametrize("garbage", [b"\xff\xff\xff", b"\x0f", b"\x12\x05ab"],
-                         ids=["unterminated varint", "wire type 7", "length past end"])
+@pytest.mark.parametrize(
+    "garbage", [b"\xff\xff\xff", b"\x0f", b"\x12\x05ab"], ids=["unterminated varint", "wire type 7", "length past end"]
+)
 def test_undecodable_packet_is_counted_and_skipped(ingest_data, demo_bytes, demo_counts, garbage):
     start, _ = middle_packet(demo_bytes)
     _, db = ingest_data(demo_bytes[:start] + packets_record(garbage) + demo_bytes[start:])
@@ -187,6 +200,7 @@ def test_undecodable_packet_is_counted_and_skipped(ingest_data, demo_bytes, demo
 
 
 # -- compressed_packets (TracePacket field 50) ----------------------------------------------
+
 
 def test_compressed_packets_import_like_plain(ingest_data, demo_bytes, demo_counts):
     summaries, db = ingest_data(compressed_block(zlib.compress(demo_bytes)))
@@ -221,6 +235,7 @@ def test_zip_bomb_is_dropped_with_bounded_memory(ingest_data, demo_bytes, demo_c
 
 
 # -- incremental state --------------------------------------------------------------------
+
 
 def main_thread_sequence():
     """A builder with one sequence describing thread 1 ("main"): (builder, sequence, track uuid)."""
@@ -265,8 +280,12 @@ def test_packets_needing_state_are_skipped_before_the_first_clear(ingest_data):
     # trace_processor treats a sequence's incremental state as invalid until its
     # first incremental_state_cleared: the start of the sequence may have been lost.
     builder = TraceBuilder()
-    builder.packet(trusted_packet_sequence_id=7, timestamp=100, sequence_flags=SEQ_NEEDS_INCREMENTAL_STATE,
-                   track_event=TE(type=TE.TYPE_INSTANT, name="orphan"))
+    builder.packet(
+        trusted_packet_sequence_id=7,
+        timestamp=100,
+        sequence_flags=SEQ_NEEDS_INCREMENTAL_STATE,
+        track_event=TE(type=TE.TYPE_INSTANT, name="orphan"),
+    )
     seq = builder.sequence(1)
     seq.instant(200, seq.thread(1, 1, "main", ts=100), "ok")
     _, db = ingest_data(builder.to_bytes())
@@ -276,6 +295,7 @@ def test_packets_needing_state_are_skipped_before_the_first_clear(ingest_data):
 
 # -- fuzzing: whatever the damage, a clean error or an import, never a crash ----------------
 
+
 @pytest.mark.parametrize("seed", range(60))
 def test_randomly_damaged_traces_never_crash(tmp_path, demo_bytes, seed):
     rng = random.Random(seed)
@@ -284,11 +304,11 @@ def test_randomly_damaged_traces_never_crash(tmp_path, demo_bytes, seed):
         kind = rng.random()
         pos = rng.randrange(len(data))
         if kind < 0.5:
-            data[pos] = rng.randrange(256)                       # flip a byte
+            data[pos] = rng.randrange(256)  # flip a byte
         elif kind < 0.75:
-            del data[pos:pos + rng.randint(1, 64)]               # drop a run
+            del data[pos : pos + rng.randint(1, 64)]  # drop a run
         else:
-            data[pos:pos] = rng.randbytes(rng.randint(1, 64))    # insert garbage
+            data[pos:pos] = rng.randbytes(rng.randint(1, 64))  # insert garbage
     path = tmp_path / "fuzzed.pftrace"
     path.write_bytes(bytes(data))
     out = tmp_path / "out.db"

@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+from conftest import TraceDB
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+from shared_data import TRACES
 
 from datasette_perfetto.importers.proto_reader import ProtoReader
 from datasette_perfetto.ingest import ingest
 from datasette_perfetto.stats import Stats
-
-from conftest import TraceDB
-from shared_data import TRACES
 
 TRACE = TRACES / "chrome_startup.pftrace"
 
@@ -51,10 +50,13 @@ def test_no_error_or_data_loss_stats(chrome_db):
 
 
 def test_every_slice_lies_inside_its_parent(chrome_db):
-    assert chrome_db.one("""
+    assert (
+        chrome_db.one("""
         SELECT count(*) FROM slice s JOIN slice p ON s.parent_id = p.id
         WHERE s.track_id != p.track_id OR s.depth != p.depth + 1 OR s.ts < p.ts
-           OR (p.dur >= 0 AND (s.dur < 0 OR s.ts + s.dur > p.ts + p.dur))""") == 0
+           OR (p.dur >= 0 AND (s.dur < 0 OR s.ts + s.dur > p.ts + p.dur))""")
+        == 0
+    )
     assert chrome_db.one("SELECT count(*) FROM slice WHERE dur < -1") == 0
 
 

@@ -109,7 +109,9 @@ LITERALS = "SELECT 1 AS a, NULL AS b, 'x y' AS c, 2.5 AS d, x'00ff' AS e"
 
 def test_query_json(demo_db):
     assert json.loads(query(demo_db, LITERALS, "--format", "json")) == {
-        "columns": ["a", "b", "c", "d", "e"], "rows": [[1, None, "x y", 2.5, "00ff"]]}
+        "columns": ["a", "b", "c", "d", "e"],
+        "rows": [[1, None, "x y", 2.5, "00ff"]],
+    }
     sql = "SELECT id, name, parent_id FROM slice ORDER BY id LIMIT 5"
     out = json.loads(query(demo_db, sql, "--format", "json"))
     assert out == {"columns": ["id", "name", "parent_id"], "rows": [list(r) for r in demo_db.rows(sql)]}
@@ -124,14 +126,18 @@ def test_query_csv(demo_db):
 
 
 def test_query_text(demo_db):
-    assert query(demo_db, LITERALS) == (
-        "a  b     c    d    e\n"
-        "-  ----  ---  ---  ----\n"
-        "1  NULL  x y  2.5  00ff\n")
+    assert query(demo_db, LITERALS) == ("a  b     c    d    e\n-  ----  ---  ---  ----\n1  NULL  x y  2.5  00ff\n")
 
 
-@pytest.mark.parametrize("sql", ["SELECT no_such_column FROM slice", "SELEC 1", "DELETE FROM slice",
-                                 "SELECT extract_arg('not an id', 'debug.url')"])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT no_such_column FROM slice",
+        "SELEC 1",
+        "DELETE FROM slice",
+        "SELECT extract_arg('not an id', 'debug.url')",
+    ],
+)
 def test_query_sql_error(demo_db, monkeypatch, sql):
     # As outside pytest (which captures unraisable exceptions), so a traceback
     # printed from a failing SQL function reaches stderr.
@@ -148,7 +154,8 @@ def test_query_extract_arg(demo_db):
     urls = [row[0] for row in json.loads(query(demo_db, sql, "--format", "json"))["rows"]]
     expected = demo_db.rows(
         "SELECT a.string_value FROM slice s JOIN args a ON a.arg_set_id = s.arg_set_id AND a.key = 'debug.url' "
-        "WHERE s.name = 'URLRequest' ORDER BY s.ts")
+        "WHERE s.name = 'URLRequest' ORDER BY s.ts"
+    )
     assert urls == [r[0] for r in expected]
     assert len(urls) == 8 and all(u.startswith("https://example.com/") for u in urls)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from shared_data import CASES
 
 from datasette_perfetto.conformance import load_passing_list, parse_expected, run_case, values_equal
-from shared_data import CASES
 
 HERE = Path(__file__).parent
 
@@ -87,6 +87,8 @@ def test_analyzer_cases_match_apart_from_analyzer_args(case_id, tmp_path):
 def test_macros_expand_with_nested_parentheses():
     from datasette_perfetto.conformance import expand_macros
 
-    assert expand_macros("SELECT cast_int!(sum(max(a, 1))) AS x, cast_int!(b)") == \
-        "SELECT CAST(sum(max(a, 1)) AS INT) AS x, CAST(b AS INT)"
+    assert (
+        expand_macros("SELECT cast_int!(sum(max(a, 1))) AS x, cast_int!(b)")
+        == "SELECT CAST(sum(max(a, 1)) AS INT) AS x, CAST(b AS INT)"
+    )
     assert expand_macros("SELECT cast_int!(a") == "SELECT cast_int!(a"  # unbalanced: left for SQLite to report

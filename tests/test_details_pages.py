@@ -24,11 +24,11 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from conftest import datasette_with, sql_path
 from datasette.app import Datasette
 
 from datasette_perfetto.ingest import ingest_bytes
 from datasette_perfetto.trace_builder import TraceBuilder, process_uuid
-from conftest import datasette_with, sql_path
 
 pytestmark = pytest.mark.web  # served by Datasette: ./dev test runs these on 0.65 and 1.0
 
@@ -80,39 +80,68 @@ DIMENSION_TABLES = ("track_dimension", "dimension", "track_subtitle")
 
 def drop_dimension_tables(conn: sqlite3.Connection) -> None:
     """Whatever the ingest wrote under these names (tables or views), so each test knows what it reads."""
-    for name, kind in conn.execute("SELECT name, type FROM sqlite_master WHERE name IN (?, ?, ?)",
-                                   DIMENSION_TABLES).fetchall():
+    for name, kind in conn.execute(
+        "SELECT name, type FROM sqlite_master WHERE name IN (?, ?, ?)", DIMENSION_TABLES
+    ).fetchall():
         conn.execute(f"DROP {'VIEW' if kind == 'view' else 'TABLE'} [{name}]")
 
 
 def write_dimension_tables(path: Path) -> None:
     conn = sqlite3.connect(path)
     drop_dimension_tables(conn)
-    conn.execute("CREATE TABLE track_dimension (track_id INTEGER, name TEXT, value_type TEXT, int_value INTEGER, "
-                 "string_value TEXT, display_name TEXT, declaring_track_id INTEGER, is_inherited INTEGER, "
-                 "is_well_known INTEGER, label TEXT)")
+    conn.execute(
+        "CREATE TABLE track_dimension (track_id INTEGER, name TEXT, value_type TEXT, int_value INTEGER, "
+        "string_value TEXT, display_name TEXT, declaring_track_id INTEGER, is_inherited INTEGER, "
+        "is_well_known INTEGER, label TEXT)"
+    )
     conn.execute("CREATE INDEX track_dimension_track_id ON track_dimension (track_id)")
     conn.execute("CREATE TABLE dimension (name TEXT, is_well_known INTEGER, label_template TEXT)")
     conn.execute("CREATE TABLE track_subtitle (track_id INTEGER, subtitle TEXT)")
-    conn.executemany("INSERT INTO dimension VALUES (?, ?, ?)", [
-        ("machine", 1, "machine %d"), ("gpu", 1, "GPU %d"), ("cpu", 1, "cpu %d"), ("process", 1, "process %d"),
-        ("thread", 1, "thread %d"), ("rank", 0, "rank %d"), ("shard", 0, "shard %d")])
-    tracks = conn.execute("SELECT tr.id, tr.name, tr.utid, coalesce(tr.upid, th.upid), tr.parent_id, th.name "
-                          "FROM track tr LEFT JOIN thread th ON th.id = tr.utid ORDER BY tr.id").fetchall()
+    conn.executemany(
+        "INSERT INTO dimension VALUES (?, ?, ?)",
+        [
+            ("machine", 1, "machine %d"),
+            ("gpu", 1, "GPU %d"),
+            ("cpu", 1, "cpu %d"),
+            ("process", 1, "process %d"),
+            ("thread", 1, "thread %d"),
+            ("rank", 0, "rank %d"),
+            ("shard", 0, "shard %d"),
+        ],
+    )
+    tracks = conn.execute(
+        "SELECT tr.id, tr.name, tr.utid, coalesce(tr.upid, th.upid), tr.parent_id, th.name "
+        "FROM track tr LEFT JOIN thread th ON th.id = tr.utid ORDER BY tr.id"
+    ).fetchall()
     by_name = {name: track_id for track_id, name, *_ in tracks}
-    process_track = {upid: track_id for track_id, name, utid, upid, parent, _ in tracks
-                     if upid is not None and utid is None and name is None}
+    process_track = {
+        upid: track_id
+        for track_id, name, utid, upid, parent, _ in tracks
+        if upid is not None and utid is None and name is None
+    }
     trainer = conn.execute("SELECT id FROM process WHERE name = 'trainer'").fetchone()[0]
     io_thread = conn.execute("SELECT id FROM thread WHERE name = 'io'").fetchone()[0]
     rows, labels = [], {}
 
     def add(track_id, name, value, declaring, well_known, label, display=None):
         is_int = isinstance(value, int)
-        rows.append((track_id, name, "int" if is_int else "string", value if is_int else None,
-                     None if is_int else value, display, declaring, int(declaring != track_id), well_known, label))
+        rows.append(
+            (
+                track_id,
+                name,
+                "int" if is_int else "string",
+                value if is_int else None,
+                None if is_int else value,
+                display,
+                declaring,
+                int(declaring != track_id),
+                well_known,
+                label,
+            )
+        )
         labels.setdefault(track_id, {})[name] = display or label
 
-    for track_id, name, utid, upid, parent, thread_name in tracks:
+    for track_id, _name, utid, upid, parent, thread_name in tracks:
         add(track_id, "machine", 0, track_id, 1, "machine 0")
         if upid is not None:
             process_name = conn.execute("SELECT name FROM process WHERE id = ?", (upid,)).fetchone()[0]
@@ -127,8 +156,7 @@ def write_dimension_tables(path: Path) -> None:
             add(track_id, "shard", HOSTILE_SHARD, by_name["Global <b>events</b>"], 0, "shard 0")
     conn.executemany("INSERT INTO track_dimension VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
     # The collapse rule: only rank has more than one value; process and thread are never subtitle labels.
-    conn.executemany("INSERT INTO track_subtitle VALUES (?, ?)",
-                     [(t, labels[t].get("rank", "")) for t, *_ in tracks])
+    conn.executemany("INSERT INTO track_subtitle VALUES (?, ?)", [(t, labels[t].get("rank", "")) for t, *_ in tracks])
     conn.commit()
     conn.close()
 
@@ -218,24 +246,43 @@ def texts(rows) -> list[list[str]]:
 
 
 def assert_escaped(html: str) -> None:
-    for raw in (HOSTILE_PROCESS, HOSTILE_SLICE, HOSTILE_ARG, "<b>east</b>", "<i>s1</i>", "<b>events</b>",
-                '<worker & "q">'):
+    for raw in (
+        HOSTILE_PROCESS,
+        HOSTILE_SLICE,
+        HOSTILE_ARG,
+        "<b>east</b>",
+        "<i>s1</i>",
+        "<b>events</b>",
+        '<worker & "q">',
+    ):
         assert raw not in html
 
 
 # -- details pages -------------------------------------------------------------------------------
 
+
 @pytest.mark.asyncio
 async def test_track_page_shows_effective_dimensions_with_their_declaration(ds, trainer_db):
-    (main_track,) = ids(trainer_db, "SELECT tr.id FROM track tr JOIN thread th ON th.id = tr.utid "
-                                   "WHERE th.name = 'main'")
-    (process_track,) = ids(trainer_db, "SELECT tr.id FROM track tr JOIN process p ON p.id = tr.upid "
-                                      "WHERE p.name = 'trainer' AND tr.name IS NULL")
+    (main_track,) = ids(
+        trainer_db, "SELECT tr.id FROM track tr JOIN thread th ON th.id = tr.utid WHERE th.name = 'main'"
+    )
+    (process_track,) = ids(
+        trainer_db,
+        "SELECT tr.id FROM track tr JOIN process p ON p.id = tr.upid WHERE p.name = 'trainer' AND tr.name IS NULL",
+    )
     r = await ds.client.get(f"/trainer/-/track/{main_track}")
     assert r.status_code == 200
     rows = table(r.text, "pp-dimensions-table")
-    assert texts(rows)[0] == ["Dimension", "Type", "Value", "Display name", "Label", "Declared on", "Inherited",
-                              "Well-known"]
+    assert texts(rows)[0] == [
+        "Dimension",
+        "Type",
+        "Value",
+        "Display name",
+        "Label",
+        "Declared on",
+        "Inherited",
+        "Well-known",
+    ]
     by_name = {row[0][0]: row for row in rows[1:]}
     assert list(by_name) == ["machine", "process", "thread", "rank"]  # the subtitle order
     rank = [text for text, _ in by_name["rank"]]
@@ -248,9 +295,14 @@ async def test_track_page_shows_effective_dimensions_with_their_declaration(ds, 
     assert "rank 0" in r.text.split('class="pp-subtitle"', 1)[1][:40]  # the subtitle under the title
     data = (await ds.client.get(f"/trainer/-/track/{main_track}.json")).json()
     assert data["dimensions_available"] is True
-    assert [(d["name"], d["value_type"], d["value"], d["is_inherited"], d["declaring_track_id"])
-            for d in data["dimensions"]] == [("machine", "int", 0, 0, main_track), ("process", "int", 1, 1, process_track),
-                                             ("thread", "int", 2, 0, main_track), ("rank", "int", 3, 1, process_track)]
+    assert [
+        (d["name"], d["value_type"], d["value"], d["is_inherited"], d["declaring_track_id"]) for d in data["dimensions"]
+    ] == [
+        ("machine", "int", 0, 0, main_track),
+        ("process", "int", 1, 1, process_track),
+        ("thread", "int", 2, 0, main_track),
+        ("rank", "int", 3, 1, process_track),
+    ]
     assert data["track"]["subtitle"] == "rank 0" and data["owner"]["thread_name"] == "main"
     assert data["track"]["event_count"] == 3
     assert [e["name"] for e in data["first_events"]] == ["step", "forward", HOSTILE_SLICE]
@@ -277,8 +329,9 @@ async def test_track_page_hierarchy_string_dimension_and_counter_events(ds, trai
 @pytest.mark.asyncio
 async def test_slice_page_args_parent_chain_children_flows_and_owner(ds, trainer_db):
     (hostile,) = ids(trainer_db, "SELECT id FROM slice WHERE name = ?", (HOSTILE_SLICE,))
-    step, forward, recv = (ids(trainer_db, "SELECT id FROM slice WHERE name = ?", (n,))[0]
-                           for n in ("step", "forward", "recv"))
+    step, forward, recv = (
+        ids(trainer_db, "SELECT id FROM slice WHERE name = ?", (n,))[0] for n in ("step", "forward", "recv")
+    )
     r = await ds.client.get(f"/trainer/-/slice/{hostile}")
     assert r.status_code == 200
     page = r.text
@@ -328,8 +381,10 @@ async def test_process_page_threads_tracks_and_grouped_dimensions(ds, trainer_db
     assert_escaped(page)
     threads = texts(table(page, "pp-threads-table"))
     assert [row[:2] for row in threads[1:]] == [["(no name)", "10"], ["main", "11"], [HOSTILE_THREAD, "12"]]
-    expected_tracks = ids(trainer_db, "SELECT tr.id FROM track tr LEFT JOIN thread th ON th.id = tr.utid "
-                                     "WHERE coalesce(tr.upid, th.upid) = 1")
+    expected_tracks = ids(
+        trainer_db,
+        "SELECT tr.id FROM track tr LEFT JOIN thread th ON th.id = tr.utid WHERE coalesce(tr.upid, th.upid) = 1",
+    )
     data = (await ds.client.get("/trainer/-/process/1.json")).json()
     assert sorted(t["id"] for t in data["tracks"]) == sorted(expected_tracks) and data["track_count"] == 5
     rank = next(d for d in data["dimensions"] if d["name"] == "rank")
@@ -348,6 +403,7 @@ async def test_process_page_threads_tracks_and_grouped_dimensions(ds, trainer_db
 
 # -- the tracks page -----------------------------------------------------------------------------
 
+
 @pytest.mark.asyncio
 async def test_tracks_page_lists_every_track_with_subtitle_owner_and_count(ds, trainer_db):
     r = await ds.client.get("/trainer/-/tracks")
@@ -358,8 +414,14 @@ async def test_tracks_page_lists_every_track_with_subtitle_owner_and_count(ds, t
     all_ids = ids(trainer_db, "SELECT id FROM track")
     assert sorted(int(row[6][0]) for row in rows[1:]) == sorted(all_ids)
     main = next(row for row in rows[1:] if row[0][0] == "main")
-    assert [text for text, _ in main][1:] == ["rank 0", "thread_execution", "slice",
-                                              "thread main [11] in trainer [10]", "3", main[6][0]]
+    assert [text for text, _ in main][1:] == [
+        "rank 0",
+        "thread_execution",
+        "slice",
+        "thread main [11] in trainer [10]",
+        "3",
+        main[6][0],
+    ]
     assert main[4][1] == ["/trainer/-/thread/2", "/trainer/-/process/1"]
     assert main[0][1] == [f"/trainer/-/track/{main[6][0]}"]
     io = next(row for row in rows[1:] if row[0][0] == "io")
@@ -378,7 +440,9 @@ async def test_tracks_page_filters_and_pages(ds, trainer_db):
     first = await ds.client.get("/trainer/-/tracks?limit=3")
     assert len(table(first.text, "pp-tracks-table")) == 4
     assert "Tracks 1–3 of 8" in first.text
-    assert 'href="/trainer/-/tracks?limit=3&amp;offset=3"' in first.text and "Show more: the next 3 tracks" in first.text
+    assert (
+        'href="/trainer/-/tracks?limit=3&amp;offset=3"' in first.text and "Show more: the next 3 tracks" in first.text
+    )
     seen = []
     for offset in (0, 3, 6):
         page = (await ds.client.get(f"/trainer/-/tracks.json?limit=3&offset={offset}")).json()
@@ -389,12 +453,15 @@ async def test_tracks_page_filters_and_pages(ds, trainer_db):
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("query, message", [
-    ("sort=size", "sort: 'size' is not one of owner, events, name, id"),
-    ("limit=0", "limit: must be between 1 and 1000"),
-    ("offset=x", "offset: 'x' is not an integer"),
-    ("colour=red", "unknown parameter 'colour'"),
-])
+@pytest.mark.parametrize(
+    "query, message",
+    [
+        ("sort=size", "sort: 'size' is not one of owner, events, name, id"),
+        ("limit=0", "limit: must be between 1 and 1000"),
+        ("offset=x", "offset: 'x' is not an integer"),
+        ("colour=red", "unknown parameter 'colour'"),
+    ],
+)
 async def test_tracks_page_bad_parameters_are_400(ds, query, message):
     r = await ds.client.get(f"/trainer/-/tracks.json?{query}")
     assert r.status_code == 400 and message in r.json()["error"]
@@ -402,18 +469,22 @@ async def test_tracks_page_bad_parameters_are_400(ds, query, message):
 
 # -- errors, permissions, older databases --------------------------------------------------------
 
+
 @pytest.mark.asyncio
-@pytest.mark.parametrize("path, message", [
-    ("/trainer/-/slice/999", "No slice with id 999 in this database"),
-    ("/trainer/-/track/-1", "No track with id -1 in this database"),
-    ("/trainer/-/thread/4242", "No thread with utid 4242 in this database"),
-    ("/trainer/-/process/77", "No process with upid 77 in this database"),
-    ("/trainer/-/slice/abc", "Malformed slice id 'abc': expected an integer"),
-    ("/trainer/-/track/1.5", "Malformed track id '1.5': expected an integer"),
-    ("/trainer/-/process/99999999999999999999", "Malformed process upid '99999999999999999999'"),
-    ("/trainer/-/thread/0x10", "Malformed thread utid '0x10': expected an integer"),
-    ("/nope/-/track/1", "Database not found: nope"),
-])
+@pytest.mark.parametrize(
+    "path, message",
+    [
+        ("/trainer/-/slice/999", "No slice with id 999 in this database"),
+        ("/trainer/-/track/-1", "No track with id -1 in this database"),
+        ("/trainer/-/thread/4242", "No thread with utid 4242 in this database"),
+        ("/trainer/-/process/77", "No process with upid 77 in this database"),
+        ("/trainer/-/slice/abc", "Malformed slice id 'abc': expected an integer"),
+        ("/trainer/-/track/1.5", "Malformed track id '1.5': expected an integer"),
+        ("/trainer/-/process/99999999999999999999", "Malformed process upid '99999999999999999999'"),
+        ("/trainer/-/thread/0x10", "Malformed thread utid '0x10': expected an integer"),
+        ("/nope/-/track/1", "Database not found: nope"),
+    ],
+)
 async def test_unknown_and_malformed_ids_are_404_with_the_reason(ds, path, message):
     r = await ds.client.get(path + ".json")
     assert r.status_code == 404 and message in r.json()["error"]
@@ -431,8 +502,14 @@ async def test_hostile_id_in_url_is_escaped_in_the_404(ds):
 @pytest.mark.asyncio
 async def test_permissions_are_checked(trainer_db):
     ds = datasette_with([trainer_db], {"databases": {"trainer": {"allow": {"id": "root"}}}})
-    paths = ["/trainer/-/tracks", "/trainer/-/tracks.json", "/trainer/-/track/0", "/trainer/-/slice/0.json",
-             "/trainer/-/thread/1", "/trainer/-/process/1"]
+    paths = [
+        "/trainer/-/tracks",
+        "/trainer/-/tracks.json",
+        "/trainer/-/track/0",
+        "/trainer/-/slice/0.json",
+        "/trainer/-/thread/1",
+        "/trainer/-/process/1",
+    ]
     for path in paths:
         assert (await ds.client.get(path)).status_code == 403, path
     root = {"ds_actor": ds.sign({"a": {"id": "root"}}, "actor")}
@@ -463,8 +540,10 @@ async def test_database_without_dimension_tables_shows_everything_else(old_db):
     conn.execute("DROP TABLE report_track_stats")
     conn.commit()
     conn.close()
-    counts = {t["title"]: t["event_count"] for t in (await Datasette([str(old_db)]).client.get(
-        "/old/-/tracks.json")).json()["tracks"]}
+    counts = {
+        t["title"]: t["event_count"]
+        for t in (await Datasette([str(old_db)]).client.get("/old/-/tracks.json")).json()["tracks"]
+    }
     assert counts["main"] == 3 and counts["mem"] == 2 and counts["child"] == 1
 
 
@@ -478,6 +557,7 @@ async def test_not_a_trace_database_is_400(tmp_path):
 
 # -- links from elsewhere ------------------------------------------------------------------------
 
+
 @pytest.mark.asyncio
 async def test_datasette_tables_link_ids_to_details_pages(ds, trainer_db):
     (hostile,) = ids(trainer_db, "SELECT id FROM slice WHERE name = ?", (HOSTILE_SLICE,))
@@ -487,8 +567,12 @@ async def test_datasette_tables_link_ids_to_details_pages(ds, trainer_db):
     assert f'href="/trainer/-/slice/{forward}"' in page  # parent_id of the hostile slice
     row = (await ds.client.get(f"/trainer/slice/{hostile}")).text
     assert f'href="/trainer/-/slice/{hostile}"' in row  # the row page's id cell
-    sql = (await ds.client.get(sql_path("trainer"), params={"sql": "select id, utid, upid, track_id from thread_track, "
-                                                          "(select 0 as track_id, 1 as upid)"})).text
+    sql = (
+        await ds.client.get(
+            sql_path("trainer"),
+            params={"sql": "select id, utid, upid, track_id from thread_track, (select 0 as track_id, 1 as upid)"},
+        )
+    ).text
     assert 'href="/trainer/-/thread/2"' in sql and 'href="/trainer/-/process/1"' in sql
     assert 'href="/trainer/-/track/0"' in sql
     thread_track = (await ds.client.get("/trainer/thread_track")).text
@@ -527,6 +611,7 @@ async def test_report_tables_link_to_details_pages(ds, trainer_db):
 
 # -- a real browser ------------------------------------------------------------------------------
 
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -550,19 +635,39 @@ def _wait_until_serving(url: str, server: subprocess.Popen, timeout: float = 60)
 def test_track_page_in_headless_chromium(trainer_db, tmp_path):
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     assert chromium, "Chromium is needed for this test: apt-get install -y chromium (.ci/run installs it)"
-    (main_track,) = ids(trainer_db, "SELECT tr.id FROM track tr JOIN thread th ON th.id = tr.utid "
-                                   "WHERE th.name = 'main'")
+    (main_track,) = ids(
+        trainer_db, "SELECT tr.id FROM track tr JOIN thread th ON th.id = tr.utid WHERE th.name = 'main'"
+    )
     port = _free_port()
-    server = subprocess.Popen([sys.executable, "-m", "datasette", "serve", str(trainer_db), "--host", "127.0.0.1",
-                               "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "datasette", "serve", str(trainer_db), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         url = f"http://127.0.0.1:{port}/trainer/-/track/{main_track}"
         _wait_until_serving(url + ".json", server)
         profile = tempfile.mkdtemp(dir=tmp_path)
-        dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                              "--no-first-run", "--disable-background-networking", "--disable-component-update",
-                              "--disable-sync", f"--user-data-dir={profile}", "--dump-dom", url],
-                             capture_output=True, text=True, timeout=180).stdout
+        dom = subprocess.run(
+            [
+                chromium,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                f"--user-data-dir={profile}",
+                "--dump-dom",
+                url,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
+        ).stdout
     finally:
         server.terminate()
         server.wait(timeout=30)

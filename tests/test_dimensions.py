@@ -8,12 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import TraceDB
+from shared_data import CASES, TRACES
+
 from datasette_perfetto.importers.dimensions_pb2 import Dimension
 from datasette_perfetto.ingest import ingest
 from datasette_perfetto.trace_builder import TraceBuilder
-
-from conftest import TraceDB
-from shared_data import CASES, TRACES
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -34,10 +34,14 @@ GROUP BY rank;"""
 
 def dims(db: TraceDB, track_id: int) -> dict[str, tuple]:
     """{name: (value, display name, declaring track, is_inherited, label)} of one track."""
-    return {name: (i if vt == "int" else s, display, declaring, inherited, label)
-            for name, vt, i, s, display, declaring, inherited, label in db.rows(
-                "SELECT name, value_type, int_value, string_value, display_name, declaring_track_id, is_inherited, "
-                "label FROM track_dimension WHERE track_id = ?", (track_id,))}
+    return {
+        name: (i if vt == "int" else s, display, declaring, inherited, label)
+        for name, vt, i, s, display, declaring, inherited, label in db.rows(
+            "SELECT name, value_type, int_value, string_value, display_name, declaring_track_id, is_inherited, "
+            "label FROM track_dimension WHERE track_id = ?",
+            (track_id,),
+        )
+    }
 
 
 def track_id(db: TraceDB, where: str, params: tuple = ()) -> int:
@@ -49,12 +53,22 @@ def subtitles(db: TraceDB) -> dict[int, str]:
 
 
 def test_generated_module_matches_the_proto(tmp_path):
-    subprocess.run([sys.executable, "-m", "grpc_tools.protoc", f"-I{ROOT / 'protos'}", f"--python_out={tmp_path}",
-                    str(ROOT / "protos" / "dimensions.proto")], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "grpc_tools.protoc",
+            f"-I{ROOT / 'protos'}",
+            f"--python_out={tmp_path}",
+            str(ROOT / "protos" / "dimensions.proto"),
+        ],
+        check=True,
+    )
     committed = (ROOT / "datasette_perfetto" / "importers" / "dimensions_pb2.py").read_text()
     assert (tmp_path / "dimensions_pb2.py").read_text() == committed, (
         "dimensions_pb2.py is stale; regenerate: python -m grpc_tools.protoc -Iprotos "
-        "--python_out=datasette_perfetto/importers protos/dimensions.proto")
+        "--python_out=datasette_perfetto/importers protos/dimensions.proto"
+    )
 
 
 def test_dimensions_overlay_the_perfetto_messages():
@@ -72,7 +86,9 @@ def test_dimensions_overlay_the_perfetto_messages():
     interned = InternedDimensionData.FromString(packet.interned_data.SerializeToString())
     names = {e.iid: e.str.decode() for e in interned.dimension_names}
     assert [(names[d.name_iid], d.WhichOneof("value")) for d in declared] == [
-        ("rank", "int_value"), ("zone", "string_value_iid")]
+        ("rank", "int_value"),
+        ("zone", "string_value_iid"),
+    ]
     assert [e.str for e in interned.dimension_string_values] == [b"east"]
     assert [e.str for e in interned.dimension_display_names] == [b"East zone"]
 
@@ -122,13 +138,19 @@ def test_rfc_example_process_dimension_reaches_threads_annotations_and_gpu(inges
     assert "thread" not in dims(db, process_track)
     assert {d[0] for d in db.rows("SELECT DISTINCT name FROM track_dimension WHERE name = 'machine'")} == {"machine"}
     assert db.one("SELECT count(*) FROM track") == db.one(
-        "SELECT count(*) FROM track_dimension WHERE name = 'machine' AND int_value = 0 AND is_well_known = 1")
+        "SELECT count(*) FROM track_dimension WHERE name = 'machine' AND int_value = 0 AND is_well_known = 1"
+    )
     assert db.stat("dimension_conflicting_value") == 0
     # One value of everything: every label collapses.
     assert set(subtitles(db).values()) == {""}
     assert db.rows("SELECT name, is_well_known, label_template FROM dimension ORDER BY name") == [
-        ("cpu", 1, "cpu %d"), ("gpu", 1, "GPU %d"), ("machine", 1, "machine %d"), ("process", 1, "process %d"),
-        ("rank", 0, "rank %d"), ("thread", 1, "thread %d")]
+        ("cpu", 1, "cpu %d"),
+        ("gpu", 1, "GPU %d"),
+        ("machine", 1, "machine %d"),
+        ("process", 1, "process %d"),
+        ("rank", 0, "rank %d"),
+        ("thread", 1, "thread %d"),
+    ]
 
 
 def test_rfc_example_conflicting_child_value_is_not_applied(ingest_data):
@@ -146,9 +168,13 @@ def test_rfc_queries_run_unchanged(ingest_data):
     _, db = ingest_data(trainer_trace(child_rank=4))
     # Every slice of this trace is on a track whose effective rank is 3 (the child's 4 was rejected).
     assert sorted(db.rows(RFC_QUERY_SLICES_OF_RANK_3)) == sorted(db.rows("SELECT * FROM slice"))
-    assert sorted(name for (name,) in db.rows(
-        "SELECT s.name FROM slice AS s JOIN track_dimension AS d USING (track_id) "
-        "WHERE d.name = 'rank' AND d.int_value = 3")) == ["annotate", "child work", "step"]
+    assert sorted(
+        name
+        for (name,) in db.rows(
+            "SELECT s.name FROM slice AS s JOIN track_dimension AS d USING (track_id) "
+            "WHERE d.name = 'rank' AND d.int_value = 3"
+        )
+    ) == ["annotate", "child work", "step"]
     # gpu_slice exists with trace_processor's columns; no importer writes GPU slices yet.
     assert db.rows(RFC_QUERY_GPU_BUSY_PER_RANK) == []
     columns = [r[1] for r in db.rows("PRAGMA table_info(gpu_slice)")]
@@ -197,8 +223,9 @@ def global_tree_trace() -> bytes:
 
 def test_track_declarations_reach_descendants_and_dedupe(ingest_data):
     _, db = ingest_data(global_tree_trace())
-    cluster, node_a, node_b, job, other = (track_id(db, "name = ?", (n,)) for n in (
-        "cluster", "node-a", "node-b", "job", "unrelated"))
+    cluster, node_a, node_b, job, other = (
+        track_id(db, "name = ?", (n,)) for n in ("cluster", "node-a", "node-b", "job", "unrelated")
+    )
     # Rule 3: the declaring track and its parent_uuid descendants.
     assert dims(db, cluster)["region"][:4] == ("east", None, cluster, 0)
     assert dims(db, job)["region"][:4] == ("east", None, cluster, 1)
@@ -234,16 +261,20 @@ def test_unknown_iids_and_incomplete_declarations_are_counted(ingest_data):
     s = b.sequence(1)
     color = s.intern_dimension_name("color")
     size = s.intern_dimension_name("size")
-    t = s.track(901, "t", ts=100, dimensions=[
-        Dimension(name_iid=77, int_value=1),  # unknown name
-        Dimension(name_iid=color, string_value_iid=88),  # unknown string value
-        Dimension(name_iid=size, int_value=2, display_name_iid=99),  # unknown display name: value kept
-        Dimension(name_iid=color),  # no value
-    ])
+    t = s.track(
+        901,
+        "t",
+        ts=100,
+        dimensions=[
+            Dimension(name_iid=77, int_value=1),  # unknown name
+            Dimension(name_iid=color, string_value_iid=88),  # unknown string value
+            Dimension(name_iid=size, int_value=2, display_name_iid=99),  # unknown display name: value kept
+            Dimension(name_iid=color),  # no value
+        ],
+    )
     s.instant(200, t, "x")
     _, db = ingest_data(b.to_bytes())
-    assert {k: v[:2] for k, v in dims(db, track_id(db, "name = 't'")).items() if k != "machine"} == {
-        "size": (2, None)}
+    assert {k: v[:2] for k, v in dims(db, track_id(db, "name = 't'")).items() if k != "machine"} == {"size": (2, None)}
     assert db.stat("dimension_unknown_iid") == 3
     assert db.stat("dimension_invalid_declaration") == 1
 
@@ -291,9 +322,16 @@ def two_machine_trace() -> bytes:
     """A host and machine 1001: SystemInfo, processes with a custom `shard`, ftrace on both."""
     b = TraceBuilder()
     b.packet(trusted_packet_sequence_id=9, system_info={"utsname": {"sysname": "Linux"}, "num_cpus": 2})
-    b.packet(trusted_packet_sequence_id=9, machine_id=1001,
-             system_info={"utsname": {"sysname": "Darwin", "machine": "arm64"}, "num_cpus": 4,
-                          "android_sdk_version": 33, "android_device_manufacturer": "Acme"})
+    b.packet(
+        trusted_packet_sequence_id=9,
+        machine_id=1001,
+        system_info={
+            "utsname": {"sysname": "Darwin", "machine": "arm64"},
+            "num_cpus": 4,
+            "android_sdk_version": 33,
+            "android_device_manufacturer": "Acme",
+        },
+    )
     host, remote = b.sequence(1), b.sequence(1, machine_id=1001)
     for seq, pid, shards in ((host, 10, (9, 5)), (remote, 10, (7, "x"))):
         for i, shard in enumerate(shards):
@@ -302,40 +340,70 @@ def two_machine_trace() -> bytes:
             seq.slice_begin(200, thread, "step")
             seq.slice_end(300, thread)
     for machine, khz in ((None, 1000), (1001, 2000)):
-        b.ftrace(1, {"timestamp": 150, "pid": 0, "cpu_frequency": {"state": khz, "cpu_id": 1}}, seq_id=5,
-                 machine_id=machine, previous_bundle_end_timestamp=120 if machine is None else 130)
+        b.ftrace(
+            1,
+            {"timestamp": 150, "pid": 0, "cpu_frequency": {"state": khz, "cpu_id": 1}},
+            seq_id=5,
+            machine_id=machine,
+            previous_bundle_end_timestamp=120 if machine is None else 130,
+        )
         # Kernel activity on CPU 0 as well (no track of its own): each machine knows two CPUs.
-        b.ftrace(0, {"timestamp": 160, "pid": 0, "sched_waking": {"comm": "worker", "pid": 110, "target_cpu": 0}},
-                 seq_id=5, machine_id=machine, last_read_event_timestamp=100)
+        b.ftrace(
+            0,
+            {"timestamp": 160, "pid": 0, "sched_waking": {"comm": "worker", "pid": 110, "target_cpu": 0}},
+            seq_id=5,
+            machine_id=machine,
+            last_read_event_timestamp=100,
+        )
     return b.to_bytes()
 
 
 def test_two_machines_get_their_own_rows(ingest_data):
     _, db = ingest_data(two_machine_trace())
-    assert db.rows("SELECT id, raw_id, sysname, arch, num_cpus, android_sdk_version, android_device_manufacturer, "
-                   "label_index FROM machine") == [
-        (0, 0, "Linux", None, 2, None, None, 0), (1, 1001, "Darwin", "arm64", 4, 33, "Acme", 1)]
+    assert db.rows(
+        "SELECT id, raw_id, sysname, arch, num_cpus, android_sdk_version, android_device_manufacturer, "
+        "label_index FROM machine"
+    ) == [(0, 0, "Linux", None, 2, None, None, 0), (1, 1001, "Darwin", "arm64", 4, 33, "Acme", 1)]
     # Processes, threads and tracks of each machine; the remote machine has its own idle task.
     assert db.rows("SELECT pid, name, machine_id FROM process WHERE pid != 0 ORDER BY machine_id, pid") == [
-        (10, "trainer0", 0), (11, "trainer1", 0), (10, "trainer0", 1), (11, "trainer1", 1)]
+        (10, "trainer0", 0),
+        (11, "trainer1", 0),
+        (10, "trainer0", 1),
+        (11, "trainer1", 1),
+    ]
     assert db.rows("SELECT upid, machine_id FROM process WHERE pid = 0") == [(0, 0), (1, 1)]
-    assert db.rows("SELECT t.name, t.is_idle, t.machine_id, p.machine_id FROM thread t JOIN process p USING (upid) "
-                   "WHERE t.tid = 0") == [("swapper", 1, 0, 0), ("swapper", 1, 1, 1)]
+    assert db.rows(
+        "SELECT t.name, t.is_idle, t.machine_id, p.machine_id FROM thread t JOIN process p USING (upid) WHERE t.tid = 0"
+    ) == [("swapper", 1, 0, 0), ("swapper", 1, 1, 1)]
     assert db.rows("SELECT machine_id, count(*) FROM track WHERE type = 'thread_execution' GROUP BY 1") == [
-        (0, 2), (1, 2)]
-    assert db.rows("SELECT id, cpu, machine_id FROM cpu ORDER BY id") == [(0, 0, 0), (1, 1, 0), (4096, 0, 1),
-                                                                          (4097, 1, 1)]
-    assert db.rows("SELECT machine_id, cpu, value FROM cpu_counter_track t JOIN counter c ON c.track_id = t.id "
-                   "WHERE t.name = 'cpufreq' ORDER BY machine_id") == [(0, 1, 1000.0), (1, 1, 2000.0)]
+        (0, 2),
+        (1, 2),
+    ]
+    assert db.rows("SELECT id, cpu, machine_id FROM cpu ORDER BY id") == [
+        (0, 0, 0),
+        (1, 1, 0),
+        (4096, 0, 1),
+        (4097, 1, 1),
+    ]
+    assert db.rows(
+        "SELECT machine_id, cpu, value FROM cpu_counter_track t JOIN counter c ON c.track_id = t.id "
+        "WHERE t.name = 'cpufreq' ORDER BY machine_id"
+    ) == [(0, 1, 1000.0), (1, 1, 2000.0)]
     # Machine-scoped metadata and per-machine stats.
-    assert db.rows("SELECT machine_id, trace_id, str_value FROM metadata WHERE name = 'system_name' "
-                   "ORDER BY machine_id") == [(0, None, "Linux"), (1, None, "Darwin")]
-    assert db.rows("SELECT machine_id, trace_id, int_value FROM metadata WHERE name = 'ftrace_latest_data_start_ns' "
-                   "ORDER BY machine_id") == [(0, 0, 120), (1, 0, 130)]
+    assert db.rows(
+        "SELECT machine_id, trace_id, str_value FROM metadata WHERE name = 'system_name' ORDER BY machine_id"
+    ) == [(0, None, "Linux"), (1, None, "Darwin")]
+    assert db.rows(
+        "SELECT machine_id, trace_id, int_value FROM metadata WHERE name = 'ftrace_latest_data_start_ns' "
+        "ORDER BY machine_id"
+    ) == [(0, 0, 120), (1, 0, 130)]
     assert db.rows("SELECT machine_id, trace_id, int_value FROM metadata WHERE name = 'android_sdk_version'") == [
-        (1, None, 33)]
+        (1, None, 33)
+    ]
     assert db.rows("SELECT machine_id, count(*) FROM stats WHERE name = 'dimension_unknown_iid' GROUP BY 1") == [
-        (0, 1), (1, 1)]
+        (0, 1),
+        (1, 1),
+    ]
     assert db.one("SELECT count(*) FROM stats WHERE name = 'invalid_clock_snapshots'") == 1  # global: one row
 
 
@@ -343,20 +411,29 @@ def test_numbering_is_per_trace_and_machine(ingest_data):
     _, db = ingest_data(two_machine_trace())
 
     def labels(machine_id):
-        return dict(db.rows(
-            "SELECT p.name, d.label FROM track t JOIN track_dimension d ON d.track_id = t.id "
-            "JOIN thread th USING (utid) JOIN process p ON p.upid = th.upid "
-            "WHERE t.type = 'thread_execution' AND d.name = 'shard' AND t.machine_id = ?", (machine_id,)))
+        return dict(
+            db.rows(
+                "SELECT p.name, d.label FROM track t JOIN track_dimension d ON d.track_id = t.id "
+                "JOIN thread th USING (utid) JOIN process p ON p.upid = th.upid "
+                "WHERE t.type = 'thread_execution' AND d.name = 'shard' AND t.machine_id = ?",
+                (machine_id,),
+            )
+        )
 
     # Host values 5 and 9, remote 7 and "x": ordered by type then value, each machine from 0.
     assert labels(0) == {"trainer1": "shard 0", "trainer0": "shard 1"}
     assert labels(1) == {"trainer0": "shard 0", "trainer1": "shard 1"}
-    assert db.rows("SELECT DISTINCT value_type, string_value FROM track_dimension WHERE name = 'shard' "
-                   "AND value_type = 'string'") == [("string", "x")]
+    assert db.rows(
+        "SELECT DISTINCT value_type, string_value FROM track_dimension WHERE name = 'shard' AND value_type = 'string'"
+    ) == [("string", "x")]
     # Two machines: the machine label shows, process and thread never do; cpu has one value.
-    subs = {(t, m): s for t, m, s in db.rows(
-        "SELECT t.type, t.machine_id, group_concat(s.subtitle, '|') FROM track t JOIN track_subtitle s "
-        "ON s.track_id = t.id GROUP BY t.type, t.machine_id")}
+    subs = {
+        (t, m): s
+        for t, m, s in db.rows(
+            "SELECT t.type, t.machine_id, group_concat(s.subtitle, '|') FROM track t JOIN track_subtitle s "
+            "ON s.track_id = t.id GROUP BY t.type, t.machine_id"
+        )
+    }
     assert sorted(subs[("thread_execution", 0)].split("|")) == ["machine 0 · shard 0", "machine 0 · shard 1"]
     assert sorted(subs[("thread_execution", 1)].split("|")) == ["machine 1 · shard 0", "machine 1 · shard 1"]
     assert subs[("cpu_frequency", 0)] == "machine 0" and subs[("cpu_frequency", 1)] == "machine 1"
@@ -400,11 +477,15 @@ def test_pytorch_ranks_are_a_custom_dimension(tmp_path):
     db = TraceDB(db_path)
     per_trace = db.rows(
         "SELECT t.trace_id, d.int_value, d.display_name, d.label, d.source, count(*) FROM track t "
-        "JOIN track_dimension d ON d.track_id = t.id AND d.name = 'rank' GROUP BY 1, 2, 3, 4, 5")
-    associated = dict(db.rows("SELECT trace_id, count(*) FROM track WHERE utid IS NOT NULL OR upid IS NOT NULL "
-                              "GROUP BY 1"))
-    assert per_trace == [(0, 0, "rank 0", "rank 0", "distributed_info", associated[0]),
-                         (1, 1, "rank 1", "rank 1", "distributed_info", associated[1])]
+        "JOIN track_dimension d ON d.track_id = t.id AND d.name = 'rank' GROUP BY 1, 2, 3, 4, 5"
+    )
+    associated = dict(
+        db.rows("SELECT trace_id, count(*) FROM track WHERE utid IS NOT NULL OR upid IS NOT NULL GROUP BY 1")
+    )
+    assert per_trace == [
+        (0, 0, "rank 0", "rank 0", "distributed_info", associated[0]),
+        (1, 1, "rank 1", "rank 1", "distributed_info", associated[1]),
+    ]
     # Each rank's tracks show their rank; global tracks have none (rule 4).
     shown = dict(db.rows("SELECT t.id, s.subtitle FROM track t JOIN track_subtitle s ON s.track_id = t.id"))
     for tid, trace, utid, upid in db.rows("SELECT id, trace_id, utid, upid FROM track"):
@@ -417,13 +498,17 @@ def test_gpu_memory_tracks_global_and_per_process(ingest_data):
     on gpu_memory / process_gpu_memory tracks (trace_processor's GraphicsParser.test_gpu_mem_total)."""
     case = CASES / "parser.graphics.GraphicsParser.test_gpu_mem_total"
     _, db = ingest_data((case / "trace.pb").read_bytes())
-    got = db.rows("SELECT ct.name, ct.unit, (SELECT int_value FROM args WHERE arg_set_id = ct.dimension_arg_set_id "
-                  "AND key = 'gpu') AS gpu_id, c.ts, p.pid, "
-                  "CAST(c.value AS INT) FROM counter_track ct LEFT JOIN process_counter_track pct USING (id) "
-                  "LEFT JOIN process p USING (upid) LEFT JOIN counter c ON c.track_id = ct.id "
-                  "ORDER BY gpu_id, ts, pid")
-    expected = [tuple(None if v == "[NULL]" else int(v) if v.lstrip("-").isdigit() else v for v in row)
-                for row in csv.reader((case / "expected.csv").read_text().splitlines()[1:])]
+    got = db.rows(
+        "SELECT ct.name, ct.unit, (SELECT int_value FROM args WHERE arg_set_id = ct.dimension_arg_set_id "
+        "AND key = 'gpu') AS gpu_id, c.ts, p.pid, "
+        "CAST(c.value AS INT) FROM counter_track ct LEFT JOIN process_counter_track pct USING (id) "
+        "LEFT JOIN process p USING (upid) LEFT JOIN counter c ON c.track_id = ct.id "
+        "ORDER BY gpu_id, ts, pid"
+    )
+    expected = [
+        tuple(None if v == "[NULL]" else int(v) if v.lstrip("-").isdigit() else v for v in row)
+        for row in csv.reader((case / "expected.csv").read_text().splitlines()[1:])
+    ]
     assert got == expected
     per_process = track_id(db, "type = 'process_gpu_memory'")
     assert dims(db, per_process)["gpu"][0] == 0 and "process" in dims(db, per_process)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-
 import pytest
 from datasette.app import Datasette
+from shared_data import TRACES
 
 from datasette_perfetto.ingest import ingest
-from shared_data import TRACES
 
 pytestmark = pytest.mark.web  # served by Datasette: ./dev test runs these on 0.65 and 1.0
 
@@ -35,7 +34,8 @@ async def test_track_details_show_the_inherited_rank(ddp_db):
     conn = sqlite3.connect(ddp_db)
     track_id, trace_id = conn.execute(
         "SELECT d.track_id, t.trace_id FROM track_dimension d JOIN track t ON t.id = d.track_id "
-        "WHERE d.name = 'rank' AND d.int_value = 1 ORDER BY d.track_id LIMIT 1").fetchone()
+        "WHERE d.name = 'rank' AND d.int_value = 1 ORDER BY d.track_id LIMIT 1"
+    ).fetchone()
     conn.close()
     assert trace_id == 1  # rank 1 is the second input
     ds = Datasette([str(ddp_db)])

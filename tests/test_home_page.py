@@ -5,7 +5,6 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-
 from conftest import datasette_with
 
 pytestmark = pytest.mark.web  # served by Datasette: ./dev test runs these on 0.65 and 1.0
@@ -27,8 +26,12 @@ async def test_home_page_links_each_trace_databases_report(demo_db, sched_db, tm
     response = await ds.client.get("/")
     assert response.status_code == 200
     demo, sched = demo_db.path.stem, sched_db.path.stem
-    assert report_links(response.text) == [f"/{demo}/-/report", f"/{demo}/-/tracks",
-                                           f"/{sched}/-/report", f"/{sched}/-/tracks"]
+    assert report_links(response.text) == [
+        f"/{demo}/-/report",
+        f"/{demo}/-/tracks",
+        f"/{sched}/-/report",
+        f"/{sched}/-/tracks",
+    ]
     # The plain database keeps its ordinary listing and gets no report link.
     assert 'href="/plain"' in response.text and "/plain/-/report" not in response.text
 

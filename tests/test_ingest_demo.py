@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from datasette.app import Datasette
+from test_report_golden import run
 
 from datasette_perfetto.report.render import to_json, to_text
 from datasette_perfetto.trace_builder import (
@@ -28,7 +29,6 @@ from datasette_perfetto.trace_builder import (
     IPC_COUNTER_UUID,
     MEMORY_TRACK_UUID,
 )
-from test_report_golden import run
 
 NOUN_SECTIONS = ("slices", "stack_samples", "heap_profile", "heap_dump", "scheduling", "counters", "processes")
 # machine id -> the demo's processes on it: the desktop (the host), then the phone.
@@ -37,24 +37,37 @@ MACHINE_PROCESSES = {0: DEMO_PROCESSES, 1: (DEMO_PHONE_PROCESS,)}
 
 def test_processes_and_threads_resolve_names(demo_db):
     procs = demo_db.rows("SELECT machine_id, pid, name FROM process WHERE pid != 0 ORDER BY upid")
-    assert procs == [(machine, pid, name) for machine, processes in MACHINE_PROCESSES.items()
-                     for pid, name, _ in processes]
-    threads = {(machine, tid): (name, pid) for machine, tid, name, pid in demo_db.rows(
-        "SELECT t.machine_id, t.tid, t.name, p.pid FROM thread t JOIN process p USING (upid) WHERE t.tid != 0")}
-    assert threads == {(machine, tid): (tname, pid) for machine, processes in MACHINE_PROCESSES.items()
-                       for pid, _, ts in processes for tid, tname, _ in ts}
+    assert procs == [
+        (machine, pid, name) for machine, processes in MACHINE_PROCESSES.items() for pid, name, _ in processes
+    ]
+    threads = {
+        (machine, tid): (name, pid)
+        for machine, tid, name, pid in demo_db.rows(
+            "SELECT t.machine_id, t.tid, t.name, p.pid FROM thread t JOIN process p USING (upid) WHERE t.tid != 0"
+        )
+    }
+    assert threads == {
+        (machine, tid): (tname, pid)
+        for machine, processes in MACHINE_PROCESSES.items()
+        for pid, _, ts in processes
+        for tid, tname, _ in ts
+    }
     main = demo_db.rows("SELECT machine_id, tid FROM thread WHERE is_main_thread = 1 AND tid != 0 ORDER BY utid")
     assert main == [(machine, pid) for machine, processes in MACHINE_PROCESSES.items() for pid, _, _ in processes]
     # utid/upid 0 are the host's swapper thread and idle process; the phone has its own (made when
     # its first packet is read, so before the host's processes).
     assert demo_db.rows("SELECT utid, machine_id, name, is_idle FROM thread WHERE tid = 0") == [
-        (0, 0, "swapper", 1), (1, 1, "swapper", 1)]
+        (0, 0, "swapper", 1),
+        (1, 1, "swapper", 1),
+    ]
     assert demo_db.rows("SELECT upid, machine_id, name FROM process WHERE pid = 0") == [(0, 0, None), (1, 1, None)]
 
 
 def test_slices_nest_inside_their_parents(demo_db):
-    assert demo_db.rows("SELECT t.machine_id, count(*) FROM slice s JOIN track t ON t.id = s.track_id "
-                        "GROUP BY 1") == [(0, 683), (1, 60)]
+    assert demo_db.rows("SELECT t.machine_id, count(*) FROM slice s JOIN track t ON t.id = s.track_id GROUP BY 1") == [
+        (0, 683),
+        (1, 60),
+    ]
     assert demo_db.one("SELECT count(*) FROM slice WHERE dur = 0") == 52
     assert demo_db.one("SELECT count(*) FROM slice WHERE dur < 0") == 0
     bad = demo_db.rows("""
@@ -69,41 +82,68 @@ def test_slices_nest_inside_their_parents(demo_db):
 
 
 def test_thread_slices_are_on_thread_tracks(demo_db):
-    per_thread = {(machine, name): n for machine, name, n in demo_db.rows("""
+    per_thread = {
+        (machine, name): n
+        for machine, name, n in demo_db.rows("""
         SELECT t.machine_id, t.name, count(*) FROM slice s JOIN thread_track tt ON s.track_id = tt.id
-        JOIN thread t USING (utid) GROUP BY t.utid""")}
-    assert set(per_thread) == {(machine, tname) for machine, processes in MACHINE_PROCESSES.items()
-                               for _, _, ts in processes for _, tname, _ in ts}
+        JOIN thread t USING (utid) GROUP BY t.utid""")
+    }
+    assert set(per_thread) == {
+        (machine, tname)
+        for machine, processes in MACHINE_PROCESSES.items()
+        for _, _, ts in processes
+        for _, tname, _ in ts
+    }
     per_machine = {m: sum(n for (machine, _), n in per_thread.items() if machine == m) for m in MACHINE_PROCESSES}
     assert per_machine == {0: 683 - 20, 1: 60}  # the 20 NetworkRequests slices are on an async track
-    assert demo_db.one("""SELECT count(*) FROM slice s JOIN track t ON s.track_id = t.id
-                          WHERE t.name = 'NetworkRequests'""") == 20
+    assert (
+        demo_db.one("""SELECT count(*) FROM slice s JOIN track t ON s.track_id = t.id
+                          WHERE t.name = 'NetworkRequests'""")
+        == 20
+    )
 
 
 def test_incremental_clock_sequence_is_converted_to_trace_time(demo_db):
-    lo, hi = demo_db.rows("""
+    lo, hi = demo_db.rows(
+        """
         SELECT min(s.ts), max(s.ts + s.dur) FROM slice s JOIN thread_track tt ON s.track_id = tt.id
-        JOIN thread t USING (utid) WHERE t.tid = ?""", (INCREMENTAL_CLOCK_TID,))[0]
+        JOIN thread t USING (utid) WHERE t.tid = ?""",
+        (INCREMENTAL_CLOCK_TID,),
+    )[0]
     assert DEMO_START <= lo < hi <= DEMO_END
     start, end = demo_db.rows("SELECT start_ts, end_ts FROM trace_bounds")[0]
     assert DEMO_START <= start < end <= DEMO_END
 
 
 def test_counters(demo_db):
-    rows = dict(demo_db.rows("""SELECT ct.name, count(*) FROM counter c
-                                JOIN counter_track ct ON c.track_id = ct.id GROUP BY 1"""))
-    assert rows == {"MemoryUsage": 40, "IPCMessagesSent": 20, "RefreshRate": 2 * 19,  # one per display
-                    "JSHeapUsedSize": 18}  # the phone's renderer
+    rows = dict(
+        demo_db.rows("""SELECT ct.name, count(*) FROM counter c
+                                JOIN counter_track ct ON c.track_id = ct.id GROUP BY 1""")
+    )
+    assert rows == {
+        "MemoryUsage": 40,
+        "IPCMessagesSent": 20,
+        "RefreshRate": 2 * 19,  # one per display
+        "JSHeapUsedSize": 18,
+    }  # the phone's renderer
     units = dict(demo_db.rows("SELECT name, unit FROM counter_track"))
     assert units == {"MemoryUsage": "bytes", "IPCMessagesSent": "count", "RefreshRate": "Hz", "JSHeapUsedSize": "bytes"}
     # The incremental counter's values are running totals: never decreasing.
-    values = [r[0] for r in demo_db.rows("""SELECT value FROM counter c JOIN counter_track ct
-        ON c.track_id = ct.id WHERE ct.name = 'IPCMessagesSent' ORDER BY ts""")]
+    values = [
+        r[0]
+        for r in demo_db.rows("""SELECT value FROM counter c JOIN counter_track ct
+        ON c.track_id = ct.id WHERE ct.name = 'IPCMessagesSent' ORDER BY ts""")
+    ]
     assert values == sorted(values) and values[-1] > 0
-    uuids = dict(demo_db.rows("""SELECT name, (SELECT int_value FROM args WHERE arg_set_id = source_arg_set_id
-                                                  AND key = 'trace_id') FROM counter_track WHERE name != 'RefreshRate'"""))
-    assert uuids == {"MemoryUsage": MEMORY_TRACK_UUID, "IPCMessagesSent": IPC_COUNTER_UUID,
-                     "JSHeapUsedSize": DEMO_PHONE_HEAP_UUID}
+    uuids = dict(
+        demo_db.rows("""SELECT name, (SELECT int_value FROM args WHERE arg_set_id = source_arg_set_id
+                                                  AND key = 'trace_id') FROM counter_track WHERE name != 'RefreshRate'""")
+    )
+    assert uuids == {
+        "MemoryUsage": MEMORY_TRACK_UUID,
+        "IPCMessagesSent": IPC_COUNTER_UUID,
+        "JSHeapUsedSize": DEMO_PHONE_HEAP_UUID,
+    }
 
 
 def test_flows_connect_slices_on_different_threads(demo_db):
@@ -130,7 +170,9 @@ def test_clean_trace_has_no_problem_stats(demo_db):
     assert demo_db.rows("SELECT name, value FROM stats WHERE value > 0 AND severity IN ('error', 'data_loss')") == []
     # Every single stat has a row per machine, as in trace_processor.
     assert demo_db.rows("SELECT machine_id, value FROM stats WHERE name = 'track_event_invalid_timestamp'") == [
-        (0, 0), (1, 0)]
+        (0, 0),
+        (1, 0),
+    ]
 
 
 def test_metadata_and_trace_file(demo_db):
@@ -143,6 +185,7 @@ def test_metadata_and_trace_file(demo_db):
 
 # -- the second machine: the phone ----------------------------------------------------------------
 
+
 def test_the_phone_is_a_second_machine_with_its_system_info(demo_db):
     info = DEMO_PHONE_SYSTEM_INFO
     uts = info.utsname
@@ -151,18 +194,44 @@ def test_the_phone_is_a_second_machine_with_its_system_info(demo_db):
         android_build_fingerprint, android_device_manufacturer, android_sdk_version, system_ram_bytes,
         system_ram_gb, label_index FROM machine ORDER BY id""") == [
         (0, 0, None, None, None, None, None, None, None, None, None, None, None, 0),
-        (1, DEMO_PHONE_MACHINE_ID, None, uts.sysname, uts.release, uts.version, uts.machine, info.num_cpus,
-         info.android_build_fingerprint, info.android_device_manufacturer, info.android_sdk_version,
-         info.system_ram_bytes, 8, 1)]
+        (
+            1,
+            DEMO_PHONE_MACHINE_ID,
+            None,
+            uts.sysname,
+            uts.release,
+            uts.version,
+            uts.machine,
+            info.num_cpus,
+            info.android_build_fingerprint,
+            info.android_device_manufacturer,
+            info.android_sdk_version,
+            info.system_ram_bytes,
+            8,
+            1,
+        ),
+    ]
     # The phone's system_* metadata is scoped to its machine (no trace id); the desktop has none.
-    meta = demo_db.rows("SELECT name, coalesce(str_value, int_value), machine_id, trace_id FROM metadata "
-                        "WHERE name LIKE 'system_%' OR name LIKE 'android_%' ORDER BY name")
-    assert meta == sorted([(name, value, 1, None) for name, value in (
-        ("system_name", uts.sysname), ("system_release", uts.release), ("system_version", uts.version),
-        ("system_machine", uts.machine), ("system_ram_bytes", info.system_ram_bytes), ("system_ram_gb", 8),
-        ("android_build_fingerprint", info.android_build_fingerprint),
-        ("android_device_manufacturer", info.android_device_manufacturer),
-        ("android_sdk_version", info.android_sdk_version))])
+    meta = demo_db.rows(
+        "SELECT name, coalesce(str_value, int_value), machine_id, trace_id FROM metadata "
+        "WHERE name LIKE 'system_%' OR name LIKE 'android_%' ORDER BY name"
+    )
+    assert meta == sorted(
+        [
+            (name, value, 1, None)
+            for name, value in (
+                ("system_name", uts.sysname),
+                ("system_release", uts.release),
+                ("system_version", uts.version),
+                ("system_machine", uts.machine),
+                ("system_ram_bytes", info.system_ram_bytes),
+                ("system_ram_gb", 8),
+                ("android_build_fingerprint", info.android_build_fingerprint),
+                ("android_device_manufacturer", info.android_device_manufacturer),
+                ("android_sdk_version", info.android_sdk_version),
+            )
+        ]
+    )
     # Its tracks, slices and counter values lie inside the trace, whose bounds the desktop's events set.
     start, end = demo_db.rows("SELECT start_ts, end_ts FROM trace_bounds")[0]
     lo, hi = demo_db.rows("""SELECT min(ts), max(ts + dur) FROM (SELECT s.ts, s.dur, t.machine_id FROM slice s
@@ -177,22 +246,32 @@ def test_every_track_has_a_machine_dimension(demo_db):
     per_machine = demo_db.rows("""SELECT t.machine_id, d.int_value, d.label, d.display_name, d.is_well_known,
         d.is_inherited, d.declaring_track_id, d.source, count(*) FROM track t
         JOIN track_dimension d ON d.track_id = t.id AND d.name = 'machine' GROUP BY 1, 2, 3, 4, 5, 6, 7, 8""")
-    assert per_machine == [(0, 0, "machine 0", None, 1, 0, None, "synthesized", 18),
-                           (1, 1, "machine 1", None, 1, 0, None, "synthesized", 5)]
+    assert per_machine == [
+        (0, 0, "machine 0", None, 1, 0, None, "synthesized", 18),
+        (1, 1, "machine 1", None, 1, 0, None, "synthesized", 5),
+    ]
     assert demo_db.rows("SELECT label_template, is_well_known FROM dimension WHERE name = 'machine'") == [
-        ("machine %d", 1)]
+        ("machine %d", 1)
+    ]
     # Two machines: every track's subtitle shows its machine first; process and thread never show.
     subtitles = demo_db.rows("""SELECT t.machine_id, s.subtitle, count(*) FROM track t
         JOIN track_subtitle s ON s.track_id = t.id GROUP BY 1, 2 ORDER BY 1, 2""")
-    assert subtitles == [(0, "machine 0", 14), (0, "machine 0 · display 0", 2), (0, "machine 0 · display 1", 2),
-                         (1, "machine 1", 5)]
+    assert subtitles == [
+        (0, "machine 0", 14),
+        (0, "machine 0 · display 0", 2),
+        (0, "machine 0 · display 1", 2),
+        (1, "machine 1", 5),
+    ]
     # The same-named threads of the two renderers are told apart by their subtitles.
     assert demo_db.rows("""SELECT t.machine_id, s.subtitle FROM thread_track tt JOIN thread t USING (utid)
         JOIN track_subtitle s ON s.track_id = tt.id WHERE t.name = 'Compositor' ORDER BY 1""") == [
-        (0, "machine 0"), (1, "machine 1")]
+        (0, "machine 0"),
+        (1, "machine 1"),
+    ]
 
 
 # -- the system data: every report noun ---------------------------------------------------------------
+
 
 def test_report_overview_shows_every_noun_with_data(demo_db):
     result = run(demo_db.path, ("", "", {}))
@@ -218,8 +297,11 @@ def test_stack_samples_make_a_deep_call_tree(demo_db):
     assert (root["name"], int(root["total_value"]), int(tree["total_value"])) == ("__libc_start_main", samples, samples)
     assert max(int(n.get("depth", 0)) for n in tree["nodes"]) >= 3
     # The three main threads' entry points split the samples below the shared process start.
-    entries = {n["name"]: int(n["total_value"]) for n in tree["nodes"] if n["name"].startswith("content::")
-               and n["name"] != "content::ContentMain"}
+    entries = {
+        n["name"]: int(n["total_value"])
+        for n in tree["nodes"]
+        if n["name"].startswith("content::") and n["name"] != "content::ContentMain"
+    }
     assert set(entries) == {"content::BrowserMain", "content::RendererMain", "content::GpuMain"}
     assert sum(entries.values()) == samples
 
@@ -236,8 +318,12 @@ async def test_stack_samples_page_draws_a_flame_graph(demo_db):
 def test_stack_samples_are_the_functions_of_the_open_slices(demo_db):
     """Chrome's sampler on each main thread: below the run loop, a sample's stack is the functions of the
     slices open on that thread at that moment, outermost first (then perhaps a callee)."""
-    callsites = dict((cid, (parent, name)) for cid, parent, name in demo_db.rows(
-        "SELECT c.id, c.parent_id, f.name FROM stack_profile_callsite c JOIN stack_profile_frame f ON f.id = c.frame_id"))
+    callsites = dict(
+        (cid, (parent, name))
+        for cid, parent, name in demo_db.rows(
+            "SELECT c.id, c.parent_id, f.name FROM stack_profile_callsite c JOIN stack_profile_frame f ON f.id = c.frame_id"
+        )
+    )
     samples = demo_db.rows("""SELECT s.ts, s.callsite_id, t.tid, tt.id FROM cpu_profile_stack_sample s
         JOIN thread t USING (utid) JOIN thread_track tt USING (utid)""")
     assert {tid for _, _, tid, _ in samples} == set(DEMO_SAMPLER_SEQS)
@@ -246,15 +332,20 @@ def test_stack_samples_are_the_functions_of_the_open_slices(demo_db):
         while callsite is not None:
             callsite, name = callsites[callsite]
             stack.insert(0, name)
-        open_slices = [r[0] for r in demo_db.rows("SELECT name FROM slice WHERE track_id = ? AND ts <= ? "
-                                                  "AND ts + dur > ? ORDER BY depth", (track, ts, ts))]
+        open_slices = [
+            r[0]
+            for r in demo_db.rows(
+                "SELECT name FROM slice WHERE track_id = ? AND ts <= ? AND ts + dur > ? ORDER BY depth", (track, ts, ts)
+            )
+        ]
         expected = [name for name, _ in DEMO_MAIN_FRAMES[tid]] + [DEMO_SLICE_FUNCTIONS.get(n, n) for n in open_slices]
-        assert open_slices and stack[:len(expected)] == expected and len(stack) - len(expected) <= 1, (ts, tid)
+        assert open_slices and stack[: len(expected)] == expected and len(stack) - len(expected) <= 1, (ts, tid)
 
 
 def test_scheduling_follows_the_tasks(demo_db):
     assert demo_db.rows("SELECT count(DISTINCT utid), count(DISTINCT ucpu) FROM sched WHERE utid != 0") == [
-        (8, DEMO_CPUS)]
+        (8, DEMO_CPUS)
+    ]
     per_thread = demo_db.rows("""
         WITH top AS (SELECT tt.utid, s.ts, s.dur FROM slice s JOIN thread_track tt ON tt.id = s.track_id
                      WHERE s.depth = 0),
@@ -274,7 +365,9 @@ def test_scheduling_follows_the_tasks(demo_db):
     blocked = demo_db.rows("""SELECT DISTINCT t.name, ts.blocked_function, ts.io_wait FROM thread_state ts
         JOIN thread t USING (utid) WHERE ts.state = 'D' ORDER BY 1, 2""")
     assert {(name, io_wait) for name, _, io_wait in blocked} == {
-        ("ThreadPoolBackgroundWorker", 1), ("ThreadPoolForegroundWorker", 1)}
+        ("ThreadPoolBackgroundWorker", 1),
+        ("ThreadPoolForegroundWorker", 1),
+    }
     assert {function for _, function, _ in blocked} <= set(DEMO_BLOCKED_IN.values())
 
 
@@ -295,22 +388,43 @@ def test_heap_profile_is_the_renderers_allocations(demo_db):
 
 
 def test_heap_dump_of_the_browser_retains_the_thumbnails(demo_db):
-    assert demo_db.rows("SELECT p.pid, count(*), sum(o.reachable) FROM heap_graph_object o "
-                        "JOIN process p ON p.upid = o.upid GROUP BY 1") == [(HEAP_DUMP_PID, 40, 38)]
-    retained = dict(demo_db.rows("""SELECT c.name, d.retained_size FROM heap_graph_dominator d
+    assert demo_db.rows(
+        "SELECT p.pid, count(*), sum(o.reachable) FROM heap_graph_object o JOIN process p ON p.upid = o.upid GROUP BY 1"
+    ) == [(HEAP_DUMP_PID, 40, 38)]
+    retained = dict(
+        demo_db.rows("""SELECT c.name, d.retained_size FROM heap_graph_dominator d
         JOIN heap_graph_object o ON o.id = d.object_id JOIN heap_graph_class c ON c.id = o.type_id
-        WHERE c.name LIKE '%Activity' OR c.name LIKE '%TabModelImpl'"""))
+        WHERE c.name LIKE '%Activity' OR c.name LIKE '%TabModelImpl'""")
+    )
     # The activity retains the thumbnail cache: 4 Bitmaps with 240x160 RGBA pixels. The tab model is
     # also held by a stack frame, so the activity does not retain it.
-    assert retained == {"org.chromium.chrome.browser.ChromeTabbedActivity": 320 + 40 + 48 + 4 * (64 + 240 * 160 * 4),
-                        "org.chromium.chrome.browser.tabmodel.TabModelImpl": 48 + 24 + 40 + 6 * (112 + 96) + sum(
-                            16 + len(s) for s in ("https://example.com/", "Example Domain", "https://example.com/news",
-                                                  "News", "https://example.com/app", "App",
-                                                  "https://example.org/docs/start", "Getting started",
-                                                  "https://example.net/video/42", "Video",
-                                                  "https://example.com/search?q=perfetto", "Search"))}
+    assert retained == {
+        "org.chromium.chrome.browser.ChromeTabbedActivity": 320 + 40 + 48 + 4 * (64 + 240 * 160 * 4),
+        "org.chromium.chrome.browser.tabmodel.TabModelImpl": 48
+        + 24
+        + 40
+        + 6 * (112 + 96)
+        + sum(
+            16 + len(s)
+            for s in (
+                "https://example.com/",
+                "Example Domain",
+                "https://example.com/news",
+                "News",
+                "https://example.com/app",
+                "App",
+                "https://example.org/docs/start",
+                "Getting started",
+                "https://example.net/video/42",
+                "Video",
+                "https://example.com/search?q=perfetto",
+                "Search",
+            )
+        ),
+    }
     assert ("java.lang.String", "org.chromium.chrome.browser.tab.TabImpl.mUrl") in demo_db.rows(
-        "SELECT field_type_name, field_name FROM heap_graph_reference")
+        "SELECT field_type_name, field_name FROM heap_graph_reference"
+    )
 
 
 def test_displays_are_told_apart_by_a_custom_dimension(demo_db):
@@ -319,9 +433,14 @@ def test_displays_are_told_apart_by_a_custom_dimension(demo_db):
         WHERE d.name = 'display' ORDER BY d.int_value, d.is_inherited""")
     # Declared on each display's track, inherited by the RefreshRate counter under it; after the
     # machine (the GPU process is on the desktop, machine 0).
-    assert rows == [row for connector, (value, *_) in DEMO_DISPLAYS.items() for row in (
-        (f"Display {connector}", value, f"display {value}", 0, f"machine 0 · display {value}"),
-        ("RefreshRate", value, f"display {value}", 1, f"machine 0 · display {value}"))]
+    assert rows == [
+        row
+        for connector, (value, *_) in DEMO_DISPLAYS.items()
+        for row in (
+            (f"Display {connector}", value, f"display {value}", 0, f"machine 0 · display {value}"),
+            ("RefreshRate", value, f"display {value}", 1, f"machine 0 · display {value}"),
+        )
+    ]
     # Only the displays' tracks show the display: every other custom dimension has one value.
     assert demo_db.one("SELECT count(*) FROM track_subtitle WHERE subtitle LIKE '%display%'") == 4
 
@@ -333,17 +452,19 @@ async def test_track_pages_show_the_display_and_machine_subtitles(demo_db):
     tracks = (await client.get("/demo/-/tracks")).text
     for subtitle in ("machine 0 · display 0", "machine 0 · display 1", "machine 0", "machine 1"):
         assert f'<td class="pp-subtitle">{subtitle}</td>' in tracks, subtitle
-    for track_id, subtitle in demo_db.rows("SELECT s.track_id, s.subtitle FROM track_subtitle s "
-                                           "JOIN track t ON t.id = s.track_id WHERE t.name = 'RefreshRate' "
-                                           "OR t.name = 'JSHeapUsedSize'"):
+    for track_id, subtitle in demo_db.rows(
+        "SELECT s.track_id, s.subtitle FROM track_subtitle s "
+        "JOIN track t ON t.id = s.track_id WHERE t.name = 'RefreshRate' "
+        "OR t.name = 'JSHeapUsedSize'"
+    ):
         page = (await client.get(f"/demo/-/track/{track_id}")).text
         assert subtitle in page, track_id
 
 
 def test_several_traces_in_one_database(tmp_path, demo_trace):
-    from datasette_perfetto.ingest import ingest
-
     from conftest import TraceDB
+
+    from datasette_perfetto.ingest import ingest
 
     second = tmp_path / "second.pftrace"
     second.write_bytes(demo_trace.read_bytes())
@@ -361,7 +482,11 @@ def test_several_traces_in_one_database(tmp_path, demo_trace):
     # A machine is one row whatever input its packets came in: both phones are machine 1.
     assert db.rows("SELECT id, raw_id FROM machine") == [(0, 0), (1, DEMO_PHONE_MACHINE_ID)]
     assert db.rows("SELECT trace_id, machine_id, count(*) FROM track GROUP BY 1, 2") == [
-        (0, 0, 18), (0, 1, 5), (1, 0, 18), (1, 1, 5)]
+        (0, 0, 18),
+        (0, 1, 5),
+        (1, 0, 18),
+        (1, 1, 5),
+    ]
     assert db.one("SELECT count(DISTINCT trace_id) FROM stats WHERE trace_id IS NOT NULL") == 2
 
 

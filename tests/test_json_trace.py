@@ -13,15 +13,16 @@ from pathlib import Path
 
 import pytest
 from conftest import TraceDB
+from shared_data import TRACES
 
 from datasette_perfetto.functions import register_functions
-from datasette_perfetto.importers import json_reader, sorter as sorter_module
-from datasette_perfetto.importers.json_importer import add_json_args, to_ns, BadValue
+from datasette_perfetto.importers import json_reader
+from datasette_perfetto.importers import sorter as sorter_module
+from datasette_perfetto.importers.json_importer import BadValue, add_json_args, to_ns
 from datasette_perfetto.importers.json_reader import JsonTraceReader
 from datasette_perfetto.importers.sorter import Sorter
 from datasette_perfetto.ingest import IngestError, ingest
 from datasette_perfetto.stats import REGISTRY, Stats
-from shared_data import TRACES
 
 CHROME_STARTUP = TRACES / "chrome_startup.json.gz"
 V8_PROFILE = TRACES / "chrome_v8_cpu_profile.json.gz"
@@ -53,9 +54,12 @@ def problems(db: TraceDB) -> dict[str, int]:
 def assert_valid_nesting(db: TraceDB) -> None:
     assert db.one("SELECT count(*) FROM slice WHERE dur < -1") == 0
     # Every child lies within its parent, on the same track, one level deeper.
-    assert db.one("""SELECT count(*) FROM slice c JOIN slice p ON c.parent_id = p.id
+    assert (
+        db.one("""SELECT count(*) FROM slice c JOIN slice p ON c.parent_id = p.id
                      WHERE c.ts < p.ts OR c.track_id != p.track_id OR c.depth != p.depth + 1
-                        OR (p.dur >= 0 AND (c.dur < 0 OR c.ts + c.dur > p.ts + p.dur))""") == 0
+                        OR (p.dur >= 0 AND (c.dur < 0 OR c.ts + c.dur > p.ts + p.dur))""")
+        == 0
+    )
     assert db.one("SELECT count(*) FROM slice WHERE (depth = 0) != (parent_id IS NULL)") == 0
     # Slice ids follow timestamp order.
     assert db.one("SELECT count(*) FROM slice a JOIN slice b ON b.id = a.id + 1 WHERE b.ts < a.ts") == 0
@@ -90,6 +94,7 @@ def real_db(tmp_path_factory):
 
 # -- real traces ---------------------------------------------------------------------
 
+
 def test_chrome_startup_imports_every_event(real_db):
     db = real_db(CHROME_STARTUP)
     trace = load_events(CHROME_STARTUP)
@@ -98,16 +103,27 @@ def test_chrome_startup_imports_every_event(real_db):
     assert_valid_nesting(db)
     # Every flow start finds its end on the next slice of the end's thread.
     assert db.count("flow") == sum(1 for e in events if e.get("ph") == "s")
-    assert db.one("""SELECT count(*) FROM flow JOIN slice o ON o.id = flow.slice_out JOIN slice i ON i.id = flow.slice_in
-                     WHERE o.ts > i.ts""") == 0
+    assert (
+        db.one("""SELECT count(*) FROM flow JOIN slice o ON o.id = flow.slice_out JOIN slice i ON i.id = flow.slice_in
+                     WHERE o.ts > i.ts""")
+        == 0
+    )
     assert db.one("SELECT count(*) FROM args WHERE arg_set_id IN (SELECT arg_set_id FROM flow) AND key = 'name'") > 0
-    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e.get("ph") == "M" and e["name"] == "thread_name"}
-    got = dict(((pid, tid), name) for pid, tid, name in db.rows(
-        "SELECT process.pid, thread.tid, thread.name FROM thread JOIN process USING (upid) WHERE thread.name IS NOT NULL"))
+    names = {
+        (e["pid"], e["tid"]): e["args"]["name"] for e in events if e.get("ph") == "M" and e["name"] == "thread_name"
+    }
+    got = dict(
+        ((pid, tid), name)
+        for pid, tid, name in db.rows(
+            "SELECT process.pid, thread.tid, thread.name FROM thread JOIN process USING (upid) WHERE thread.name IS NOT NULL"
+        )
+    )
     assert got == names
     # Metadata: one row per non-null field, prefixed.
     fields = {k for k, v in trace["metadata"].items() if v is not None}
-    assert {n[len("json_metadata."):] for (n,) in db.rows("SELECT name FROM metadata WHERE name GLOB 'json_metadata.*'")} == fields
+    assert {
+        n[len("json_metadata.") :] for (n,) in db.rows("SELECT name FROM metadata WHERE name GLOB 'json_metadata.*'")
+    } == fields
 
 
 def test_chrome_startup_only_damage_is_the_traces_own(real_db):
@@ -124,11 +140,19 @@ def test_chrome_startup_only_damage_is_the_traces_own(real_db):
 def test_chrome_startup_tracks_are_typed_as_trace_processor_types_them(real_db):
     db = real_db(CHROME_STARTUP)
     types = dict(db.rows("SELECT type, count(*) FROM track GROUP BY type"))
-    assert set(types) == {"thread_execution", "legacy_async_process_slice", "legacy_async_global_slice",
-                          "chrome_process_instant", "legacy_chrome_global_instants"}
+    assert set(types) == {
+        "thread_execution",
+        "legacy_async_process_slice",
+        "legacy_async_global_slice",
+        "chrome_process_instant",
+        "legacy_chrome_global_instants",
+    }
     # Complete events sit on their thread's track, which is shared with the thread.
-    assert db.one("""SELECT count(*) FROM slice JOIN track ON slice.track_id = track.id
-                     WHERE track.type = 'thread_execution' AND track.utid IS NULL""") == 0
+    assert (
+        db.one("""SELECT count(*) FROM slice JOIN track ON slice.track_id = track.id
+                     WHERE track.type = 'thread_execution' AND track.utid IS NULL""")
+        == 0
+    )
     assert db.one("SELECT count(DISTINCT utid) FROM thread_track") == types["thread_execution"]
     # Async tracks of one set share a group.
     assert db.one("""SELECT count(*) FROM track WHERE type LIKE 'legacy_async_%' AND track_group_id IS NULL""") == 0
@@ -146,21 +170,32 @@ def test_v8_cpu_profile_samples(real_db):
     per_tid = collections.Counter()
     for e in chunks:
         per_tid[e["tid"]] += len(e["args"]["data"].get("cpuProfile", {}).get("samples", []))
-    got = dict(db.rows("""SELECT thread.tid, count(*) FROM cpu_profile_stack_sample s JOIN thread USING (utid)
-                          GROUP BY thread.tid"""))
+    got = dict(
+        db.rows("""SELECT thread.tid, count(*) FROM cpu_profile_stack_sample s JOIN thread USING (utid)
+                          GROUP BY thread.tid""")
+    )
     assert got == dict(per_tid)
     assert db.count("stack_profile_mapping") == sum(1 for e in events if e.get("ph") == "P" and e["name"] == "Profile")
     # Callsites form trees rooted at "(root)"; depth is the distance to the root.
-    assert db.one("""SELECT count(*) FROM stack_profile_callsite c JOIN stack_profile_callsite p ON c.parent_id = p.id
-                     WHERE c.depth != p.depth + 1""") == 0
-    assert {n for (n,) in db.rows("""SELECT f.name FROM stack_profile_callsite c JOIN stack_profile_frame f
-                                     ON c.frame_id = f.id WHERE c.parent_id IS NULL""")} == {"(root)"}
+    assert (
+        db.one("""SELECT count(*) FROM stack_profile_callsite c JOIN stack_profile_callsite p ON c.parent_id = p.id
+                     WHERE c.depth != p.depth + 1""")
+        == 0
+    )
+    assert {
+        n
+        for (n,) in db.rows("""SELECT f.name FROM stack_profile_callsite c JOIN stack_profile_frame f
+                                     ON c.frame_id = f.id WHERE c.parent_id IS NULL""")
+    } == {"(root)"}
     # Sample times are the Profile's startTime plus the running sum of timeDeltas, in ns.
     start = next(e for e in events if e.get("ph") == "P" and e["name"] == "Profile" and e["pid"] == 1226)
     first = next(e for e in chunks if e["pid"] == 1226)
     first_ts = (start["args"]["data"]["startTime"] + first["args"]["data"]["timeDeltas"][0]) * 1000
-    assert db.one("""SELECT min(s.ts) FROM cpu_profile_stack_sample s JOIN thread USING (utid)
-                     JOIN process USING (upid) WHERE process.pid = 1226""") == first_ts
+    assert (
+        db.one("""SELECT min(s.ts) FROM cpu_profile_stack_sample s JOIN thread USING (utid)
+                     JOIN process USING (upid) WHERE process.pid = 1226""")
+        == first_ts
+    )
     # Script URLs are the frames' source files.
     assert db.one("SELECT count(*) FROM stack_profile_symbol WHERE source_file LIKE 'chrome://%'") > 0
     assert db.one("SELECT start_ts <= (SELECT min(ts) FROM profiler_sample) FROM trace_bounds") == 1
@@ -178,18 +213,30 @@ def test_pytorch_traces(real_db, path):
     # Each is kept on an overflow track of its thread, and really does overlap.
     spilled = db.stat("slice_spill_overlapping_complete_event")
     assert set(problems(db)) <= {"slice_spill_overlapping_complete_event"}
-    assert spilled == db.one("""SELECT count(*) FROM slice JOIN track ON slice.track_id = track.id
-                                WHERE track.type = 'thread_overlapping_slice'""") > 0
-    assert db.one("""SELECT count(*) FROM slice s JOIN track t ON s.track_id = t.id
+    assert (
+        spilled
+        == db.one("""SELECT count(*) FROM slice JOIN track ON slice.track_id = track.id
+                                WHERE track.type = 'thread_overlapping_slice'""")
+        > 0
+    )
+    assert (
+        db.one("""SELECT count(*) FROM slice s JOIN track t ON s.track_id = t.id
                      WHERE t.type = 'thread_overlapping_slice' AND NOT EXISTS (
                        SELECT 1 FROM slice m JOIN track mt ON m.track_id = mt.id
                        WHERE mt.type = 'thread_execution' AND mt.utid = t.utid
                          AND ((m.ts < s.ts AND s.ts < m.ts + m.dur AND m.ts + m.dur < s.ts + s.dur)
-                           OR (s.ts < m.ts AND m.ts < s.ts + s.dur AND s.ts + s.dur < m.ts + m.dur)))""") == 0
-    sort_hints = {e["tid"]: e["args"]["sort_index"] for e in events
-                  if e.get("ph") == "M" and e["name"] == "thread_sort_index"}
-    got = dict(db.rows("SELECT tid, extract_arg(arg_set_id, 'thread_sort_index_hint') FROM thread "
-                       "WHERE extract_arg(arg_set_id, 'thread_sort_index_hint') IS NOT NULL"))
+                           OR (s.ts < m.ts AND m.ts < s.ts + s.dur AND s.ts + s.dur < m.ts + m.dur)))""")
+        == 0
+    )
+    sort_hints = {
+        e["tid"]: e["args"]["sort_index"] for e in events if e.get("ph") == "M" and e["name"] == "thread_sort_index"
+    }
+    got = dict(
+        db.rows(
+            "SELECT tid, extract_arg(arg_set_id, 'thread_sort_index_hint') FROM thread "
+            "WHERE extract_arg(arg_set_id, 'thread_sort_index_hint') IS NOT NULL"
+        )
+    )
     assert got == sort_hints
     assert db.count("flow") == sum(1 for e in events if e.get("ph") == "s")
 
@@ -200,9 +247,10 @@ def test_both_pytorch_ranks_in_one_database(tmp_path):
     ingest([str(p) for p in PYTORCH], str(db_path))
     db = JsonTraceDB(db_path)
     assert db.rows("SELECT id, name, trace_type FROM trace_file ORDER BY id") == [
-        (0, "rank0.json.gz", "json"), (1, "rank1.json.gz", "json")]
-    per_trace = dict(db.rows("SELECT t.trace_id, count(*) FROM slice s JOIN track t ON t.id = s.track_id "
-                             "GROUP BY 1"))
+        (0, "rank0.json.gz", "json"),
+        (1, "rank1.json.gz", "json"),
+    ]
+    per_trace = dict(db.rows("SELECT t.trace_id, count(*) FROM slice s JOIN track t ON t.id = s.track_id GROUP BY 1"))
     assert per_trace == {i: expected_slice_count(load_events(p)["traceEvents"]) for i, p in enumerate(PYTORCH)}
     # Each rank keeps its own python process (pids differ per rank) and the ids have no gaps.
     assert [r[0] for r in db.rows("SELECT pid FROM process WHERE name = 'python' ORDER BY upid")] == [32212, 32213]
@@ -210,15 +258,21 @@ def test_both_pytorch_ranks_in_one_database(tmp_path):
         assert db.one(f"SELECT max({key}) + 1 - count(*) FROM [{table}]") == 0
     # Stats and metadata are kept per source trace.
     assert db.one("SELECT count(DISTINCT trace_id) FROM stats WHERE trace_id IS NOT NULL") == 2
-    assert dict(db.rows("SELECT trace_id, value FROM stats WHERE name = 'slice_spill_overlapping_complete_event'")) \
-        == {0: 21, 1: 25}
+    assert dict(db.rows("SELECT trace_id, value FROM stats WHERE name = 'slice_spill_overlapping_complete_event'")) == {
+        0: 21,
+        1: 25,
+    }
     # Ids follow timestamp order within each input (each input's slices come after the previous input's).
-    assert db.one("""SELECT count(*) FROM slice a JOIN slice b ON b.id = a.id + 1
+    assert (
+        db.one("""SELECT count(*) FROM slice a JOIN slice b ON b.id = a.id + 1
                      JOIN track ta ON ta.id = a.track_id JOIN track tb ON tb.id = b.track_id
-                     WHERE ta.trace_id = tb.trace_id AND b.ts < a.ts""") == 0
+                     WHERE ta.trace_id = tb.trace_id AND b.ts < a.ts""")
+        == 0
+    )
 
 
 # -- crafted traces ------------------------------------------------------------------
+
 
 @pytest.fixture
 def ingest_json(tmp_path):
@@ -247,10 +301,15 @@ def X(name, ts, dur, tid=1, pid=1, **extra):
 
 
 def test_malformed_event_in_the_middle_is_counted_and_the_rest_imported(ingest_json):
-    text = ('{"traceEvents": [' + json.dumps(X("a", 1, 1)) + ',\n'
-            '{"ph": "X", "name": "broken", "ts": 2,, "dur": 1},\n'
-            '{"ph": "X", "name": "also broken", "ts": 3, "dur": [1, 2 3]},\n'
-            + json.dumps(X("b", 5, 1)) + ', 17, "junk",\n' + json.dumps(X("c", 7, 1)) + ']}')
+    text = (
+        '{"traceEvents": [' + json.dumps(X("a", 1, 1)) + ",\n"
+        '{"ph": "X", "name": "broken", "ts": 2,, "dur": 1},\n'
+        '{"ph": "X", "name": "also broken", "ts": 3, "dur": [1, 2 3]},\n'
+        + json.dumps(X("b", 5, 1))
+        + ', 17, "junk",\n'
+        + json.dumps(X("c", 7, 1))
+        + "]}"
+    )
     db = ingest_json(text)
     assert [n for (n,) in db.rows("SELECT name FROM slice ORDER BY ts")] == ["a", "b", "c"]
     assert db.stat("json_tokenizer_failure") == 4  # two broken objects, two elements that are not objects
@@ -276,8 +335,12 @@ def test_wrong_field_types(ingest_json):
                       JOIN process USING (upid) ORDER BY slice.ts""")
     # A name that is not a string is no name; a pid that is neither a number nor a string is 0,
     # one out of uint32 range is 0 too (trace_processor's coercion).
-    assert rows == [("[No name]", None, None, 1), ("pid is a list", None, None, 0), ("huge pid", None, None, 0),
-                    ("cat is a number", None, None, 1)]
+    assert rows == [
+        ("[No name]", None, None, 1),
+        ("pid is a list", None, None, 0),
+        ("huge pid", None, None, 0),
+        ("cat is a number", None, None, 1),
+    ]
 
 
 def test_missing_keys(ingest_json):
@@ -345,14 +408,17 @@ def test_gzip_cut_short_is_counted(tmp_path):
     assert db.stat("json_tokenizer_failure") == 1
 
 
-@pytest.mark.parametrize("content", [
-    b'{"traceEvents": []}',
-    b'{"metadata": {"a": 1}}',
-    b'[ ]',
-    b'{"traceEvents": [',
-    b'{not json at all',
-    b'[{"ph": "X", "ts": 1',
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'{"traceEvents": []}',
+        b'{"metadata": {"a": 1}}',
+        b"[ ]",
+        b'{"traceEvents": [',
+        b"{not json at all",
+        b'[{"ph": "X", "ts": 1',
+    ],
+)
 def test_unusable_files_fail_with_one_line_and_leave_no_database(tmp_path, content):
     path = tmp_path / "bad.json"
     path.write_bytes(content)
@@ -380,12 +446,17 @@ def test_format_is_detected_from_content(tmp_path):
 def test_tolerated_json(ingest_json):
     # Trailing commas, raw control characters in strings, bytes that are not UTF-8,
     # escapes of lone surrogates, a missing closing bracket of a bare array.
-    text = ('[{"ph": "X", "name": "tab\there", "ts": 1, "dur": 1, "pid": 1, "tid": 1, "args": {"raw": "line\nbreak"}},\n'
-            '{"ph": "X", "name": "lone \\ud800 surrogate", "ts": 3, "dur": 1, "pid": 1, "tid": 1},\n')
+    text = (
+        '[{"ph": "X", "name": "tab\there", "ts": 1, "dur": 1, "pid": 1, "tid": 1, "args": {"raw": "line\nbreak"}},\n'
+        '{"ph": "X", "name": "lone \\ud800 surrogate", "ts": 3, "dur": 1, "pid": 1, "tid": 1},\n'
+    )
     data = text.encode() + b'{"ph": "X", "name": "bad \xff byte", "ts": 5, "dur": 1, "pid": 1, "tid": 1},,\n'
     db = ingest_json(data)
     assert [n for (n,) in db.rows("SELECT name FROM slice ORDER BY ts")] == [
-        "tab\there", "lone \\ud800 surrogate", "bad \\xff byte"]
+        "tab\there",
+        "lone \\ud800 surrogate",
+        "bad \\xff byte",
+    ]
     assert db.one("SELECT string_value FROM args WHERE key = 'args.raw'") == "line\nbreak"
     assert problems(db) == {}
 
@@ -404,8 +475,14 @@ def test_timestamps_in_microseconds_strings_and_ties(ingest_json):
     db = ingest_json(events)
     rows = db.rows("SELECT name, ts, dur, depth FROM slice ORDER BY id")
     # At equal timestamps: the end first, then the longer complete event (it encloses the shorter).
-    assert rows == [("string ts", 1500, 2000, 0), ("b", 10000, 10000, 0), ("long", 20000, 5000, 0),
-                    ("short", 20000, 1000, 1), ("rounded", 30000, 1, 0), ("exponent", 40000, 1000, 0)]
+    assert rows == [
+        ("string ts", 1500, 2000, 0),
+        ("b", 10000, 10000, 0),
+        ("long", 20000, 5000, 0),
+        ("short", 20000, 1000, 1),
+        ("rounded", 30000, 1, 0),
+        ("exponent", 40000, 1000, 0),
+    ]
     assert db.stat("trace_sorter_negative_timestamp_dropped") == 1
 
 
@@ -420,11 +497,16 @@ def test_to_ns_follows_trace_processor():
 
 def test_args_flatten_like_trace_processor():
     out: list = []
-    add_json_args(out, "args", "args", {"a": {"b": [1, None, [2.5, "x"]], "empty": {}}, "t": True,
-                                        "big": 1 << 70, "n": None})
-    assert out == [("args.a.b", "args.a.b[0]", "int", 1), ("args.a.b", "args.a.b[1][0]", "real", 2.5),
-                   ("args.a.b", "args.a.b[1][1]", "string", "x"), ("args.t", "args.t", "bool", 1),
-                   ("args.big", "args.big", "real", float(1 << 70))]
+    add_json_args(
+        out, "args", "args", {"a": {"b": [1, None, [2.5, "x"]], "empty": {}}, "t": True, "big": 1 << 70, "n": None}
+    )
+    assert out == [
+        ("args.a.b", "args.a.b[0]", "int", 1),
+        ("args.a.b", "args.a.b[1][0]", "real", 2.5),
+        ("args.a.b", "args.a.b[1][1]", "string", "x"),
+        ("args.t", "args.t", "bool", 1),
+        ("args.big", "args.big", "real", float(1 << 70)),
+    ]
 
 
 def test_async_slices_flows_counters_and_instants(ingest_json):
@@ -485,24 +567,39 @@ def test_flow_v1_end_binds_to_next_slice_or_enclosing(ingest_json):
     db = ingest_json(events)
     assert db.rows("""SELECT o.name, i.name, extract_arg(flow.arg_set_id, 'name') FROM flow
                       JOIN slice o ON o.id = slice_out JOIN slice i ON i.id = slice_in ORDER BY flow.id""") == [
-        ("sender", "next on the end's thread", "msg"), ("sender", "enclosing", "other")]
+        ("sender", "next on the end's thread", "msg"),
+        ("sender", "enclosing", "other"),
+    ]
 
 
 def test_v8_profile_nodes_by_children_and_damage(ingest_json):
     def chunk(ts, nodes, samples, deltas, pid=5, tid=6):
-        return {"ph": "P", "name": "ProfileChunk", "id": "0x2", "ts": ts, "pid": pid, "tid": tid,
-                "args": {"data": {"cpuProfile": {"nodes": nodes, "samples": samples}, "timeDeltas": deltas}}}
+        return {
+            "ph": "P",
+            "name": "ProfileChunk",
+            "id": "0x2",
+            "ts": ts,
+            "pid": pid,
+            "tid": tid,
+            "args": {"data": {"cpuProfile": {"nodes": nodes, "samples": samples}, "timeDeltas": deltas}},
+        }
 
     frame = lambda name, url="": {"functionName": name, "url": url}  # noqa: E731
     events = [
         chunk(1, [], [1], [1], pid=9),  # no Profile event for this profile
         {"ph": "P", "name": "Profile", "id": "0x2", "ts": 1, "pid": 5, "tid": 5, "args": {"data": {"startTime": 100}}},
         # DevTools style: children listed by the parent, a child seen before its parent.
-        chunk(2, [{"id": 3, "callFrame": frame("leaf", "a.js")},
-                  {"id": 1, "callFrame": frame("(root)"), "children": [2]},
-                  {"id": 2, "callFrame": frame("mid", "a.js"), "children": [3]},
-                  {"id": 4, "parent": 99, "callFrame": frame("orphan")}],
-              [3, 2, 3, 42], [10, 5, 5, 5]),
+        chunk(
+            2,
+            [
+                {"id": 3, "callFrame": frame("leaf", "a.js")},
+                {"id": 1, "callFrame": frame("(root)"), "children": [2]},
+                {"id": 2, "callFrame": frame("mid", "a.js"), "children": [3]},
+                {"id": 4, "parent": 99, "callFrame": frame("orphan")},
+            ],
+            [3, 2, 3, 42],
+            [10, 5, 5, 5],
+        ),
     ]
     db = ingest_json(events)
     assert db.stat("json_tokenizer_failure") == 1
@@ -512,14 +609,25 @@ def test_v8_profile_nodes_by_children_and_damage(ingest_json):
                       JOIN stack_profile_callsite c ON s.callsite_id = c.id JOIN stack_profile_frame f ON c.frame_id = f.id
                       JOIN thread USING (utid) ORDER BY s.ts""")
     assert rows == [(110000, "leaf", 2, 6), (115000, "mid", 1, 6), (120000, "leaf", 2, 6)]
-    assert db.rows("SELECT name, source_file FROM stack_profile_symbol ORDER BY id")[:2] == [("leaf", "a.js"),
-                                                                                               ("(root)", None)]
+    assert db.rows("SELECT name, source_file FROM stack_profile_symbol ORDER BY id")[:2] == [
+        ("leaf", "a.js"),
+        ("(root)", None),
+    ]
 
 
 def test_reader_is_the_same_whatever_the_chunk_size(monkeypatch):
-    events = [X(f"é{i}", i, 1, args={"s": "}]\\\"{[" * (i % 3), "n": [i, {"k": None}]}) for i in range(60)]
-    text = json.dumps({"other": {"nested": ["]}", 1.5]}, "traceEvents": events + [{}], "displayTimeUnit": "ns",
-                       "metadata": {"m": [1, 2]}, "after": "x"}, ensure_ascii=False, indent=1)
+    events = [X(f"é{i}", i, 1, args={"s": '}]\\"{[' * (i % 3), "n": [i, {"k": None}]}) for i in range(60)]
+    text = json.dumps(
+        {
+            "other": {"nested": ["]}", 1.5]},
+            "traceEvents": events + [{}],
+            "displayTimeUnit": "ns",
+            "metadata": {"m": [1, 2]},
+            "after": "x",
+        },
+        ensure_ascii=False,
+        indent=1,
+    )
     data = text.encode()
 
     def read(chunk_bytes: int):
@@ -539,8 +647,9 @@ def test_reader_skips_large_values_without_holding_them(monkeypatch):
     """Values the importer does not use (systemTraceEvents, stackFrames, ...) stream past."""
     monkeypatch.setattr(json_reader, "CHUNK_BYTES", 1 << 14)
     big = "x" * (4 << 20)
-    data = json.dumps({"systemTraceEvents": big, "stackFrames": {"1": {"name": big}},
-                       "traceEvents": [X("a", 1, 1)]}).encode()
+    data = json.dumps(
+        {"systemTraceEvents": big, "stackFrames": {"1": {"name": big}}, "traceEvents": [X("a", 1, 1)]}
+    ).encode()
     longest = 0
 
     class Watched(JsonTraceReader):
@@ -568,7 +677,13 @@ def test_sorter_merges_many_runs_without_opening_them_all(monkeypatch):
 
 
 def test_stat_names_exist():
-    for name in ("json_tokenizer_failure", "json_parser_failure", "json_display_time_unit",
-                 "slice_spill_overlapping_complete_event", "legacy_v8_cpu_profile_invalid_callsite",
-                 "legacy_v8_cpu_profile_invalid_sample", "trace_sorter_negative_timestamp_dropped"):
+    for name in (
+        "json_tokenizer_failure",
+        "json_parser_failure",
+        "json_display_time_unit",
+        "slice_spill_overlapping_complete_event",
+        "legacy_v8_cpu_profile_invalid_callsite",
+        "legacy_v8_cpu_profile_invalid_sample",
+        "trace_sorter_negative_timestamp_dropped",
+    ):
         assert name in REGISTRY

@@ -4,6 +4,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from conftest import DATASETTE_1, metadata_of, sql_rows
 from datasette.app import Datasette
 from markupsafe import escape
 
@@ -11,12 +12,10 @@ from datasette_perfetto import metadata as md
 from datasette_perfetto import schema
 from datasette_perfetto.ingest import ingest_bytes
 from datasette_perfetto.trace_builder import build_demo_trace
-from conftest import DATASETTE_1, metadata_of, sql_rows
 
 pytestmark = pytest.mark.web  # served by Datasette: ./dev test runs these on 0.65 and 1.0
 
 ROOT = Path(__file__).resolve().parent.parent
-
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +54,7 @@ def column_dl(page: str) -> str:
 def test_metadata_yml_matches_schema():
     committed = (ROOT / "metadata.yml").read_text(encoding="utf-8")
     assert committed == md.render_yaml(), (
-        "metadata.yml is out of date; regenerate it with: python -c \"from "
+        'metadata.yml is out of date; regenerate it with: python -c "from '
         "datasette_perfetto.metadata import render_yaml; "
         "open('metadata.yml', 'w', encoding='utf-8').write(render_yaml())\""
     )

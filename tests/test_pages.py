@@ -6,14 +6,13 @@ import html
 import sqlite3
 
 import pytest
+from conftest import sql_path, sql_rows
 from datasette.app import Datasette
 
-from datasette_perfetto.trace_builder import TraceBuilder
 from datasette_perfetto.ingest import ingest_bytes
-from conftest import sql_path, sql_rows
+from datasette_perfetto.trace_builder import TraceBuilder
 
 pytestmark = pytest.mark.web  # served by Datasette: ./dev test runs these on 0.65 and 1.0
-
 
 
 def hostile_trace() -> bytes:
@@ -94,6 +93,9 @@ async def test_hostile_names_are_escaped(tmp_path):
 @pytest.mark.asyncio
 async def test_extract_arg_in_ad_hoc_sql(demo_db):
     ds = Datasette([str(demo_db.path)])
-    rows = await sql_rows(ds, "demo", "select extract_arg(arg_set_id, 'debug.url') as url "
-                                      "from slice where name = 'URLRequest' order by ts limit 1")
+    rows = await sql_rows(
+        ds,
+        "demo",
+        "select extract_arg(arg_set_id, 'debug.url') as url from slice where name = 'URLRequest' order by ts limit 1",
+    )
     assert rows[0]["url"].startswith("https://")

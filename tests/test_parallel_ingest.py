@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+from shared_data import CASES, TRACES
 
 from datasette_perfetto import ingest as ingest_module
 from datasette_perfetto import schema, writer
@@ -21,8 +22,6 @@ from datasette_perfetto.conformance import load_passing_list, run_case
 from datasette_perfetto.importers import proto_importer, split_tokenize
 from datasette_perfetto.ingest import IngestError, ingest
 from datasette_perfetto.trace_builder import TraceBuilder
-
-from shared_data import CASES, TRACES
 
 HERE = Path(__file__).parent
 CHROME = TRACES / "chrome_startup.pftrace"
@@ -33,8 +32,12 @@ SERIAL = {"separate_writer": False, "split_tokenize": False}
 def table_rows(path: Path) -> dict[str, list[tuple]]:
     conn = sqlite3.connect(path)
     try:
-        names = [r[0] for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+        names = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            )
+        ]
         return {name: conn.execute(f"SELECT * FROM [{name}] ORDER BY rowid").fetchall() for name in names}
     finally:
         conn.close()
@@ -114,8 +117,11 @@ def test_trace_bounds_equal_their_sql(chrome_pair):
     assert kept == computed
 
 
-PROTO_CASES = [c for c in load_passing_list(str(HERE / "conformance_passing.txt"))
-               if (CASES / c / "trace.pb").exists() and (c.startswith("parser.track_event") or c.startswith("tables"))]
+PROTO_CASES = [
+    c
+    for c in load_passing_list(str(HERE / "conformance_passing.txt"))
+    if (CASES / c / "trace.pb").exists() and (c.startswith("parser.track_event") or c.startswith("tables"))
+]
 
 
 @pytest.mark.parametrize("case_id", PROTO_CASES)
@@ -138,8 +144,7 @@ def streaming_profile_after_track_events() -> bytes:
     worker = shared.thread(10, 12, "worker")
     shared.slice_begin(500, worker, "Work")
     shared.slice_end(900, worker)
-    shared.packet(1_000, streaming_profile_packet=pb.StreamingProfilePacket(callstack_iid=[1],
-                                                                             timestamp_delta_us=[5]))
+    shared.packet(1_000, streaming_profile_packet=pb.StreamingProfilePacket(callstack_iid=[1], timestamp_delta_us=[5]))
     return b.to_bytes()
 
 
@@ -159,8 +164,11 @@ def attempts(monkeypatch) -> list:
 
 def test_a_sequence_both_processes_need_falls_back_to_one_process(tmp_path, attempts, monkeypatch):
     # Who claims a sequence depends on timing; here the helper is always first to sequence 2.
-    monkeypatch.setattr(split_tokenize.SequenceClaims, "claim",
-                        lambda self, seq_id, process: split_tokenize.HELPER if seq_id == 2 else split_tokenize.MAIN)
+    monkeypatch.setattr(
+        split_tokenize.SequenceClaims,
+        "claim",
+        lambda self, seq_id, process: split_tokenize.HELPER if seq_id == 2 else split_tokenize.MAIN,
+    )
     path = tmp_path / "t.pftrace"
     path.write_bytes(streaming_profile_after_track_events())
     ingest([str(path)], str(tmp_path / "parallel.db"), **PARALLEL)
@@ -187,6 +195,7 @@ def test_the_helper_does_not_fall_back_on_a_plain_trace(tmp_path, demo_trace, at
 
 def test_a_failing_writer_is_a_clean_error(tmp_path, monkeypatch, demo_trace):
     """The child's SQLite error reaches the caller as one line; no database or temporary file is left."""
+
     def broken(self, table, grouped, rest):
         raise sqlite3.OperationalError("disk I/O error")
 
@@ -229,9 +238,13 @@ def test_absurd_durations_saturate_the_name_totals(tmp_path):
         ingest([str(path)], str(db), **options)
         conn = sqlite3.connect(db)
         try:
-            assert conn.execute("SELECT count, total_dur, max_dur FROM report_slice_name WHERE name = 'Forever'"
-                                ).fetchone() == (3, (1 << 63) - 1, 5 * 10**18)
-            assert conn.execute("SELECT count(*), min(dur) FROM slice WHERE name = 'Forever'").fetchone() == (3, 5 * 10**18)
+            assert conn.execute(
+                "SELECT count, total_dur, max_dur FROM report_slice_name WHERE name = 'Forever'"
+            ).fetchone() == (3, (1 << 63) - 1, 5 * 10**18)
+            assert conn.execute("SELECT count(*), min(dur) FROM slice WHERE name = 'Forever'").fetchone() == (
+                3,
+                5 * 10**18,
+            )
         finally:
             conn.close()
 
@@ -241,7 +254,7 @@ def test_damaged_trace_gives_the_same_database_with_both_processes(tmp_path, dem
     """Garbage inside a trace is counted and skipped the same way whoever tokenizes it."""
     data = bytearray(demo_trace.read_bytes())
     if damage == "truncated":
-        data = data[:len(data) * 2 // 3]
+        data = data[: len(data) * 2 // 3]
     else:
         for i in range(200, len(data), 997):
             data[i] ^= 0x5A

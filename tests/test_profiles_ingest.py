@@ -33,7 +33,9 @@ def stack(conn, callsite_id: int) -> list[str]:
     while callsite_id is not None:
         parent, name = conn.execute(
             "SELECT c.parent_id, f.name FROM stack_profile_callsite c JOIN stack_profile_frame f ON f.id = c.frame_id "
-            "WHERE c.id = ?", (callsite_id,)).fetchone()
+            "WHERE c.id = ?",
+            (callsite_id,),
+        ).fetchone()
         names.append(name)
         callsite_id = parent
     return names[::-1]
@@ -44,38 +46,74 @@ def callstack_interning(seq_flags: int = CLEARED) -> dict:
     return dict(
         sequence_flags=seq_flags,
         interned_data=pb.InternedData(
-            function_names=[pb.InternedString(iid=1, str=b"main"), pb.InternedString(iid=2, str=b"work"),
-                            pb.InternedString(iid=3, str=b"read"), pb.InternedString(iid=4, str=b"write")],
+            function_names=[
+                pb.InternedString(iid=1, str=b"main"),
+                pb.InternedString(iid=2, str=b"work"),
+                pb.InternedString(iid=3, str=b"read"),
+                pb.InternedString(iid=4, str=b"write"),
+            ],
             build_ids=[pb.InternedString(iid=1, str=b"\xab\xcd")],
             mapping_paths=[pb.InternedString(iid=1, str=b"data"), pb.InternedString(iid=2, str=b"libapp.so")],
             mappings=[pb.Mapping(iid=1, build_id=1, start=0x1000, end=0x9000, path_string_ids=[1, 2])],
-            frames=[pb.Frame(iid=i, function_name_id=i, mapping_id=1, rel_pc=0x100 * i,
-                             kind=pb.Frame.KIND_NATIVE) for i in range(1, 5)],
-            callstacks=[pb.Callstack(iid=1, frame_ids=[1, 2, 3]), pb.Callstack(iid=2, frame_ids=[1, 2, 4])]),
+            frames=[
+                pb.Frame(iid=i, function_name_id=i, mapping_id=1, rel_pc=0x100 * i, kind=pb.Frame.KIND_NATIVE)
+                for i in range(1, 5)
+            ],
+            callstacks=[pb.Callstack(iid=1, frame_ids=[1, 2, 3]), pb.Callstack(iid=2, frame_ids=[1, 2, 4])],
+        ),
     )
 
 
 # -- callstacks and linux.perf samples ------------------------------------------------------------------
 
+
 def test_perf_samples_with_interned_callstacks(tmp_path):
     b = TraceBuilder()
-    b.packet(trusted_packet_sequence_id=7, timestamp=100, **callstack_interning(),
-             trace_packet_defaults=pb.TracePacketDefaults(perf_sample_defaults=pb.PerfSampleDefaults(
-                 timebase=pb.PerfEvents.Timebase(counter=pb.PerfEvents.HW_CPU_CYCLES, period=1000))))
-    for ts, iid, cpu, mode in ((1000, 1, 0, pb.Profiling.MODE_USER), (2000, 2, 1, pb.Profiling.MODE_KERNEL),
-                               (3000, 1, 0, pb.Profiling.MODE_USER)):
-        b.packet(trusted_packet_sequence_id=7, timestamp=ts, sequence_flags=NEEDS_STATE,
-                 perf_sample=pb.PerfSample(cpu=cpu, pid=10, tid=11, callstack_iid=iid, cpu_mode=mode,
-                                           timebase_count=1000))
-    b.packet(trusted_packet_sequence_id=7, timestamp=4000, sequence_flags=NEEDS_STATE,
-             perf_sample=pb.PerfSample(cpu=0, pid=10, tid=11, callstack_iid=99, cpu_mode=pb.Profiling.MODE_USER,
-                                       unwind_error=pb.Profiling.UNWIND_ERROR_INVALID_MAP))
+    b.packet(
+        trusted_packet_sequence_id=7,
+        timestamp=100,
+        **callstack_interning(),
+        trace_packet_defaults=pb.TracePacketDefaults(
+            perf_sample_defaults=pb.PerfSampleDefaults(
+                timebase=pb.PerfEvents.Timebase(counter=pb.PerfEvents.HW_CPU_CYCLES, period=1000)
+            )
+        ),
+    )
+    for ts, iid, cpu, mode in (
+        (1000, 1, 0, pb.Profiling.MODE_USER),
+        (2000, 2, 1, pb.Profiling.MODE_KERNEL),
+        (3000, 1, 0, pb.Profiling.MODE_USER),
+    ):
+        b.packet(
+            trusted_packet_sequence_id=7,
+            timestamp=ts,
+            sequence_flags=NEEDS_STATE,
+            perf_sample=pb.PerfSample(cpu=cpu, pid=10, tid=11, callstack_iid=iid, cpu_mode=mode, timebase_count=1000),
+        )
+    b.packet(
+        trusted_packet_sequence_id=7,
+        timestamp=4000,
+        sequence_flags=NEEDS_STATE,
+        perf_sample=pb.PerfSample(
+            cpu=0,
+            pid=10,
+            tid=11,
+            callstack_iid=99,
+            cpu_mode=pb.Profiling.MODE_USER,
+            unwind_error=pb.Profiling.UNWIND_ERROR_INVALID_MAP,
+        ),
+    )
     conn = load(b, tmp_path)
-    rows = conn.execute("SELECT ts, cpu, cpu_mode, callsite_id, unwind_error, perf_session_id, "
-                        "(SELECT tid FROM thread WHERE utid = perf_sample.utid) FROM perf_sample ORDER BY ts").fetchall()
+    rows = conn.execute(
+        "SELECT ts, cpu, cpu_mode, callsite_id, unwind_error, perf_session_id, "
+        "(SELECT tid FROM thread WHERE utid = perf_sample.utid) FROM perf_sample ORDER BY ts"
+    ).fetchall()
     assert [(ts, cpu, mode, err, session, tid) for ts, cpu, mode, _, err, session, tid in rows] == [
-        (1000, 0, "user", None, 0, 11), (2000, 1, "kernel", None, 0, 11), (3000, 0, "user", None, 0, 11),
-        (4000, 0, "user", "invalid_map", 0, 11)]
+        (1000, 0, "user", None, 0, 11),
+        (2000, 1, "kernel", None, 0, 11),
+        (3000, 0, "user", None, 0, 11),
+        (4000, 0, "user", "invalid_map", 0, 11),
+    ]
     assert stack(conn, rows[0][3]) == ["main", "work", "read"]
     assert stack(conn, rows[1][3]) == ["main", "work", "write"]
     assert rows[0][3] == rows[2][3] and rows[3][3] is None  # same callstack, same callsite; unknown iid: none
@@ -83,14 +121,20 @@ def test_perf_samples_with_interned_callstacks(tmp_path):
     # main and work are shared by both stacks: 4 callsites, 4 frames, 1 mapping.
     assert conn.execute("SELECT count(*) FROM stack_profile_callsite").fetchone()[0] == 4
     assert conn.execute("SELECT name, build_id, start, end FROM stack_profile_mapping").fetchall() == [
-        ("/data/libapp.so", "abcd", 0x1000, 0x9000)]
+        ("/data/libapp.so", "abcd", 0x1000, 0x9000)
+    ]
     assert conn.execute("SELECT name, rel_pc, type FROM stack_profile_frame ORDER BY id").fetchall() == [
-        ("main", 0x100, "native"), ("work", 0x200, "native"), ("read", 0x300, "native"), ("write", 0x400, "native")]
+        ("main", 0x100, "native"),
+        ("work", 0x200, "native"),
+        ("read", 0x300, "native"),
+        ("write", 0x400, "native"),
+    ]
     assert conn.execute("SELECT source, timebase_unit FROM profiler_session").fetchall() == [("linux.perf", "cycles")]
     # The timebase counter, on a perf counter track per cpu.
-    assert conn.execute("SELECT t.name, t.cpu, t.is_timebase, count(*) FROM counter c JOIN perf_counter_track t "
-                        "ON t.id = c.track_id GROUP BY t.id ORDER BY t.cpu").fetchall() == [
-        ("cpu-cycles", 0, 1, 2), ("cpu-cycles", 1, 1, 1)]
+    assert conn.execute(
+        "SELECT t.name, t.cpu, t.is_timebase, count(*) FROM counter c JOIN perf_counter_track t "
+        "ON t.id = c.track_id GROUP BY t.id ORDER BY t.cpu"
+    ).fetchall() == [("cpu-cycles", 0, 1, 2), ("cpu-cycles", 1, 1, 1)]
     # Samples with a callstack are stack samples; the one without is not.
     assert conn.execute("SELECT count(*) FROM stack_sample WHERE source = 'linux.perf'").fetchone()[0] == 3
 
@@ -100,8 +144,12 @@ def test_callstacks_need_valid_incremental_state(tmp_path):
     packet invalidates it until the next clear, and the samples that need it are skipped."""
     b = TraceBuilder()
     b.packet(trusted_packet_sequence_id=3, timestamp=100, **callstack_interning(seq_flags=0))
-    b.packet(trusted_packet_sequence_id=3, timestamp=200, sequence_flags=NEEDS_STATE,
-             perf_sample=pb.PerfSample(cpu=0, pid=1, tid=1, callstack_iid=1))
+    b.packet(
+        trusted_packet_sequence_id=3,
+        timestamp=200,
+        sequence_flags=NEEDS_STATE,
+        perf_sample=pb.PerfSample(cpu=0, pid=1, tid=1, callstack_iid=1),
+    )
     conn = load(b, tmp_path)
     assert conn.execute("SELECT count(*) FROM perf_sample").fetchone()[0] == 0
     assert stat(conn, "interned_data_skipped_incremental_state_invalid") == 1
@@ -110,11 +158,21 @@ def test_callstacks_need_valid_incremental_state(tmp_path):
 
 def test_bad_interned_frames_are_counted(tmp_path):
     b = TraceBuilder()
-    b.packet(trusted_packet_sequence_id=4, timestamp=100, sequence_flags=CLEARED, interned_data=pb.InternedData(
-        function_names=[pb.InternedString(iid=1, str=b"f")],
-        frames=[pb.Frame(iid=1, function_name_id=1, mapping_id=5), pb.Frame(iid=2, function_name_id=9)],
-        callstacks=[pb.Callstack(iid=1, frame_ids=[1]), pb.Callstack(iid=2, frame_ids=[2]),
-                    pb.Callstack(iid=3, frame_ids=[3]), pb.Callstack(iid=4)]))
+    b.packet(
+        trusted_packet_sequence_id=4,
+        timestamp=100,
+        sequence_flags=CLEARED,
+        interned_data=pb.InternedData(
+            function_names=[pb.InternedString(iid=1, str=b"f")],
+            frames=[pb.Frame(iid=1, function_name_id=1, mapping_id=5), pb.Frame(iid=2, function_name_id=9)],
+            callstacks=[
+                pb.Callstack(iid=1, frame_ids=[1]),
+                pb.Callstack(iid=2, frame_ids=[2]),
+                pb.Callstack(iid=3, frame_ids=[3]),
+                pb.Callstack(iid=4),
+            ],
+        ),
+    )
     for ts, iid in ((1000, 1), (2000, 2), (3000, 3), (4000, 4)):
         b.packet(trusted_packet_sequence_id=4, timestamp=ts, perf_sample=pb.PerfSample(pid=1, tid=1, callstack_iid=iid))
     conn = load(b, tmp_path)
@@ -127,16 +185,26 @@ def test_bad_interned_frames_are_counted(tmp_path):
 
 # -- Chrome's sampling profiler -------------------------------------------------------------------------
 
+
 def test_streaming_profile_samples(tmp_path):
     b = TraceBuilder()
-    b.packet(trusted_packet_sequence_id=2, timestamp=1000, incremental_state_cleared=True,
-             thread_descriptor=pb.ThreadDescriptor(pid=20, tid=21, reference_timestamp_us=5),
-             **{k: v for k, v in callstack_interning().items() if k != "sequence_flags"})
-    b.packet(trusted_packet_sequence_id=2, timestamp=1000, streaming_profile_packet=pb.StreamingProfilePacket(
-        callstack_iid=[1, 2, 7], timestamp_delta_us=[10, 5, 1]))
+    b.packet(
+        trusted_packet_sequence_id=2,
+        timestamp=1000,
+        incremental_state_cleared=True,
+        thread_descriptor=pb.ThreadDescriptor(pid=20, tid=21, reference_timestamp_us=5),
+        **{k: v for k, v in callstack_interning().items() if k != "sequence_flags"},
+    )
+    b.packet(
+        trusted_packet_sequence_id=2,
+        timestamp=1000,
+        streaming_profile_packet=pb.StreamingProfilePacket(callstack_iid=[1, 2, 7], timestamp_delta_us=[10, 5, 1]),
+    )
     conn = load(b, tmp_path)
-    rows = conn.execute("SELECT ts, callsite_id, (SELECT tid FROM thread WHERE utid = s.utid) "
-                        "FROM cpu_profile_stack_sample s ORDER BY ts").fetchall()
+    rows = conn.execute(
+        "SELECT ts, callsite_id, (SELECT tid FROM thread WHERE utid = s.utid) "
+        "FROM cpu_profile_stack_sample s ORDER BY ts"
+    ).fetchall()
     # 5us reference, then +10us, +5us; the third callstack is unknown.
     assert [(ts, tid) for ts, _, tid in rows] == [(15_000, 21), (20_000, 21)]
     assert stack(conn, rows[0][1]) == ["main", "work", "read"]
@@ -147,35 +215,67 @@ def test_streaming_profile_samples(tmp_path):
 
 # -- heapprofd ------------------------------------------------------------------------------------------
 
+
 def _heap_dump(ts: int, allocated: int, freed: int, allocs: int, frees: int, index: int) -> dict:
-    return dict(trusted_packet_sequence_id=9, timestamp=ts, profile_packet=pb.ProfilePacket(
-        index=index,
-        strings=[pb.InternedString(iid=1, str=b"malloc_caller"), pb.InternedString(iid=2, str=b"libc.so"),
-                 pb.InternedString(iid=3, str=b"")],
-        mappings=[pb.Mapping(iid=1, build_id=3, start=0, end=0x1000, path_string_ids=[2])],
-        frames=[pb.Frame(iid=1, function_name_id=1, mapping_id=1, rel_pc=0x10)],
-        callstacks=[pb.Callstack(iid=1, frame_ids=[1])],
-        process_dumps=[pb.ProfilePacket.ProcessHeapSamples(
-            pid=30, heap_name="libc.malloc", timestamp=ts, samples=[pb.ProfilePacket.HeapSample(
-                callstack_id=1, self_allocated=allocated, self_freed=freed, alloc_count=allocs,
-                free_count=frees)])]))
+    return dict(
+        trusted_packet_sequence_id=9,
+        timestamp=ts,
+        profile_packet=pb.ProfilePacket(
+            index=index,
+            strings=[
+                pb.InternedString(iid=1, str=b"malloc_caller"),
+                pb.InternedString(iid=2, str=b"libc.so"),
+                pb.InternedString(iid=3, str=b""),
+            ],
+            mappings=[pb.Mapping(iid=1, build_id=3, start=0, end=0x1000, path_string_ids=[2])],
+            frames=[pb.Frame(iid=1, function_name_id=1, mapping_id=1, rel_pc=0x10)],
+            callstacks=[pb.Callstack(iid=1, frame_ids=[1])],
+            process_dumps=[
+                pb.ProfilePacket.ProcessHeapSamples(
+                    pid=30,
+                    heap_name="libc.malloc",
+                    timestamp=ts,
+                    samples=[
+                        pb.ProfilePacket.HeapSample(
+                            callstack_id=1,
+                            self_allocated=allocated,
+                            self_freed=freed,
+                            alloc_count=allocs,
+                            free_count=frees,
+                        )
+                    ],
+                )
+            ],
+        ),
+    )
 
 
 def test_heap_profile_dumps_become_deltas(tmp_path):
     b = TraceBuilder()
-    b.packet(clock_snapshot=pb.ClockSnapshot(clocks=[pb.ClockSnapshot.Clock(clock_id=6, timestamp=0),
-                                                     pb.ClockSnapshot.Clock(clock_id=4, timestamp=0)]))
+    b.packet(
+        clock_snapshot=pb.ClockSnapshot(
+            clocks=[pb.ClockSnapshot.Clock(clock_id=6, timestamp=0), pb.ClockSnapshot.Clock(clock_id=4, timestamp=0)]
+        )
+    )
     b.packet(**_heap_dump(100, 1000, 200, 10, 2, 0))
     b.packet(**_heap_dump(200, 1500, 1200, 15, 12, 1))
     b.packet(**_heap_dump(300, 1400, 1200, 15, 12, 3))  # counts went down: malformed; index 2 missing
     conn = load(b, tmp_path)
     assert conn.execute("SELECT ts, heap_name, count, size FROM heap_profile_allocation ORDER BY id").fetchall() == [
-        (100, "libc.malloc", 10, 1000), (100, "libc.malloc", -2, -200),
-        (200, "libc.malloc", 5, 500), (200, "libc.malloc", -10, -1000)]
+        (100, "libc.malloc", 10, 1000),
+        (100, "libc.malloc", -2, -200),
+        (200, "libc.malloc", 5, 500),
+        (200, "libc.malloc", -10, -1000),
+    ]
     assert conn.execute("SELECT ts, ts_end, dur, heap_name FROM heap_profile ORDER BY id").fetchall() == [
-        (100, 100, 0, "libc.malloc"), (200, 200, 0, "libc.malloc"), (300, 300, 0, "libc.malloc")]
-    assert conn.execute("SELECT DISTINCT upid FROM heap_profile_allocation").fetchall() == conn.execute(
-        "SELECT upid FROM process WHERE pid = 30").fetchall()
+        (100, 100, 0, "libc.malloc"),
+        (200, 200, 0, "libc.malloc"),
+        (300, 300, 0, "libc.malloc"),
+    ]
+    assert (
+        conn.execute("SELECT DISTINCT upid FROM heap_profile_allocation").fetchall()
+        == conn.execute("SELECT upid FROM process WHERE pid = 30").fetchall()
+    )
     assert stat(conn, "heapprofd_malformed_packet") == 1
     assert stat(conn, "heapprofd_missing_packet") == 1
     callsite = conn.execute("SELECT callsite_id FROM heap_profile_allocation LIMIT 1").fetchone()[0]
@@ -184,9 +284,9 @@ def test_heap_profile_dumps_become_deltas(tmp_path):
 
 # -- Java heap graphs -----------------------------------------------------------------------------------
 
+
 def _object(id, type_id, size, refs=(), fields=()):
-    return dict(id=id, type_id=type_id, self_size=size, reference_object_id=list(refs),
-                reference_field_id=list(fields))
+    return dict(id=id, type_id=type_id, self_size=size, reference_object_id=list(refs), reference_field_id=list(fields))
 
 
 def test_heap_graph_objects_classes_references_and_dominators(tmp_path):
@@ -194,24 +294,59 @@ def test_heap_graph_objects_classes_references_and_dominators(tmp_path):
     b.packet(process_tree=pb.ProcessTree(processes=[pb.ProcessTree.Process(pid=40, ppid=1, cmdline=["app"])]))
     # Root 1 → 2 → {3, 4}; 4 → 5; 3 → 5 (so 5 is dominated by 2, not by 3 or 4); 6 is garbage;
     # 7 is only referred to weakly (the referent of a WeakReference, object 8, a second root).
-    b.heap_graph(10, seq_id=5, pid=40, index=0, continued=True, heap_bytes_allocated=4096, objects=[
-        _object(1, 1, 10, [2], [1]), _object(2, 1, 20, [3, 4], [1, 2]), _object(3, 1, 30, [5], [1]),
-    ])
-    b.heap_graph(10, seq_id=5, pid=40, index=1, continued=True, objects=[
-        _object(4, 1, 40, [5], [2]), _object(5, 2, 0), _object(6, 2, 60, [1], [1]), _object(7, 2, 70),
-        _object(8, 3, 80, [7], [3]),
-    ], roots=[dict(root_type=3, object_ids=[1]), dict(root_type=1, object_ids=[8])])
-    b.heap_graph(10, seq_id=5, pid=40, index=2, types=[
-        dict(id=1, class_name=b"com.Node", location_id=1), dict(id=2, class_name=b"byte[]", object_size=50,
-                                                                  kind=4),
-        dict(id=3, class_name=b"java.lang.ref.WeakReference", kind=9)],
-        field_names=[dict(iid=1, str=b"com.Node com.Node.left"), dict(iid=2, str=b"com.Node com.Node.right"),
-                     dict(iid=3, str=b"java.lang.Object java.lang.ref.Reference.referent")],
-        location_names=[dict(iid=1, str=b"base.apk")])
+    b.heap_graph(
+        10,
+        seq_id=5,
+        pid=40,
+        index=0,
+        continued=True,
+        heap_bytes_allocated=4096,
+        objects=[
+            _object(1, 1, 10, [2], [1]),
+            _object(2, 1, 20, [3, 4], [1, 2]),
+            _object(3, 1, 30, [5], [1]),
+        ],
+    )
+    b.heap_graph(
+        10,
+        seq_id=5,
+        pid=40,
+        index=1,
+        continued=True,
+        objects=[
+            _object(4, 1, 40, [5], [2]),
+            _object(5, 2, 0),
+            _object(6, 2, 60, [1], [1]),
+            _object(7, 2, 70),
+            _object(8, 3, 80, [7], [3]),
+        ],
+        roots=[dict(root_type=3, object_ids=[1]), dict(root_type=1, object_ids=[8])],
+    )
+    b.heap_graph(
+        10,
+        seq_id=5,
+        pid=40,
+        index=2,
+        types=[
+            dict(id=1, class_name=b"com.Node", location_id=1),
+            dict(id=2, class_name=b"byte[]", object_size=50, kind=4),
+            dict(id=3, class_name=b"java.lang.ref.WeakReference", kind=9),
+        ],
+        field_names=[
+            dict(iid=1, str=b"com.Node com.Node.left"),
+            dict(iid=2, str=b"com.Node com.Node.right"),
+            dict(iid=3, str=b"java.lang.Object java.lang.ref.Reference.referent"),
+        ],
+        location_names=[dict(iid=1, str=b"base.apk")],
+    )
     conn = load(b, tmp_path)
-    objects = {row[0]: row[1:] for row in conn.execute(
-        "SELECT o.id, c.name, o.self_size, o.reachable, o.root_type FROM heap_graph_object o "
-        "JOIN heap_graph_class c ON c.id = o.type_id")}
+    objects = {
+        row[0]: row[1:]
+        for row in conn.execute(
+            "SELECT o.id, c.name, o.self_size, o.reachable, o.root_type FROM heap_graph_object o "
+            "JOIN heap_graph_class c ON c.id = o.type_id"
+        )
+    }
     assert len(objects) == 8
     by_size = {size: (name, reachable, root) for name, size, reachable, root in objects.values()}
     assert by_size[50] == ("byte[]", 1, None)  # object 5 took its type's size
@@ -219,20 +354,38 @@ def test_heap_graph_objects_classes_references_and_dominators(tmp_path):
     assert by_size[10] == ("com.Node", 1, "ROOT_JAVA_FRAME") and by_size[80][2] == "ROOT_JNI_GLOBAL"
     assert conn.execute("SELECT ts, heap_size, truncated FROM heap_graph").fetchall() == [(10, 4096, 0)]
     assert conn.execute("SELECT location FROM heap_graph_class WHERE name = 'com.Node'").fetchone() == ("base.apk",)
-    assert conn.execute("SELECT field_name, field_type_name FROM heap_graph_reference r JOIN heap_graph_object o "
-                        "ON o.id = r.owner_id WHERE o.self_size = 20 ORDER BY r.id").fetchall() == [
-        ("com.Node.left", "com.Node"), ("com.Node.right", "com.Node")]
-    dominators = {size: (idom_size, retained, count) for size, idom_size, retained, count in conn.execute(
-        "SELECT o.self_size, i.self_size, d.retained_size, d.retained_count FROM heap_graph_dominator d "
-        "JOIN heap_graph_object o ON o.id = d.object_id LEFT JOIN heap_graph_object i ON i.id = d.idom_object_id")}
-    assert dominators == {10: (None, 150, 5), 20: (10, 140, 4), 30: (20, 30, 1), 40: (20, 40, 1),
-                          50: (20, 50, 1), 80: (None, 80, 1)}
+    assert conn.execute(
+        "SELECT field_name, field_type_name FROM heap_graph_reference r JOIN heap_graph_object o "
+        "ON o.id = r.owner_id WHERE o.self_size = 20 ORDER BY r.id"
+    ).fetchall() == [("com.Node.left", "com.Node"), ("com.Node.right", "com.Node")]
+    dominators = {
+        size: (idom_size, retained, count)
+        for size, idom_size, retained, count in conn.execute(
+            "SELECT o.self_size, i.self_size, d.retained_size, d.retained_count FROM heap_graph_dominator d "
+            "JOIN heap_graph_object o ON o.id = d.object_id LEFT JOIN heap_graph_object i ON i.id = d.idom_object_id"
+        )
+    }
+    assert dominators == {
+        10: (None, 150, 5),
+        20: (10, 140, 4),
+        30: (20, 30, 1),
+        40: (20, 40, 1),
+        50: (20, 50, 1),
+        80: (None, 80, 1),
+    }
 
 
 def test_truncated_and_unfinished_heap_graphs(tmp_path):
     b = TraceBuilder()
-    b.heap_graph(10, seq_id=1, pid=50, index=0, continued=True, objects=[_object(1, 1, 8)],
-                 roots=[dict(root_type=3, object_ids=[1])])
+    b.heap_graph(
+        10,
+        seq_id=1,
+        pid=50,
+        index=0,
+        continued=True,
+        objects=[_object(1, 1, 8)],
+        roots=[dict(root_type=3, object_ids=[1])],
+    )
     b.heap_graph(10, seq_id=1, pid=50, index=2, types=[dict(id=1, class_name=b"A")])  # index 1 lost
     b.heap_graph(20, seq_id=2, pid=51, index=0, continued=True, objects=[_object(1, 1, 8, [2], [7])])  # never ends
     conn = load(b, tmp_path)
@@ -303,11 +456,16 @@ def test_collapsed_stacks_import(tmp_path):
     conn = sqlite3.connect(db)
     rows = conn.execute("SELECT callsite_id, value FROM aggregate_sample ORDER BY id").fetchall()
     assert [(stack(conn, c), v) for c, v in rows] == [
-        (["main", "parse", "read"], 42.0), (["main", "parse"], 3.0), (["main", "parse", "read"], 8.0),
-        (["main", "run"], 5.0), (["main"], 2.0)]
+        (["main", "parse", "read"], 42.0),
+        (["main", "parse"], 3.0),
+        (["main", "parse", "read"], 8.0),
+        (["main", "run"], 5.0),
+        (["main"], 2.0),
+    ]
     assert rows[0][0] == rows[2][0]
     assert conn.execute("SELECT scope, sample_type_type, sample_type_unit FROM aggregate_profile").fetchall() == [
-        ("collapsed_stack_file", "samples", "count")]
+        ("collapsed_stack_file", "samples", "count")
+    ]
     assert conn.execute("SELECT DISTINCT name FROM stack_profile_mapping").fetchall() == [("[collapsed_stack]",)]
     assert stat(conn, "collapsed_stack_malformed_line") == 2
 

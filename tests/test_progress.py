@@ -17,8 +17,12 @@ from shared_data import TRACES
 
 PFTRACE = TRACES / "chrome_startup.pftrace"
 JSON = TRACES / "chrome_startup.json.gz"
-PHASES = ["Resolving track dimensions...", "Writing processes, threads and tracks...",
-          "Building indexes and report tables...", "Collecting planner statistics (ANALYZE)..."]
+PHASES = [
+    "Resolving track dimensions...",
+    "Writing processes, threads and tracks...",
+    "Building indexes and report tables...",
+    "Collecting planner statistics (ANALYZE)...",
+]
 
 
 def ingest_command(trace, db, *options: str) -> list[str]:
@@ -63,7 +67,7 @@ def test_terminal_shows_a_bar_per_input_then_the_steps(tmp_path):
     assert int(bar.fullmatch(bars[-1]).group(1)) == 100
     # Each step once, in order, with its duration; then the summary. Nothing else: the
     # tokenizer helper and the writer child (this is a two-process import) print nothing.
-    rest = pieces[len(bars):]
+    rest = pieces[len(bars) :]
     assert [re.sub(r" \d+\.\d s$", "", p) for p in rest[:4]] == PHASES
     assert rest[4:] == [f"{PFTRACE}: proto, {PFTRACE.stat().st_size:,} bytes", f"Wrote {tmp_path / 't.db'}"]
     assert pieces[: len(bars)] == bars
@@ -78,8 +82,10 @@ def test_a_pipe_gets_plain_lines(tmp_path):
     shape = re.compile(r"chrome_startup\.json\.gz: (\d+)% \([\d.]+[kM]?B of 2\.70MB\), \d+\.\d s")
     assert progress and all(shape.fullmatch(line) for line in progress), progress
     assert shape.fullmatch(progress[-1]).group(1) == "100"
-    assert lines[len(progress):] == PHASES + [f"{JSON}: json, {JSON.stat().st_size:,} bytes; stats: misplaced_end_event=1",
-                                              f"Wrote {tmp_path / 't.db'}"]
+    assert lines[len(progress) :] == PHASES + [
+        f"{JSON}: json, {JSON.stat().st_size:,} bytes; stats: misplaced_end_event=1",
+        f"Wrote {tmp_path / 't.db'}",
+    ]
 
 
 def test_quiet_prints_nothing(tmp_path):
@@ -92,5 +98,7 @@ def test_quiet_prints_nothing(tmp_path):
 def test_a_short_ingest_shows_only_its_summary_even_on_a_terminal(tmp_path, demo_trace):
     code, output = run_in_terminal(ingest_command(demo_trace, tmp_path / "t.db"))
     assert code == 0, output
-    assert output.splitlines() == [f"{demo_trace}: proto, {demo_trace.stat().st_size:,} bytes",
-                                   f"Wrote {tmp_path / 't.db'}"]
+    assert output.splitlines() == [
+        f"{demo_trace}: proto, {demo_trace.stat().st_size:,} bytes",
+        f"Wrote {tmp_path / 't.db'}",
+    ]

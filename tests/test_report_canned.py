@@ -28,8 +28,9 @@ async def both(ds: Datasette, db: str, noun: str, view: str, query: str) -> tupl
 
 def test_every_view_over_trace_data_is_a_canned_query():
     registered = canned_queries()
-    views = [(noun, view) for noun, views in NOUNS.items() for view in views.values()
-             if not isinstance(view, NotPresentView)]
+    views = [
+        (noun, view) for noun, views in NOUNS.items() for view in views.values() if not isinstance(view, NotPresentView)
+    ]
     assert len(views) >= 13
     for noun, view in views:
         assert view.canned_sql, f"{noun} {view.name} has no canned_sql"
@@ -59,22 +60,36 @@ def sched(sched_db):
 
 # -- slices ---------------------------------------------------------------------------------------------
 
+
 @pytest.mark.asyncio
-@pytest.mark.parametrize("query", ["", "top=40&sort=count", "thread=Cr*&time=0.5s,1.5s", "pid=100&min_count=5",
-                                   "name=*Task*&min_duration=1ms&sort=max"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "",
+        "top=40&sort=count",
+        "thread=Cr*&time=0.5s,1.5s",
+        "pid=100&min_count=5",
+        "name=*Task*&min_duration=1ms&sort=max",
+    ],
+)
 async def test_slices_table_rows(demo, query):
     report, canned = await both(demo, "demo", "slices", "table", query)
     assert [(r["name"], r["count"], r["total_dur"], r["max_dur"]) for r in canned] == [
-        (r["name"], int(r["count"]), int(r.get("total_dur", 0)), int(r.get("max_dur", 0))) for r in report["rows"]]
+        (r["name"], int(r["count"]), int(r.get("total_dur", 0)), int(r.get("max_dur", 0))) for r in report["rows"]
+    ]
     assert canned and [r["max_ts"] for r in canned] == [int(r["max_instance"]["ts"]) for r in report["rows"]]
 
+
 @pytest.mark.asyncio
-@pytest.mark.parametrize("query, scale", [
-    ("name=Raster", "log"),  # 70us..8.9ms: log-spaced buckets
-    ("name=URLRequest&buckets=7", "linear"),
-    ("name=MessageLoop::RunTask&thread=Cr*&time=0.2s,1.8s&buckets=6", "linear"),
-    ("name=ThreadPool::RunTask&pid=100&min_duration=2ms", "linear"),
-])
+@pytest.mark.parametrize(
+    "query, scale",
+    [
+        ("name=Raster", "log"),  # 70us..8.9ms: log-spaced buckets
+        ("name=URLRequest&buckets=7", "linear"),
+        ("name=MessageLoop::RunTask&thread=Cr*&time=0.2s,1.8s&buckets=6", "linear"),
+        ("name=ThreadPool::RunTask&pid=100&min_duration=2ms", "linear"),
+    ],
+)
 async def test_slices_histogram_buckets(demo, query, scale):
     report, canned = await both(demo, "demo", "slices", "histogram", query)
     assert report["scale"] == scale and {r["scale"] for r in canned} == {scale}
@@ -86,13 +101,21 @@ async def test_slices_histogram_buckets(demo, query, scale):
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("query", ["name=Raster", "name=Raster&time=0.5s,1.2s&buckets=7",
-                                   "name=MessageLoop::RunTask&tid=100&buckets=50", "name=URLRequest&min_duration=50ms"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "name=Raster",
+        "name=Raster&time=0.5s,1.2s&buckets=7",
+        "name=MessageLoop::RunTask&tid=100&buckets=50",
+        "name=URLRequest&min_duration=50ms",
+    ],
+)
 async def test_slices_timeline_buckets(demo, query):
     report, canned = await both(demo, "demo", "slices", "timeline", query)
     assert [(r["start_ts"], r["end_ts"], r["count"], r["total_dur"]) for r in canned] == [
         (int(b["start_ts"]), int(b["end_ts"]), int(b.get("count", 0)), int(b.get("total_dur", 0)))
-        for b in report["buckets"]]
+        for b in report["buckets"]
+    ]
     assert any(r["count"] for r in canned)
 
 
@@ -103,14 +126,16 @@ async def test_slices_inspect_instances(demo, demo_db):
     assert {r["matched"] for r in canned} == {int(report["matched"])} == {39}
     # ts at an instance's start (as report output prints it, to the microsecond): that instance.
     start = demo_db.one("SELECT start_ts FROM trace_bounds")
-    sid, ts, tid = demo_db.rows("SELECT s.id, s.ts, t.tid FROM slice s JOIN thread_track tt ON tt.id = s.track_id "
-                                "JOIN thread t USING (utid) WHERE s.name = 'Raster' ORDER BY s.dur DESC LIMIT 1")[0]
+    sid, ts, tid = demo_db.rows(
+        "SELECT s.id, s.ts, t.tid FROM slice s JOIN thread_track tt ON tt.id = s.track_id "
+        "JOIN thread t USING (utid) WHERE s.name = 'Raster' ORDER BY s.dur DESC LIMIT 1"
+    )[0]
     query = f"name=Raster&ts={offset(ts, start)}&tid={tid}"
     report, canned = await both(demo, "demo", "slices", "inspect", query)
     assert report["matched"] == "1" and int(report["slice"]["id"]) == sid
     assert [(r["id"], r["matched"]) for r in canned] == [(sid, 1)]
     # Without the thread, and in a time range: found from ts alone, or within the range.
-    for query in (f"name=Raster&ts={offset(ts, start)}", f"name=Raster&time=0.3s,1.3s&min_duration=1ms&top=3"):
+    for query in (f"name=Raster&ts={offset(ts, start)}", "name=Raster&time=0.3s,1.3s&min_duration=1ms&top=3"):
         report, canned = await both(demo, "demo", "slices", "inspect", query)
         ids = [int(i["id"]) for i in report["instances"]] if "instances" in report else [int(report["slice"]["id"])]
         assert [r["id"] for r in canned] == ids and {r["matched"] for r in canned} == {int(report["matched"])}
@@ -118,25 +143,46 @@ async def test_slices_inspect_instances(demo, demo_db):
     query = "name=MessageLoop::RunTask&ts=1.025s&process=renderer"
     report, canned = await both(demo, "demo", "slices", "inspect", query)
     at = start + 1_025_000_000
-    running = demo_db.rows("SELECT s.id FROM slice s JOIN thread_track tt ON tt.id = s.track_id JOIN thread t "
-                           "USING (utid) JOIN process p USING (upid) WHERE s.name = 'MessageLoop::RunTask' "
-                           "AND p.name = 'renderer' AND s.ts <= ? AND s.ts + s.dur >= ?", (at, at))
+    running = demo_db.rows(
+        "SELECT s.id FROM slice s JOIN thread_track tt ON tt.id = s.track_id JOIN thread t "
+        "USING (utid) JOIN process p USING (upid) WHERE s.name = 'MessageLoop::RunTask' "
+        "AND p.name = 'renderer' AND s.ts <= ? AND s.ts + s.dur >= ?",
+        (at, at),
+    )
     assert [r["id"] for r in canned] == [int(report["slice"]["id"])] == [running[0][0]]
 
 
 # -- scheduling -----------------------------------------------------------------------------------------
 
+
 @pytest.mark.asyncio
-@pytest.mark.parametrize("query", ["top=50", "time=0.2s,0.4s&top=50", "cpu=1&sort=runnable",
-                                   "group_by=process&sort=sleeping", "pid=1000&sort=name",
-                                   "thread=*Worker*&time=0.5s,1s&min_duration=20ms", "cpu=0&time=0.1s,0.3s&top=3"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "top=50",
+        "time=0.2s,0.4s&top=50",
+        "cpu=1&sort=runnable",
+        "group_by=process&sort=sleeping",
+        "pid=1000&sort=name",
+        "thread=*Worker*&time=0.5s,1s&min_duration=20ms",
+        "cpu=0&time=0.1s,0.3s&top=3",
+    ],
+)
 async def test_scheduling_summary_rows(sched, query):
     report, canned = await both(sched, "sched", "scheduling", "summary", query)
     assert [(r["name"], r["tid"] or 0, r["cpu_time"], r["runnable"], r["sleeping"]) for r in canned] == [
-        (r.get("name", ""), int(r.get("tid", 0)), int(r.get("cpu_time", 0)), int(r.get("runnable", 0)),
-         int(r.get("sleeping", 0))) for r in report["rows"]]
+        (
+            r.get("name", ""),
+            int(r.get("tid", 0)),
+            int(r.get("cpu_time", 0)),
+            int(r.get("runnable", 0)),
+            int(r.get("sleeping", 0)),
+        )
+        for r in report["rows"]
+    ]
     assert canned and [r["percent_of_trace"] for r in canned] == [
-        pytest.approx(r.get("percent_of_trace", 0), abs=0.051) for r in report["rows"]]
+        pytest.approx(r.get("percent_of_trace", 0), abs=0.051) for r in report["rows"]
+    ]
 
 
 @pytest.mark.asyncio
@@ -144,19 +190,26 @@ async def test_scheduling_summary_rows(sched, query):
 async def test_scheduling_timeline_load(sched, query):
     report, canned = await both(sched, "sched", "scheduling", "timeline", query)
     assert [(r["start_ts"], r["busy"]) for r in canned] == [
-        (int(b["start_ts"]), int(b.get("total_dur", 0))) for b in report["buckets"]]
+        (int(b["start_ts"]), int(b.get("total_dur", 0))) for b in report["buckets"]
+    ]
     assert [r["load"] for r in canned] == pytest.approx([b.get("value", 0) for b in report["buckets"]])
     assert any(r["busy"] for r in canned)
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("query", ["tid=1002&ts=0.3s", "thread=Worker-1&ts=0.55s", "tid=1000&ts=0.9s",
-                                   "thread=RenderThread&pid=1000&ts=0.1s"])
+@pytest.mark.parametrize(
+    "query",
+    ["tid=1002&ts=0.3s", "thread=Worker-1&ts=0.55s", "tid=1000&ts=0.9s", "thread=RenderThread&pid=1000&ts=0.1s"],
+)
 async def test_scheduling_inspect_state_at_ts(sched, query):
     report, canned = await both(sched, "sched", "scheduling", "inspect", query)
     (here,) = [r for r in canned if r["at_ts"]]
     assert (here["tid"], here["state"], here["ts"], here["dur"]) == (
-        int(report["tid"]), report["state"], int(report["state_ts"]), int(report["state_dur"]))
+        int(report["tid"]),
+        report["state"],
+        int(report["state_ts"]),
+        int(report["state_dur"]),
+    )
     if here["state"] == "Running":
         assert (here["cpu"], here["end_state"] or "") == (int(report["cpu"]), report.get("end_state", ""))
     if here["state"] in ("S", "D"):  # a sleep: the kernel function it blocked in

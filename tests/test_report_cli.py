@@ -24,14 +24,17 @@ def test_text_json_and_sql(demo_db):
     assert "FROM report_slice_name" in report(db, "slices", "--format", "sql").output
 
 
-@pytest.mark.parametrize("args, message", [
-    (["bogus"], "unknown noun 'bogus'"),
-    (["slices", "pie"], "slices has no view 'pie'"),
-    (["slices", "--top", "x"], "top: expected a whole number, got 'x'"),
-    (["slices", "--time", "1s"], "time: expected START,END"),
-    (["slices", "inspect", "--name", "*"], "matches"),
-    (["scheduling", "inspect"], "needs"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["bogus"], "unknown noun 'bogus'"),
+        (["slices", "pie"], "slices has no view 'pie'"),
+        (["slices", "--top", "x"], "top: expected a whole number, got 'x'"),
+        (["slices", "--time", "1s"], "time: expected START,END"),
+        (["slices", "inspect", "--name", "*"], "matches"),
+        (["scheduling", "inspect"], "needs"),
+    ],
+)
 def test_bad_flags_exit_non_zero_with_the_reason(demo_db, args, message):
     before = demo_db.path.read_bytes()
     result = report(str(demo_db.path), *args)

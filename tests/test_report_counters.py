@@ -7,12 +7,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from conftest import ingest_case
 from datasette.app import Datasette
+from shared_data import CASES
 
 from datasette_perfetto.ingest import ingest_bytes
 from datasette_perfetto.trace_builder import TraceBuilder, process_uuid
-from conftest import ingest_case
-from shared_data import CASES
 
 pytestmark = pytest.mark.web  # served by Datasette: ./dev test runs these on 0.65 and 1.0
 
@@ -32,8 +32,16 @@ def two_process_trace() -> bytes:
     seq.counter_track(103, "mem_peak", parent_uuid=process_uuid(10), unit="bytes")
     seq.counter_track(104, "queue", parent_uuid=main)
     seq.slice_begin(1_000, main, "work")
-    for ts, track, value in [(1_000, 101, 100), (1_000, 102, 1_000), (2_500, 101, 300), (3_000, 103, 7),
-                             (4_000, 104, 1), (4_500, 104, 3), (5_000, 102, 2_000), (9_000, 101, 500)]:
+    for ts, track, value in [
+        (1_000, 101, 100),
+        (1_000, 102, 1_000),
+        (2_500, 101, 300),
+        (3_000, 103, 7),
+        (4_000, 104, 1),
+        (4_500, 104, 3),
+        (5_000, 102, 2_000),
+        (9_000, 101, 500),
+    ]:
         seq.counter(ts, track, value)
     seq.slice_end(11_000, main)
     return b.to_bytes()
@@ -72,6 +80,7 @@ async def get_json(path: Path, url: str) -> dict:
 
 # -- list --------------------------------------------------------------------------------------------
 
+
 @pytest.mark.asyncio
 async def test_list_rows_match_sql_per_track(demo_db):
     data = await get_json(demo_db.path, "/demo/-/report/counters.json")
@@ -80,8 +89,10 @@ async def test_list_rows_match_sql_per_track(demo_db):
     expected = demo_db.rows("""SELECT t.id, t.name, count(*), min(c.value), avg(c.value), max(c.value), p.pid
         FROM counter c JOIN track t ON t.id = c.track_id JOIN process p ON p.id = t.upid
         GROUP BY t.id ORDER BY count(*) DESC, t.name, t.id""")
-    assert [(int(r["track_id"]), r["name"], int(r["count"]), r.get("min", 0), r["avg"], r["max"], int(r["pid"]))
-            for r in rows] == [(i, n, c, lo, pytest.approx(avg), hi, pid) for i, n, c, lo, avg, hi, pid in expected]
+    assert [
+        (int(r["track_id"]), r["name"], int(r["count"]), r.get("min", 0), r["avg"], r["max"], int(r["pid"]))
+        for r in rows
+    ] == [(i, n, c, lo, pytest.approx(avg), hi, pid) for i, n, c, lo, avg, hi, pid in expected]
     assert rows[0]["scope"] == "process renderer [200]" and rows[0]["unit"] == "bytes"
     assert data["counters_list"]["total_rows"] == "5"  # with the two displays' RefreshRate and the phone's
 
@@ -101,9 +112,11 @@ async def test_list_scope_and_time_count_samples_in_range(demo_db):
     data = await get_json(demo_db.path, "/demo/-/report/counters.json?pid=100&time=0.5s,1s")
     (row,) = data["counters_list"]["rows"]
     start = demo_db.one("SELECT start_ts FROM trace_bounds")
-    count, lo, hi = demo_db.rows("""SELECT count(*), min(value), max(value) FROM counter c JOIN track t ON
+    count, lo, hi = demo_db.rows(
+        """SELECT count(*), min(value), max(value) FROM counter c JOIN track t ON
         t.id = c.track_id WHERE t.name = 'IPCMessagesSent' AND ts >= ? AND ts < ?""",
-                                 (start + 500_000_000, start + 1_000_000_000))[0]
+        (start + 500_000_000, start + 1_000_000_000),
+    )[0]
     assert (row["name"], int(row["count"]), row["min"], row["max"]) == ("IPCMessagesSent", count, lo, hi)
     assert 0 < count < 20
 
@@ -119,6 +132,7 @@ async def test_sql_shown_is_the_sql_run(demo_db):
 
 # -- timeline ---------------------------------------------------------------------------------------
 
+
 @pytest.mark.asyncio
 async def test_timeline_buckets_match_sql(demo_db):
     data = await get_json(demo_db.path, "/demo/-/report/counters/timeline.json?name=MemoryUsage&buckets=10")
@@ -129,8 +143,11 @@ async def test_timeline_buckets_match_sql(demo_db):
     for b in tl["buckets"]:
         lo, hi = int(b["start_ts"]), int(b["end_ts"])
         last = hi == end  # the last bucket holds a sample at the very end of the trace
-        count, avg = demo_db.rows(f"""SELECT count(*), avg(value) FROM counter c JOIN track t ON t.id = c.track_id
-            WHERE t.name = 'MemoryUsage' AND ts >= ? AND ts {'<=' if last else '<'} ?""", (lo, hi))[0]
+        count, avg = demo_db.rows(
+            f"""SELECT count(*), avg(value) FROM counter c JOIN track t ON t.id = c.track_id
+            WHERE t.name = 'MemoryUsage' AND ts >= ? AND ts {"<=" if last else "<"} ?""",
+            (lo, hi),
+        )[0]
         assert int(b.get("count", 0)) == count == 4
         assert b["value"] == pytest.approx(avg)
         assert b["min"] <= b["value"] <= b["max"]
@@ -158,30 +175,40 @@ async def test_timeline_holds_values_and_combines_tracks(synth):
 
 @pytest.mark.asyncio
 async def test_timeline_html_draws_a_labelled_chart(demo_db):
-    page = (await Datasette([str(demo_db.path)]).client.get(
-        "/demo/-/report/counters/timeline?name=MemoryUsage&buckets=10")).text
+    page = (
+        await Datasette([str(demo_db.path)]).client.get("/demo/-/report/counters/timeline?name=MemoryUsage&buckets=10")
+    ).text
     assert "<svg" in page and "MemoryUsage over time" in page and "(linear scale" in page
     assert "154.0M" in page  # the first bucket's average: (151.4M + ... ) / 4, as checked against SQL above
 
 
 # -- histogram ----------------------------------------------------------------------------------------
 
+
 @pytest.mark.asyncio
 async def test_histogram_counts_and_percentiles_match_sql(demo_db):
     data = await get_json(demo_db.path, "/demo/-/report/counters/histogram.json?name=IPCMessagesSent&buckets=4")
     h = data["counters_histogram"]
-    values = [r[0] for r in demo_db.rows("""SELECT value FROM counter c JOIN track t ON t.id = c.track_id
-        WHERE t.name = 'IPCMessagesSent' ORDER BY value""")]
+    values = [
+        r[0]
+        for r in demo_db.rows("""SELECT value FROM counter c JOIN track t ON t.id = c.track_id
+        WHERE t.name = 'IPCMessagesSent' ORDER BY value""")
+    ]
     assert h["scale"] == "linear"  # 0 .. 228 includes zero: no log buckets
     assert [(b.get("low", 0), b["high"]) for b in h["buckets"]] == [(0, 57), (57, 114), (114, 171), (171, 228)]
-    expected = [sum(1 for v in values if lo <= v < hi or (hi == 228 and v == 228)) for lo, hi in
-                [(0, 57), (57, 114), (114, 171), (171, 228)]]
+    expected = [
+        sum(1 for v in values if lo <= v < hi or (hi == 228 and v == 228))
+        for lo, hi in [(0, 57), (57, 114), (114, 171), (171, 228)]
+    ]
     assert [int(b.get("count", 0)) for b in h["buckets"]] == expected and sum(expected) == 20
     stats = h["stats"]
     n = len(values)
     assert (stats.get("min", 0), stats["max"], stats["avg"]) == (values[0], values[-1], pytest.approx(sum(values) / n))
-    assert (stats["p50"], stats["p95"], stats["p99"]) == (values[round(0.5 * (n - 1))], values[round(0.95 * (n - 1))],
-                                                         values[round(0.99 * (n - 1))])
+    assert (stats["p50"], stats["p95"], stats["p99"]) == (
+        values[round(0.5 * (n - 1))],
+        values[round(0.95 * (n - 1))],
+        values[round(0.99 * (n - 1))],
+    )
 
 
 @pytest.mark.asyncio
@@ -203,14 +230,18 @@ async def test_histogram_uses_log_buckets_for_values_spanning_orders_of_magnitud
 
 # -- inspect ------------------------------------------------------------------------------------------
 
+
 @pytest.mark.asyncio
 async def test_inspect_value_at_ts_is_the_last_sample_at_or_before_it(demo_db):
     start = demo_db.one("SELECT start_ts FROM trace_bounds")
     ts = start + 1_000_000_000
     data = await get_json(demo_db.path, "/demo/-/report/counters/inspect.json?name=MemoryUsage&ts=1s")
     i = data["counters_inspect"]
-    at_ts, at_value = demo_db.rows("""SELECT ts, value FROM counter c JOIN track t ON t.id = c.track_id
-        WHERE t.name = 'MemoryUsage' AND ts <= ? ORDER BY ts DESC LIMIT 1""", (ts,))[0]
+    at_ts, at_value = demo_db.rows(
+        """SELECT ts, value FROM counter c JOIN track t ON t.id = c.track_id
+        WHERE t.name = 'MemoryUsage' AND ts <= ? ORDER BY ts DESC LIMIT 1""",
+        (ts,),
+    )[0]
     assert i["has_value_at_ts"] and (int(i["ts"]), i["value_at_ts"], int(i["value_ts"])) == (ts, at_value, at_ts)
     (first, first_ts), (last, last_ts) = demo_db.rows("""SELECT * FROM (SELECT value, ts FROM counter c JOIN track t
         ON t.id = c.track_id WHERE t.name = 'MemoryUsage' ORDER BY ts LIMIT 1) UNION ALL SELECT * FROM (SELECT value,
@@ -223,8 +254,9 @@ async def test_inspect_value_at_ts_is_the_last_sample_at_or_before_it(demo_db):
     # The samples around ts: five at or before it, five after, in time order.
     around = [int(s["ts"]) for s in i["samples"]]
     assert len(around) == 10 and around == sorted(around) and around[4] == at_ts and around[5] > ts
-    text = (await Datasette([str(demo_db.path)]).client.get(
-        "/demo/-/report/counters/inspect.txt?name=MemoryUsage&ts=1s")).text
+    text = (
+        await Datasette([str(demo_db.path)]).client.get("/demo/-/report/counters/inspect.txt?name=MemoryUsage&ts=1s")
+    ).text
     assert f"{int(at_value):,} bytes (sampled at" in text and "<- value at ts" in text
 
 
@@ -242,7 +274,9 @@ async def test_inspect_lists_each_track_when_several_match(synth):
     narrow = [s for s in data["next_steps"] if "inspect" in s["url"]]
     assert narrow and "pid=" in narrow[0]["url"]
     page = (await Datasette([str(synth)]).client.get("/synth/-/report/counters/inspect?name=mem&ts=1.5us")).text
-    assert "mem: 2 tracks" in page and 'href="/synth/-/report/counters/inspect?ts=1.5us&amp;name=mem&amp;pid=10"' in page
+    assert (
+        "mem: 2 tracks" in page and 'href="/synth/-/report/counters/inspect?ts=1.5us&amp;name=mem&amp;pid=10"' in page
+    )
 
 
 @pytest.mark.asyncio
@@ -255,26 +289,36 @@ async def test_cpu_counters_from_a_real_trace(cpufreq):
     i = data["counters_inspect"]
     assert (i["value_at_ts"], int(i["value_ts"]), i["delta"]) == (4000, 1001, 1000)
     assert [t["track"]["scope"] for t in i["tracks"]] == ["cpu 1"]
-    assert sql(cpufreq, "SELECT value FROM counter c JOIN cpu_counter_track t ON t.id = c.track_id "
-                        "WHERE t.cpu = 1 AND c.ts <= 1001 ORDER BY c.ts DESC LIMIT 1") == [(4000.0,)]
+    assert sql(
+        cpufreq,
+        "SELECT value FROM counter c JOIN cpu_counter_track t ON t.id = c.track_id "
+        "WHERE t.cpu = 1 AND c.ts <= 1001 ORDER BY c.ts DESC LIMIT 1",
+    ) == [(4000.0,)]
     data = await get_json(cpufreq, "/cpufreq/-/report/counters/histogram.json?name=cpufreq&cpu=2")
     assert int(data["counters_histogram"]["stats"]["count"]) == 1
 
 
 # -- errors -------------------------------------------------------------------------------------------
 
+
 @pytest.mark.asyncio
-@pytest.mark.parametrize("url, message, options", [
-    ("/synth/-/report/counters/timeline.json?name=mem*", "'mem*' matches 2 counter names", ["mem", "mem_peak"]),
-    ("/synth/-/report/counters/inspect.json?name=nope", "no counter matches 'nope'", ["mem", "mem_peak", "queue"]),
-    ("/synth/-/report/counters/histogram.json?name=queue&pid=20", "no counter matches 'queue' in this scope",
-     ["mem"]),
-    ("/synth/-/report/counters/histogram.json", "counters histogram needs name", []),
-    ("/synth/-/report/counters/timeline.json?name=mem&sort=count", "counters timeline does not take sort", None),
-    ("/synth/-/report/counters/inspect.json?name=mem&ts=soon", "ts: expected a time", []),
-    ("/synth/-/report/counters.json?sort=colour", "sort: 'colour' is not a sort key of counters list", None),
-    ("/synth/-/report/counters/timeline.json?name=mem&buckets=0", "buckets: must be between 1", []),
-])
+@pytest.mark.parametrize(
+    "url, message, options",
+    [
+        ("/synth/-/report/counters/timeline.json?name=mem*", "'mem*' matches 2 counter names", ["mem", "mem_peak"]),
+        ("/synth/-/report/counters/inspect.json?name=nope", "no counter matches 'nope'", ["mem", "mem_peak", "queue"]),
+        (
+            "/synth/-/report/counters/histogram.json?name=queue&pid=20",
+            "no counter matches 'queue' in this scope",
+            ["mem"],
+        ),
+        ("/synth/-/report/counters/histogram.json", "counters histogram needs name", []),
+        ("/synth/-/report/counters/timeline.json?name=mem&sort=count", "counters timeline does not take sort", None),
+        ("/synth/-/report/counters/inspect.json?name=mem&ts=soon", "ts: expected a time", []),
+        ("/synth/-/report/counters.json?sort=colour", "sort: 'colour' is not a sort key of counters list", None),
+        ("/synth/-/report/counters/timeline.json?name=mem&buckets=0", "buckets: must be between 1", []),
+    ],
+)
 async def test_bad_requests_are_400_with_a_json_error(synth, url, message, options):
     response = await Datasette([str(synth)]).client.get(url)
     assert response.status_code == 400
@@ -295,9 +339,13 @@ async def test_error_page_lists_the_choices(synth):
 async def test_every_link_on_counter_pages_works(synth):
     ds = Datasette([str(synth)])
     seen: set[str] = set()
-    pages = ["/synth/-/report/counters", "/synth/-/report/counters/timeline?name=mem",
-             "/synth/-/report/counters/histogram?name=mem&pid=10", "/synth/-/report/counters/inspect?name=mem",
-             "/synth/-/report/counters/inspect?name=queue&ts=3.5us"]
+    pages = [
+        "/synth/-/report/counters",
+        "/synth/-/report/counters/timeline?name=mem",
+        "/synth/-/report/counters/histogram?name=mem&pid=10",
+        "/synth/-/report/counters/inspect?name=mem",
+        "/synth/-/report/counters/inspect?name=queue&ts=3.5us",
+    ]
     for page in pages:
         html = (await ds.client.get(page)).text
         for href in re.findall(r'href="(/synth/-/report[^"]*)"', html):
@@ -326,7 +374,8 @@ async def test_series_canned_queries_agree_with_the_reports(demo_db):
     report = (await ds.client.get(f"/demo/-/report/counters/timeline.json?{query}")).json()["counters_timeline"]
     canned = (await ds.client.get(f"/demo/counters_timeline.json?_shape=array&{query}")).json()
     assert [(r["bucket"], r["count"], r["avg"]) for r in canned] == [
-        (i, int(b["count"]), pytest.approx(b["value"])) for i, b in enumerate(report["buckets"]) if b.get("count")]
+        (i, int(b["count"]), pytest.approx(b["value"])) for i, b in enumerate(report["buckets"]) if b.get("count")
+    ]
     report = (await ds.client.get(f"/demo/-/report/counters/histogram.json?{query}")).json()["counters_histogram"]
     canned = (await ds.client.get(f"/demo/counters_histogram.json?_shape=array&{query}")).json()
     assert report["scale"] == "linear"
@@ -334,5 +383,8 @@ async def test_series_canned_queries_agree_with_the_reports(demo_db):
     query = "name=MemoryUsage&ts=1s"
     report = (await ds.client.get(f"/demo/-/report/counters/inspect.json?{query}")).json()["counters_inspect"]
     (row,) = (await ds.client.get(f"/demo/counters_inspect.json?_shape=array&{query}")).json()
-    assert (row["value_at_ts"], row["count"], row["delta"]) == (report["value_at_ts"], int(report["stats"]["count"]),
-                                                               report["delta"])
+    assert (row["value_at_ts"], row["count"], row["delta"]) == (
+        report["value_at_ts"],
+        int(report["stats"]["count"]),
+        report["delta"],
+    )

@@ -18,8 +18,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import datasette_with, sql_path
 from datasette.app import Datasette
 from datasette.cli import cli
+from diff_traces import build_diff_trace
+from shared_data import TRACES
+from test_report_golden import case_id, check_golden, check_json
 
 from datasette_perfetto.functions import register_functions
 from datasette_perfetto.ingest import ingest
@@ -28,11 +32,6 @@ from datasette_perfetto.report.diff import accepted_labels, run_diff
 from datasette_perfetto.report.engine import run_report
 from datasette_perfetto.report.render import to_json, to_sql, to_text
 from datasette_perfetto.report.scope import ReportError
-from conftest import datasette_with, sql_path
-
-from diff_traces import build_diff_trace
-from test_report_golden import case_id, check_golden, check_json
-from shared_data import TRACES
 
 PYTORCH = TRACES / "pytorch_ddp"
 
@@ -90,8 +89,17 @@ def connect(path: Path) -> sqlite3.Connection:
 def diff(pair, noun="", view="", **flags):
     base, target = (connect(p) for p in pair)
     try:
-        return run_diff(target, base, noun, view, {**flags, "baseline": "base.db"}, Linker(None, "target.db"),
-                        Linker(None, "base.db"), "target.db", "base.db")
+        return run_diff(
+            target,
+            base,
+            noun,
+            view,
+            {**flags, "baseline": "base.db"},
+            Linker(None, "target.db"),
+            Linker(None, "base.db"),
+            "target.db",
+            "base.db",
+        )
     finally:
         base.close()
         target.close()
@@ -99,8 +107,7 @@ def diff(pair, noun="", view="", **flags):
 
 def lines_of(text: str) -> dict[str, list[str]]:
     """Table rows by their first cell, split on the column gaps."""
-    return {cells[0]: cells for cells in (line.strip().split("   ") for line in text.splitlines())
-            if len(cells) > 2}
+    return {cells[0]: cells for cells in (line.strip().split("   ") for line in text.splitlines()) if len(cells) > 2}
 
 
 def cells(row: list[str]) -> list[str]:
@@ -108,6 +115,7 @@ def cells(row: list[str]) -> list[str]:
 
 
 # -- goldens --------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("case", DEMO_CASES, ids=case_id)
 def test_demo_diff_text_matches_golden(demo_pair, case):
@@ -127,21 +135,40 @@ def test_sched_diff_text_matches_golden(sched_pair, case):
 
 # -- what a diff says -----------------------------------------------------------------------------
 
+
 def test_slices_diff_text_marks_every_known_difference(demo_pair):
     text = to_text(diff(demo_pair, "slices", "table"))
     assert text.startswith("[target target.db 2.4s | baseline base.db 2s | full trace | 4 processes]\n")
     rows = lines_of(text)
-    assert cells(rows["BitmapDecode"]) == ["BitmapDecode", "(absent)", "120ms", "+120ms", "(absent)", "4", "+4",
-                                           "added"]
-    assert cells(rows["LegacyDecode"]) == ["LegacyDecode", "60ms", "(absent)", "-60ms", "3", "(absent)", "-3",
-                                           "removed"]
+    assert cells(rows["BitmapDecode"]) == [
+        "BitmapDecode",
+        "(absent)",
+        "120ms",
+        "+120ms",
+        "(absent)",
+        "4",
+        "+4",
+        "added",
+    ]
+    assert cells(rows["LegacyDecode"]) == [
+        "LegacyDecode",
+        "60ms",
+        "(absent)",
+        "-60ms",
+        "3",
+        "(absent)",
+        "-3",
+        "removed",
+    ]
     assert cells(rows["Raster"]) == ["Raster", "144ms", "204ms", "+60ms", "50", "50", "0", "+42%"]
     # Ranked by the absolute duration delta: +120ms, -60ms, +60ms (tie broken by the count delta), then the rest.
     names = [line.split()[0] for line in text.splitlines()[4:7]]
     assert names == ["BitmapDecode", "LegacyDecode", "Raster"]
     assert "49 slice names: 1 added, 1 removed, 1 changed, 46 unchanged; by dur delta" in text
-    assert ("* the baseline trace is 18% shorter than the target's (2s vs 2.4s); deltas are raw, not normalized: "
-            "datasette perfetto report base.db slices table") in text
+    assert (
+        "* the baseline trace is 18% shorter than the target's (2s vs 2.4s); deltas are raw, not normalized: "
+        "datasette perfetto report base.db slices table"
+    ) in text
     assert "* 39 more slice names below top 10; rerun with top=50" in text
     # Links to the two single-trace reports.
     assert "\n      datasette perfetto report target.db slices table\n" in text
@@ -154,8 +181,12 @@ def test_slices_diff_json_deltas_match_sql_on_each_database(demo_pair):
     sides = []
     for path in demo_pair:
         conn = sqlite3.connect(path)
-        sides.append({name: (n, total) for name, n, total in conn.execute(
-            "SELECT name, count(*), sum(max(dur, 0)) FROM slice GROUP BY name")})
+        sides.append(
+            {
+                name: (n, total)
+                for name, n, total in conn.execute("SELECT name, count(*), sum(max(dur, 0)) FROM slice GROUP BY name")
+            }
+        )
         conn.close()
     base, target = sides
     rows = data["slices_table_diff"]["rows"]
@@ -164,17 +195,34 @@ def test_slices_diff_json_deltas_match_sql_on_each_database(demo_pair):
         b, t = base.get(r["name"], (0, 0)), target.get(r["name"], (0, 0))
         assert int(r.get("count_delta", 0)) == t[0] - b[0], r["name"]
         assert int(r.get("total_dur_delta", 0)) == t[1] - b[1], r["name"]
-        expected = ("added" if r["name"] not in base else "removed" if r["name"] not in target
-                    else "changed" if b != t else "unchanged")
+        expected = (
+            "added"
+            if r["name"] not in base
+            else "removed"
+            if r["name"] not in target
+            else "changed"
+            if b != t
+            else "unchanged"
+        )
         assert r["change"] == expected, r["name"]
         assert ("baseline" in r) == (r["name"] in base) and ("target" in r) == (r["name"] in target)
     by_name = {r["name"]: r for r in rows}
     assert by_name["Raster"]["total_dur_delta"] == "60000000" and "count_delta" not in by_name["Raster"]
     assert by_name["LegacyDecode"]["baseline"]["total_dur"] == "60000000"
     summary = data["slices_table_diff"]["summary"]
-    assert summary == {"sort": "dur", "sort_column": "total_dur", "total_rows": "49", "added": "1", "removed": "1",
-                       "changed": "1", "unchanged": "46", "baseline_total_rows": "48", "target_total_rows": "48",
-                       "baseline_joined_rows": "48", "target_joined_rows": "48"}
+    assert summary == {
+        "sort": "dur",
+        "sort_column": "total_dur",
+        "total_rows": "49",
+        "added": "1",
+        "removed": "1",
+        "changed": "1",
+        "unchanged": "46",
+        "baseline_total_rows": "48",
+        "target_total_rows": "48",
+        "baseline_joined_rows": "48",
+        "target_joined_rows": "48",
+    }
     # Both traces described; each side's queries ran on its own database.
     assert data["context"]["database"] == "target.db" and data["baseline"]["database"] == "base.db"
     assert data["context"]["trace"] == "target.pftrace" and data["baseline"]["trace"] == "base.pftrace"
@@ -230,7 +278,8 @@ def test_overview_diff_is_a_digest_of_movements(demo_pair):
     overview = data["overview_diff"]
     assert [r["name"] for r in overview["slices"]["rows"]] == ["BitmapDecode", "LegacyDecode", "Raster"]
     assert [(r["name"], r["owner"], r["change"]) for r in overview["counters"]["rows"]] == [
-        ("DecodeQueueDepth", "process browser", "added")]
+        ("DecodeQueueDepth", "process browser", "added")
+    ]
     assert [(r["name"], r["slice_count_delta"]) for r in overview["processes"]["rows"]] == [("browser", "1")]
     assert overview["processes"]["summary"]["sort"] == "cpu"  # the demo's scheduling data, on both sides
     # The same schedule on both sides: no CPU time moved; every thread sleeps through the target's extra time.
@@ -250,27 +299,43 @@ def test_sql_rendering_lists_both_sides(demo_pair):
 def test_identical_traces_diff_to_unchanged(demo_pair):
     base = connect(demo_pair[0])
     again = connect(demo_pair[0])
-    data = to_json(run_diff(again, base, "slices", "table", {"baseline": "base.db"}, Linker(None, "base.db"),
-                            Linker(None, "base.db"), "base.db", "base.db"))
+    data = to_json(
+        run_diff(
+            again,
+            base,
+            "slices",
+            "table",
+            {"baseline": "base.db"},
+            Linker(None, "base.db"),
+            Linker(None, "base.db"),
+            "base.db",
+            "base.db",
+        )
+    )
     summary = data["slices_table_diff"]["summary"]
     assert summary["unchanged"] == summary["total_rows"] == "48"
     assert not any(f["text"].startswith("the baseline") for f in data.get("footnotes", []))
 
 
-@pytest.mark.parametrize("noun, view, flags", [
-    ("slices", "histogram", {"name": "Raster"}),
-    ("slices", "timeline", {"name": "Raster"}),
-    ("slices", "inspect", {"name": "Raster"}),
-    ("counters", "timeline", {"name": "MemoryUsage"}),
-    ("scheduling", "inspect", {"tid": "1", "ts": "1s"}),
-    ("stack-samples", "top-down", {}),
-])
+@pytest.mark.parametrize(
+    "noun, view, flags",
+    [
+        ("slices", "histogram", {"name": "Raster"}),
+        ("slices", "timeline", {"name": "Raster"}),
+        ("slices", "inspect", {"name": "Raster"}),
+        ("counters", "timeline", {"name": "MemoryUsage"}),
+        ("scheduling", "inspect", {"tid": "1", "ts": "1s"}),
+        ("stack-samples", "top-down", {}),
+    ],
+)
 def test_views_without_a_diff_reject_baseline(demo_pair, noun, view, flags):
     with pytest.raises(ReportError) as e:
         diff(demo_pair, noun, view, **flags)
-    assert e.value.message.startswith(f"{noun} {view} does not take baseline; views that compare against a "
-                                      "baseline: overview, processes table, tracks table, slices table, "
-                                      "scheduling summary, counters list")
+    assert e.value.message.startswith(
+        f"{noun} {view} does not take baseline; views that compare against a "
+        "baseline: overview, processes table, tracks table, slices table, "
+        "scheduling summary, counters list"
+    )
     assert e.value.param == "baseline" and e.value.options == accepted_labels()
 
 
@@ -293,6 +358,7 @@ def test_run_report_alone_refuses_baseline(demo_db):
 
 
 # -- pages ------------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def pair_ds(demo_pair):
@@ -327,8 +393,14 @@ async def test_diff_page_html(pair_ds):
 @pytest.mark.web
 @pytest.mark.asyncio
 async def test_every_table_view_has_a_baseline_picker(pair_ds):
-    for path in ("/target/-/report", "/target/-/report/processes", "/target/-/report/tracks",
-                 "/target/-/report/slices", "/target/-/report/scheduling", "/target/-/report/counters"):
+    for path in (
+        "/target/-/report",
+        "/target/-/report/processes",
+        "/target/-/report/tracks",
+        "/target/-/report/slices",
+        "/target/-/report/scheduling",
+        "/target/-/report/counters",
+    ):
         page = (await pair_ds.client.get(path + "?top=3")).text
         assert '<select name="baseline">' in page and '<option value="base">base</option>' in page, path
         assert '<input type="hidden" name="top" value="3">' in page, path
@@ -354,16 +426,23 @@ async def test_diff_json_and_text_over_http(pair_ds):
 
 @pytest.mark.web
 @pytest.mark.asyncio
-@pytest.mark.parametrize("path, message", [
-    ("/target/-/report/slices/histogram.json?name=Raster&baseline=base",
-     "slices histogram does not take baseline; views that compare against a baseline: overview, processes table"),
-    ("/target/-/report/stack-samples/top-down.json?baseline=base", "stack-samples top-down does not take baseline"),
-    ("/target/-/report/slices.json?baseline=nope",
-     "baseline: no database named 'nope' is served; trace databases: base"),
-    ("/target/-/report/slices.json?baseline=plain", "plain is not a trace database"),
-    ("/target/-/report/slices.json?baseline=base&baseline=target", "baseline: given more than once"),
-    ("/target/-/report/tracks.json?baseline=base&sort=type", "'type' is not a sort key of a tracks table diff"),
-])
+@pytest.mark.parametrize(
+    "path, message",
+    [
+        (
+            "/target/-/report/slices/histogram.json?name=Raster&baseline=base",
+            "slices histogram does not take baseline; views that compare against a baseline: overview, processes table",
+        ),
+        ("/target/-/report/stack-samples/top-down.json?baseline=base", "stack-samples top-down does not take baseline"),
+        (
+            "/target/-/report/slices.json?baseline=nope",
+            "baseline: no database named 'nope' is served; trace databases: base",
+        ),
+        ("/target/-/report/slices.json?baseline=plain", "plain is not a trace database"),
+        ("/target/-/report/slices.json?baseline=base&baseline=target", "baseline: given more than once"),
+        ("/target/-/report/tracks.json?baseline=base&sort=type", "'type' is not a sort key of a tracks table diff"),
+    ],
+)
 async def test_bad_diff_requests_are_400(demo_pair, tmp_path, path, message):
     plain = tmp_path / "plain.db"
     sqlite3.connect(plain).execute("CREATE TABLE t (x)")
@@ -422,10 +501,31 @@ async def test_sql_links_of_each_side_follow_that_database_permission(demo_pair)
 async def test_fuzzed_diff_parameters_never_500(pair_ds):
     rng = random.Random(11)
     alphabet = string.printable + "µé\u202e"
-    paths = ["/target/-/report", "/target/-/report/processes", "/target/-/report/tracks", "/target/-/report/slices",
-             "/target/-/report/scheduling", "/target/-/report/counters", "/target/-/report/slices/inspect"]
-    flags = ["pid", "process", "tid", "thread", "track", "cpu", "time", "name", "min_duration", "min_count", "sort",
-             "top", "group_by", "baseline"]
+    paths = [
+        "/target/-/report",
+        "/target/-/report/processes",
+        "/target/-/report/tracks",
+        "/target/-/report/slices",
+        "/target/-/report/scheduling",
+        "/target/-/report/counters",
+        "/target/-/report/slices/inspect",
+    ]
+    flags = [
+        "pid",
+        "process",
+        "tid",
+        "thread",
+        "track",
+        "cpu",
+        "time",
+        "name",
+        "min_duration",
+        "min_count",
+        "sort",
+        "top",
+        "group_by",
+        "baseline",
+    ]
     for _ in range(80):
         path = rng.choice(paths) + rng.choice(["", ".json", ".txt", ".sql"])
         flag = rng.choice(flags)
@@ -436,6 +536,7 @@ async def test_fuzzed_diff_parameters_never_500(pair_ds):
 
 
 # -- command line -----------------------------------------------------------------------------------
+
 
 def test_cli_diff_exits_zero_in_text_and_json(demo_pair):
     base, target = (str(p) for p in demo_pair)
@@ -451,32 +552,57 @@ def test_cli_diff_exits_zero_in_text_and_json(demo_pair):
 def test_cli_diff_runs_without_a_server_and_exits_zero(demo_pair):
     """What a CI step runs: the installed command, its exit status, its output as an artifact."""
     base, target = (str(p) for p in demo_pair)
-    done = subprocess.run([sys.executable, "-c", "from datasette.cli import cli; cli()", "perfetto", "report",
-                           "--baseline", base, target, "--format", "json"], capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from datasette.cli import cli; cli()",
+            "perfetto",
+            "report",
+            "--baseline",
+            base,
+            target,
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["overview_diff"]["slices"]["summary"]["added"] == "1"
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--baseline", "{missing}", "{target}"], "baseline: {missing}: no such database file"),
-    (["--baseline", "{junk}", "{target}", "slices"], "{junk}: not a trace database (file is not a database)"),
-    (["--baseline", "{plain}", "{target}"], "{plain} is not a trace database"),
-    (["--baseline", "{base}", "{target}", "slices", "histogram", "--name", "Raster"],
-     "slices histogram does not take baseline"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--baseline", "{missing}", "{target}"], "baseline: {missing}: no such database file"),
+        (["--baseline", "{junk}", "{target}", "slices"], "{junk}: not a trace database (file is not a database)"),
+        (["--baseline", "{plain}", "{target}"], "{plain} is not a trace database"),
+        (
+            ["--baseline", "{base}", "{target}", "slices", "histogram", "--name", "Raster"],
+            "slices histogram does not take baseline",
+        ),
+    ],
+)
 def test_cli_diff_errors_exit_non_zero(demo_pair, tmp_path, args, message):
     junk, plain = tmp_path / "junk.db", tmp_path / "plain.db"
     junk.write_text("not a database at all" * 100)
     sqlite3.connect(plain).execute("CREATE TABLE t (x)")
-    names = {"missing": str(tmp_path / "missing.db"), "junk": str(junk), "plain": str(plain),
-             "base": str(demo_pair[0]), "target": str(demo_pair[1])}
+    names = {
+        "missing": str(tmp_path / "missing.db"),
+        "junk": str(junk),
+        "plain": str(plain),
+        "base": str(demo_pair[0]),
+        "target": str(demo_pair[1]),
+    }
     result = CliRunner().invoke(cli, ["perfetto", "report", *(a.format(**names) for a in args)])
     assert result.exit_code == 1
     assert message.format(**names) in result.output
 
 
 # -- the PyTorch ranks --------------------------------------------------------------------------------
+
 
 def test_pytorch_ranks_diff_reads_sensibly(tmp_path):
     dbs = []

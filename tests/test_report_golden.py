@@ -47,9 +47,15 @@ CASES = [
     ("counters", "histogram", {"name": "IPCMessagesSent"}),
     ("counters", "inspect", {"name": "MemoryUsage", "ts": "1s"}),
     ("counters", "inspect", {"name": "IPC*", "time": "0.5s,1.5s"}),
-    *[(noun, view, {}) for noun, views in (("stack-samples", ("functions", "top-down", "bottom-up")),
-                                           ("heap-profile", ("functions", "top-down", "bottom-up")),
-                                           ("heap-dump", ("types",))) for view in views],
+    *[
+        (noun, view, {})
+        for noun, views in (
+            ("stack-samples", ("functions", "top-down", "bottom-up")),
+            ("heap-profile", ("functions", "top-down", "bottom-up")),
+            ("heap-dump", ("types",)),
+        )
+        for view in views
+    ],
 ]
 
 

@@ -7,13 +7,13 @@ import sqlite3
 import string
 
 import pytest
+from conftest import datasette_with, query_names, sql_path
 from datasette.app import Datasette
 
 from datasette_perfetto.ingest import ingest_bytes
 from datasette_perfetto.report.canned import canned_queries
 from datasette_perfetto.report.views import NOUNS
 from datasette_perfetto.trace_builder import TraceBuilder
-from conftest import datasette_with, query_names, sql_path
 
 pytestmark = pytest.mark.web  # served by Datasette: ./dev test runs these on 0.65 and 1.0
 
@@ -22,7 +22,7 @@ def hostile_trace() -> bytes:
     b = TraceBuilder()
     seq = b.sequence(1)
     seq.process(10, "<script>alert('p')</script>")
-    track = seq.thread(10, 12, 'w"orker\' & <b>')
+    track = seq.thread(10, 12, "w\"orker' & <b>")
     long_name = "x" * 3000
     seq.slice_begin(1_000, track, "<img src=x onerror=alert(1)>")
     seq.slice_end(2_000, track)
@@ -42,7 +42,8 @@ def demo_ds(demo_db):
 async def test_slices_table_html_shows_numbers_and_links(demo_ds, demo_db):
     page = (await demo_ds.client.get("/demo/-/report/slices")).text
     top_name, top_count = demo_db.rows(
-        "SELECT name, count(*) FROM slice GROUP BY name ORDER BY sum(max(dur, 0)) DESC LIMIT 1")[0]
+        "SELECT name, count(*) FROM slice GROUP BY name ORDER BY sum(max(dur, 0)) DESC LIMIT 1"
+    )[0]
     assert top_name == "URLRequest" and f">{top_name}</a>" in page
     assert "47 names" in page and "743 total" in page
     # Drill-down: the name links to inspect, the footnote reveals more rows, SQL is shown with an editor link.
@@ -87,17 +88,20 @@ async def test_sql_link_opens_the_editor_with_the_query_and_its_values(demo_ds):
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("path, message", [
-    ("/demo/-/report/bogus", "unknown noun 'bogus'"),
-    ("/demo/-/report/slices/pie", "slices has no view 'pie'"),
-    ("/demo/-/report/slices.json?top=0", "top: must be between 1 and 10000"),
-    ("/demo/-/report/slices.json?time=2s", "time: expected START,END"),
-    ("/demo/-/report/slices.json?min_duration=5parsecs", "min_duration: unknown unit 'parsecs'"),
-    ("/demo/-/report/slices.json?sort=size", "sort: 'size' is not a sort key of slices table"),
-    ("/demo/-/report/slices.json?colour=red", "unknown parameter 'colour'"),
-    ("/demo/-/report/slices.json?top=1&top=2", "top: given more than once"),
-    ("/demo/-/report.json?name=x", "overview does not take name"),
-])
+@pytest.mark.parametrize(
+    "path, message",
+    [
+        ("/demo/-/report/bogus", "unknown noun 'bogus'"),
+        ("/demo/-/report/slices/pie", "slices has no view 'pie'"),
+        ("/demo/-/report/slices.json?top=0", "top: must be between 1 and 10000"),
+        ("/demo/-/report/slices.json?time=2s", "time: expected START,END"),
+        ("/demo/-/report/slices.json?min_duration=5parsecs", "min_duration: unknown unit 'parsecs'"),
+        ("/demo/-/report/slices.json?sort=size", "sort: 'size' is not a sort key of slices table"),
+        ("/demo/-/report/slices.json?colour=red", "unknown parameter 'colour'"),
+        ("/demo/-/report/slices.json?top=1&top=2", "top: given more than once"),
+        ("/demo/-/report.json?name=x", "overview does not take name"),
+    ],
+)
 async def test_bad_requests_are_400_with_the_reason(demo_ds, path, message):
     r = await demo_ds.client.get(path)
     assert r.status_code == 400
@@ -156,13 +160,14 @@ async def test_sql_links_and_canned_queries_need_execute_sql(demo_db):
 
 @pytest.mark.asyncio
 async def test_canned_query_takes_report_flag_syntax(demo_ds, demo_db):
-    rows = (await demo_ds.client.get(
-        "/demo/slices_table.json?_shape=array&time=0.5s,1s&thread=Cr*&top=2")).json()
+    rows = (await demo_ds.client.get("/demo/slices_table.json?_shape=array&time=0.5s,1s&thread=Cr*&top=2")).json()
     start = demo_db.one("SELECT start_ts FROM trace_bounds")
     expected = demo_db.rows(
         "SELECT s.name, count(*) FROM slice s JOIN thread_track tt ON tt.id = s.track_id JOIN thread USING (utid) "
         "WHERE thread.name GLOB 'Cr*' AND s.ts < ? AND s.ts + max(s.dur, 0) >= ? "
-        "GROUP BY s.name ORDER BY sum(max(s.dur, 0)) DESC LIMIT 2", (start + 1_000_000_000, start + 500_000_000))
+        "GROUP BY s.name ORDER BY sum(max(s.dur, 0)) DESC LIMIT 2",
+        (start + 1_000_000_000, start + 500_000_000),
+    )
     assert [(r["name"], r["count"]) for r in rows] == expected
 
 
@@ -183,11 +188,26 @@ async def test_hostile_names_are_escaped_and_intact(tmp_path):
 async def test_fuzzed_parameters_never_500(demo_ds):
     rng = random.Random(7)
     alphabet = string.printable + "µé\u202e"
-    paths = ["/demo/-/report"] + [f"/demo/-/report/{noun}/{view}" for noun, views in NOUNS.items()
-                                  for view in views]
-    flags = ["pid", "process", "tid", "thread", "track", "cpu", "time", "ts", "name", "min_duration",
-             "min_count", "sort", "top", "max_lines", "buckets", "group_by"]
-    for i in range(150):
+    paths = ["/demo/-/report"] + [f"/demo/-/report/{noun}/{view}" for noun, views in NOUNS.items() for view in views]
+    flags = [
+        "pid",
+        "process",
+        "tid",
+        "thread",
+        "track",
+        "cpu",
+        "time",
+        "ts",
+        "name",
+        "min_duration",
+        "min_count",
+        "sort",
+        "top",
+        "max_lines",
+        "buckets",
+        "group_by",
+    ]
+    for _i in range(150):
         path = rng.choice(paths) + rng.choice(["", ".json", ".txt", ".sql"])
         value = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
         r = await demo_ds.client.get(path, params={rng.choice(flags): value})

@@ -76,8 +76,13 @@ async def cells_and_rows(ds: Datasette, url: str, bounds: tuple[int, int], table
 async def test_slices_timeline_from_cells_is_the_timeline_from_slices(heavy, query):
     ds = Datasette([str(heavy)])
     (bounds,) = _rows(heavy, "SELECT start_ts, end_ts FROM trace_bounds")
-    cells, rows = await cells_and_rows(ds, f"/heavy/-/report/slices/timeline.json?name=Tick{query}", bounds,
-                                       "report_slice_track_cell", "slices_timeline")
+    cells, rows = await cells_and_rows(
+        ds,
+        f"/heavy/-/report/slices/timeline.json?name=Tick{query}",
+        bounds,
+        "report_slice_track_cell",
+        "slices_timeline",
+    )
     assert cells["buckets"] == rows["buckets"]
     counted = sum(int(b.get("count", 0)) for b in cells["buckets"])
     assert counted == (24_001 if "thread" not in query else 16_001)  # the unfinished one counts too
@@ -91,7 +96,8 @@ async def test_canned_slices_timeline_from_cells_or_slices_is_the_reports(heavy,
     report = (await get_json(ds, f"/heavy/-/report/slices/timeline.json?name=Tick{query}"))["slices_timeline"]
     canned = await get_json(ds, f"/heavy/slices_timeline.json?_shape=array&name=Tick{query}")
     assert [(r["start_ts"], r["count"], r["total_dur"]) for r in canned] == [
-        (int(b["start_ts"]), int(b.get("count", 0)), int(b.get("total_dur", 0))) for b in report["buckets"]]
+        (int(b["start_ts"]), int(b.get("count", 0)), int(b.get("total_dur", 0))) for b in report["buckets"]
+    ]
 
 
 @pytest.mark.asyncio
@@ -112,9 +118,13 @@ def test_only_names_with_many_slices_get_cells(heavy):
     assert names == [("Tick",)] and counts["Tick"] >= REPORT_CELL_MIN_COUNT > counts["Other"]
     # Per track, the cells hold every instance once and the time the instances cover.
     for track_id, count, covered in conn.execute(
-            "SELECT track_id, sum(count), sum(covered) FROM report_slice_track_cell GROUP BY track_id"):
-        want = conn.execute("SELECT count(*), sum(min(ts + max(dur, 0), (SELECT end_ts FROM trace_bounds)) - ts) "
-                            "FROM slice WHERE name = 'Tick' AND track_id = ?", (track_id,)).fetchone()
+        "SELECT track_id, sum(count), sum(covered) FROM report_slice_track_cell GROUP BY track_id"
+    ):
+        want = conn.execute(
+            "SELECT count(*), sum(min(ts + max(dur, 0), (SELECT end_ts FROM trace_bounds)) - ts) "
+            "FROM slice WHERE name = 'Tick' AND track_id = ?",
+            (track_id,),
+        ).fetchone()
         assert (count, covered) == want
 
 
@@ -123,8 +133,9 @@ def test_only_names_with_many_slices_get_cells(heavy):
 async def test_scheduling_timeline_from_cells_is_the_timeline_from_sched(sched_db, query):
     ds = Datasette([str(sched_db.path)])
     bounds = sched_db.rows("SELECT start_ts, end_ts FROM trace_bounds")[0]
-    cells, rows = await cells_and_rows(ds, f"/sched/-/report/scheduling/timeline.json{query}", bounds,
-                                       "report_sched_cell", "scheduling_timeline")
+    cells, rows = await cells_and_rows(
+        ds, f"/sched/-/report/scheduling/timeline.json{query}", bounds, "report_sched_cell", "scheduling_timeline"
+    )
     assert cells["buckets"] == rows["buckets"] and any(b.get("total_dur") for b in cells["buckets"])
 
 
@@ -135,29 +146,38 @@ def test_the_cell_grid_divides_a_default_timeline_bucket(demo_db, sched_db, heav
         import sqlite3
 
         conn = sqlite3.connect(db)
-        (start, end), (cell,) = conn.execute("SELECT start_ts, end_ts FROM trace_bounds").fetchone(), \
-            conn.execute("SELECT cell_dur FROM report_grid").fetchone()
+        (start, end), (cell,) = (
+            conn.execute("SELECT start_ts, end_ts FROM trace_bounds").fetchone(),
+            conn.execute("SELECT cell_dur FROM report_grid").fetchone(),
+        )
         bucket = nice_ceil(max(end - start, 1) / 20)
         assert bucket % cell == 0 and bucket // cell <= 25, (db, bucket, cell)
 
 
 # -- the slices table of a thread, process or track -------------------------------------------------------
 
+
 @pytest.mark.asyncio
-@pytest.mark.parametrize("query, where, params", [
-    ("thread=Cr*", "t.name GLOB ?", ("Cr*",)),
-    ("pid=100", "p.pid = ?", (100,)),
-    ("tid=201&name=*Frame*", "t.tid = ? AND s.name GLOB ?", (201, "*Frame*")),
-])
+@pytest.mark.parametrize(
+    "query, where, params",
+    [
+        ("thread=Cr*", "t.name GLOB ?", ("Cr*",)),
+        ("pid=100", "p.pid = ?", (100,)),
+        ("tid=201&name=*Frame*", "t.tid = ? AND s.name GLOB ?", (201, "*Frame*")),
+    ],
+)
 async def test_table_of_threads_from_per_track_aggregates_matches_sql(demo_db, query, where, params):
     ds = Datasette([str(demo_db.path)])
     data = await get_json(ds, f"/demo/-/report/slices.json?{query}&top=100")
     assert ran(data, "report_slice_track_name")
     rows = data["slices_table"]["rows"]
-    want = demo_db.rows(f"""SELECT s.name, count(*), sum(max(s.dur, 0)), max(s.dur) FROM slice s
+    want = demo_db.rows(
+        f"""SELECT s.name, count(*), sum(max(s.dur, 0)), max(s.dur) FROM slice s
         JOIN track tr ON tr.id = s.track_id LEFT JOIN thread t ON t.id = tr.utid
         LEFT JOIN process p ON p.id = coalesce(tr.upid, t.upid)
-        WHERE {where} GROUP BY s.name ORDER BY 3 DESC, 1""", params)
+        WHERE {where} GROUP BY s.name ORDER BY 3 DESC, 1""",
+        params,
+    )
     assert [(r["name"], int(r["count"]), int(r.get("total_dur", 0)), int(r.get("max_dur", 0))) for r in rows] == want
     for r in rows:  # the longest instance is one of that name, that long, in scope
         assert r["max_instance"].get("dur") == r.get("max_dur") and r["max_instance"]["name"] == r["name"]
@@ -167,13 +187,22 @@ async def test_table_of_threads_from_per_track_aggregates_matches_sql(demo_db, q
 @pytest.mark.asyncio
 async def test_narrowed_table_ranks_percentiles_within_a_budget(heavy):
     ds = Datasette([str(heavy)])
-    durs = [d for (d,) in _rows(heavy, "SELECT max(s.dur, 0) FROM slice s JOIN thread_track tt ON tt.id = s.track_id "
-                                       "JOIN thread t USING (utid) WHERE s.name = 'Tick' AND t.name = 'main' ORDER BY 1")]
+    durs = [
+        d
+        for (d,) in _rows(
+            heavy,
+            "SELECT max(s.dur, 0) FROM slice s JOIN thread_track tt ON tt.id = s.track_id "
+            "JOIN thread t USING (utid) WHERE s.name = 'Tick' AND t.name = 'main' ORDER BY 1",
+        )
+    ]
     data = await get_json(ds, "/heavy/-/report/slices.json?thread=main")
     (tick,) = data["slices_table"]["rows"]
     assert len(durs) == int(tick["count"]) < 20_000
     assert {k: int(tick["stats"].get(k, 0)) for k in ("min", "p50", "p95", "p99", "max")} == {
-        "min": durs[0], "max": durs[-1], **{f"p{p}": durs[percentile_index(len(durs), p)] for p in (50, 95, 99)}}
+        "min": durs[0],
+        "max": durs[-1],
+        **{f"p{p}": durs[percentile_index(len(durs), p)] for p in (50, 95, 99)},
+    }
     # The whole process has more Ticks than the page ranks: no minimum or percentiles, and a footnote.
     data = await get_json(ds, "/heavy/-/report/slices.json?pid=10")
     tick, other = data["slices_table"]["rows"]
@@ -185,7 +214,9 @@ async def test_narrowed_table_ranks_percentiles_within_a_budget(heavy):
     assert "1 name" in note["text"] and "Tick" in note["text"]
     assert note["url"] == "/heavy/-/report/slices/histogram?pid=10&name=Tick"
     histogram = await get_json(ds, note["url"].replace("histogram?", "histogram.json?"))
-    assert int(histogram["slices_histogram"]["stats"]["count"]) == 24_001 and histogram["slices_histogram"]["stats"]["p99"]
+    assert (
+        int(histogram["slices_histogram"]["stats"]["count"]) == 24_001 and histogram["slices_histogram"]["stats"]["p99"]
+    )
 
 
 def _rows(path, sql: str) -> list[tuple]:
@@ -196,16 +227,23 @@ def _rows(path, sql: str) -> list[tuple]:
 
 # -- scheduling summary on one CPU -------------------------------------------------------------------------
 
+
 @pytest.mark.asyncio
 async def test_summary_on_one_cpu_keeps_each_threads_whole_runnable_and_sleeping_time(sched_db):
     ds = Datasette([str(sched_db.path)])
-    whole = {r["tid"]: r for r in (await get_json(ds, "/sched/-/report/scheduling.json?top=50"))[
-        "scheduling_summary"]["rows"]}
+    whole = {
+        r["tid"]: r
+        for r in (await get_json(ds, "/sched/-/report/scheduling.json?top=50"))["scheduling_summary"]["rows"]
+    }
     data = await get_json(ds, "/sched/-/report/scheduling.json?cpu=1&top=50")
     assert ran(data, "report_thread_sched")
     rows = data["scheduling_summary"]["rows"]
-    ran_there = {tid for (tid,) in sched_db.rows(
-        "SELECT DISTINCT t.tid FROM sched s JOIN thread t USING (utid) WHERE s.cpu = 1 AND s.utid != 0")}
+    ran_there = {
+        tid
+        for (tid,) in sched_db.rows(
+            "SELECT DISTINCT t.tid FROM sched s JOIN thread t USING (utid) WHERE s.cpu = 1 AND s.utid != 0"
+        )
+    }
     assert {int(r["tid"]) for r in rows} == ran_there and len(ran_there) >= 3
     for r in rows:
         assert (r["runnable"], r["sleeping"]) == (whole[r["tid"]]["runnable"], whole[r["tid"]]["sleeping"])

@@ -8,12 +8,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from conftest import TraceDB, ingest_case
 from datasette.app import Datasette
+from shared_data import CASES
 
 from datasette_perfetto.ingest import ingest
 from datasette_perfetto.report import format as fmt
-from conftest import TraceDB, ingest_case
-from shared_data import CASES
 
 pytestmark = pytest.mark.web  # served by Datasette: ./dev test runs these on 0.65 and 1.0
 
@@ -68,20 +68,31 @@ async def get_json(path: Path, url: str) -> dict:
 
 # -- processes ----------------------------------------------------------------------------------------
 
+
 @pytest.mark.asyncio
 async def test_processes_slice_and_thread_counts_match_sql(unscheduled):
     demo_db = unscheduled
     data = await get_json(demo_db.path, "/demo/-/report/processes.json")
     table = data["processes_table"]
     assert table["top_threads_by"] == "slice_count" and table["total_rows"] == "4"
-    got = {int(r.get("pid", 0)): (r.get("name"), int(r["thread_count"]), int(r.get("slice_count", 0)))
-           for r in table["rows"]}
+    got = {
+        int(r.get("pid", 0)): (r.get("name"), int(r["thread_count"]), int(r.get("slice_count", 0)))
+        for r in table["rows"]
+    }
     slices = dict(demo_db.rows(PROCESS_SLICES.format(where="")))
-    threads = dict(demo_db.rows("SELECT p.pid, count(*) FROM thread t JOIN process p USING (upid) "
-                                "WHERE p.pid != 0 GROUP BY p.upid"))
+    threads = dict(
+        demo_db.rows(
+            "SELECT p.pid, count(*) FROM thread t JOIN process p USING (upid) WHERE p.pid != 0 GROUP BY p.upid"
+        )
+    )
     names = dict(demo_db.rows("SELECT pid, name FROM process WHERE pid != 0"))
     assert got == {pid: (names[pid], threads[pid], slices.get(pid, 0)) for pid in names}
-    assert [int(r.get("pid", 0)) for r in table["rows"]] == [100, 200, 300, 7431]  # most slices first (no CPU data); no idle processes
+    assert [int(r.get("pid", 0)) for r in table["rows"]] == [
+        100,
+        200,
+        300,
+        7431,
+    ]  # most slices first (no CPU data); no idle processes
     # Top threads: the process's threads with most slices, most first.
     browser = table["rows"][0]
     expected = demo_db.rows("""SELECT th.name || ' [' || th.tid || ']', count(*) FROM slice s
@@ -105,8 +116,11 @@ async def test_processes_time_counts_slices_starting_in_the_range(demo_db):
     start = demo_db.one("SELECT start_ts FROM trace_bounds")
     data = await get_json(demo_db.path, "/demo/-/report/processes.json?time=0.5s,1s&min_count=45")
     got = {int(r["pid"]): int(r["slice_count"]) for r in data["processes_table"]["rows"]}
-    expected = dict(demo_db.rows(PROCESS_SLICES.format(where="AND s.ts >= ? AND s.ts < ?"),
-                                 (start + 500_000_000, start + 1_000_000_000)))
+    expected = dict(
+        demo_db.rows(
+            PROCESS_SLICES.format(where="AND s.ts >= ? AND s.ts < ?"), (start + 500_000_000, start + 1_000_000_000)
+        )
+    )
     assert got == {pid: n for pid, n in expected.items() if n >= 45} and len(got) == 2
 
 
@@ -117,16 +131,24 @@ async def test_processes_cpu_time_from_sched_in_a_real_trace(sched):
     table = data["processes_table"]
     assert table["top_threads_by"] == "cpu_time"
     end = sql(sched, "SELECT end_ts FROM trace_bounds")[0][0]
-    expected = dict(sql(sched, """SELECT p.pid, sum(CASE WHEN s.dur < 0 THEN ? - s.ts ELSE s.dur END)
+    expected = dict(
+        sql(
+            sched,
+            """SELECT p.pid, sum(CASE WHEN s.dur < 0 THEN ? - s.ts ELSE s.dur END)
         FROM sched s JOIN thread t USING (utid) JOIN process p ON p.upid = t.upid WHERE s.utid != 0
-        GROUP BY p.upid""", (end,)))
+        GROUP BY p.upid""",
+            (end,),
+        )
+    )
     got = {int(r["pid"]): int(r["cpu_time"]) for r in table["rows"]}
     assert got == expected == {2: 589, 1: 70, 4: 10}
     assert [int(r["pid"]) for r in table["rows"]] == [2, 1, 4]  # by CPU time
     dur = end - sql(sched, "SELECT start_ts FROM trace_bounds")[0][0]
     assert table["rows"][0]["percent_of_trace"] == pytest.approx(100 * 589 / dur)
     assert [(t["name"], t["value"]) for t in table["rows"][0]["top_threads"]] == [
-        ("two_thread_process [3]", 384), ("two_thread_process [2]", 205)]
+        ("two_thread_process [3]", 384),
+        ("two_thread_process [2]", 205),
+    ]
 
 
 @pytest.mark.asyncio
@@ -135,11 +157,17 @@ async def test_processes_cpu_time_is_clipped_to_the_range(sched):
     lo, hi = start + 100, start + 300
     data = await get_json(sched, "/sched/-/report/processes.json?time=100ns,300ns")
     got = {int(r["pid"]): int(r.get("cpu_time", 0)) for r in data["processes_table"]["rows"]}
-    expected = dict(sql(sched, """SELECT p.pid, coalesce(sum(min(s.ts + d, :hi) - max(s.ts, :lo)), 0)
+    expected = dict(
+        sql(
+            sched,
+            """SELECT p.pid, coalesce(sum(min(s.ts + d, :hi) - max(s.ts, :lo)), 0)
         FROM process p LEFT JOIN thread t ON t.upid = p.upid
         LEFT JOIN (SELECT utid, ts, CASE WHEN dur < 0 THEN :end - ts ELSE dur END AS d FROM sched) s
           ON s.utid = t.utid AND s.ts < :hi AND s.ts + s.d > :lo
-        WHERE p.upid != 0 GROUP BY p.upid""", {"lo": lo, "hi": hi, "end": end}))
+        WHERE p.upid != 0 GROUP BY p.upid""",
+            {"lo": lo, "hi": hi, "end": end},
+        )
+    )
     assert got == expected and got[2] == 301
 
 
@@ -156,13 +184,16 @@ async def test_overview_shows_the_sections_with_data(sched, cpufreq):
 
 # -- tracks -------------------------------------------------------------------------------------------
 
+
 @pytest.mark.asyncio
 async def test_tracks_event_counts_match_sql(demo_db):
     data = await get_json(demo_db.path, "/demo/-/report/tracks.json?top=100")
     table = data["tracks_table"]
-    counts = dict(demo_db.rows("""SELECT t.id, (SELECT count(*) FROM slice WHERE track_id = t.id)
+    counts = dict(
+        demo_db.rows("""SELECT t.id, (SELECT count(*) FROM slice WHERE track_id = t.id)
         + (SELECT count(*) FROM counter WHERE track_id = t.id) + (SELECT count(*) FROM state WHERE track_id = t.id)
-        FROM track t"""))
+        FROM track t""")
+    )
     assert {int(r.get("id", 0)): int(r.get("event_count", 0)) for r in table["rows"]} == counts
     assert int(table["total_rows"]) == len(counts) == len(table["rows"])
     events = [int(r.get("event_count", 0)) for r in table["rows"]]
@@ -176,8 +207,15 @@ async def test_tracks_scope_flags(demo_db):
     # pid: the process's own tracks and its threads' tracks.
     data = await get_json(demo_db.path, "/demo/-/report/tracks.json?pid=100&top=100")
     ids = {int(r.get("id", 0)) for r in data["tracks_table"]["rows"]}
-    assert ids == {r[0] for r in demo_db.rows("""SELECT t.id FROM track t LEFT JOIN thread th ON th.utid = t.utid
-        WHERE coalesce(t.upid, th.upid) = (SELECT upid FROM process WHERE pid = 100)""")} and len(ids) == 6
+    assert (
+        ids
+        == {
+            r[0]
+            for r in demo_db.rows("""SELECT t.id FROM track t LEFT JOIN thread th ON th.utid = t.utid
+        WHERE coalesce(t.upid, th.upid) = (SELECT upid FROM process WHERE pid = 100)""")
+        }
+        and len(ids) == 6
+    )
     data = await get_json(demo_db.path, "/demo/-/report/tracks.json?thread=IO*")
     assert [r["thread"] for r in data["tracks_table"]["rows"]] == ["IOThread"]
     data = await get_json(demo_db.path, "/demo/-/report/tracks.json?name=*Usage")
@@ -187,7 +225,9 @@ async def test_tracks_scope_flags(demo_db):
     (row,) = data["tracks_table"]["rows"]
     assert int(row["event_count"]) == demo_db.one(
         "SELECT count(*) FROM slice s JOIN thread_track t ON t.id = s.track_id JOIN thread th USING (utid) "
-        "WHERE th.tid = 100 AND s.ts >= ? AND s.ts < ?", (start + 500_000_000, start + 1_000_000_000))
+        "WHERE th.tid = 100 AND s.ts >= ? AND s.ts < ?",
+        (start + 500_000_000, start + 1_000_000_000),
+    )
 
 
 @pytest.mark.asyncio
@@ -201,15 +241,19 @@ async def test_tracks_of_a_cpu_in_a_real_trace(cpufreq):
 
 # -- errors and links -------------------------------------------------------------------------------------
 
+
 @pytest.mark.asyncio
-@pytest.mark.parametrize("url, message", [
-    ("/demo/-/report/processes.json?sort=colour", "sort: 'colour' is not a sort key of processes table"),
-    ("/demo/-/report/processes.json?tid=3", "processes table does not take tid"),
-    ("/demo/-/report/processes.json?min_count=lots", "min_count: expected a whole number"),
-    ("/demo/-/report/tracks.json?ts=1s", "tracks table does not take ts"),
-    ("/demo/-/report/tracks.json?time=2s,1s", "time: the end (1s) must be after the start (2s)"),
-    ("/demo/-/report/tracks/tree.json", "tracks has no view 'tree'"),
-])
+@pytest.mark.parametrize(
+    "url, message",
+    [
+        ("/demo/-/report/processes.json?sort=colour", "sort: 'colour' is not a sort key of processes table"),
+        ("/demo/-/report/processes.json?tid=3", "processes table does not take tid"),
+        ("/demo/-/report/processes.json?min_count=lots", "min_count: expected a whole number"),
+        ("/demo/-/report/tracks.json?ts=1s", "tracks table does not take ts"),
+        ("/demo/-/report/tracks.json?time=2s,1s", "time: the end (1s) must be after the start (2s)"),
+        ("/demo/-/report/tracks/tree.json", "tracks has no view 'tree'"),
+    ],
+)
 async def test_bad_requests_are_400_with_a_json_error(demo_db, url, message):
     response = await get(demo_db.path, url)
     assert response.status_code == 400
@@ -219,9 +263,10 @@ async def test_bad_requests_are_400_with_a_json_error(demo_db, url, message):
 
 @pytest.mark.asyncio
 async def test_every_link_on_processes_and_tracks_pages_works(demo_db, sched):
-    for path, db, pages in ((demo_db.path, "demo", ["processes", "processes?sort=name&time=0.5s,1s", "tracks",
-                                                    "tracks?pid=100&sort=type"]),
-                            (sched, "sched", ["processes", "tracks"])):
+    for path, db, pages in (
+        (demo_db.path, "demo", ["processes", "processes?sort=name&time=0.5s,1s", "tracks", "tracks?pid=100&sort=type"]),
+        (sched, "sched", ["processes", "tracks"]),
+    ):
         ds = Datasette([str(path)])
         seen: set[str] = set()
         for page in pages:
@@ -235,10 +280,17 @@ async def test_every_link_on_processes_and_tracks_pages_works(demo_db, sched):
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("view, query", [
-    ("processes", ""), ("processes", "time=0.5s,1s&min_count=45&sort=name"), ("processes", "sort=threads"),
-    ("tracks", ""), ("tracks", "time=0.5s,1.5s&min_count=5&sort=name"), ("tracks", "pid=100&sort=type&top=20"),
-])
+@pytest.mark.parametrize(
+    "view, query",
+    [
+        ("processes", ""),
+        ("processes", "time=0.5s,1s&min_count=45&sort=name"),
+        ("processes", "sort=threads"),
+        ("tracks", ""),
+        ("tracks", "time=0.5s,1.5s&min_count=5&sort=name"),
+        ("tracks", "pid=100&sort=type&top=20"),
+    ],
+)
 async def test_canned_query_gives_the_rows_of_the_report(demo_db, view, query):
     ds = Datasette([str(demo_db.path)])
     data = (await ds.client.get(f"/demo/-/report/{view}.json?{query}")).json()
@@ -256,11 +308,16 @@ async def test_threads_without_a_process_are_counted_in_a_footnote(tmp_path):
     path = tmp_path / "tasks.db"
     ingest([str(case / "trace.pb")], str(path))
     end = sql(path, "SELECT end_ts FROM trace_bounds")[0][0]
-    threads, cpu_time = sql(path, """SELECT count(DISTINCT s.utid), sum(CASE WHEN s.dur < 0 THEN ? - s.ts ELSE s.dur END)
-        FROM sched s JOIN thread t USING (utid) WHERE t.upid IS NULL AND s.utid != 0""", (end,))[0]
+    threads, cpu_time = sql(
+        path,
+        """SELECT count(DISTINCT s.utid), sum(CASE WHEN s.dur < 0 THEN ? - s.ts ELSE s.dur END)
+        FROM sched s JOIN thread t USING (utid) WHERE t.upid IS NULL AND s.utid != 0""",
+        (end,),
+    )[0]
     data = await get_json(path, "/tasks/-/report/processes.json")
     assert not data["processes_table"].get("rows") and threads == 2
     (note,) = data["footnotes"]
-    assert note["text"].startswith(f"2 threads with no known process ran for ") and "scheduling/summary" in note["url"]
-    assert note["text"] == (f"2 threads with no known process ran for {fmt.duration(cpu_time)} (not in this "
-                            "table); see them by thread")
+    assert note["text"].startswith("2 threads with no known process ran for ") and "scheduling/summary" in note["url"]
+    assert note["text"] == (
+        f"2 threads with no known process ran for {fmt.duration(cpu_time)} (not in this table); see them by thread"
+    )

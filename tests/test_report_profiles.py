@@ -11,10 +11,10 @@ import sqlite3
 from collections import Counter
 
 import pytest
+from conftest import V8_PROFILE
 from datasette.app import Datasette
 from google.protobuf import json_format
 
-from conftest import V8_PROFILE
 from datasette_perfetto.functions import register_functions
 from datasette_perfetto.report import report_pb2
 from datasette_perfetto.report.base import Linker
@@ -41,6 +41,7 @@ def result(path, noun, view, **flags):
 
 
 # -- the V8 CPU profile -----------------------------------------------------------------------------------
+
 
 def v8_counts_from_json():
     """Per function: (self, total) sample counts computed straight from the Profile/ProfileChunk events."""
@@ -109,8 +110,9 @@ def test_v8_scoping_by_process_and_time(v8_db):
         ON tc.id = s.task_context_id JOIN process p ON p.id = tc.upid WHERE p.pid = 1216""")
     assert by_pid.total_samples == expected == 981
     start = v8_db.one("SELECT start_ts FROM trace_bounds")
-    in_range = v8_db.one("SELECT count(*) FROM stack_sample WHERE ts >= ? AND ts < ?",
-                         (start + 500_000_000, start + 800_000_000))
+    in_range = v8_db.one(
+        "SELECT count(*) FROM stack_sample WHERE ts >= ? AND ts < ?", (start + 500_000_000, start + 800_000_000)
+    )
     timed, _ = result(v8_db.path, "stack-samples", "top-down", time="0.5s,0.8s")
     assert timed.total_value == in_range and 0 < in_range < 5072
 
@@ -129,20 +131,27 @@ def test_v8_canned_functions_query_agrees_on_self_and_total(v8_db):
 # -- hand-built profiles --------------------------------------------------------------------------------------
 
 # Callsites: id -> (parent, function). main -> a -> rec -> rec -> leaf; main -> b -> HOSTILE | leaf.
-CALLSITES = {1: (None, "main"), 2: (1, "a"), 3: (2, "rec"), 4: (3, "rec"), 5: (4, "leaf"), 6: (1, "b"),
-             7: (6, HOSTILE), 8: (6, "leaf")}
-SAMPLES = {5: 4, 3: 2, 7: 3, 8: 1, 1: 10}   # callsite -> samples: 20 in all
+CALLSITES = {
+    1: (None, "main"),
+    2: (1, "a"),
+    3: (2, "rec"),
+    4: (3, "rec"),
+    5: (4, "leaf"),
+    6: (1, "b"),
+    7: (6, HOSTILE),
+    8: (6, "leaf"),
+}
+SAMPLES = {5: 4, 3: 2, 7: 3, 8: 1, 1: 10}  # callsite -> samples: 20 in all
 
 TP_TABLES = {
     "heap_profile_allocation": "id INTEGER PRIMARY KEY, ts INTEGER, upid INTEGER, heap_name TEXT, "
-                               "callsite_id INTEGER, count INTEGER, size INTEGER",
+    "callsite_id INTEGER, count INTEGER, size INTEGER",
     "heap_graph_class": "id INTEGER PRIMARY KEY, name TEXT, deobfuscated_name TEXT, location TEXT, "
-                        "superclass_id INTEGER, classloader_id INTEGER, kind TEXT",
+    "superclass_id INTEGER, classloader_id INTEGER, kind TEXT",
     "heap_graph_object": "id INTEGER PRIMARY KEY, upid INTEGER, graph_sample_ts INTEGER, self_size INTEGER, "
-                         "native_size INTEGER, reference_set_id INTEGER, reachable INTEGER, heap_type TEXT, "
-                         "type_id INTEGER, root_type TEXT, root_distance INTEGER",
-    "heap_graph_dominator": "object_id INTEGER, idom_object_id INTEGER, retained_size INTEGER, "
-                            "retained_count INTEGER",
+    "native_size INTEGER, reference_set_id INTEGER, reachable INTEGER, heap_type TEXT, "
+    "type_id INTEGER, root_type TEXT, root_distance INTEGER",
+    "heap_graph_dominator": "object_id INTEGER, idom_object_id INTEGER, retained_size INTEGER, retained_count INTEGER",
 }
 
 
@@ -150,17 +159,32 @@ def add_callsites(conn, callsites):
     frames = {}
     for cid, (parent, name) in callsites.items():
         fid = frames.setdefault(name, len(frames) + 1000)
-        depth = 0 if parent is None else conn.execute("SELECT depth + 1 FROM stack_profile_callsite WHERE id = ?",
-                                                      (parent,)).fetchone()[0]
-        conn.execute("INSERT INTO stack_profile_callsite (id, depth, parent_id, frame_id) VALUES (?, ?, ?, ?)",
-                     (cid, depth, parent, fid))
-    conn.executemany("INSERT INTO stack_profile_frame (id, name, mapping, rel_pc) VALUES (?, ?, 0, 0)",
-                     [(fid, name) for name, fid in frames.items()])
+        depth = (
+            0
+            if parent is None
+            else conn.execute("SELECT depth + 1 FROM stack_profile_callsite WHERE id = ?", (parent,)).fetchone()[0]
+        )
+        conn.execute(
+            "INSERT INTO stack_profile_callsite (id, depth, parent_id, frame_id) VALUES (?, ?, ?, ?)",
+            (cid, depth, parent, fid),
+        )
+    conn.executemany(
+        "INSERT INTO stack_profile_frame (id, name, mapping, rel_pc) VALUES (?, ?, 0, 0)",
+        [(fid, name) for name, fid in frames.items()],
+    )
 
 
 # The demo's own profiles, removed where a test builds its own with known ids and numbers.
-DEMO_PROFILE_TABLES = ("profiler_sample", "stack_profile_callsite", "stack_profile_frame", "heap_profile_allocation",
-                       "heap_graph_object", "heap_graph_class", "heap_graph_reference", "heap_graph_dominator")
+DEMO_PROFILE_TABLES = (
+    "profiler_sample",
+    "stack_profile_callsite",
+    "stack_profile_frame",
+    "heap_profile_allocation",
+    "heap_graph_object",
+    "heap_graph_class",
+    "heap_graph_reference",
+    "heap_graph_dominator",
+)
 
 
 def copy_without_profiles(demo_db, path) -> sqlite3.Connection:
@@ -179,8 +203,9 @@ def profile_db(tmp_path, demo_db):
     conn = copy_without_profiles(demo_db, path)
     for table, columns in TP_TABLES.items():
         conn.execute(f"CREATE TABLE IF NOT EXISTS {table} ({columns})")
-    upid, utid = conn.execute("SELECT p.id, t.id FROM process p JOIN thread t ON t.upid = p.id "
-                              "WHERE p.pid = 100 AND t.tid = 100").fetchone()
+    upid, utid = conn.execute(
+        "SELECT p.id, t.id FROM process p JOIN thread t ON t.upid = p.id WHERE p.pid = 100 AND t.tid = 100"
+    ).fetchone()
     start = conn.execute("SELECT start_ts FROM trace_bounds").fetchone()[0]
     add_callsites(conn, CALLSITES)
     conn.execute("INSERT INTO profiler_task_context (id, upid, utid) VALUES (900, ?, ?)", (upid, utid))
@@ -188,22 +213,37 @@ def profile_db(tmp_path, demo_db):
     for cid, n in SAMPLES.items():
         for _ in range(n):
             ts += 1000
-            conn.execute("INSERT INTO profiler_sample (ts, source, task_context_id, callsite_id) "
-                         "VALUES (?, 'legacy_v8', 900, ?)", (ts, cid))
+            conn.execute(
+                "INSERT INTO profiler_sample (ts, source, task_context_id, callsite_id) "
+                "VALUES (?, 'legacy_v8', 900, ?)",
+                (ts, cid),
+            )
     # Heap: leaf allocates 200 B in 2 allocations and frees 100 B; HOSTILE allocates 1000 B once.
-    conn.executemany("INSERT INTO heap_profile_allocation (ts, upid, heap_name, callsite_id, count, size) "
-                     "VALUES (?, ?, 'libc.malloc', ?, ?, ?)",
-                     [(start + 10, upid, 5, 2, 200), (start + 10, upid, 5, -1, -100), (start + 10, upid, 7, 1, 1000)])
+    conn.executemany(
+        "INSERT INTO heap_profile_allocation (ts, upid, heap_name, callsite_id, count, size) "
+        "VALUES (?, ?, 'libc.malloc', ?, ?, ?)",
+        [(start + 10, upid, 5, 2, 200), (start + 10, upid, 5, -1, -100), (start + 10, upid, 7, 1, 1000)],
+    )
     # Heap dump: Node o1 dominates Node o2 dominates Leaf o3; Leaf o4 on its own; o6 unreachable; o5 is an
     # earlier dump's.
     conn.executemany("INSERT INTO heap_graph_class (id, name) VALUES (?, ?)", [(1, "Node"), (2, HOSTILE)])
     dump = start + 500
-    conn.executemany("INSERT INTO heap_graph_object (id, upid, graph_sample_ts, self_size, native_size, reachable, "
-                     "type_id) VALUES (?, ?, ?, ?, 0, ?, ?)",
-                     [(1, upid, dump, 10, 1, 1), (2, upid, dump, 10, 1, 1), (3, upid, dump, 5, 1, 2),
-                      (4, upid, dump, 7, 1, 2), (6, upid, dump, 99, 0, 1), (5, upid, dump - 100, 3, 1, 1)])
-    conn.executemany("INSERT INTO heap_graph_dominator VALUES (?, ?, ?, ?)",
-                     [(1, None, 25, 3), (2, 1, 15, 2), (3, 2, 5, 1), (4, None, 7, 1), (5, None, 3, 1)])
+    conn.executemany(
+        "INSERT INTO heap_graph_object (id, upid, graph_sample_ts, self_size, native_size, reachable, "
+        "type_id) VALUES (?, ?, ?, ?, 0, ?, ?)",
+        [
+            (1, upid, dump, 10, 1, 1),
+            (2, upid, dump, 10, 1, 1),
+            (3, upid, dump, 5, 1, 2),
+            (4, upid, dump, 7, 1, 2),
+            (6, upid, dump, 99, 0, 1),
+            (5, upid, dump - 100, 3, 1, 1),
+        ],
+    )
+    conn.executemany(
+        "INSERT INTO heap_graph_dominator VALUES (?, ?, ?, ?)",
+        [(1, None, 25, 3), (2, 1, 15, 2), (3, 2, 5, 1), (4, None, 7, 1), (5, None, 3, 1)],
+    )
     conn.commit()
     conn.close()
     return path
@@ -220,12 +260,28 @@ def test_functions_count_a_recursive_function_once_per_sample(profile_db):
 def test_top_down_tree_collapses_chains_and_sums(profile_db):
     msg, r = result(profile_db, "stack-samples", "top-down")
     shown = [(n.name, n.depth, n.indent, n.self_value, n.total_value) for n in msg.nodes]
-    assert shown == [("main", 0, 0, 10, 20), ("a", 1, 1, 0, 6), ("rec", 2, 1, 2, 6), ("rec", 3, 1, 0, 4),
-                     ("leaf", 4, 1, 4, 4), ("b", 1, 1, 0, 4), (HOSTILE, 2, 2, 3, 3), ("leaf", 2, 2, 1, 1)]
+    assert shown == [
+        ("main", 0, 0, 10, 20),
+        ("a", 1, 1, 0, 6),
+        ("rec", 2, 1, 2, 6),
+        ("rec", 3, 1, 0, 4),
+        ("leaf", 4, 1, 4, 4),
+        ("b", 1, 1, 0, 4),
+        (HOSTILE, 2, 2, 3, 3),
+        ("leaf", 2, 2, 1, 1),
+    ]
     (table,) = r.view.tables(msg, r.run)
     # A single child keeps its parent's indent, marked as called by the line above.
-    assert [row[-1].text for row in table.rows] == ["main", "  a", "  ↳ rec", "  ↳ rec", "  ↳ leaf", "  b",
-                                                    f"    {HOSTILE}", "    leaf"]
+    assert [row[-1].text for row in table.rows] == [
+        "main",
+        "  a",
+        "  ↳ rec",
+        "  ↳ rec",
+        "  ↳ leaf",
+        "  b",
+        f"    {HOSTILE}",
+        "    leaf",
+    ]
 
 
 def test_tree_prunes_best_first_and_summarizes(profile_db):
@@ -252,8 +308,14 @@ def test_bottom_up_roots_and_callers(profile_db):
     callers, _ = result(profile_db, "stack-samples", "bottom-up", name="rec")
     tree = [(n.name, n.depth, n.self_value, n.total_value) for n in callers.nodes]
     # The innermost rec of each stack is the root: the recursion shows as a caller, never counted twice.
-    assert tree == [("rec", 0, 2, 6), ("rec", 1, 0, 4), ("a", 2, 0, 4), ("main", 3, 0, 4), ("a", 1, 2, 2),
-                    ("main", 2, 2, 2)]
+    assert tree == [
+        ("rec", 0, 2, 6),
+        ("rec", 1, 0, 4),
+        ("a", 2, 0, 4),
+        ("main", 3, 0, 4),
+        ("a", 1, 2, 2),
+        ("main", 2, 2, 2),
+    ]
     only_b, _ = result(profile_db, "stack-samples", "top-down", name="b")
     assert [(n.name, n.total_value) for n in only_b.nodes][:2] == [("main", 4), ("b", 4)]
     assert only_b.total_value == 20  # percentages stay of every sample in scope
@@ -268,8 +330,7 @@ def test_scope_flags_select_samples(profile_db):
 
 def test_heap_profile_views(profile_db):
     msg, _ = result(profile_db, "heap-profile", "functions", top=50)
-    rows = {r.name: (r.self_bytes, r.total_bytes, r.self_count, r.avg_size, r.self_unreleased_bytes)
-            for r in msg.rows}
+    rows = {r.name: (r.self_bytes, r.total_bytes, r.self_count, r.avg_size, r.self_unreleased_bytes) for r in msg.rows}
     assert msg.total_bytes == 1200 and msg.total_count == 3
     assert rows[HOSTILE] == (1000, 1000, 1, 1000, 1000)
     assert rows["leaf"] == (200, 200, 2, 100, 100)
@@ -297,8 +358,12 @@ def test_heap_dump_types_retained_counts_nested_objects_once(profile_db):
 
 
 def test_views_say_not_present_without_data_or_tables(profile_db, sched_db):
-    for noun, view in (("stack-samples", "functions"), ("stack-samples", "top-down"), ("heap-profile", "bottom-up"),
-                       ("heap-dump", "types")):
+    for noun, view in (
+        ("stack-samples", "functions"),
+        ("stack-samples", "top-down"),
+        ("heap-profile", "bottom-up"),
+        ("heap-dump", "types"),
+    ):
         msg, r = result(sched_db.path, noun, view)
         assert msg.not_present and "(not present in this trace)" in to_text(r)
     conn = sqlite3.connect(profile_db)
@@ -324,8 +389,12 @@ async def test_html_has_an_escaped_svg_flame_graph(profile_db):
     assert 'href="/profile/-/report/stack-samples/bottom-up?name=main"' in page
     pruned = (await ds.client.get("/profile/-/report/stack-samples/bottom-up?max_lines=2")).text
     assert "more roots: combined" in pruned and 'fill="#cccccc"' in pruned
-    for path in ("/profile/-/report/heap-profile/top-down", "/profile/-/report/heap-dump/types",
-                 "/profile/-/report/stack-samples/functions", "/profile/-/report"):
+    for path in (
+        "/profile/-/report/heap-profile/top-down",
+        "/profile/-/report/heap-dump/types",
+        "/profile/-/report/stack-samples/functions",
+        "/profile/-/report",
+    ):
         r = await ds.client.get(path)
         assert r.status_code == 200 and "<script>alert" not in r.text, path
     data = (await ds.client.get("/profile/-/report/stack-samples/bottom-up.json?name=rec")).json()
@@ -350,8 +419,10 @@ def test_trees_on_100k_samples_account_for_every_sample(tmp_path, demo_db):
         callsites[cid] = (parent, f"fn{rng.randrange(2000)}")
     add_callsites(conn, callsites)
     start = conn.execute("SELECT start_ts FROM trace_bounds").fetchone()[0]
-    conn.executemany("INSERT INTO profiler_sample (ts, source, callsite_id) VALUES (?, 'perf_text', ?)",
-                     [(start + i, rng.randrange(1, 20_001)) for i in range(100_000)])
+    conn.executemany(
+        "INSERT INTO profiler_sample (ts, source, callsite_id) VALUES (?, 'perf_text', ?)",
+        [(start + i, rng.randrange(1, 20_001)) for i in range(100_000)],
+    )
     conn.commit()
     conn.close()
     for view, flags in (("functions", {}), ("top-down", {}), ("bottom-up", {}), ("bottom-up", {"name": "fn1*"})):

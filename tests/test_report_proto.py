@@ -10,12 +10,22 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_generated_module_matches_the_proto(tmp_path):
-    subprocess.run([sys.executable, "-m", "grpc_tools.protoc", f"-I{ROOT / 'protos'}", f"--python_out={tmp_path}",
-                    str(ROOT / "protos" / "report.proto")], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "grpc_tools.protoc",
+            f"-I{ROOT / 'protos'}",
+            f"--python_out={tmp_path}",
+            str(ROOT / "protos" / "report.proto"),
+        ],
+        check=True,
+    )
     committed = (ROOT / "datasette_perfetto" / "report" / "report_pb2.py").read_text()
     assert (tmp_path / "report_pb2.py").read_text() == committed, (
         "report_pb2.py is stale; regenerate: python -m grpc_tools.protoc -Iprotos "
-        "--python_out=datasette_perfetto/report protos/report.proto")
+        "--python_out=datasette_perfetto/report protos/report.proto"
+    )
 
 
 def test_every_view_fills_a_report_field():

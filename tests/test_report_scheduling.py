@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from datasette.app import Datasette
-
 from conftest import get_error, get_json
+from datasette.app import Datasette
 
 pytestmark = pytest.mark.web  # served by Datasette: ./dev test runs these on 0.65 and 1.0
 
@@ -36,8 +35,10 @@ def expected(db, lo: int, hi: int) -> dict[int, tuple[int, int, int]]:
 
 
 def summary_rows(data: dict) -> dict[int, tuple[int, int, int]]:
-    return {int(r.get("tid", 0)): (int(r.get("cpu_time", 0)), int(r.get("runnable", 0)), int(r.get("sleeping", 0)))
-            for r in data["scheduling_summary"]["rows"]}
+    return {
+        int(r.get("tid", 0)): (int(r.get("cpu_time", 0)), int(r.get("runnable", 0)), int(r.get("sleeping", 0)))
+        for r in data["scheduling_summary"]["rows"]
+    }
 
 
 @pytest.mark.asyncio
@@ -59,8 +60,7 @@ async def test_summary_per_thread_matches_sql(ds, sched_db):
 async def test_still_running_thread_counts_until_the_end(ds, sched_db):
     start, end = bounds(sched_db)
     open_ts = sched_db.one("SELECT s.ts FROM sched s JOIN thread t USING (utid) WHERE s.dur = -1 AND t.tid = 1000")
-    closed = sched_db.one("SELECT sum(s.dur) FROM sched s JOIN thread t USING (utid) "
-                          "WHERE s.dur >= 0 AND t.tid = 1000")
+    closed = sched_db.one("SELECT sum(s.dur) FROM sched s JOIN thread t USING (utid) WHERE s.dur >= 0 AND t.tid = 1000")
     data = await get_json(ds, "/sched/-/report/scheduling.json?tid=1000")
     (row,) = data["scheduling_summary"]["rows"]
     assert int(row["cpu_time"]) == closed + (end - open_ts)
@@ -92,9 +92,12 @@ async def test_summary_by_process_sums_its_threads(ds, sched_db):
 async def test_summary_on_one_cpu(ds, sched_db):
     data = await get_json(ds, "/sched/-/report/scheduling.json?cpu=1&sort=runnable")
     start, end = bounds(sched_db)
-    cpu_time = dict(sched_db.rows(
-        f"SELECT t.tid, sum({CLIPPED.replace(':hi', str(end)).replace(':lo', str(start))}) FROM sched "
-        "JOIN thread t USING (utid) WHERE cpu = 1 AND utid != 0 GROUP BY t.tid"))
+    cpu_time = dict(
+        sched_db.rows(
+            f"SELECT t.tid, sum({CLIPPED.replace(':hi', str(end)).replace(':lo', str(start))}) FROM sched "
+            "JOIN thread t USING (utid) WHERE cpu = 1 AND utid != 0 GROUP BY t.tid"
+        )
+    )
     rows = data["scheduling_summary"]["rows"]
     assert {int(r["tid"]): int(r["cpu_time"]) for r in rows} == cpu_time
     assert [int(r["runnable"]) for r in rows] == sorted((int(r["runnable"]) for r in rows), reverse=True)
@@ -126,6 +129,7 @@ async def test_trace_without_scheduling_data(v8_db):
 
 # -- timeline ------------------------------------------------------------------------------------------
 
+
 @pytest.mark.asyncio
 async def test_timeline_load_per_bucket_matches_sql(ds, sched_db):
     data = (await get_json(ds, "/sched/-/report/scheduling/timeline.json?buckets=10"))["scheduling_timeline"]
@@ -134,19 +138,23 @@ async def test_timeline_load_per_bucket_matches_sql(ds, sched_db):
     busy_total = 0
     for b in data["buckets"]:
         lo, hi = int(b["start_ts"]), int(b["end_ts"])
-        busy = sched_db.one(f"SELECT sum({CLIPPED.replace(':hi', str(hi)).replace(':lo', str(lo))}) FROM sched "
-                            f"WHERE utid != 0 AND ts < {hi}")
+        busy = sched_db.one(
+            f"SELECT sum({CLIPPED.replace(':hi', str(hi)).replace(':lo', str(lo))}) FROM sched "
+            f"WHERE utid != 0 AND ts < {hi}"
+        )
         assert int(b["total_dur"]) == busy
         assert b["value"] == pytest.approx(busy / ((hi - lo) * 2))
         by_thread = sched_db.rows(
             f"SELECT t.name || ' [' || t.tid || ']', sum({CLIPPED.replace(':hi', str(hi)).replace(':lo', str(lo))}) "
             f"AS d FROM sched JOIN thread t USING (utid) WHERE utid != 0 AND ts < {hi} GROUP BY utid "
-            "HAVING d > 0 ORDER BY d DESC LIMIT 3")
+            "HAVING d > 0 ORDER BY d DESC LIMIT 3"
+        )
         assert [(d["name"], int(d["value"])) for d in b["dominant"]] == by_thread
         busy_total += busy
     assert int(data["buckets"][-1]["end_ts"]) == end
     assert busy_total == sched_db.one(
-        f"SELECT sum({CLIPPED.replace(':hi', str(end)).replace(':lo', str(start))}) FROM sched WHERE utid != 0")
+        f"SELECT sum({CLIPPED.replace(':hi', str(end)).replace(':lo', str(start))}) FROM sched WHERE utid != 0"
+    )
 
 
 @pytest.mark.asyncio
@@ -156,7 +164,8 @@ async def test_timeline_of_one_thread_and_one_cpu(ds, sched_db):
     start, end = bounds(sched_db)
     assert sum(int(b["total_dur"]) for b in data["buckets"]) == sched_db.one(
         f"SELECT sum({CLIPPED.replace(':hi', str(end)).replace(':lo', str(start))}) FROM sched s "
-        "JOIN thread t USING (utid) WHERE t.tid = 1002")
+        "JOIN thread t USING (utid) WHERE t.tid = 1002"
+    )
     one_cpu = (await get_json(ds, "/sched/-/report/scheduling/timeline.json?cpu=0"))["scheduling_timeline"]
     assert one_cpu["cpu_count"] == "1"
     assert all(0 <= b.get("value", 0) <= 1 for b in one_cpu["buckets"])
@@ -166,6 +175,7 @@ async def test_timeline_of_one_thread_and_one_cpu(ds, sched_db):
 
 # -- inspect -------------------------------------------------------------------------------------------
 
+
 @pytest.mark.asyncio
 async def test_inspect_a_sleeping_thread_says_who_woke_it(ds, sched_db):
     start, _ = bounds(sched_db)
@@ -173,13 +183,18 @@ async def test_inspect_a_sleeping_thread_says_who_woke_it(ds, sched_db):
     data = (await get_json(ds, "/sched/-/report/scheduling/inspect.json?thread=main&ts=310ms"))["scheduling_inspect"]
     state_ts, dur, state = sched_db.rows(
         "SELECT s.ts, s.dur, s.state FROM thread_state s JOIN thread t USING (utid) WHERE t.tid = 1000 "
-        "AND s.ts <= ? AND s.ts + s.dur > ?", (at, at))[0]
-    assert (data["state"], int(data["state_ts"]), int(data["state_dur"])) == (state, state_ts, dur) == (
-        "S", state_ts, dur)
+        "AND s.ts <= ? AND s.ts + s.dur > ?",
+        (at, at),
+    )[0]
+    assert (
+        (data["state"], int(data["state_ts"]), int(data["state_dur"])) == (state, state_ts, dur) == ("S", state_ts, dur)
+    )
     # The next state is the wakeup: runnable, woken by surfaceflinger, then running.
     wake_ts, wake_dur, waker = sched_db.rows(
         "SELECT s.ts, s.dur, w.tid FROM thread_state s JOIN thread t USING (utid) JOIN thread w "
-        "ON w.utid = s.waker_utid WHERE t.tid = 1000 AND s.ts = ? AND s.state = 'R'", (state_ts + dur,))[0]
+        "ON w.utid = s.waker_utid WHERE t.tid = 1000 AND s.ts = ? AND s.state = 'R'",
+        (state_ts + dur,),
+    )[0]
     assert (int(data["wakeup_ts"]), int(data["waker_tid"]), data["waker_thread"]) == (wake_ts, waker, "surfaceflinger")
     assert int(data.get("wakeup_latency", 0)) == wake_dur
     assert data["cpu"] == "-1" and data["found"] is True
@@ -194,7 +209,9 @@ async def test_inspect_blocked_and_running_states(ds, sched_db):
     at = start + 310_000_000
     cpu, end_state = sched_db.rows(
         "SELECT s.cpu, s.end_state FROM sched s JOIN thread t USING (utid) WHERE t.tid = 1002 AND s.ts <= ? "
-        "AND s.ts + s.dur > ?", (at, at))[0]
+        "AND s.ts + s.dur > ?",
+        (at, at),
+    )[0]
     assert running["state"] == "Running"
     assert (int(running.get("cpu", 0)), running["end_state"]) == (cpu, end_state)
     page = (await ds.client.get("/sched/-/report/scheduling/inspect?tid=1002&ts=302ms")).text
@@ -208,8 +225,10 @@ async def test_inspect_errors_fail_fast(ds):
     missing_thread = await get_error(ds, "/sched/-/report/scheduling/inspect.json?ts=1s")
     assert missing_thread["parameter"] == "thread" and "thread or tid" in missing_thread["error"]
     several = await get_error(ds, "/sched/-/report/scheduling/inspect.json?thread=R*&ts=300ms")
-    assert several["options"] == ["RenderEngine [501] in /system/bin/surfaceflinger [500]",
-                                  "RenderThread [1001] in com.example.app [1000]"]
+    assert several["options"] == [
+        "RenderEngine [501] in /system/bin/surfaceflinger [500]",
+        "RenderThread [1001] in com.example.app [1000]",
+    ]
     unknown = await get_error(ds, "/sched/-/report/scheduling/inspect.json?thread=nobody&ts=300ms")
     assert "no thread matches thread=nobody" in unknown["error"]
     bad_ts = await get_error(ds, "/sched/-/report/scheduling/inspect.json?tid=1002&ts=soon")
@@ -220,14 +239,20 @@ async def test_inspect_errors_fail_fast(ds):
 
 @pytest.mark.asyncio
 async def test_inspect_a_reused_tid_picks_the_thread_alive_at_ts(tmp_path):
-    from datasette_perfetto.ingest import ingest_bytes
-    from datasette_perfetto.trace_builder import TraceBuilder
     from test_sched import switch
 
+    from datasette_perfetto.ingest import ingest_bytes
+    from datasette_perfetto.trace_builder import TraceBuilder
+
     b = TraceBuilder()
-    b.ftrace(0, switch(100, 0, "swapper/0", 0, 50, "first"), switch(200, 50, "first", 1, 0, "swapper/0"),
-             {"timestamp": 300, "pid": 0, "sched_process_free": dict(pid=50, comm="first")},
-             switch(400, 0, "swapper/0", 0, 50, "second"), switch(500, 50, "second", 1, 0, "swapper/0"))
+    b.ftrace(
+        0,
+        switch(100, 0, "swapper/0", 0, 50, "first"),
+        switch(200, 50, "first", 1, 0, "swapper/0"),
+        {"timestamp": 300, "pid": 0, "sched_process_free": dict(pid=50, comm="first")},
+        switch(400, 0, "swapper/0", 0, 50, "second"),
+        switch(500, 50, "second", 1, 0, "swapper/0"),
+    )
     path = tmp_path / "reuse.db"
     ingest_bytes(b.to_bytes(), str(path))
     ds = Datasette([str(path)])

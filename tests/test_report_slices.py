@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from datasette.app import Datasette
-
 from conftest import get_error, get_json
+from datasette.app import Datasette
 
 from datasette_perfetto.report.base import percentile_index
 from datasette_perfetto.report.format import offset
@@ -19,14 +18,21 @@ def ds(demo_db):
 
 
 def durations(db, name: str, where: str = "", params: tuple = ()) -> list[int]:
-    return [r[0] for r in db.rows(f"SELECT max(s.dur, 0) FROM slice s WHERE s.name = ? {where} ORDER BY 1",
-                                  (name, *params))]
+    return [
+        r[0] for r in db.rows(f"SELECT max(s.dur, 0) FROM slice s WHERE s.name = ? {where} ORDER BY 1", (name, *params))
+    ]
 
 
 def expected_stats(durs: list[int]) -> dict:
     n = len(durs)
-    return {"count": n, "total": sum(durs), "min": durs[0], "max": durs[-1], "avg": sum(durs) // n,
-            **{f"p{p}": durs[percentile_index(n, p)] for p in (50, 95, 99)}}
+    return {
+        "count": n,
+        "total": sum(durs),
+        "min": durs[0],
+        "max": durs[-1],
+        "avg": sum(durs) // n,
+        **{f"p{p}": durs[percentile_index(n, p)] for p in (50, 95, 99)},
+    }
 
 
 def stats(message: dict) -> dict:
@@ -34,6 +40,7 @@ def stats(message: dict) -> dict:
 
 
 # -- histogram -----------------------------------------------------------------------------------------
+
 
 @pytest.mark.asyncio
 async def test_histogram_buckets_and_percentiles_match_sql(ds, demo_db):
@@ -69,9 +76,14 @@ async def test_histogram_of_widely_spread_durations_is_log_scaled_and_says_so(ds
 @pytest.mark.asyncio
 async def test_histogram_scoped_to_a_thread(ds, demo_db):
     hist = (await get_json(ds, "/demo/-/report/slices/histogram.json?name=Raster&thread=Compositor"))[
-        "slices_histogram"]
-    durs = durations(demo_db, "Raster", "AND s.track_id IN (SELECT tt.id FROM thread_track tt JOIN thread t "
-                                        "USING (utid) WHERE t.name = ?)", ("Compositor",))
+        "slices_histogram"
+    ]
+    durs = durations(
+        demo_db,
+        "Raster",
+        "AND s.track_id IN (SELECT tt.id FROM thread_track tt JOIN thread t USING (utid) WHERE t.name = ?)",
+        ("Compositor",),
+    )
     assert 0 < len(durs) < 48
     assert stats(hist["stats"]) == expected_stats(durs)
 
@@ -116,6 +128,7 @@ async def test_glob_characters_in_a_name_match_it_exactly(tmp_path):
 
 # -- timeline ------------------------------------------------------------------------------------------
 
+
 @pytest.mark.asyncio
 async def test_timeline_counts_and_time_per_bucket_match_sql(ds, demo_db):
     data = (await get_json(ds, "/demo/-/report/slices/timeline.json?name=Raster&buckets=10"))["slices_timeline"]
@@ -129,7 +142,9 @@ async def test_timeline_counts_and_time_per_bucket_match_sql(ds, demo_db):
         count, covered = demo_db.rows(
             "SELECT count(CASE WHEN ts >= ? THEN 1 END), "
             "coalesce(sum(max(min(ts + dur, ?) - max(ts, ?), 0)), 0) FROM slice "
-            "WHERE name = 'Raster' AND ts < ? AND ts + dur > ?", (lo, hi, lo, hi, lo))[0]
+            "WHERE name = 'Raster' AND ts < ? AND ts + dur > ?",
+            (lo, hi, lo, hi, lo),
+        )[0]
         starts = demo_db.one("SELECT count(*) FROM slice WHERE name = 'Raster' AND ts >= ? AND ts < ?", (lo, hi))
         assert int(b.get("count", 0)) == starts and int(b.get("total_dur", 0)) == covered
         dominant = b.get("dominant", [])
@@ -139,11 +154,13 @@ async def test_timeline_counts_and_time_per_bucket_match_sql(ds, demo_db):
 
 @pytest.mark.asyncio
 async def test_timeline_over_a_time_range_clips_long_slices(ds, demo_db):
-    data = (await get_json(ds, "/demo/-/report/slices/timeline.json?name=URLRequest&time=0.5s,1.5s&buckets=4"))
+    data = await get_json(ds, "/demo/-/report/slices/timeline.json?name=URLRequest&time=0.5s,1.5s&buckets=4")
     start = demo_db.one("SELECT start_ts FROM trace_bounds")
     lo, hi = start + 500_000_000, start + 1_500_000_000
-    covered = demo_db.one("SELECT sum(min(ts + dur, ?) - max(ts, ?)) FROM slice WHERE name = 'URLRequest' "
-                          "AND ts < ? AND ts + dur > ?", (hi, lo, hi, lo))
+    covered = demo_db.one(
+        "SELECT sum(min(ts + dur, ?) - max(ts, ?)) FROM slice WHERE name = 'URLRequest' AND ts < ? AND ts + dur > ?",
+        (hi, lo, hi, lo),
+    )
     buckets = data["slices_timeline"]["buckets"]
     assert sum(int(b.get("total_dur", 0)) for b in buckets) == covered
     assert all(d["name"] == "browser [100]" for b in buckets for d in b.get("dominant", []))
@@ -152,9 +169,10 @@ async def test_timeline_over_a_time_range_clips_long_slices(ds, demo_db):
 
 # -- inspect -------------------------------------------------------------------------------------------
 
+
 @pytest.mark.asyncio
 async def test_inspect_many_instances_lists_the_longest_with_coordinates(ds, demo_db):
-    data = (await get_json(ds, "/demo/-/report/slices/inspect.json?name=ThreadPool::RunTask&top=5"))
+    data = await get_json(ds, "/demo/-/report/slices/inspect.json?name=ThreadPool::RunTask&top=5")
     inspect = data["slices_inspect"]
     durs = durations(demo_db, "ThreadPool::RunTask")
     assert int(inspect["matched"]) == len(durs) == 39
@@ -168,9 +186,9 @@ async def test_inspect_many_instances_lists_the_longest_with_coordinates(ds, dem
 
 @pytest.mark.asyncio
 async def test_inspect_one_instance_shows_args_self_time_ancestors_and_children(ds, demo_db):
-    inspect = (await get_json(
-        ds, "/demo/-/report/slices/inspect.json?name=LayoutView::Layout&ts=370ms&thread=CrBrowserMain"))[
-        "slices_inspect"]
+    inspect = (
+        await get_json(ds, "/demo/-/report/slices/inspect.json?name=LayoutView::Layout&ts=370ms&thread=CrBrowserMain")
+    )["slices_inspect"]
     assert inspect["matched"] == "1"
     sid = int(inspect["slice"]["id"])
     dur, arg_set_id, parent_id = demo_db.rows("SELECT dur, arg_set_id, parent_id FROM slice WHERE id = ?", (sid,))[0]
@@ -179,7 +197,8 @@ async def test_inspect_one_instance_shows_args_self_time_ancestors_and_children(
     assert int(inspect["self_dur"]) == dur - sum(d for _, d in children)
     assert [(c["name"], int(c["dur"])) for c in inspect["children"]] == children
     assert [(a["key"], a["value"]) for a in inspect["args"]] == demo_db.rows(
-        "SELECT key, display_value FROM args WHERE arg_set_id = ? ORDER BY id", (arg_set_id,))
+        "SELECT key, display_value FROM args WHERE arg_set_id = ? ORDER BY id", (arg_set_id,)
+    )
     chain = []
     while parent_id is not None:
         name, parent_id = demo_db.rows("SELECT name, parent_id FROM slice WHERE id = ?", (parent_id,))[0]
@@ -221,7 +240,8 @@ async def test_inspect_with_no_instance_at_ts_offers_every_instance(ds):
     assert "matched" not in data["slices_inspect"] and "instances" not in data["slices_inspect"]  # zero
     assert [s["command"] for s in data["next_steps"]] == [
         "datasette perfetto report demo.db slices inspect --name URLRequest",
-        "datasette perfetto report demo.db slices inspect --name URLRequest --ts 1ns --format sql"]
+        "datasette perfetto report demo.db slices inspect --name URLRequest --ts 1ns --format sql",
+    ]
 
 
 @pytest.mark.asyncio
@@ -234,8 +254,11 @@ async def test_inspect_at_a_start_prefers_instances_starting_then(tmp_path):
     seq = b.sequence(1)
     proc = seq.process(7, "app")
     tracks = [seq.track(100 + i, "Jobs", proc) for i in range(3)]
-    for track, begin, end in ((tracks[0], 1_000_000, 9_000_000), (tracks[1], 2_000_000, 3_000_000),
-                              (tracks[2], 2_000_000, 5_000_000)):
+    for track, begin, end in (
+        (tracks[0], 1_000_000, 9_000_000),
+        (tracks[1], 2_000_000, 3_000_000),
+        (tracks[2], 2_000_000, 5_000_000),
+    ):
         seq.slice_begin(begin, track, "Job")
         seq.slice_end(end, track)
     path = tmp_path / "jobs.db"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 import os
 import select
-import sqlite3
 import shutil
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from datasette.cli import cli
+from shared_data import TRACES
 
 from datasette_perfetto import serve
 from datasette_perfetto.ingest import IngestError, ingest
-from shared_data import TRACES
 
 RANK0 = TRACES / "pytorch_ddp" / "rank0.json.gz"
 RANK1 = TRACES / "pytorch_ddp" / "rank1.json.gz"
@@ -148,13 +148,17 @@ def test_a_concurrent_import_of_the_same_trace_waits_and_reuses_it(tmp_path, dem
 
     monkeypatch.setattr(serve, "ingest", slow_ingest)
     results: dict = {}
-    first = threading.Thread(target=lambda: results.setdefault("a", serve.cached_database(
-        str(demo_trace), tmp_path, version="1")))
+    first = threading.Thread(
+        target=lambda: results.setdefault("a", serve.cached_database(str(demo_trace), tmp_path, version="1"))
+    )
     first.start()
     assert importing.wait(30)
     waited = threading.Event()
-    second = threading.Thread(target=lambda: results.setdefault("b", serve.cached_database(
-        str(demo_trace), tmp_path, version="1", on_wait=waited.set)))
+    second = threading.Thread(
+        target=lambda: results.setdefault(
+            "b", serve.cached_database(str(demo_trace), tmp_path, version="1", on_wait=waited.set)
+        )
+    )
     second.start()
     assert waited.wait(30)  # the second found the entry locked...
     assert not (tmp_path / serve.cache_key(str(demo_trace), "1") / "demo.db").exists()
@@ -182,11 +186,14 @@ def test_leftovers_of_a_killed_import_are_removed(tmp_path, demo_trace):
     assert sorted(p.name for p in folder.iterdir()) == ["demo.db", "demo.inspect.json"]
 
 
-@pytest.mark.parametrize("content, problem", [
-    (b"{not json at all", "no readable data"),
-    (b"hello, world\n", "not a recognised trace format"),
-    (None, "cannot open"),
-])
+@pytest.mark.parametrize(
+    "content, problem",
+    [
+        (b"{not json at all", "no readable data"),
+        (b"hello, world\n", "not a recognised trace format"),
+        (None, "cannot open"),
+    ],
+)
 def test_serve_bad_input_is_one_line_and_caches_nothing(tmp_path, demo_trace, served, content, problem):
     bad = tmp_path / "bad.pftrace"
     if content is not None:
@@ -200,8 +207,11 @@ def test_serve_bad_input_is_one_line_and_caches_nothing(tmp_path, demo_trace, se
     assert "ds" not in served
     # Every argument is checked before any import, so only a problem found by the import itself
     # (after the good trace's) leaves anything: the good trace's complete entry.
-    assert entries(cache) == ([] if problem != "no readable data"
-                              else [f"{serve.cache_key(str(demo_trace), serve.package_version())}/demo.db"])
+    assert entries(cache) == (
+        []
+        if problem != "no readable data"
+        else [f"{serve.cache_key(str(demo_trace), serve.package_version())}/demo.db"]
+    )
 
 
 def test_serve_a_database_that_is_not_a_trace_database(tmp_path, served):
@@ -285,8 +295,12 @@ def test_port_in_use_is_one_line(tmp_path, demo_trace, served):
 def test_the_real_command_serves_until_stopped(tmp_path):
     """`datasette perfetto serve` as a user runs it: a process listening on a free port."""
     env = {**os.environ, "DATASETTE_PERFETTO_CACHE": str(tmp_path / "cache")}
-    with subprocess.Popen([sys.executable, "-m", "datasette", "perfetto", "serve", str(RANK0), "-p", "0"],
-                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env) as process:
+    with subprocess.Popen(
+        [sys.executable, "-m", "datasette", "perfetto", "serve", str(RANK0), "-p", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    ) as process:
         try:
             ready, _, _ = select.select([process.stdout], [], [], 60)
             assert ready, "no report URL printed within 60 s"

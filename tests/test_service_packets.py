@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from conftest import TraceDB
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
-from conftest import TraceDB
 from datasette_perfetto.ingest import ingest_bytes
 from datasette_perfetto.trace_builder import TraceBuilder
 
@@ -17,28 +17,51 @@ def ingest(tmp_path, b: TraceBuilder) -> TraceDB:
 def test_concurrent_sessions_become_state_tracks(tmp_path):
     b = TraceBuilder()
     S = pb.ConcurrentSessionEvent
-    for ts, state, sid, name in ((100, S.STATE_STARTED, 7, "boot"), (300, S.STATE_DISABLED, 7, "boot"),
-                                 (200, S.STATE_CLONED_READ_ONLY, 8, "boot"), (250, S.STATE_UNSPECIFIED, 9, "future")):
-        b.packet(timestamp=ts, trusted_packet_sequence_id=1,
-                 concurrent_session_event=S(state=state, session_id=sid, session_name=name, consumer_uid=1000))
+    for ts, state, sid, name in (
+        (100, S.STATE_STARTED, 7, "boot"),
+        (300, S.STATE_DISABLED, 7, "boot"),
+        (200, S.STATE_CLONED_READ_ONLY, 8, "boot"),
+        (250, S.STATE_UNSPECIFIED, 9, "future"),
+    ):
+        b.packet(
+            timestamp=ts,
+            trusted_packet_sequence_id=1,
+            concurrent_session_event=S(state=state, session_id=sid, session_name=name, consumer_uid=1000),
+        )
     db = ingest(tmp_path, b)
-    rows = db.rows("SELECT t.name, s.ts, s.dur, s.value FROM state s JOIN track t ON t.id = s.track_id "
-                   "WHERE t.type = 'concurrent_tracing_sessions' ORDER BY t.name, s.ts")
-    assert rows == [("boot", 100, 200, "STARTED"), ("boot", 300, 0, "DISABLED"),
-                    ("boot (clone)", 200, -1, "CLONED_READ_ONLY")]
-    assert db.one("SELECT display_value FROM args JOIN state s USING (arg_set_id) "
-                  "WHERE s.ts = 100 AND key = 'consumer_uid'") == "1000"
+    rows = db.rows(
+        "SELECT t.name, s.ts, s.dur, s.value FROM state s JOIN track t ON t.id = s.track_id "
+        "WHERE t.type = 'concurrent_tracing_sessions' ORDER BY t.name, s.ts"
+    )
+    assert rows == [
+        ("boot", 100, 200, "STARTED"),
+        ("boot", 300, 0, "DISABLED"),
+        ("boot (clone)", 200, -1, "CLONED_READ_ONLY"),
+    ]
+    assert (
+        db.one(
+            "SELECT display_value FROM args JOIN state s USING (arg_set_id) WHERE s.ts = 100 AND key = 'consumer_uid'"
+        )
+        == "1000"
+    )
     # The state this version does not know is counted, not guessed.
     assert db.one("SELECT value FROM stats WHERE name = 'concurrent_session_event_unknown_state'") == 1
 
 
 def test_ftrace_stats_begin_end_and_delta(tmp_path):
     b = TraceBuilder()
-    for phase, overrun, errors in ((pb.FtraceStats.START_OF_TRACE, 2, ["sched/bogus"]),
-                                   (pb.FtraceStats.END_OF_TRACE, 7, [])):
-        b.packet(trusted_packet_sequence_id=1, ftrace_stats=pb.FtraceStats(
-            phase=phase, cpu_stats=[pb.FtraceCpuStats(cpu=1, overrun=overrun, entries=5)],
-            unknown_ftrace_events=errors))
+    for phase, overrun, errors in (
+        (pb.FtraceStats.START_OF_TRACE, 2, ["sched/bogus"]),
+        (pb.FtraceStats.END_OF_TRACE, 7, []),
+    ):
+        b.packet(
+            trusted_packet_sequence_id=1,
+            ftrace_stats=pb.FtraceStats(
+                phase=phase,
+                cpu_stats=[pb.FtraceCpuStats(cpu=1, overrun=overrun, entries=5)],
+                unknown_ftrace_events=errors,
+            ),
+        )
     db = ingest(tmp_path, b)
     got = dict(db.rows("SELECT name, value FROM stats WHERE name LIKE 'ftrace_cpu_overrun%' AND idx = 1"))
     assert got == {"ftrace_cpu_overrun_begin": 2, "ftrace_cpu_overrun_end": 7, "ftrace_cpu_overrun_delta": 5}

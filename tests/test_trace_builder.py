@@ -7,11 +7,8 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from datasette_perfetto.trace_builder import (
     BOOTTIME,
-    DEMO_END,
-    D,
-    S,
-    SchedTask,
     DEMO_DISPLAYS,
+    DEMO_END,
     DEMO_PHONE_HEAP_UUID,
     DEMO_PHONE_MACHINE_ID,
     DEMO_PHONE_PROCESS,
@@ -19,6 +16,9 @@ from datasette_perfetto.trace_builder import (
     IPC_COUNTER_UUID,
     MEMORY_TRACK_UUID,
     NETWORK_TRACK_UUID,
+    D,
+    S,
+    SchedTask,
     TraceBuilder,
     build_demo_trace,
     process_uuid,
@@ -88,9 +88,7 @@ def decode(data: bytes) -> list[dict]:
                 item["name"] = event.name
             item["categories"] = [tables["event_categories"][i] for i in event.category_iids]
             item["categories"] += list(event.categories)
-            item["args"] = {
-                _name(a, tables): _value(a, tables) for a in event.debug_annotations
-            }
+            item["args"] = {_name(a, tables): _value(a, tables) for a in event.debug_annotations}
         out.append(item)
     return out
 
@@ -190,8 +188,7 @@ def test_interning_once_per_generation():
     assert table(p5, "event_categories") == [(1, "blink")]
     assert table(p5, "debug_annotation_names") == [(1, "url")]
     assert p5.track_event.name_iid == 1
-    assert [e["name"] for e in events(builder.to_bytes()) if "name" in e] == [
-        "Paint", "Layout", "Layout"]
+    assert [e["name"] for e in events(builder.to_bytes()) if "name" in e] == ["Paint", "Layout", "Layout"]
 
 
 def test_intern_false_uses_plain_strings():
@@ -210,8 +207,16 @@ def test_intern_false_uses_plain_strings():
 
 @pytest.mark.parametrize("intern", [True, False])
 def test_debug_annotation_values(intern):
-    args = {"s": "text", "i": -7, "big": 2**64 - 1, "f": 0.25, "b": True, "no": False,
-            "d": {"inner": {"x": 1}, "label": "y"}, "arr": [1, "two", 3.5, [True]]}
+    args = {
+        "s": "text",
+        "i": -7,
+        "big": 2**64 - 1,
+        "f": 0.25,
+        "b": True,
+        "no": False,
+        "d": {"inner": {"x": 1}, "label": "y"},
+        "arr": [1, "two", 3.5, [True]],
+    }
     builder = TraceBuilder()
     builder.sequence(1, intern=intern).instant(1, 9, "e", args=args)
     [event] = events(builder.to_bytes())
@@ -221,7 +226,12 @@ def test_debug_annotation_values(intern):
     kinds = [a.WhichOneof("value") for a in annotations]
     assert kinds[:6] == [
         "string_value_iid" if intern else "string_value",
-        "int_value", "uint_value", "double_value", "bool_value", "bool_value"]
+        "int_value",
+        "uint_value",
+        "double_value",
+        "bool_value",
+        "bool_value",
+    ]
     with pytest.raises(TypeError):
         builder.sequence(2).instant(1, 9, "e", args={"bad": object()})
 
@@ -243,7 +253,9 @@ def test_incremental_clock_round_trip():
     assert 64 <= seq.clock_id <= 127
     assert snapshot.timestamp_clock_id == BOOTTIME and snapshot.timestamp == stamps[0]
     assert [(c.clock_id, c.timestamp, c.is_incremental) for c in snapshot.clock_snapshot.clocks] == [
-        (BOOTTIME, stamps[0], False), (seq.clock_id, stamps[0], True)]
+        (BOOTTIME, stamps[0], False),
+        (seq.clock_id, stamps[0], True),
+    ]
     # Events store deltas on the incremental clock.
     assert [p.timestamp for p in packets[1:3]] == [0, 0]
     assert all(not p.HasField("timestamp_clock_id") for p in packets[1:3])
@@ -272,10 +284,8 @@ def test_descriptors_and_counters():
     assert list(proc.track_descriptor.process.cmdline) == ["proc --x"]
     assert not proc.HasField("timestamp")
     t = thread.track_descriptor
-    assert (t.uuid, t.thread.pid, t.thread.tid, t.thread.thread_name) == (
-        thread_uuid(11), 10, 11, "worker")
-    assert (track.track_descriptor.name, track.track_descriptor.parent_uuid) == (
-        "async", process_uuid(10))
+    assert (t.uuid, t.thread.pid, t.thread.tid, t.thread.thread_name) == (thread_uuid(11), 10, 11, "worker")
+    assert (track.track_descriptor.name, track.track_descriptor.parent_uuid) == ("async", process_uuid(10))
     assert not track.track_descriptor.HasField("counter")
     assert mem.track_descriptor.counter.unit == pb.CounterDescriptor.UNIT_SIZE_BYTES
     assert not mem.track_descriptor.counter.is_incremental
@@ -334,8 +344,12 @@ def test_a_function_named_like_a_path_component_is_in_both_tables():
 
 def stacks(db, table: str) -> list[tuple]:
     """(ts, tid or upid, frame names outermost first) of each sample in `table`, in time order."""
-    frames = {cid: (parent, name) for cid, parent, name in db.rows(
-        "SELECT c.id, c.parent_id, f.name FROM stack_profile_callsite c JOIN stack_profile_frame f ON f.id = c.frame_id")}
+    frames = {
+        cid: (parent, name)
+        for cid, parent, name in db.rows(
+            "SELECT c.id, c.parent_id, f.name FROM stack_profile_callsite c JOIN stack_profile_frame f ON f.id = c.frame_id"
+        )
+    }
     out = []
     for ts, owner, callsite in db.rows(f"SELECT * FROM ({table}) ORDER BY 1"):
         names = []
@@ -362,17 +376,25 @@ def test_stack_samples_round_trip(ingest_data):
     assert list(second.streaming_profile_packet.timestamp_delta_us) == [500]
     _, db = ingest_data(builder.to_bytes())
     # Sample times are kept to the microsecond.
-    assert stacks(db, "SELECT s.ts, t.tid, s.callsite_id FROM cpu_profile_stack_sample s JOIN thread t USING (utid)") == [
-        (5_000_000, 11, ["main", "work"]), (6_000_000, 11, ["main"]), (6_500_000, 11, ["main", "work"])]
+    assert stacks(
+        db, "SELECT s.ts, t.tid, s.callsite_id FROM cpu_profile_stack_sample s JOIN thread t USING (utid)"
+    ) == [(5_000_000, 11, ["main", "work"]), (6_000_000, 11, ["main"]), (6_500_000, 11, ["main", "work"])]
     assert db.rows("SELECT DISTINCT name FROM stack_profile_mapping") == [("/bin/app",)]
 
 
 def test_heap_profile_dumps_round_trip(ingest_data):
     builder = TraceBuilder()
     # Boot time runs 1000 ns ahead of heapprofd's clock.
-    builder.packet(timestamp=1000, trusted_packet_sequence_id=2, clock_snapshot=pb.ClockSnapshot(clocks=[
-        pb.ClockSnapshot.Clock(clock_id=BOOTTIME, timestamp=1000),
-        pb.ClockSnapshot.Clock(clock_id=pb.BUILTIN_CLOCK_MONOTONIC_COARSE, timestamp=0)]))
+    builder.packet(
+        timestamp=1000,
+        trusted_packet_sequence_id=2,
+        clock_snapshot=pb.ClockSnapshot(
+            clocks=[
+                pb.ClockSnapshot.Clock(clock_id=BOOTTIME, timestamp=1000),
+                pb.ClockSnapshot.Clock(clock_id=pb.BUILTIN_CLOCK_MONOTONIC_COARSE, timestamp=0),
+            ]
+        ),
+    )
     stack = [("main", "/bin/app"), ("malloc", "/lib/libc.so")]
     builder.heap_profile(100, 30, [(stack, 1000, 200, 10, 2)], seq_id=9)
     builder.heap_profile(200, 30, [(stack, 1500, 1200, 15, 12)], seq_id=9)
@@ -380,29 +402,41 @@ def test_heap_profile_dumps_round_trip(ingest_data):
     _, db = ingest_data(builder.to_bytes())
     # Cumulative samples become what changed since the previous dump.
     assert db.rows("SELECT ts, count, size FROM heap_profile_allocation ORDER BY id") == [
-        (1100, 10, 1000), (1100, -2, -200), (1200, 5, 500), (1200, -10, -1000)]
+        (1100, 10, 1000),
+        (1100, -2, -200),
+        (1200, 5, 500),
+        (1200, -10, -1000),
+    ]
     assert stacks(db, "SELECT ts, upid, callsite_id FROM heap_profile_allocation WHERE size > 0")[0][2] == [
-        "main", "malloc"]
+        "main",
+        "malloc",
+    ]
     assert db.stat("heapprofd_missing_packet") == 0
 
 
 def test_simulate_sched_follows_planned_runs(ingest_data):
     # Two threads on CPU 0: a runs ticks 2-6 then sleeps in D until tick 10; b, woken by a at tick 4,
     # waits (R) until a blocks, then runs 3 ticks. 100 ns ticks from ts 1000.
-    tasks = [SchedTask(10, 10, "a", 0, runs=[(2, 4, D, 0), (10, 2, S, 11)]),
-             SchedTask(11, 10, "b", 0, runs=[(4, 3, S, 10)])]
+    tasks = [
+        SchedTask(10, 10, "a", 0, runs=[(2, 4, D, 0), (10, 2, S, 11)]),
+        SchedTask(11, 10, "b", 0, runs=[(4, 3, S, 10)]),
+    ]
     symbols = {1: "io_schedule"}
-    events = simulate_sched(tasks, start=1000, tick=100, ticks=20, cpus=1, rng=random.Random(1),
-                            kernel_symbols=symbols)
+    events = simulate_sched(tasks, start=1000, tick=100, ticks=20, cpus=1, rng=random.Random(1), kernel_symbols=symbols)
     builder = TraceBuilder()
     builder.sched(events, kernel_symbols=symbols)
     _, db = ingest_data(builder.to_bytes())
     assert db.rows("""SELECT t.name, s.ts, s.dur, s.state, s.blocked_function, w.name FROM thread_state s
         JOIN thread t USING (utid) LEFT JOIN thread w ON w.utid = s.waker_utid
         WHERE s.utid != 0 AND s.dur != 0 ORDER BY s.ts, t.name""") == [
-        ("a", 1200, 400, "Running", None, None), ("b", 1400, 200, "R", None, "a"),
-        ("a", 1600, 400, "D", "io_schedule", None), ("b", 1600, 300, "Running", None, None),
-        ("b", 1900, -1, "S", None, None), ("a", 2000, 200, "Running", None, None), ("a", 2200, -1, "S", None, None)]
+        ("a", 1200, 400, "Running", None, None),
+        ("b", 1400, 200, "R", None, "a"),
+        ("a", 1600, 400, "D", "io_schedule", None),
+        ("b", 1600, 300, "Running", None, None),
+        ("b", 1900, -1, "S", None, None),
+        ("a", 2000, 200, "Running", None, None),
+        ("a", 2200, -1, "S", None, None),
+    ]
     with pytest.raises(ValueError, match="kernel_symbols"):
         simulate_sched(tasks, start=0, tick=100, ticks=20, cpus=1, rng=random.Random(1))
 
@@ -429,8 +463,7 @@ def test_demo_processes_and_threads(demo):
     per_process = collections.Counter(t.pid for t in threads)
     assert per_process == {100: 3, 200: 3, 300: 2}
     names = {t.thread_name for t in threads}
-    assert {"CrBrowserMain", "IOThread", "CrRendererMain", "Compositor",
-            "VizCompositorThread"} <= names
+    assert {"CrBrowserMain", "IOThread", "CrRendererMain", "Compositor", "VizCompositorThread"} <= names
     # One sequence per thread, each announcing its own thread track first.
     seqs = collections.defaultdict(list)
     for p in parse(demo):
@@ -469,16 +502,14 @@ def test_demo_args_cover_all_value_kinds(demo):
     kinds = set()
 
     def visit(ann):
-        kinds.add("dict" if ann.dict_entries else "array" if ann.array_values
-                  else ann.WhichOneof("value"))
+        kinds.add("dict" if ann.dict_entries else "array" if ann.array_values else ann.WhichOneof("value"))
         for child in list(ann.dict_entries) + list(ann.array_values):
             visit(child)
 
     for p in parse(demo):
         for ann in p.track_event.debug_annotations:
             visit(ann)
-    assert {"string_value_iid", "int_value", "double_value", "bool_value", "dict",
-            "array"} <= kinds
+    assert {"string_value_iid", "int_value", "double_value", "bool_value", "dict", "array"} <= kinds
     request = next(e for e in events(demo) if e.get("name") == "URLRequest")
     assert request["args"]["url"].startswith("https://") and request["categories"] == ["net"]
     task = next(e for e in events(demo) if e.get("name") == "MessageLoop::RunTask")
@@ -517,16 +548,16 @@ def test_demo_counters_instants_and_async_track(demo):
     assert set(counters) == {MEMORY_TRACK_UUID, IPC_COUNTER_UUID, DEMO_PHONE_HEAP_UUID} | refresh_rates
     assert counters[MEMORY_TRACK_UUID] >= 20 and counters[IPC_COUNTER_UUID] >= 10
     # Incremental counter values must come from the sequence that declared the track.
-    assert {e["seq"] for e in decoded if e["track"] == IPC_COUNTER_UUID} == {
-        ipc.trusted_packet_sequence_id}
+    assert {e["seq"] for e in decoded if e["track"] == IPC_COUNTER_UUID} == {ipc.trusted_packet_sequence_id}
     instants = collections.Counter(e["name"] for e in decoded if e["type"] == TE.TYPE_INSTANT)
     assert instants["InputEvent"] == 12 and instants["VSync"] >= 30
 
 
 def test_demo_uses_incremental_clock_with_mid_trace_clear(demo):
     packets = parse(demo)
-    snapshots = [p for p in packets if p.HasField("clock_snapshot")
-                 and any(c.is_incremental for c in p.clock_snapshot.clocks)]
+    snapshots = [
+        p for p in packets if p.HasField("clock_snapshot") and any(c.is_incremental for c in p.clock_snapshot.clocks)
+    ]
     assert len(snapshots) == 2
     assert len({p.trusted_packet_sequence_id for p in snapshots}) == 1
     seq = snapshots[0].trusted_packet_sequence_id
@@ -536,8 +567,7 @@ def test_demo_uses_incremental_clock_with_mid_trace_clear(demo):
     assert names.count("Display::DrawAndSwap") == 2  # re-interned after the clear
     # Other track-event sequences use absolute timestamps and clear exactly once.
     for other in {p.trusted_packet_sequence_id for p in packets if p.HasField("track_event")} - {seq}:
-        assert sum(p.incremental_state_cleared for p in packets
-                   if p.trusted_packet_sequence_id == other) == 1
+        assert sum(p.incremental_state_cleared for p in packets if p.trusted_packet_sequence_id == other) == 1
 
 
 def test_demo_phone_is_a_second_machine(demo):
@@ -547,7 +577,7 @@ def test_demo_phone_is_a_second_machine(demo):
     # (the service assigns sequence ids across machines).
     assert remote == list(range(remote[0], len(packets)))
     assert {packets[i].machine_id for i in remote} == {DEMO_PHONE_MACHINE_ID}
-    host_seqs = {p.trusted_packet_sequence_id for p in packets[:remote[0]]}
+    host_seqs = {p.trusted_packet_sequence_id for p in packets[: remote[0]]}
     assert host_seqs.isdisjoint(packets[i].trusted_packet_sequence_id for i in remote)
     # The phone's SystemInfo; the desktop writes none.
     assert [p.system_info.utsname.machine for p in packets if p.HasField("system_info")] == ["aarch64"]
@@ -556,12 +586,14 @@ def test_demo_phone_is_a_second_machine(demo):
     descriptors = [packets[i].track_descriptor for i in remote if packets[i].HasField("track_descriptor")]
     assert [(d.process.pid, d.process.process_name) for d in descriptors if d.HasField("process")] == [(pid, name)]
     assert [(d.thread.tid, d.thread.thread_name) for d in descriptors if d.HasField("thread")] == [
-        (tid, tname) for tid, tname, _ in threads]
+        (tid, tname) for tid, tname, _ in threads
+    ]
     # Inside the desktop's time span, so the trace bounds are the desktop's.
     decoded = decode(demo)
     host = [e["ts"] for e in decoded if "type" in e and not e["packet"].machine_id]
     phone = [e["ts"] for e in decoded if "type" in e and e["packet"].machine_id]
     assert min(host) < min(phone) and max(phone) < max(host)
-    names = collections.Counter(e["name"] for e in decoded if e.get("type") == TE.TYPE_SLICE_BEGIN
-                                and e["packet"].machine_id)
+    names = collections.Counter(
+        e["name"] for e in decoded if e.get("type") == TE.TYPE_SLICE_BEGIN and e["packet"].machine_id
+    )
     assert sum(names.values()) == 60 and names["DevToolsSession::DispatchProtocolMessage"] > 3

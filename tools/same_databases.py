@@ -44,8 +44,12 @@ def build(directory: str) -> None:
 
 
 def relations(conn: sqlite3.Connection) -> dict[str, str]:
-    return dict(conn.execute("SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view') "
-                             "AND name NOT LIKE 'sqlite_%' ORDER BY name"))
+    return dict(
+        conn.execute(
+            "SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view') "
+            "AND name NOT LIKE 'sqlite_%' ORDER BY name"
+        )
+    )
 
 
 def rows(conn: sqlite3.Connection, name: str, kind: str) -> tuple[list[str], list[tuple]]:
@@ -53,8 +57,13 @@ def rows(conn: sqlite3.Connection, name: str, kind: str) -> tuple[list[str], lis
     columns = [d[0] for d in cursor.description]
     skip = {i for i, c in enumerate(columns) if c in VOLATILE.get(name, ())}
     if name == "metadata":  # only file paths and import times are volatile there
-        keep = [tuple(None if i in skip and r[columns.index("name")] in ("trace_uuid_path", "import_time") else v
-                      for i, v in enumerate(r)) for r in cursor]
+        keep = [
+            tuple(
+                None if i in skip and r[columns.index("name")] in ("trace_uuid_path", "import_time") else v
+                for i, v in enumerate(r)
+            )
+            for r in cursor
+        ]
     else:
         keep = [tuple(v for i, v in enumerate(r) if i not in skip) for r in cursor]
     return columns, keep if kind == "table" else sorted(keep, key=repr)
@@ -65,7 +74,9 @@ def compare(before: str, after: str) -> list[str]:
     problems = []
     ra, rb = relations(a), relations(b)
     if ra != rb:
-        problems.append(f"relations differ: only before {sorted(set(ra) - set(rb))}, only after {sorted(set(rb) - set(ra))}")
+        problems.append(
+            f"relations differ: only before {sorted(set(ra) - set(rb))}, only after {sorted(set(rb) - set(ra))}"
+        )
     for name, kind in ra.items():
         if rb.get(name) != kind:
             continue

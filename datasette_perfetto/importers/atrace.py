@@ -12,7 +12,8 @@ SystraceParser.
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple, Optional
+from collections.abc import Callable
+from typing import NamedTuple
 
 from ..model import TraceContext
 from .ftrace import FtraceParser, ftrace_handler
@@ -27,9 +28,9 @@ EMPTY_SLICE_NAME = "[empty slice name]"
 class TracePoint(NamedTuple):
     phase: str
     tgid: int
-    name: Optional[str] = None
+    name: str | None = None
     value: int = 0  # counter value or async cookie
-    track_name: Optional[str] = None  # N/G/H
+    track_name: str | None = None  # N/G/H
 
 
 # Result of parse_marker besides a TracePoint: not a marker we count as broken.
@@ -38,7 +39,7 @@ UNSUPPORTED = "unsupported"
 _C_SPACE = " \t\n\v\f\r"
 
 
-def c_uint32(s: str) -> Optional[int]:
+def c_uint32(s: str) -> int | None:
     """C's strtoul then a cast to uint32, accepting only a fully consumed string
     (trace_processor's StringToUInt32): leading blanks and a sign are allowed,
     negative numbers wrap."""
@@ -50,7 +51,7 @@ def c_uint32(s: str) -> Optional[int]:
     return value & 0xFFFFFFFF
 
 
-def c_int64(s: str) -> Optional[int]:
+def c_int64(s: str) -> int | None:
     """C's strtoll, saturating, accepting only a fully consumed string (StringToInt64)."""
     value = _c_integer(s)
     if value is None:
@@ -58,7 +59,7 @@ def c_int64(s: str) -> Optional[int]:
     return max(min(value, (1 << 63) - 1), -(1 << 63))
 
 
-def c_int32(s: str) -> Optional[int]:
+def c_int32(s: str) -> int | None:
     """strtol (64-bit long) then a cast to int32 (StringToInt32)."""
     value = c_int64(s)
     if value is None:
@@ -67,7 +68,7 @@ def c_int32(s: str) -> Optional[int]:
     return value - (1 << 32) if value >= 1 << 31 else value
 
 
-def _c_integer(s: str) -> Optional[int]:
+def _c_integer(s: str) -> int | None:
     if s.isascii() and s.isdigit():
         return int(s)  # the usual case
     body = s.lstrip(_C_SPACE)
@@ -166,7 +167,7 @@ class _CompressedTracks:
     (trace_processor's TrackCompressor): overlapping async slices get separate
     tracks, and a track is reused once its slices are over."""
 
-    def __init__(self, trace: TraceContext, type: str, dims: tuple, name: Optional[str]) -> None:
+    def __init__(self, trace: TraceContext, type: str, dims: tuple, name: str | None) -> None:
         self.trace = trace
         self.type = type
         self.dims = dims
@@ -175,8 +176,9 @@ class _CompressedTracks:
         self.lanes: list[_Lane] = []
 
     def _new_lane(self, by_cookie: bool, key: int) -> _Lane:
-        track_id = self.trace.tracks.create(self.type, self.dims + (("track_compressor_idx", len(self.lanes)),),
-                                            "slice", self.name)
+        track_id = self.trace.tracks.create(
+            self.type, self.dims + (("track_compressor_idx", len(self.lanes)),), "slice", self.name
+        )
         self.trace.tracks.row(track_id).track_group_id = self.group_id
         lane = _Lane(by_cookie, key, track_id)
         self.lanes.append(lane)
@@ -212,14 +214,15 @@ class _CompressedTracks:
 
 
 class AtraceParser:
-    def __init__(self, trace: TraceContext, thread_track: Optional[Callable[[int], int]] = None) -> None:
+    def __init__(self, trace: TraceContext, thread_track: Callable[[int], int] | None = None) -> None:
         self.trace = trace
         self.stats = trace.stats
         self.procs = trace.processes
         self.slices = trace.slices
         # utid -> the thread's slice track, shared with track events so both nest together.
         self.thread_track = thread_track or (
-            lambda utid: trace.tracks.intern("thread_execution", (("utid", utid),), "slice"))
+            lambda utid: trace.tracks.intern("thread_execution", (("utid", utid),), "slice")
+        )
         self._compressed: dict[tuple, _CompressedTracks] = {}
         # Per async track: how many 'S' began on it and when the last did (they do not nest).
         self._unnestable: dict[int, list[int]] = {}
@@ -236,8 +239,7 @@ class AtraceParser:
         elif point is not UNSUPPORTED:
             self.apply(ts, pid, point)
 
-    def kernel_mark(self, ts: int, pid: int, trace_type: int, begin: bool, name: str, tgid: int,
-                    value: int) -> None:
+    def kernel_mark(self, ts: int, pid: int, trace_type: int, begin: bool, name: str, tgid: int, value: int) -> None:
         """A driver's own tracing_mark_write event: type B/E/C/I, or 0 with a begin flag."""
         if trace_type == 0:
             phase = "B" if begin else "E"
@@ -308,9 +310,14 @@ class AtraceParser:
         if p.phase == "F":
             track = tracks.end(p.value)
             counts = self._unnestable.get(track)
-            end_args = [] if counts is None else [
-                ("legacy_unnestable_begin_count", "legacy_unnestable_begin_count", "int", counts[0]),
-                ("legacy_unnestable_last_begin_ts", "legacy_unnestable_last_begin_ts", "int", counts[1])]
+            end_args = (
+                []
+                if counts is None
+                else [
+                    ("legacy_unnestable_begin_count", "legacy_unnestable_begin_count", "int", counts[0]),
+                    ("legacy_unnestable_last_begin_ts", "legacy_unnestable_last_begin_ts", "int", counts[1]),
+                ]
+            )
             self.slices.end(ts, track, None, None, end_args)
             return
         # Android's async slices never nested, and some writers (PowerManager's
@@ -371,7 +378,7 @@ class AtraceParser:
         self.trace.insert_counter(ts, track, float(p.value), args)
 
     def _lmk_slice(self, ts: int, name: str) -> None:
-        """"lmk,<pid>,<reason>,<oom_score_adj>,..." slices (lmkd): the kill as an
+        """ "lmk,<pid>,<reason>,<oom_score_adj>,..." slices (lmkd): the kill as an
         instant and the victim's oom_score_adj as a counter."""
         parts = [part for part in name.split(",") if part]
         if len(parts) < 4:
@@ -394,6 +401,7 @@ def atrace_parser(parser: FtraceParser) -> AtraceParser:
 
 
 # -- ftrace events ---------------------------------------------------------------------
+
 
 @ftrace_handler("print")
 def _print(parser: FtraceParser, ts: int, cpu: int, pid: int, event, *_) -> None:
@@ -423,8 +431,9 @@ def _sde_mark(parser: FtraceParser, ts: int, cpu: int, pid: int, ev, *_) -> None
     if not ev.HasField("trace_type") and not ev.HasField("trace_begin"):
         parser.stats.inc("systrace_parse_failure")
         return
-    atrace_parser(parser).kernel_mark(ts, pid, ev.trace_type & 0xFF, bool(ev.trace_begin), text(ev.trace_name),
-                                      ev.pid & 0xFFFFFFFF, ev.value)
+    atrace_parser(parser).kernel_mark(
+        ts, pid, ev.trace_type & 0xFF, bool(ev.trace_begin), text(ev.trace_name), ev.pid & 0xFFFFFFFF, ev.value
+    )
 
 
 @ftrace_handler("samsung_tracing_mark_write")
@@ -432,8 +441,9 @@ def _samsung_mark(parser: FtraceParser, ts: int, cpu: int, pid: int, ev, *_) -> 
     if not ev.HasField("trace_type"):
         parser.stats.inc("systrace_parse_failure")
         return
-    atrace_parser(parser).kernel_mark(ts, pid, ev.trace_type & 0xFF, False, text(ev.trace_name),
-                                      ev.pid & 0xFFFFFFFF, ev.value)
+    atrace_parser(parser).kernel_mark(
+        ts, pid, ev.trace_type & 0xFF, False, text(ev.trace_name), ev.pid & 0xFFFFFFFF, ev.value
+    )
 
 
 @ftrace_handler("dpu_tracing_mark_write")
@@ -461,5 +471,4 @@ def _lwis_mark(parser: FtraceParser, ts: int, cpu: int, pid: int, ev, *_) -> Non
     if not ev.type:
         parser.stats.inc("systrace_parse_failure")
         return
-    atrace_parser(parser).kernel_mark(ts, pid, ev.type & 0xFF, False, text(ev.func_name), ev.pid & 0xFFFFFFFF,
-                                      ev.value)
+    atrace_parser(parser).kernel_mark(ts, pid, ev.type & 0xFF, False, text(ev.func_name), ev.pid & 0xFFFFFFFF, ev.value)

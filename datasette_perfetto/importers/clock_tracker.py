@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import bisect
 from collections import deque
-from typing import Optional
 
 from ..stats import Stats
 
@@ -65,7 +64,7 @@ class ClockTracker:
         self.trace_clock_fixed = False
         self._hops: dict[tuple, _Hop] = {}
         self._neighbours: dict[ClockKey, set] = {}
-        self._paths: dict[ClockKey, Optional[list[_Hop]]] = {}
+        self._paths: dict[ClockKey, list[_Hop] | None] = {}
         # Incremental clocks: key -> (last value in units, unit multiplier).
         self.incremental: dict[ClockKey, list[int]] = {}
         # An incremental clock that is not sequence-scoped: every packet on it moves it.
@@ -95,7 +94,9 @@ class ClockTracker:
                 if not isinstance(key, tuple):
                     self.global_incremental = True
             values.append((key, timestamp * multiplier))
-            self.snapshot_rows.append((snapshot_id, clock_id, BUILTIN_CLOCK_NAMES.get(clock_id), timestamp * multiplier))
+            self.snapshot_rows.append(
+                (snapshot_id, clock_id, BUILTIN_CLOCK_NAMES.get(clock_id), timestamp * multiplier)
+            )
         self._converters.clear()
         for user in self.users:
             user.clock = None
@@ -111,7 +112,7 @@ class ClockTracker:
                     self._paths.clear()
                 hop.add(va, vb)
 
-    def resolve_incremental(self, key: ClockKey, delta: int) -> Optional[int]:
+    def resolve_incremental(self, key: ClockKey, delta: int) -> int | None:
         """Applies a delta on an incremental clock; returns ns on that clock."""
         state = self.incremental.get(key)
         if state is None:
@@ -140,7 +141,7 @@ class ClockTracker:
             return lambda ts: ts + offset
         return hop.convert
 
-    def to_trace_time(self, key: ClockKey, ts: int, quiet: bool = False) -> Optional[int]:
+    def to_trace_time(self, key: ClockKey, ts: int, quiet: bool = False) -> int | None:
         if key == self.trace_clock:
             return ts
         try:
@@ -161,7 +162,7 @@ class ClockTracker:
             ts = hop.convert(ts)
         return ts
 
-    def _find_path(self, src: ClockKey) -> Optional[list[_Hop]]:
+    def _find_path(self, src: ClockKey) -> list[_Hop] | None:
         target = self.trace_clock
         prev: dict = {src: None}
         queue = deque([src])

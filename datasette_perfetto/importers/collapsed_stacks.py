@@ -11,7 +11,8 @@ counted in `collapsed_stack_malformed_line`.
 from __future__ import annotations
 
 import re
-from typing import BinaryIO, Callable, Iterator, Optional
+from collections.abc import Callable, Iterator
+from typing import BinaryIO
 
 from ..model import TraceContext
 from ..trackers.stack_profile_tracker import for_trace
@@ -23,7 +24,7 @@ _DIGITS = re.compile(rb"[0-9]+")
 def _is_collapsed_line(line: bytes) -> bool:
     line = line.strip()
     space = line.rfind(b" ")
-    return space > 0 and bool(_DIGITS.fullmatch(line[space + 1:])) and b";" in line[:space]
+    return space > 0 and bool(_DIGITS.fullmatch(line[space + 1 :])) and b";" in line[:space]
 
 
 def looks_like_collapsed_stacks(head: bytes) -> bool:
@@ -51,8 +52,8 @@ class CollapsedStackImporter:
         self.trace = trace
         self.stats = trace.stats
         self.stacks, _ = for_trace(trace)
-        self.profile_id: Optional[int] = None
-        self.mapping_id: Optional[int] = None
+        self.profile_id: int | None = None
+        self.mapping_id: int | None = None
 
     def run(self, stream: BinaryIO, progress: Callable[[float], None]) -> None:
         raw = getattr(stream, "raw", stream)
@@ -70,10 +71,11 @@ class CollapsedStackImporter:
             return
         if self.profile_id is None:
             self.profile_id = self.trace.storage.insert(
-                "aggregate_profile", ("collapsed_stack_file", "collapsed_stack samples", "samples", "count"))
+                "aggregate_profile", ("collapsed_stack_file", "collapsed_stack samples", "samples", "count")
+            )
             self.mapping_id = self.stacks.dummy_mapping("[collapsed_stack]")
         space = line.rfind(b" ")
-        count = line[space + 1:] if space > 0 else b""
+        count = line[space + 1 :] if space > 0 else b""
         if not _DIGITS.fullmatch(count) or int(count) <= 0 or int(count) >= 1 << 63:
             self.stats.inc("collapsed_stack_malformed_line")
             return

@@ -6,8 +6,7 @@ from __future__ import annotations
 from .ftrace import FtraceParser, packet_handler
 from .track_event import text
 
-STATE_NAMES = {1: "DISABLED", 2: "CONFIGURED", 3: "STARTED", 4: "DISABLING_WAITING_STOP_ACKS",
-               5: "CLONED_READ_ONLY"}
+STATE_NAMES = {1: "DISABLED", 2: "CONFIGURED", 3: "STARTED", 4: "DISABLING_WAITING_STOP_ACKS", 5: "CLONED_READ_ONLY"}
 STATE_DISABLED, STATE_CLONED_READ_ONLY = 1, 5
 
 
@@ -22,8 +21,10 @@ def _session_event(parser: FtraceParser, ts: int, ev) -> None:
     if ev.state == STATE_CLONED_READ_ONLY:
         name += " (clone)"  # a clone shares its parent's name; its first event names the track
     track = trace.tracks.intern("concurrent_tracing_sessions", (("session_id", ev.session_id),), "state", name)
-    args = [("consumer_uid", "consumer_uid", "int", ev.consumer_uid),
-            ("num_data_sources", "num_data_sources", "int", ev.num_data_sources)]
+    args = [
+        ("consumer_uid", "consumer_uid", "int", ev.consumer_uid),
+        ("num_data_sources", "num_data_sources", "int", ev.num_data_sources),
+    ]
     trace.states.update(ts, track, state, None, args)
     if ev.state == STATE_DISABLED:
         trace.states.update(ts, track, None)  # terminal: a zero-width marker, not an open state

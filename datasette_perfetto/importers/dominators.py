@@ -8,11 +8,12 @@ dominator: another object, or the super-root (reported as None).
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 
-def dominator_tree(node_count: int, roots: Sequence[int], children: Sequence[Sequence[int]],
-                   sizes: Sequence[int]) -> list[tuple[int, Optional[int], int, int]]:
+def dominator_tree(
+    node_count: int, roots: Sequence[int], children: Sequence[Sequence[int]], sizes: Sequence[int]
+) -> list[tuple[int, int | None, int, int]]:
     """(node, idom node or None, retained size, retained count) for every node reachable from `roots`.
 
     Nodes are 0..node_count-1; `children[n]` lists n's successors, `sizes[n]` its self size.

@@ -16,7 +16,7 @@ is enough for every handler to be known.
 from __future__ import annotations
 
 import importlib
-from typing import Callable, Iterator, Optional
+from collections.abc import Callable, Iterator
 
 from google.protobuf.message import DecodeError
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
@@ -34,8 +34,15 @@ FTRACE_HANDLERS: dict[str, Callable] = {}
 PACKET_HANDLERS: dict[str, tuple[type, Callable]] = {}
 
 # Modules whose import registers handlers (each a module of datasette_perfetto.importers).
-HANDLER_MODULES = ("ftrace_sched", "ftrace_counters", "ftrace_stats", "ftrace_syscalls", "system_probes", "atrace",
-                   "concurrent_sessions")
+HANDLER_MODULES = (
+    "ftrace_sched",
+    "ftrace_counters",
+    "ftrace_stats",
+    "ftrace_syscalls",
+    "system_probes",
+    "atrace",
+    "concurrent_sessions",
+)
 
 
 def ftrace_handler(*names: str) -> Callable:
@@ -75,7 +82,7 @@ class FtraceParser:
     `state(key, factory)`, so the modules stay independent of each other.
     """
 
-    def __init__(self, trace: TraceContext, thread_track: Optional[Callable[[int], int]] = None) -> None:
+    def __init__(self, trace: TraceContext, thread_track: Callable[[int], int] | None = None) -> None:
         _load_handlers()
         self.trace = trace
         self.stats = trace.stats

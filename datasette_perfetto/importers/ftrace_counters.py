@@ -11,8 +11,6 @@ packets feed the same frequency tracks. The track helpers here are shared with
 
 from __future__ import annotations
 
-from typing import Optional
-
 from ..model import TraceContext
 from .ftrace import FtraceParser, ftrace_handler, packet_handler
 from .track_event import text
@@ -20,8 +18,9 @@ from .track_event import text
 # -- shared track helpers --------------------------------------------------------------
 
 
-def cpu_counter_track(trace: TraceContext, type: str, cpu: int, name: Optional[str], unit: Optional[str] = None,
-                      extra_dims: tuple = ()) -> int:
+def cpu_counter_track(
+    trace: TraceContext, type: str, cpu: int, name: str | None, unit: str | None = None, extra_dims: tuple = ()
+) -> int:
     """A counter track with a `cpu` dimension; like trace_processor, it makes the CPU present."""
     trace.cpu(cpu)
     return trace.tracks.intern(type, (("cpu", cpu),) + extra_dims, "counter", name, unit)
@@ -36,8 +35,7 @@ def gpu_frequency_track(trace: TraceContext, gpu: int) -> int:
     return trace.tracks.intern("gpu_frequency", (("ugpu", ugpu), ("gpu", gpu)), "counter", "gpufreq", "kHz")
 
 
-def global_counter_track(trace: TraceContext, type: str, dims: tuple, name: Optional[str],
-                         unit: Optional[str] = None) -> int:
+def global_counter_track(trace: TraceContext, type: str, dims: tuple, name: str | None, unit: str | None = None) -> int:
     return trace.tracks.intern(type, dims, "counter", name, unit)
 
 
@@ -53,8 +51,9 @@ class ThreadCounters:
         # (utid, process type, thread fallback type, dims, name) -> placeholder (negative) track id
         self._placeholders: dict[tuple, int] = {}
 
-    def push(self, ts: int, value: float, utid: int, process_type: str, thread_type: str, dims: tuple,
-             name: str) -> None:
+    def push(
+        self, ts: int, value: float, utid: int, process_type: str, thread_type: str, dims: tuple, name: str
+    ) -> None:
         key = (utid, process_type, thread_type, dims, name)
         placeholder = self._placeholders.get(key)
         if placeholder is None:
@@ -88,11 +87,19 @@ def thread_counters(parser: FtraceParser) -> ThreadCounters:
 
 
 def push_process_memory(parser: FtraceParser, ts: int, value: float, utid: int, key: str) -> None:
-    thread_counters(parser).push(ts, value, utid, "process_memory", "process_memory_thread_fallback",
-                                 (("process_memory_key", key),), f"mem.{key}")
+    thread_counters(parser).push(
+        ts,
+        value,
+        utid,
+        "process_memory",
+        "process_memory_thread_fallback",
+        (("process_memory_key", key),),
+        f"mem.{key}",
+    )
 
 
 # -- CPU ---------------------------------------------------------------------------------
+
 
 @ftrace_handler("cpu_frequency")
 def _cpu_frequency(parser: FtraceParser, ts: int, cpu: int, pid: int, ev) -> None:
@@ -115,10 +122,12 @@ def _dcvsh_freq(parser: FtraceParser, ts: int, cpu: int, pid: int, ev) -> None:
 def _cpu_frequency_limits(parser: FtraceParser, ts: int, cpu: int, pid: int, ev) -> None:
     trace = parser.trace
     cpu_id = ev.cpu_id
-    trace.insert_counter(ts, cpu_counter_track(trace, "cpu_max_frequency_limit", cpu_id,
-                                               f"Cpu {cpu_id} Max Freq Limit"), ev.max_freq)
-    trace.insert_counter(ts, cpu_counter_track(trace, "cpu_min_frequency_limit", cpu_id,
-                                               f"Cpu {cpu_id} Min Freq Limit"), ev.min_freq)
+    trace.insert_counter(
+        ts, cpu_counter_track(trace, "cpu_max_frequency_limit", cpu_id, f"Cpu {cpu_id} Max Freq Limit"), ev.max_freq
+    )
+    trace.insert_counter(
+        ts, cpu_counter_track(trace, "cpu_min_frequency_limit", cpu_id, f"Cpu {cpu_id} Min Freq Limit"), ev.min_freq
+    )
 
 
 @packet_handler("generic_kernel_cpu_freq_event")
@@ -128,6 +137,7 @@ def _generic_cpu_frequency(parser: FtraceParser, ts: int, ev) -> None:
 
 
 # -- GPU ---------------------------------------------------------------------------------
+
 
 @packet_handler("generic_gpu_frequency_event")
 def _generic_gpu_frequency(parser: FtraceParser, ts: int, ev) -> None:
@@ -145,14 +155,15 @@ def _kgsl_gpu_frequency(parser: FtraceParser, ts: int, cpu: int, pid: int, ev) -
     parser.trace.insert_counter(ts, gpu_frequency_track(parser.trace, ev.gpu_id), ev.gpu_freq * 1000.0)
 
 
-def _gpu_memory(trace: TraceContext, ts: int, gpu: int, upid: Optional[int], size: int) -> None:
+def _gpu_memory(trace: TraceContext, ts: int, gpu: int, upid: int | None, size: int) -> None:
     """GPU memory in use: the GPU's total (pid 0), else one process's on that GPU."""
     ugpu = trace.gpu(gpu)
     if upid is None:
         track = trace.tracks.intern("gpu_memory", (("ugpu", ugpu), ("gpu", gpu)), "counter", "GPU Memory", "bytes")
     else:
-        track = trace.tracks.intern("process_gpu_memory", (("ugpu", ugpu), ("gpu", gpu), ("upid", upid)), "counter",
-                                    "GPU Memory", "bytes")
+        track = trace.tracks.intern(
+            "process_gpu_memory", (("ugpu", ugpu), ("gpu", gpu), ("upid", upid)), "counter", "GPU Memory", "bytes"
+        )
     trace.insert_counter(ts, track, size)
 
 
@@ -200,8 +211,9 @@ def _rss_stat_throttled(parser: FtraceParser, ts: int, cpu: int, pid: int, ev) -
     _push_rss(parser, ts, pid, ev.member, ev.size, ev.curr, ev.mm_id)
 
 
-def _push_rss(parser: FtraceParser, ts: int, pid: int, member: int, size: int, curr: Optional[int],
-              mm_id: Optional[int]) -> None:
+def _push_rss(
+    parser: FtraceParser, ts: int, pid: int, member: int, size: int, curr: int | None, mm_id: int | None
+) -> None:
     key = RSS_STAT_KEYS[member] if 0 <= member < len(RSS_STAT_KEYS) else "unknown"
     if size < 0:
         parser.stats.inc("rss_stat_negative_size")
@@ -232,8 +244,9 @@ def _push_ion(trace: TraceContext, ts: int, pid: int, heap: str, total: int, cha
     suffix = f".{heap}" if heap else ""
     trace.insert_counter(ts, global_counter_track(trace, "ion", (("heap_name", heap),), f"mem.ion{suffix}"), total)
     utid = trace.processes.get_or_create_thread(pid)
-    change_track = global_counter_track(trace, "ion_change", (("heap_name", heap), ("utid", utid)),
-                                        f"mem.ion_change{suffix}")
+    change_track = global_counter_track(
+        trace, "ion_change", (("heap_name", heap), ("utid", utid)), f"mem.ion_change{suffix}"
+    )
     trace.insert_counter(ts, change_track, change)
 
 
@@ -261,8 +274,7 @@ def _oom_score_adj_update(parser: FtraceParser, ts: int, cpu: int, pid: int, ev)
     # Old tracers encoded negative values badly (b/120618641): the kernel's value is an int16.
     adj = ((ev.oom_score_adj + 0x8000) & 0xFFFF) - 0x8000
     utid = parser.trace.processes.get_or_create_thread(ev.pid & 0xFFFFFFFF)
-    thread_counters(parser).push(ts, adj, utid, "oom_score_adj", "oom_score_adj_thread_fallback", (),
-                                 "oom_score_adj")
+    thread_counters(parser).push(ts, adj, utid, "oom_score_adj", "oom_score_adj_thread_fallback", (), "oom_score_adj")
 
 
 MM_EVENT_TYPES = ("min_flt", "maj_flt", "read_io", "compaction", "reclaim", "swp_flt", "kern_alloc")
@@ -277,11 +289,19 @@ def _mm_event_record(parser: FtraceParser, ts: int, cpu: int, pid: int, ev) -> N
     kind = MM_EVENT_TYPES[ev.type]
     counters = thread_counters(parser)
     for metric, value in (("count", ev.count), ("max_lat", ev.max_lat), ("avg_lat", ev.avg_lat)):
-        counters.push(ts, value, utid, "mm_event", "mm_event_thread_fallback",
-                      (("mm_event_type", kind), ("mm_event_metric", metric)), f"mem.mm.{kind}.{metric}")
+        counters.push(
+            ts,
+            value,
+            utid,
+            "mm_event",
+            "mm_event_thread_fallback",
+            (("mm_event_type", kind), ("mm_event_metric", metric)),
+            f"mem.mm.{kind}.{metric}",
+        )
 
 
 # -- clocks and thermal ------------------------------------------------------------------
+
 
 def clock_frequency_track(trace: TraceContext, device: str) -> int:
     return global_counter_track(trace, "clock_frequency", (("linux_device", device),), f"{device} Frequency")
@@ -302,16 +322,16 @@ def _clock_state(parser: FtraceParser, ts: int, cpu: int, pid: int, ev) -> None:
 @ftrace_handler("thermal_temperature")
 def _thermal_temperature(parser: FtraceParser, ts: int, cpu: int, pid: int, ev) -> None:
     zone = text(ev.thermal_zone)
-    track = global_counter_track(parser.trace, "thermal_temperature", (("thermal_zone", zone),),
-                                 f"{zone} Temperature")
+    track = global_counter_track(parser.trace, "thermal_temperature", (("thermal_zone", zone),), f"{zone} Temperature")
     parser.trace.insert_counter(ts, track, ev.temp)
 
 
 @ftrace_handler("cdev_update")
 def _cdev_update(parser: FtraceParser, ts: int, cpu: int, pid: int, ev) -> None:
     device = text(ev.type)
-    track = global_counter_track(parser.trace, "cooling_device_counter", (("linux_device", device),),
-                                 f"{device} Cooling Device")
+    track = global_counter_track(
+        parser.trace, "cooling_device_counter", (("linux_device", device),), f"{device} Cooling Device"
+    )
     parser.trace.insert_counter(ts, track, ev.target)
 
 

@@ -6,10 +6,9 @@ FtraceSchedEventTracker, ThreadStateTracker and GenericKernelParser)."""
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 from ..trackers.process_tracker import THREAD_NAME_PRIORITY_FTRACE, THREAD_NAME_PRIORITY_PROCESS_TREE
-from ..trackers.sched_tracker import RUNNING, S_TS, S_DUR, PendingSched, SchedTracker, task_state_string
+from ..trackers.sched_tracker import RUNNING, S_DUR, S_TS, PendingSched, SchedTracker, task_state_string
 from .ftrace import FtraceParser, ftrace_handler, packet_handler
 from .track_event import text
 
@@ -29,24 +28,24 @@ class KernelSched:
         self.stats = parser.stats
         self.procs = parser.trace.processes
         self.tracker = SchedTracker(parser.trace.storage)
-        self._kernel_version: Optional[tuple] = None
+        self._kernel_version: tuple | None = None
         # generic kernel: slices closed by another task's switch-in, awaiting their end state
         self.hanging: dict[int, PendingSched] = {}
 
-    def kernel_version(self) -> Optional[tuple]:
+    def kernel_version(self) -> tuple | None:
         if self._kernel_version is None:
             release = str(self.trace.metadata.get("system_release") or "")
             m = re.match(r"(\d+)\.(\d+)", release)
             self._kernel_version = (int(m.group(1)), int(m.group(2))) if m else ()
         return self._kernel_version or None
 
-    def thread(self, tid: int, comm: Optional[str] = None, priority: int = THREAD_NAME_PRIORITY_FTRACE) -> int:
+    def thread(self, tid: int, comm: str | None = None, priority: int = THREAD_NAME_PRIORITY_FTRACE) -> int:
         utid = self.procs.get_or_create_live_thread(tid)
         if comm:
             self.procs.set_thread_name(utid, comm, priority)
         return utid
 
-    def state_string(self, raw: int) -> Optional[str]:
+    def state_string(self, raw: int) -> str | None:
         state = task_state_string(raw, self.kernel_version())
         if state is None:
             self.stats.inc("task_state_invalid")
@@ -61,6 +60,7 @@ def kernel_sched(parser: FtraceParser) -> KernelSched:
 
 
 # -- ftrace ------------------------------------------------------------------------
+
 
 @ftrace_handler("sched_switch")
 def _sched_switch(parser: FtraceParser, ts: int, cpu: int, pid: int, ev) -> None:
@@ -145,8 +145,10 @@ def _sched_blocked_reason(parser: FtraceParser, ts: int, cpu: int, pid: int, ev,
 
 # -- compact sched (tokenized into these calls) -------------------------------------
 
-def compact_sched_switch(parser: FtraceParser, ts: int, cpu: int, prev_state: int, next_pid: int,
-                         next_prio: int, next_comm: str) -> None:
+
+def compact_sched_switch(
+    parser: FtraceParser, ts: int, cpu: int, prev_state: int, next_pid: int, next_prio: int, next_comm: str
+) -> None:
     ks = kernel_sched(parser)
     next_utid = ks.thread(next_pid, next_comm)
     pending = ks.tracker.pending_for(cpu)
@@ -163,8 +165,9 @@ def compact_sched_switch(parser: FtraceParser, ts: int, cpu: int, prev_state: in
     ks.tracker.push_sched_switch(ts, parser.trace.cpu(cpu), prev_utid, state, next_utid)
 
 
-def compact_sched_waking(parser: FtraceParser, ts: int, cpu: int, pid: int, comm: str,
-                         common_flags: Optional[int]) -> None:
+def compact_sched_waking(
+    parser: FtraceParser, ts: int, cpu: int, pid: int, comm: str, common_flags: int | None
+) -> None:
     ks = kernel_sched(parser)
     pending = ks.tracker.pending_for(cpu)
     if pending.last_utid is None:
@@ -175,6 +178,7 @@ def compact_sched_waking(parser: FtraceParser, ts: int, cpu: int, pid: int, comm
 
 
 # -- generic kernel packets ------------------------------------------------------------
+
 
 @packet_handler("generic_kernel_task_state_event")
 def _generic_task_state(parser: FtraceParser, ts: int, ev) -> None:
@@ -200,7 +204,7 @@ def _generic_task_state(parser: FtraceParser, ts: int, ev) -> None:
     tracker.push_thread_state(ts, utid, state_name, ucpu, ks.stats)
 
 
-def _generic_utid(ks: KernelSched, ts: int, tid: int, comm: str, state: int) -> Optional[int]:
+def _generic_utid(ks: KernelSched, ts: int, tid: int, comm: str, state: int) -> int | None:
     procs = ks.procs
     if state == TASK_STATE_CREATED:
         if procs.get_thread_or_null(tid) is not None:

@@ -11,8 +11,14 @@ FTRACE_STATUS_ABI_ZERO_DATA_LENGTH = 12
 INT64_MAX = (1 << 63) - 1
 
 # FtraceCpuStats field -> stat name stem (ftrace_cpu_<stem>_begin/_end/_delta)
-CPU_STATS = (("entries", "entries"), ("overrun", "overrun"), ("commit_overrun", "commit_overrun"),
-             ("bytes_read", "bytes"), ("dropped_events", "dropped_events"), ("read_events", "read_events"))
+CPU_STATS = (
+    ("entries", "entries"),
+    ("overrun", "overrun"),
+    ("commit_overrun", "commit_overrun"),
+    ("bytes_read", "bytes"),
+    ("dropped_events", "dropped_events"),
+    ("read_events", "read_events"),
+)
 
 
 @packet_handler("ftrace_stats")
@@ -39,8 +45,12 @@ def _ftrace_stats(parser: FtraceParser, ts: int, evt) -> None:
         if is_end and begin:
             stats.set(f"ftrace_kprobe_{what}_delta", value - begin)
     if not is_end:
-        errors = len(evt.failed_ftrace_events) + len(evt.unknown_ftrace_events) + bool(evt.atrace_errors) \
+        errors = (
+            len(evt.failed_ftrace_events)
+            + len(evt.unknown_ftrace_events)
+            + bool(evt.atrace_errors)
             + bool(evt.exclusive_feature_error)
+        )
         if errors:
             stats.inc("ftrace_setup_errors", errors)
     for code in evt.ftrace_parse_errors:

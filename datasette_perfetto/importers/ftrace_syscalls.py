@@ -4,8 +4,6 @@ items, as trace_processor's SyscallTracker and FtraceParser build them."""
 
 from __future__ import annotations
 
-from typing import Optional
-
 from .ftrace import FtraceParser, ftrace_handler
 from .syscall_tables import syscall_names
 
@@ -27,16 +25,17 @@ class SyscallTracker:
     def __init__(self, parser: FtraceParser) -> None:
         self.parser = parser
         self.trace = parser.trace
-        self._names: Optional[list[str]] = None
+        self._names: list[str] | None = None
         # Threads inside a sys_write that an atrace marker may cut short.
         self.in_sys_write: set[int] = set()
 
-    def name(self, number: int) -> Optional[str]:
+    def name(self, number: int) -> str | None:
         if self._names is None:
             # SystemInfo is read while tokenizing, so the machine is known by now.
             table = syscall_names(self.trace.metadata.get("system_machine"))  # type: ignore[arg-type]
-            self._names = [f"sys_{table[i]}" if i < len(table) and table[i] else f"sys_{i}"
-                           for i in range(MAX_SYSCALLS)]
+            self._names = [
+                f"sys_{table[i]}" if i < len(table) and table[i] else f"sys_{i}" for i in range(MAX_SYSCALLS)
+            ]
         return self._names[number] if 0 <= number < MAX_SYSCALLS else None
 
     def enter(self, ts: int, utid: int, number: int, args: list) -> None:
@@ -96,6 +95,7 @@ def _sys_exit(parser: FtraceParser, ts: int, cpu: int, pid: int, ev, *_) -> None
 
 # -- function graph ------------------------------------------------------------------
 
+
 def _funcgraph_track(parser: FtraceParser, cpu: int, pid: int) -> int:
     if pid == 0:
         # Every cpu's idle task is tid 0 and they run at once: one track per cpu instead.
@@ -104,7 +104,7 @@ def _funcgraph_track(parser: FtraceParser, cpu: int, pid: int) -> int:
     return parser.trace.tracks.intern("thread_funcgraph", (("utid", utid),), "slice", "Funcgraph")
 
 
-def kernel_function_name(address: int, symbol: Optional[str]) -> str:
+def kernel_function_name(address: int, symbol: str | None) -> str:
     """The interned kernel symbol, else the address in hex (as trace_processor shows it)."""
     if symbol is not None:
         return symbol
@@ -112,21 +112,22 @@ def kernel_function_name(address: int, symbol: Optional[str]) -> str:
 
 
 @ftrace_handler("funcgraph_entry")
-def _funcgraph_entry(parser: FtraceParser, ts: int, cpu: int, pid: int, ev, symbol: Optional[str] = None) -> None:
+def _funcgraph_entry(parser: FtraceParser, ts: int, cpu: int, pid: int, ev, symbol: str | None = None) -> None:
     name = kernel_function_name(ev.func, symbol)
     parser.trace.slices.begin(ts, _funcgraph_track(parser, cpu, pid), None, name, [])
 
 
 @ftrace_handler("funcgraph_exit")
-def _funcgraph_exit(parser: FtraceParser, ts: int, cpu: int, pid: int, ev, symbol: Optional[str] = None) -> None:
+def _funcgraph_exit(parser: FtraceParser, ts: int, cpu: int, pid: int, ev, symbol: str | None = None) -> None:
     name = kernel_function_name(ev.func, symbol)
     parser.trace.slices.end(ts, _funcgraph_track(parser, cpu, pid), None, name, [])
 
 
 # -- workqueues ----------------------------------------------------------------------
 
+
 @ftrace_handler("workqueue_execute_start")
-def _workqueue_start(parser: FtraceParser, ts: int, cpu: int, pid: int, ev, symbol: Optional[str] = None) -> None:
+def _workqueue_start(parser: FtraceParser, ts: int, cpu: int, pid: int, ev, symbol: str | None = None) -> None:
     track = thread_slice_track(parser, _live_thread(parser, pid))
     name = kernel_function_name(ev.function, symbol)
     parser.trace.slices.begin(ts, track, "workqueue", name, [("cpu", "cpu", "int", cpu)])

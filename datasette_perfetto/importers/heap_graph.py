@@ -12,8 +12,6 @@ everything is written.
 
 from __future__ import annotations
 
-from typing import Optional
-
 from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf.message import DecodeError
 from google.protobuf.message_factory import GetMessageClass
@@ -23,16 +21,40 @@ from .track_event import text
 
 HEAP_GRAPH_FIELD = 56  # TracePacket.heap_graph (an extension the perfetto package does not carry)
 
-ROOT_TYPES = ("ROOT_UNKNOWN", "ROOT_JNI_GLOBAL", "ROOT_JNI_LOCAL", "ROOT_JAVA_FRAME", "ROOT_NATIVE_STACK",
-              "ROOT_STICKY_CLASS", "ROOT_THREAD_BLOCK", "ROOT_MONITOR_USED", "ROOT_THREAD_OBJECT",
-              "ROOT_INTERNED_STRING", "ROOT_FINALIZING", "ROOT_DEBUGGER", "ROOT_REFERENCE_CLEANUP",
-              "ROOT_VM_INTERNAL", "ROOT_JNI_MONITOR")
+ROOT_TYPES = (
+    "ROOT_UNKNOWN",
+    "ROOT_JNI_GLOBAL",
+    "ROOT_JNI_LOCAL",
+    "ROOT_JAVA_FRAME",
+    "ROOT_NATIVE_STACK",
+    "ROOT_STICKY_CLASS",
+    "ROOT_THREAD_BLOCK",
+    "ROOT_MONITOR_USED",
+    "ROOT_THREAD_OBJECT",
+    "ROOT_INTERNED_STRING",
+    "ROOT_FINALIZING",
+    "ROOT_DEBUGGER",
+    "ROOT_REFERENCE_CLEANUP",
+    "ROOT_VM_INTERNAL",
+    "ROOT_JNI_MONITOR",
+)
 ROOT_VM_INTERNAL = 13
 # A root of several kinds is reported as the first of these it has, else as the kind first seen.
 ROOT_PRECEDENCE = ("ROOT_STICKY_CLASS", "ROOT_JNI_GLOBAL", "ROOT_JNI_LOCAL")
-TYPE_KINDS = ("KIND_UNKNOWN", "KIND_NORMAL", "KIND_NOREFERENCES", "KIND_STRING", "KIND_ARRAY", "KIND_CLASS",
-              "KIND_CLASSLOADER", "KIND_DEXCACHE", "KIND_SOFT_REFERENCE", "KIND_WEAK_REFERENCE",
-              "KIND_FINALIZER_REFERENCE", "KIND_PHANTOM_REFERENCE")
+TYPE_KINDS = (
+    "KIND_UNKNOWN",
+    "KIND_NORMAL",
+    "KIND_NOREFERENCES",
+    "KIND_STRING",
+    "KIND_ARRAY",
+    "KIND_CLASS",
+    "KIND_CLASSLOADER",
+    "KIND_DEXCACHE",
+    "KIND_SOFT_REFERENCE",
+    "KIND_WEAK_REFERENCE",
+    "KIND_FINALIZER_REFERENCE",
+    "KIND_PHANTOM_REFERENCE",
+)
 KIND_NOREFERENCES, KIND_STRING, KIND_ARRAY = 2, 3, 4
 # References whose referent the GC does not keep alive.
 WEAK_KINDS = frozenset(("KIND_WEAK_REFERENCE", "KIND_FINALIZER_REFERENCE", "KIND_PHANTOM_REFERENCE"))
@@ -49,11 +71,18 @@ THUNK_THIS0 = "libcore.util.NativeAllocationRegistry$CleanerThunk.this$0"
 
 def _build_messages():
     """HeapGraph and its parts (protos/third_party/android/art/heap_graph.proto), in a private pool."""
-    f = descriptor_pb2.FileDescriptorProto(name="datasette_perfetto_heap_graph.proto",
-                                           package="datasette_perfetto.heap_graph", syntax="proto2")
+    f = descriptor_pb2.FileDescriptorProto(
+        name="datasette_perfetto_heap_graph.proto", package="datasette_perfetto.heap_graph", syntax="proto2"
+    )
     T = descriptor_pb2.FieldDescriptorProto
-    U64, I64, I32, BYTES, BOOL, MSG = (T.TYPE_UINT64, T.TYPE_INT64, T.TYPE_INT32, T.TYPE_BYTES, T.TYPE_BOOL,
-                                       T.TYPE_MESSAGE)
+    U64, I64, I32, BYTES, BOOL, MSG = (
+        T.TYPE_UINT64,
+        T.TYPE_INT64,
+        T.TYPE_INT32,
+        T.TYPE_BYTES,
+        T.TYPE_BOOL,
+        T.TYPE_MESSAGE,
+    )
     OPT, REP = T.LABEL_OPTIONAL, T.LABEL_REPEATED
 
     def message(name, fields):
@@ -66,20 +95,48 @@ def _build_messages():
 
     message("InternedString", [("iid", 1, U64, OPT), ("str", 2, BYTES, OPT)])
     message("HeapGraphRoot", [("object_ids", 1, U64, REP), ("root_type", 2, I32, OPT)])
-    message("HeapGraphType", [("id", 1, U64, OPT), ("location_id", 2, U64, OPT), ("class_name", 3, BYTES, OPT),
-                              ("object_size", 4, U64, OPT), ("superclass_id", 5, U64, OPT),
-                              ("reference_field_id", 6, U64, REP), ("kind", 7, I32, OPT),
-                              ("classloader_id", 8, U64, OPT)])
-    message("HeapGraphObject", [("id", 1, U64, OPT), ("id_delta", 7, U64, OPT), ("type_id", 2, U64, OPT),
-                                ("self_size", 3, U64, OPT), ("reference_field_id_base", 6, U64, OPT),
-                                ("reference_field_id", 4, U64, REP), ("reference_object_id", 5, U64, REP),
-                                ("heap_type_delta", 9, I32, OPT), ("runtime_internal_object_id", 10, U64, REP),
-                                ("native_allocation_registry_size_field", 8, I64, OPT)])
-    message("HeapGraph", [("pid", 1, I32, OPT), ("heap_bytes_allocated", 10, I64, OPT),
-                          ("objects", 2, MSG, REP, "HeapGraphObject"), ("roots", 7, MSG, REP, "HeapGraphRoot"),
-                          ("types", 9, MSG, REP, "HeapGraphType"), ("field_names", 4, MSG, REP, "InternedString"),
-                          ("location_names", 8, MSG, REP, "InternedString"), ("continued", 5, BOOL, OPT),
-                          ("index", 6, U64, OPT)])
+    message(
+        "HeapGraphType",
+        [
+            ("id", 1, U64, OPT),
+            ("location_id", 2, U64, OPT),
+            ("class_name", 3, BYTES, OPT),
+            ("object_size", 4, U64, OPT),
+            ("superclass_id", 5, U64, OPT),
+            ("reference_field_id", 6, U64, REP),
+            ("kind", 7, I32, OPT),
+            ("classloader_id", 8, U64, OPT),
+        ],
+    )
+    message(
+        "HeapGraphObject",
+        [
+            ("id", 1, U64, OPT),
+            ("id_delta", 7, U64, OPT),
+            ("type_id", 2, U64, OPT),
+            ("self_size", 3, U64, OPT),
+            ("reference_field_id_base", 6, U64, OPT),
+            ("reference_field_id", 4, U64, REP),
+            ("reference_object_id", 5, U64, REP),
+            ("heap_type_delta", 9, I32, OPT),
+            ("runtime_internal_object_id", 10, U64, REP),
+            ("native_allocation_registry_size_field", 8, I64, OPT),
+        ],
+    )
+    message(
+        "HeapGraph",
+        [
+            ("pid", 1, I32, OPT),
+            ("heap_bytes_allocated", 10, I64, OPT),
+            ("objects", 2, MSG, REP, "HeapGraphObject"),
+            ("roots", 7, MSG, REP, "HeapGraphRoot"),
+            ("types", 9, MSG, REP, "HeapGraphType"),
+            ("field_names", 4, MSG, REP, "InternedString"),
+            ("location_names", 8, MSG, REP, "InternedString"),
+            ("continued", 5, BOOL, OPT),
+            ("index", 6, U64, OPT),
+        ],
+    )
     pool = descriptor_pool.DescriptorPool()
     pool.Add(f)
     return GetMessageClass(pool.FindMessageTypeByName("datasette_perfetto.heap_graph.HeapGraph"))
@@ -92,22 +149,22 @@ def normalize_type(name: str) -> tuple[str, bool, int]:
     """(base name, is the static class object `java.lang.Class<...>`, number of trailing `[]`)."""
     is_static = name.startswith("java.lang.Class<") and name.endswith(">")
     if is_static:
-        name = name[len("java.lang.Class<"):-1]
+        name = name[len("java.lang.Class<") : -1]
     arrays = 0
     while name.endswith("[]" * (arrays + 1)):
         arrays += 1
-    return (name[:len(name) - 2 * arrays] if arrays else name), is_static, arrays
+    return (name[: len(name) - 2 * arrays] if arrays else name), is_static, arrays
 
 
 class _Dump:
     """One heap dump being assembled (trace_processor's per-sequence state)."""
 
     def __init__(self) -> None:
-        self.upid: Optional[int] = None
-        self.ts: Optional[int] = None
-        self.prev_index: Optional[int] = None
+        self.upid: int | None = None
+        self.ts: int | None = None
+        self.prev_index: int | None = None
         self.truncated = False
-        self.heap_size: Optional[int] = None
+        self.heap_size: int | None = None
         self.last_object_id = 0
         self.last_heap_type = 0
         self.object_rows: dict[int, int] = {}  # producer object id -> row id
@@ -117,8 +174,10 @@ class _Dump:
         # Reference rows: [id, reference_set_id, owner row, owned row or None, field name id or a name, deferred]
         self.references: list[list] = []
         self.refs_by_owner: dict[int, tuple[int, int]] = {}  # owner row -> (first index, count) in references
-        self.types: dict[int, tuple] = {}  # producer type id -> (name, location_id, size, field ids, super, loader, kind)
-        self.field_names: dict[int, tuple[str, Optional[str]]] = {}
+        self.types: dict[
+            int, tuple
+        ] = {}  # producer type id -> (name, location_id, size, field ids, super, loader, kind)
+        self.field_names: dict[int, tuple[str, str | None]] = {}
         self.location_names: dict[int, str] = {}
         self.roots: list[tuple[int, list]] = []
         self.vm_internal_roots: list[int] = []
@@ -139,7 +198,7 @@ class HeapGraphTracker:
             row = self.graphs[(upid, ts)] = [self.storage.reserve_id("heap_graph"), ts, upid, None, None, 0]
         return row
 
-    def new_graph(self, upid: int, ts: int, dump_reason: Optional[str]) -> int:
+    def new_graph(self, upid: int, ts: int, dump_reason: str | None) -> int:
         """A heap_graph row announced before (or without) the dump's objects; the dump fills it in."""
         row = [self.storage.reserve_id("heap_graph"), ts, upid, dump_reason, None, 0]
         if (upid, ts) in self.graphs:
@@ -179,9 +238,15 @@ class HeapGraphTracker:
                 kind = root.root_type if 0 <= root.root_type < len(ROOT_TYPES) else 0
                 dump.roots.append((kind, list(root.object_ids)))
         for t in hg.types:
-            dump.types[t.id] = (text(t.class_name), t.location_id if t.HasField("location_id") else None,
-                                t.object_size, tuple(t.reference_field_id), t.superclass_id, t.classloader_id,
-                                t.kind if 0 <= t.kind < len(TYPE_KINDS) else 0)
+            dump.types[t.id] = (
+                text(t.class_name),
+                t.location_id if t.HasField("location_id") else None,
+                t.object_size,
+                tuple(t.reference_field_id),
+                t.superclass_id,
+                t.classloader_id,
+                t.kind if 0 <= t.kind < len(TYPE_KINDS) else 0,
+            )
         for e in hg.field_names:
             name = text(e.str)
             type_name, _, field = name.partition(" ")
@@ -229,11 +294,20 @@ class HeapGraphTracker:
         for i, owned in enumerate(referred):
             owned_row = self._object_row(dump, owned + base) if owned else None
             field = field_ids[i] if field_ids else None
-            dump.references.append([self.storage.reserve_id("heap_graph_reference"), set_id, row, owned_row, field,
-                                    not field_ids])
+            dump.references.append(
+                [self.storage.reserve_id("heap_graph_reference"), set_id, row, owned_row, field, not field_ids]
+            )
         for owned in internal:
-            dump.references.append([self.storage.reserve_id("heap_graph_reference"), set_id, row,
-                                    self._object_row(dump, owned), "runtimeInternalObjects", False])
+            dump.references.append(
+                [
+                    self.storage.reserve_id("heap_graph_reference"),
+                    set_id,
+                    row,
+                    self._object_row(dump, owned),
+                    "runtimeInternalObjects",
+                    False,
+                ]
+            )
         fields[2] = set_id
         dump.refs_by_owner[row] = (first, len(dump.references) - first)
 
@@ -245,7 +319,7 @@ class HeapGraphTracker:
         classes: dict[int, list] = {}  # class row -> [name, location, superclass, classloader, kind]
         malformed = False
         deferred_sizes = {}
-        for type_id, (name, location_id, size, field_ids, super_id, loader_id, kind) in dump.types.items():
+        for type_id, (name, location_id, size, _field_ids, _super_id, loader_id, kind) in dump.types.items():
             class_row = self._type_row(dump, type_id)
             location = None
             if location_id is not None:
@@ -258,7 +332,7 @@ class HeapGraphTracker:
         # Objects without a size take their type's; references without field ids take the
         # type's field names in order, walking up the superclasses.
         type_by_row = {row: type_id for type_id, row in dump.type_rows.items()}
-        for row, fields in dump.objects.items():
+        for fields in dump.objects.values():
             if fields[0] == 0 and fields[1] is not None:
                 if fields[1] in deferred_sizes:
                     fields[0] = deferred_sizes[fields[1]]
@@ -276,7 +350,7 @@ class HeapGraphTracker:
             if t[6] in (KIND_NOREFERENCES, KIND_ARRAY, KIND_STRING):
                 continue
             offset = 0
-            for ref in refs[first:first + count]:
+            for ref in refs[first : first + count]:
                 if ref[4] == "runtimeInternalObjects":
                     continue
                 while t is not None and offset >= len(t[3]):
@@ -305,7 +379,7 @@ class HeapGraphTracker:
             kind = classes.get(dump.objects[owner][1], (None,) * 5)[4]
             weak = kind in WEAK_KINDS
             out = set()
-            for ref in refs[first:first + count]:
+            for ref in refs[first : first + count]:
                 if ref[3] is None or (weak and ref[4] is not None and ref[4][0] == REFERENT):
                     continue
                 out.add(position[ref[3]])
@@ -338,14 +412,33 @@ class HeapGraphTracker:
             storage.write("heap_graph_class", (class_row, name, None, location, superclass, loader, kind))
         for i, row in enumerate(object_rows):
             self_size, type_row, set_id, heap_type, _nar = dump.objects[row]
-            storage.write("heap_graph_object", (row, dump.upid, dump.ts, self_size, native.get(row, 0), set_id,
-                                                reachable[i], heap_type, type_row, root_type.get(row), -1, None))
+            storage.write(
+                "heap_graph_object",
+                (
+                    row,
+                    dump.upid,
+                    dump.ts,
+                    self_size,
+                    native.get(row, 0),
+                    set_id,
+                    reachable[i],
+                    heap_type,
+                    type_row,
+                    root_type.get(row),
+                    -1,
+                    None,
+                ),
+            )
         for ref_id, set_id, owner, owned, field, _deferred in refs:
-            storage.write("heap_graph_reference", (ref_id, set_id, owner, owned, field[0] if field else None,
-                                                   field[1] if field else None, None))
+            storage.write(
+                "heap_graph_reference",
+                (ref_id, set_id, owner, owned, field[0] if field else None, field[1] if field else None, None),
+            )
         for node, idom, retained_size, retained_count in dominators:
-            storage.write("heap_graph_dominator", (object_rows[node], None if idom is None else object_rows[idom],
-                                                   retained_size, retained_count))
+            storage.write(
+                "heap_graph_dominator",
+                (object_rows[node], None if idom is None else object_rows[idom], retained_size, retained_count),
+            )
         graph = self._graph(dump.upid, dump.ts)
         if dump.heap_size is not None:
             graph[4] = dump.heap_size
@@ -353,12 +446,12 @@ class HeapGraphTracker:
             graph[5] = 1
 
     @staticmethod
-    def _field_target(refs: list, refs_by_owner: dict, owner: int, field_name: str) -> Optional[int]:
+    def _field_target(refs: list, refs_by_owner: dict, owner: int, field_name: str) -> int | None:
         span = refs_by_owner.get(owner)
         if span is None:
             return None
         first, count = span
-        for ref in refs[first:first + count]:
+        for ref in refs[first : first + count]:
             if ref[4] is not None and ref[4][0] == field_name:
                 return ref[3]
         return None
@@ -383,7 +476,7 @@ class HeapGraphTracker:
         by_descriptor = {}
         for class_row in sorted(classes):
             by_descriptor.setdefault((classes[class_row][0], classes[class_row][1]), class_row)
-        for class_row, cls in classes.items():
+        for cls in classes.values():
             name, is_static, arrays = normalize_type(cls[0])
             if is_static or arrays:
                 continue

@@ -21,12 +21,13 @@ import math
 import pickle
 import re
 import zlib
-from typing import BinaryIO, Callable, Optional
+from collections.abc import Callable
+from typing import BinaryIO
 
 from ..model import TraceContext
 from ..storage import Arg
-from ..trackers.process_tracker import NAME_PRIORITY_OTHER, NAME_PRIORITY_SYSTEM
 from ..trackers.dimension_tracker import SOURCE_DISTRIBUTED_INFO
+from ..trackers.process_tracker import NAME_PRIORITY_OTHER, NAME_PRIORITY_SYSTEM
 from .json_reader import DISPLAY_TIME_UNIT, DISTRIBUTED_INFO, EVENT, METADATA, JsonTraceReader, object_fields
 from .sorter import Sorter
 
@@ -34,8 +35,24 @@ EV_JSON = 0
 EV_V8_SAMPLE = 1
 
 # [EV_JSON, phase, pid, tid, flags, name, cat, dur, tts, tdur, id, cookie, bind_id, scope, args, pid_name, tid_name]
-J_PHASE, J_PID, J_TID, J_FLAGS, J_NAME, J_CAT, J_DUR, J_TTS, J_TDUR, J_ID, J_COOKIE, J_BIND_ID, J_SCOPE, J_ARGS, \
-    J_PID_NAME, J_TID_NAME = range(1, 17)
+(
+    J_PHASE,
+    J_PID,
+    J_TID,
+    J_FLAGS,
+    J_NAME,
+    J_CAT,
+    J_DUR,
+    J_TTS,
+    J_TDUR,
+    J_ID,
+    J_COOKIE,
+    J_BIND_ID,
+    J_SCOPE,
+    J_ARGS,
+    J_PID_NAME,
+    J_TID_NAME,
+) = range(1, 17)
 PID_EXISTS, TID_EXISTS, FLOW_IN, FLOW_OUT, BIND_ENCLOSING = 1, 2, 4, 8, 16
 
 # Async cookie kinds: `id` and `id2.global` name the same global space; `id2.local` is per process.
@@ -118,7 +135,7 @@ def _event_id(value):
     return None
 
 
-def _flow_id(value) -> Optional[int]:
+def _flow_id(value) -> int | None:
     """Flow ids given as strings are hexadecimal."""
     if type(value) is str:
         try:
@@ -180,8 +197,9 @@ def add_json_args(out: list, flat_key: str, key: str, value) -> None:
                 add_json_args(out, flat_key, _shared(f"{key}[{i}]"), v)
                 i += 1
     elif t is str:
-        out.append(_shared_arg(flat_key, key, "string", value) if len(value) <= 64 else
-                   (flat_key, key, "string", value))
+        out.append(
+            _shared_arg(flat_key, key, "string", value) if len(value) <= 64 else (flat_key, key, "string", value)
+        )
     elif t is bool:
         out.append(_shared_arg(flat_key, key, "bool", int(value)))
     elif t is int:
@@ -213,7 +231,7 @@ def metadata_value(value, text: str):
     if t is float:
         if math.isfinite(value) and value == math.trunc(value) and abs(value) < 9.2e18:
             return int(value)
-        return "%g" % value
+        return f"{value:g}"
     if t is str:
         return value
     if t is dict or t is list:
@@ -241,7 +259,7 @@ class JsonImporter:
         self.v8 = LegacyV8Profiles(trace)
         self.parser = JsonEventParser(trace, self.v8)
         self._seen_complete_event = False
-        self.rank: Optional[int] = None  # distributedInfo.rank (PyTorch distributed training)
+        self.rank: int | None = None  # distributedInfo.rank (PyTorch distributed training)
         self._first_upid = trace.storage.next_id["process"]
 
     def run(self, stream: BinaryIO, progress: Callable[[float], None]) -> None:
@@ -283,8 +301,9 @@ class JsonImporter:
         if self.rank is not None:
             # The trace is one rank's: every process it holds is that rank's (a custom dimension).
             for upid in range(self._first_upid, self.trace.storage.next_id["process"]):
-                self.trace.dimensions.on_process(upid, "rank", self.rank, f"rank {self.rank}",
-                                                 source=SOURCE_DISTRIBUTED_INFO)
+                self.trace.dimensions.on_process(
+                    upid, "rank", self.rank, f"rank {self.rank}", source=SOURCE_DISTRIBUTED_INFO
+                )
         # Every flow is written: let go of the parser's flow state (the collector is off during ingest).
         self.trace.flows.args_of = None
 
@@ -400,9 +419,32 @@ class JsonImporter:
             key = INT64_MAX - dur
         else:
             key = KEY_OTHER
-        self.sorter.push(ts, _dumps([EV_JSON, phase, pid, tid, flags, name, cat, dur, tts, tdur, event_id, cookie,
-                                     _event_id(get("bind_id")), scope, args, pid_name, tid_name],
-                                    _PICKLE_PROTOCOL), key)
+        self.sorter.push(
+            ts,
+            _dumps(
+                [
+                    EV_JSON,
+                    phase,
+                    pid,
+                    tid,
+                    flags,
+                    name,
+                    cat,
+                    dur,
+                    tts,
+                    tdur,
+                    event_id,
+                    cookie,
+                    _event_id(get("bind_id")),
+                    scope,
+                    args,
+                    pid_name,
+                    tid_name,
+                ],
+                _PICKLE_PROTOCOL,
+            ),
+            key,
+        )
 
     def _push_sample(self, ts: int, sample: tuple) -> None:
         if ts < 0:
@@ -414,7 +456,7 @@ class JsonImporter:
 class JsonEventParser:
     """Parses sorted JSON events (trace_processor's JsonTraceParser)."""
 
-    def __init__(self, trace: TraceContext, v8: "LegacyV8Profiles") -> None:
+    def __init__(self, trace: TraceContext, v8: LegacyV8Profiles) -> None:
         self.trace = trace
         self.stats = trace.stats
         self.procs = trace.processes
@@ -429,7 +471,7 @@ class JsonEventParser:
         self._flow_names: dict[tuple, list[Arg]] = {}  # (name, category) -> those args, shared
         self.flows.args_of = self._flow_args
         self._pending_flows: dict[int, list[int]] = {}  # track -> v1 flow ids waiting for its next slice
-        self._async_root_names: dict[tuple, Optional[str]] = {}  # cookie -> name of the first event seen with it
+        self._async_root_names: dict[tuple, str | None] = {}  # cookie -> name of the first event seen with it
         self._async_sets: dict[tuple, CookieTrackSet] = {}
         self._overlap_sets: dict[int, OverlapTrackSet] = {}  # utid -> overflow tracks for overlapping X events
         self._chrome_source = [("source", "source", "string", "chrome")]
@@ -465,8 +507,9 @@ class JsonEventParser:
             self._complete(ts, ev, utid)
         elif phase == "B":
             track = self.thread_track(utid)
-            slice_id = self.slices.begin(ts, track, ev[J_CAT], ev[J_NAME] or NO_NAME, _event_args(ev[J_ARGS]),
-                                         ev[J_TTS])
+            slice_id = self.slices.begin(
+                ts, track, ev[J_CAT], ev[J_NAME] or NO_NAME, _event_args(ev[J_ARGS]), ev[J_TTS]
+            )
             self._slice_started(ev, track, slice_id)
         elif phase == "E":
             self.slices.end(ts, self.thread_track(utid), ev[J_CAT], ev[J_NAME], _event_args(ev[J_ARGS]), ev[J_TTS])
@@ -486,7 +529,7 @@ class JsonEventParser:
         # process and thread known, as in trace_processor.
 
     # -- slices ------------------------------------------------------------------
-    def _slice_started(self, ev: list, track: int, slice_id: Optional[int], v2_flows: bool = True) -> None:
+    def _slice_started(self, ev: list, track: int, slice_id: int | None, v2_flows: bool = True) -> None:
         """After a slice began on `track`: v1 flows waiting for it, then the event's own v2 flow
         (instants have none, as in trace_processor)."""
         if slice_id is None:
@@ -507,8 +550,9 @@ class JsonEventParser:
         track = self.thread_track(utid)
         name = ev[J_NAME] or NO_NAME
         overlap: list = []
-        slice_id = self.slices.scoped(ts, dur, track, ev[J_CAT], name, _event_args(ev[J_ARGS]), ev[J_TTS], ev[J_TDUR],
-                                      overlap=overlap)
+        slice_id = self.slices.scoped(
+            ts, dur, track, ev[J_CAT], name, _event_args(ev[J_ARGS]), ev[J_TTS], ev[J_TDUR], overlap=overlap
+        )
         if overlap:
             # It partially overlaps a slice of its thread, so it cannot nest there: it goes
             # to an overflow track of the thread instead of being dropped (trace_processor
@@ -518,8 +562,9 @@ class JsonEventParser:
             if lanes is None:
                 lanes = self._overlap_sets[utid] = OverlapTrackSet(self._overflow_track_factory(utid))
             track = lanes.track_for(ts, dur)
-            slice_id = self.slices.scoped(ts, dur, track, ev[J_CAT], name, _event_args(ev[J_ARGS]), ev[J_TTS],
-                                          ev[J_TDUR])
+            slice_id = self.slices.scoped(
+                ts, dur, track, ev[J_CAT], name, _event_args(ev[J_ARGS]), ev[J_TTS], ev[J_TDUR]
+            )
         self._slice_started(ev, track, slice_id)
 
     def _overflow_track_factory(self, utid: int) -> Callable[[int], int]:
@@ -547,8 +592,9 @@ class JsonEventParser:
                 self.stats.inc("json_parser_failure")
                 return
             track = self.thread_track(utid)
-            slice_id = self.slices.scoped(ts, 0, track, ev[J_CAT], ev[J_NAME] or NO_NAME, _event_args(ev[J_ARGS]),
-                                          ev[J_TTS])
+            slice_id = self.slices.scoped(
+                ts, 0, track, ev[J_CAT], ev[J_NAME] or NO_NAME, _event_args(ev[J_ARGS]), ev[J_TTS]
+            )
             self._slice_started(ev, track, slice_id, v2_flows=False)
             return
         row = self.tracks.row(track)
@@ -565,8 +611,13 @@ class JsonEventParser:
             return
         upid = self.procs.get_or_create_process(ev[J_PID])
         phase, name, cat = ev[J_PHASE], ev[J_NAME], ev[J_CAT]
-        track = self._async_track(upid, cookie[0] == COOKIE_LOCAL, (cat, cookie[1]), name,
-                                  "begin" if phase == "b" else "end" if phase == "e" else "instant")
+        track = self._async_track(
+            upid,
+            cookie[0] == COOKIE_LOCAL,
+            (cat, cookie[1]),
+            name,
+            "begin" if phase == "b" else "end" if phase == "e" else "instant",
+        )
         if phase == "b":
             slice_id = self.slices.begin(ts, track, cat, name or NO_NAME, _event_args(ev[J_ARGS]))
             self._slice_started(ev, track, slice_id)
@@ -577,7 +628,7 @@ class JsonEventParser:
             slice_id = self.slices.scoped(ts, 0, track, cat, name, _event_args(ev[J_ARGS]))
             self._slice_started(ev, track, slice_id)
 
-    def _async_track(self, upid: int, process_scoped: bool, cookie: tuple, name: Optional[str], kind: str) -> int:
+    def _async_track(self, upid: int, process_scoped: bool, cookie: tuple, name: str | None, kind: str) -> int:
         """trace_processor's InternLegacyAsyncTrack: one set of tracks per (scope, first name seen
         for the id); each track of the set carries one id at a time, so overlapping ids get
         separate tracks."""
@@ -599,7 +650,7 @@ class JsonEventParser:
                 ("source_scope", "source_scope", "string", None),
             ]
 
-            def make(idx: int, name: Optional[str]) -> int:
+            def make(idx: int, name: str | None) -> int:
                 track = self.tracks.create(typ, dims + (("track_compressor_idx", idx),), "slice", name)
                 row = self.tracks.row(track)
                 row.source_args = source_args
@@ -639,8 +690,9 @@ class JsonEventParser:
             if upid is not None:
                 track = self.tracks.intern("json_counter", (("upid", upid), ("name", name)), "counter", name)
             else:
-                track = self.tracks.intern("json_counter_thread_fallback", (("utid", utid), ("name", name)),
-                                           "counter", name)
+                track = self.tracks.intern(
+                    "json_counter_thread_fallback", (("utid", utid), ("name", name)), "counter", name
+                )
             self.trace.insert_counter(ts, track, number, counter_args)
 
     # -- flows -----------------------------------------------------------------
@@ -672,7 +724,7 @@ class JsonEventParser:
             # Binds to the next slice that begins on this track.
             self._pending_flows.setdefault(track, []).append(flow_id)
 
-    def _flow_args(self, flow_id: int) -> Optional[list[Arg]]:
+    def _flow_args(self, flow_id: int) -> list[Arg] | None:
         # v1 flows share their id space with v2 bind ids, as in trace_processor.
         return self._v1_flow_args[flow_id] if 0 <= flow_id < len(self._v1_flow_args) else None
 
@@ -709,7 +761,12 @@ class JsonEventParser:
             hint = _int32(int(value))
             if name == "process_sort_index":
                 row = self.procs.process(self.procs.get_or_create_process(ev[J_PID]))
-                row.args["process_sort_index_hint"] = ("process_sort_index_hint", "process_sort_index_hint", "int", hint)
+                row.args["process_sort_index_hint"] = (
+                    "process_sort_index_hint",
+                    "process_sort_index_hint",
+                    "int",
+                    hint,
+                )
             else:
                 row = self.procs.thread(utid)
                 row.args["thread_sort_index_hint"] = ("thread_sort_index_hint", "thread_sort_index_hint", "int", hint)
@@ -757,13 +814,13 @@ class CookieTrackSet:
 
     __slots__ = ("make", "tracks", "cookies", "nesting")
 
-    def __init__(self, make: Callable[[int, Optional[str]], int]) -> None:
+    def __init__(self, make: Callable[[int, str | None], int]) -> None:
         self.make = make
         self.tracks: list[int] = []
         self.cookies: list = []
         self.nesting: list[int] = []
 
-    def track_for(self, cookie, kind: str, name: Optional[str]) -> int:
+    def track_for(self, cookie, kind: str, name: str | None) -> int:
         try:
             i = self.cookies.index(cookie)
         except ValueError:
@@ -839,8 +896,9 @@ class LegacyV8Profiles:
         self._task_contexts: dict[tuple[int, int], int] = {}  # (upid, utid) -> id
 
     # -- tokenizer side (file order) ---------------------------------------------
-    def tokenize_profile(self, ev: dict, pid: int, tid: int, event_id, args: Optional[dict],
-                         push: Callable[[int, tuple], None]) -> None:
+    def tokenize_profile(
+        self, ev: dict, pid: int, tid: int, event_id, args: dict | None, push: Callable[[int, tuple], None]
+    ) -> None:
         if event_id is None:
             return
         if type(event_id) is str:
@@ -887,7 +945,7 @@ class LegacyV8Profiles:
         mapping_id = self.storage.insert("stack_profile_mapping", ("", 0, 0, 0, -1, 0, ""))
         self.sessions[(session_id, pid)] = _V8Session(ts, mapping_id)
 
-    def _frame(self, session: _V8Session, function_name: str, url: Optional[str]) -> int:
+    def _frame(self, session: _V8Session, function_name: str, url: str | None) -> int:
         key = (function_name, url)
         frame_id = session.frames.get(key)
         if frame_id is None:
@@ -895,10 +953,11 @@ class LegacyV8Profiles:
             symbol_set = self.storage.next_id["stack_profile_symbol"]
             self.storage.insert("stack_profile_symbol", (symbol_set, function_name, url, None, None))
             frame_id = session.frames[key] = self.storage.insert(
-                "stack_profile_frame", (function_name, session.mapping_id, 0, symbol_set, None, None))
+                "stack_profile_frame", (function_name, session.mapping_id, 0, symbol_set, None, None)
+            )
         return frame_id
 
-    def _callsite(self, parent_id: Optional[int], frame_id: int, depth: int) -> int:
+    def _callsite(self, parent_id: int | None, frame_id: int, depth: int) -> int:
         key = (parent_id, frame_id, depth)
         callsite_id = self._callsite_ids.get(key)
         if callsite_id is None:
@@ -906,7 +965,7 @@ class LegacyV8Profiles:
             self.callsites[callsite_id] = [depth, parent_id, frame_id]
         return callsite_id
 
-    def _add_callsite(self, session: Optional[_V8Session], node: dict) -> bool:
+    def _add_callsite(self, session: _V8Session | None, node: dict) -> bool:
         if session is None:
             return False  # no Profile event started this profile
         node_id = _profile_uint32(node.get("id"))
@@ -963,8 +1022,9 @@ class LegacyV8Profiles:
         upid = procs.get_or_create_process(pid)
         context = self._task_contexts.get((upid, utid))
         if context is None:
-            context = self._task_contexts[(upid, utid)] = self.storage.insert("profiler_task_context",
-                                                                               (upid, utid, None))
+            context = self._task_contexts[(upid, utid)] = self.storage.insert(
+                "profiler_task_context", (upid, utid, None)
+            )
         self.storage.insert("profiler_sample", (ts, "legacy_v8", context, None, callsite_id, None, None, None))
 
     def finish(self) -> None:
@@ -973,7 +1033,7 @@ class LegacyV8Profiles:
         self.callsites.clear()
 
 
-def _profile_int(value) -> Optional[int]:
+def _profile_int(value) -> int | None:
     """An integer field of a V8 profile (doubles are truncated)."""
     t = type(value)
     if t is int:
@@ -983,7 +1043,7 @@ def _profile_int(value) -> Optional[int]:
     return None
 
 
-def _profile_uint32(value) -> Optional[int]:
+def _profile_uint32(value) -> int | None:
     """A node id of a V8 profile: non-negative numbers, wrapped to 32 bits."""
     t = type(value)
     if t is int:

@@ -18,7 +18,8 @@ import codecs
 import json
 import re
 import zlib
-from typing import BinaryIO, Iterator, Optional
+from collections.abc import Iterator
+from typing import BinaryIO
 
 from ..stats import Stats
 
@@ -28,7 +29,7 @@ CHUNK_BYTES = 1 << 20
 def _escape_bad_bytes(err: UnicodeDecodeError) -> tuple[str, int]:
     # Bytes that are not UTF-8 become the text \xNN (as for proto traces). A
     # JSON string needs the backslash escaped, so the decoded value reads \xNN.
-    bad = err.object[err.start:err.end]
+    bad = err.object[err.start : err.end]
     return "".join(f"\\\\x{b:02x}" for b in bad), err.end
 
 
@@ -48,7 +49,7 @@ _WHITESPACE = re.compile(r"\s*")
 # at the end of the buffer (possibly on a lone backslash).
 _STRING_REST = re.compile(r'[^"\\]*(?:\\[\s\S][^"\\]*)*')
 _STRUCTURAL = re.compile(r'["{}\[\]]')
-_SCALAR = re.compile(r'[^\s,}\]]*')
+_SCALAR = re.compile(r"[^\s,}\]]*")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 # Top-level parts the reader yields besides events.
@@ -148,11 +149,11 @@ class JsonTraceReader:
         text = self._decoder.decode(b"".join(chunks), final=self.eof)
         if "\\u" in text or (text[:1] == "u" and self.buf.endswith("\\")):
             self._may_have_surrogates = True
-        self.buf = self.buf[self.pos:] + text
+        self.buf = self.buf[self.pos :] + text
         self.pos = 0
         return bool(text)
 
-    def _skip(self, pattern: re.Pattern) -> Optional[str]:
+    def _skip(self, pattern: re.Pattern) -> str | None:
         """Skips what `pattern` matches (reading on as needed); the next character, None at end of input."""
         while True:
             self.pos = pattern.match(self.buf, self.pos).end()
@@ -229,7 +230,7 @@ class JsonTraceReader:
                 status, _ = self._decode()
                 if status == "ok":
                     # The text, not the value: trace_processor keeps nested values as written.
-                    yield METADATA, self.buf[self.value_start:self.pos]
+                    yield METADATA, self.buf[self.value_start : self.pos]
                 elif status == "eof":
                     self.stats.inc("json_tokenizer_failure")
                     return

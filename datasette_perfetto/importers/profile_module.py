@@ -12,7 +12,6 @@ and allocations, so ids follow trace_processor's order.
 from __future__ import annotations
 
 import itertools
-from typing import Optional
 
 from google.protobuf.message import DecodeError
 from google.protobuf.unknown_fields import UnknownFieldSet
@@ -34,27 +33,60 @@ FRAME_KINDS = {1: "native", 2: "kernel", 3: "interpreted", 4: "jit", 5: "gc", 6:
 CPU_MODES = {1: "kernel", 2: "user", 3: "hypervisor", 4: "guest_kernel", 5: "guest_user"}  # Profiling.CpuMode
 STACK_SAMPLE_MODES = {1: "user", 2: "kernel", 3: "hypervisor", 4: "guest_user", 5: "guest_kernel"}
 # Unwind errors by their enum name: UNWIND_ERROR_INVALID_MAP -> "invalid_map".
-UNWIND_ERRORS = {v.number: v.name[len("UNWIND_ERROR_"):].lower()
-                 for v in pb.Profiling.StackUnwindError.DESCRIPTOR.values}
+UNWIND_ERRORS = {
+    v.number: v.name[len("UNWIND_ERROR_") :].lower() for v in pb.Profiling.StackUnwindError.DESCRIPTOR.values
+}
 _COUNTER = pb.PerfEvents.Counter.DESCRIPTOR.values_by_name
-PERF_COUNTERS = {_COUNTER[name].number: label for name, label in (
-    ("SW_CPU_CLOCK", "cpu-clock"), ("SW_PAGE_FAULTS", "page-faults"), ("SW_TASK_CLOCK", "task-clock"),
-    ("SW_CONTEXT_SWITCHES", "context-switches"), ("SW_CPU_MIGRATIONS", "cpu-migrations"),
-    ("SW_PAGE_FAULTS_MIN", "minor-faults"), ("SW_PAGE_FAULTS_MAJ", "major-faults"),
-    ("SW_ALIGNMENT_FAULTS", "alignment-faults"), ("SW_EMULATION_FAULTS", "emulation-faults"), ("SW_DUMMY", "dummy"),
-    ("HW_CPU_CYCLES", "cpu-cycles"), ("HW_INSTRUCTIONS", "instructions"), ("HW_CACHE_REFERENCES", "cache-references"),
-    ("HW_CACHE_MISSES", "cache-misses"), ("HW_BRANCH_INSTRUCTIONS", "branch-instructions"),
-    ("HW_BRANCH_MISSES", "branch-misses"), ("HW_BUS_CYCLES", "bus-cycles"),
-    ("HW_STALLED_CYCLES_FRONTEND", "stalled-cycles-frontend"), ("HW_STALLED_CYCLES_BACKEND", "stalled-cycles-backend"),
-    ("HW_REF_CPU_CYCLES", "ref-cycles"))}
-PERF_TIMEBASE_UNITS = {_COUNTER[name].number: unit for name, unit in (
-    ("SW_CPU_CLOCK", "ns"), ("SW_TASK_CLOCK", "ns"), ("HW_CPU_CYCLES", "cycles"), ("HW_BUS_CYCLES", "cycles"),
-    ("HW_REF_CPU_CYCLES", "cycles"), ("HW_INSTRUCTIONS", "instructions"))}
+PERF_COUNTERS = {
+    _COUNTER[name].number: label
+    for name, label in (
+        ("SW_CPU_CLOCK", "cpu-clock"),
+        ("SW_PAGE_FAULTS", "page-faults"),
+        ("SW_TASK_CLOCK", "task-clock"),
+        ("SW_CONTEXT_SWITCHES", "context-switches"),
+        ("SW_CPU_MIGRATIONS", "cpu-migrations"),
+        ("SW_PAGE_FAULTS_MIN", "minor-faults"),
+        ("SW_PAGE_FAULTS_MAJ", "major-faults"),
+        ("SW_ALIGNMENT_FAULTS", "alignment-faults"),
+        ("SW_EMULATION_FAULTS", "emulation-faults"),
+        ("SW_DUMMY", "dummy"),
+        ("HW_CPU_CYCLES", "cpu-cycles"),
+        ("HW_INSTRUCTIONS", "instructions"),
+        ("HW_CACHE_REFERENCES", "cache-references"),
+        ("HW_CACHE_MISSES", "cache-misses"),
+        ("HW_BRANCH_INSTRUCTIONS", "branch-instructions"),
+        ("HW_BRANCH_MISSES", "branch-misses"),
+        ("HW_BUS_CYCLES", "bus-cycles"),
+        ("HW_STALLED_CYCLES_FRONTEND", "stalled-cycles-frontend"),
+        ("HW_STALLED_CYCLES_BACKEND", "stalled-cycles-backend"),
+        ("HW_REF_CPU_CYCLES", "ref-cycles"),
+    )
+}
+PERF_TIMEBASE_UNITS = {
+    _COUNTER[name].number: unit
+    for name, unit in (
+        ("SW_CPU_CLOCK", "ns"),
+        ("SW_TASK_CLOCK", "ns"),
+        ("HW_CPU_CYCLES", "cycles"),
+        ("HW_BUS_CYCLES", "cycles"),
+        ("HW_REF_CPU_CYCLES", "cycles"),
+        ("HW_INSTRUCTIONS", "instructions"),
+    )
+}
 _SKIP = pb.PerfSample.SampleSkipReason.DESCRIPTOR.values_by_name
 SKIPPED_IN_PROFILER = {_SKIP["PROFILER_SKIP_READ_STAGE"].number, _SKIP["PROFILER_SKIP_UNWIND_STAGE"].number}
 SKIPPED_DATALOSS = _SKIP["PROFILER_SKIP_UNWIND_ENQUEUE"].number
-STACK_SAMPLE_UNITS = {1: "ns", 2: "cycles", 3: "instructions", 4: "bytes", 5: "page-faults", 6: "cache-misses",
-                      7: "cache-references", 8: "branch-misses", 9: "count"}
+STACK_SAMPLE_UNITS = {
+    1: "ns",
+    2: "cycles",
+    3: "instructions",
+    4: "bytes",
+    5: "page-faults",
+    6: "cache-misses",
+    7: "cache-references",
+    8: "branch-misses",
+    9: "count",
+}
 ART_HEAP_NAME = "com.android.art"
 SCOPE_CPU = 2
 
@@ -71,13 +103,22 @@ def _mapping(e):
 
 def _frame(e):
     kind = FRAME_KINDS.get(e.kind) if e.HasField("kind") else (text(e.kind_str) if e.HasField("kind_str") else None)
-    return (e.function_name_id, e.mapping_id, e.rel_pc, e.source_path_iid if e.HasField("source_path_iid") else None,
-            e.line_number if e.HasField("line_number") else None, kind)
+    return (
+        e.function_name_id,
+        e.mapping_id,
+        e.rel_pc,
+        e.source_path_iid if e.HasField("source_path_iid") else None,
+        e.line_number if e.HasField("line_number") else None,
+        kind,
+    )
 
 
 def _task_context(e):
-    return (e.pid if e.HasField("pid") else None, e.tid if e.HasField("tid") else None,
-            e.async_id if e.HasField("async_id") else None)
+    return (
+        e.pid if e.HasField("pid") else None,
+        e.tid if e.HasField("tid") else None,
+        e.async_id if e.HasField("async_id") else None,
+    )
 
 
 def _execution_context(e):
@@ -96,8 +137,13 @@ def counter_descriptor(e) -> tuple:
         unit = text(e.unit_str)
     else:
         unit = None
-    return (text(e.name), unit or None, e.unit_multiplier if e.HasField("unit_multiplier") else None,
-            text(e.description) or None, e.scope if e.HasField("scope") else 1)
+    return (
+        text(e.name),
+        unit or None,
+        e.unit_multiplier if e.HasField("unit_multiplier") else None,
+        text(e.description) or None,
+        e.scope if e.HasField("scope") else 1,
+    )
 
 
 # InternedData fields this module reads, registered with the proto importer's interning.
@@ -153,7 +199,8 @@ class ProfileTokenizer:
             "profile_packet": self._profile_packet,
             "smaps_packet": lambda p, seq, ts: self._push(ts, ("smaps", p.smaps_packet.SerializeToString())),
             "art_process_metadata": lambda p, seq, ts: self._push(
-                ts, ("art_process_metadata", p.art_process_metadata.SerializeToString())),
+                ts, ("art_process_metadata", p.art_process_metadata.SerializeToString())
+            ),
             None: self._no_payload,
         }
 
@@ -185,14 +232,14 @@ class ProfileTokenizer:
         return seq.derived.get("packet_defaults")
 
     # -- callstack resolution ---------------------------------------------------
-    def _string(self, seq, field: int, iid: int) -> Optional[str]:
+    def _string(self, seq, field: int, iid: int) -> str | None:
         value = seq.interned.get(field, {}).get(iid)
         if value is None:
             self.stats.inc("stackprofile_invalid_string_id")
             return None
         return _utf8(value)
 
-    def _resolve_mapping(self, seq, iid: int) -> Optional[tuple]:
+    def _resolve_mapping(self, seq, iid: int) -> tuple | None:
         m = seq.interned.get(MAPPINGS, {}).get(iid)
         if m is None:
             self.stats.inc("stackprofile_invalid_mapping_id")
@@ -212,10 +259,18 @@ class ProfileTokenizer:
             build_id = build_id_hex(raw)
         else:
             build_id = ""
-        return ((self._generation(seq), iid), build_id, exact_offset, start_offset, start, end, load_bias,
-                mapping_name(components))
+        return (
+            (self._generation(seq), iid),
+            build_id,
+            exact_offset,
+            start_offset,
+            start,
+            end,
+            load_bias,
+            mapping_name(components),
+        )
 
-    def _resolve_frame(self, seq, iid: int) -> Optional[tuple]:
+    def _resolve_frame(self, seq, iid: int) -> tuple | None:
         f = seq.interned.get(FRAMES, {}).get(iid)
         if f is None:
             self.stats.inc("stackprofile_invalid_frame_id")
@@ -238,7 +293,7 @@ class ProfileTokenizer:
             return None
         return (mapping, rel_pc, name, source, line, kind)
 
-    def callstack(self, seq, iid: int) -> Optional[int]:
+    def callstack(self, seq, iid: int) -> int | None:
         """Registry index of interned callstack `iid` on this sequence; None (counted) if unusable."""
         cache = seq.derived.setdefault("profile_callstacks", {})
         if iid in cache:
@@ -276,17 +331,38 @@ class ProfileTokenizer:
         if defaults is not None and defaults.HasField("perf_sample_defaults"):
             d = defaults.perf_sample_defaults
             tb = d.timebase
-            unit = PERF_TIMEBASE_UNITS.get(tb.counter, "count") if tb.HasField("counter") else (
-                "count" if tb.HasField("tracepoint") else None)
-            perf_defaults = (_perf_counter_name(tb), unit, tuple(_perf_counter_name(f) for f in d.followers),
-                             d.process_shard_count, d.chosen_process_shard)
+            unit = (
+                PERF_TIMEBASE_UNITS.get(tb.counter, "count")
+                if tb.HasField("counter")
+                else ("count" if tb.HasField("tracepoint") else None)
+            )
+            perf_defaults = (
+                _perf_counter_name(tb),
+                unit,
+                tuple(_perf_counter_name(f) for f in d.followers),
+                d.process_shard_count,
+                d.chosen_process_shard,
+            )
         callstack = self.callstack(seq, s.callstack_iid) if s.HasField("callstack_iid") else None
-        self._push(ts, ("perf", packet.trusted_packet_sequence_id, s.cpu, s.pid, s.tid, callstack,
-                        s.cpu_mode, s.unwind_error if s.HasField("unwind_error") else None,
-                        s.timebase_count if s.HasField("timebase_count") else None, tuple(s.follower_counts),
-                        perf_defaults, s.kernel_records_lost,
-                        s.producer_event.source_stop_reason if s.HasField("producer_event") else None,
-                        s.sample_skipped_reason if s.HasField("sample_skipped_reason") else None))
+        self._push(
+            ts,
+            (
+                "perf",
+                packet.trusted_packet_sequence_id,
+                s.cpu,
+                s.pid,
+                s.tid,
+                callstack,
+                s.cpu_mode,
+                s.unwind_error if s.HasField("unwind_error") else None,
+                s.timebase_count if s.HasField("timebase_count") else None,
+                tuple(s.follower_counts),
+                perf_defaults,
+                s.kernel_records_lost,
+                s.producer_event.source_stop_reason if s.HasField("producer_event") else None,
+                s.sample_skipped_reason if s.HasField("sample_skipped_reason") else None,
+            ),
+        )
 
     def _streaming_profile(self, packet, seq, ts: int) -> None:
         # Sample times are deltas on the sequence's track-event time baseline.
@@ -305,7 +381,7 @@ class ProfileTokenizer:
                 self.stats.inc("streaming_profile_invalid_timestamp")
                 return
             self._push(seq.ref_ts, ("streaming", pid, tid, self.callstack(seq, iid), spp.process_priority))
-        for delta in deltas[len(spp.callstack_iid):]:
+        for delta in deltas[len(spp.callstack_iid) :]:
             seq.ref_ts = saturate(seq.ref_ts + saturate(delta * 1000))
             if seq.ref_ts < 0:
                 self.stats.inc("streaming_profile_invalid_timestamp")
@@ -330,8 +406,11 @@ class ProfileTokenizer:
     def _stack_sample(self, packet, seq, ts: int) -> None:
         defaults = self._defaults(packet, seq)
         s = packet.stack_sample
-        ss_defaults = defaults.stack_sample_defaults if (
-            defaults is not None and defaults.HasField("stack_sample_defaults")) else None
+        ss_defaults = (
+            defaults.stack_sample_defaults
+            if (defaults is not None and defaults.HasField("stack_sample_defaults"))
+            else None
+        )
         source = text(ss_defaults.source) if ss_defaults is not None and ss_defaults.source else None
         task = None
         if s.HasField("task_context"):
@@ -349,9 +428,17 @@ class ProfileTokenizer:
         if s.HasField("callstack_iid"):
             callstack = self.callstack(seq, s.callstack_iid)
         elif s.HasField("callstack"):
-            callstack = ("inline", tuple((text(f.function_name), text(f.source_file) if f.HasField("source_file")
-                                          else None, f.line_number if f.HasField("line_number") else None)
-                                         for f in s.callstack.frames))
+            callstack = (
+                "inline",
+                tuple(
+                    (
+                        text(f.function_name),
+                        text(f.source_file) if f.HasField("source_file") else None,
+                        f.line_number if f.HasField("line_number") else None,
+                    )
+                    for f in s.callstack.frames
+                ),
+            )
         else:
             callstack = None
         descriptors = seq.interned.get(COUNTER_DESCRIPTORS, {})
@@ -367,9 +454,21 @@ class ProfileTokenizer:
             followers = [descriptors.get(i) for i in s.follower_descriptor_iids]
         if not followers and ss_defaults is not None:
             followers = [counter_descriptor(d) for d in ss_defaults.follower_descriptors]
-        self._push(ts, ("stack_sample", packet.trusted_packet_sequence_id, source, task, execution, callstack,
-                        primary, s.primary_weight if s.HasField("primary_weight") else None, tuple(followers),
-                        tuple(s.follower_weights)))
+        self._push(
+            ts,
+            (
+                "stack_sample",
+                packet.trusted_packet_sequence_id,
+                source,
+                task,
+                execution,
+                callstack,
+                primary,
+                s.primary_weight if s.HasField("primary_weight") else None,
+                tuple(followers),
+                tuple(s.follower_weights),
+            ),
+        )
 
     def _profile_packet(self, packet, seq, ts: int) -> None:
         pp = packet.profile_packet
@@ -388,8 +487,9 @@ class ProfileTokenizer:
                 if cs not in own and cs not in fallback and CALLSTACKS in seq.interned:
                     if cs in seq.interned[CALLSTACKS]:
                         fallback[cs] = self.callstack(seq, cs)
-        self._push(ts, ("profile_packet", packet.trusted_packet_sequence_id, pp.SerializeToString(), tuple(times),
-                        fallback))
+        self._push(
+            ts, ("profile_packet", packet.trusted_packet_sequence_id, pp.SerializeToString(), tuple(times), fallback)
+        )
 
 
 def build_id_hex(raw: bytes) -> str:
@@ -407,7 +507,7 @@ class _ProfilePacketState:
         self.mappings: dict[int, int] = {}
         self.frames: dict[int, int] = {}
         self.callstacks: dict[int, int] = {}
-        self.prev_index: Optional[int] = None
+        self.prev_index: int | None = None
         self.pending: list[tuple] = []
 
 
@@ -422,12 +522,12 @@ class ProfileParser:
         self.stacks: StackProfileTracker
         self.samples: ProfilerSamples
         self.stacks, self.samples = for_trace(trace)
-        self._callsites: dict[tuple, Optional[int]] = {}  # (registry index, upid) -> callsite id
+        self._callsites: dict[tuple, int | None] = {}  # (registry index, upid) -> callsite id
         self._perf_sessions: dict[int, int] = {}  # sequence id -> session id
         self._perf_streams: dict[tuple, tuple] = {}  # (seq, cpu) -> (timebase track, follower tracks)
         self._stack_sessions: dict[int, int] = {}
         self._async_contexts: dict[tuple, int] = {}
-        self._inline_mapping: Optional[int] = None
+        self._inline_mapping: int | None = None
         self._profile_states: dict[int, _ProfilePacketState] = {}
         self._prev_alloc: dict[tuple, tuple] = {}
         self._prev_free: dict[tuple, tuple] = {}
@@ -435,11 +535,17 @@ class ProfileParser:
         self._alloc_correction: dict[int, tuple] = {}
         self._free_correction: dict[int, tuple] = {}
         self._heap_profiles: set[tuple] = set()
-        self._handlers = {"perf": self._perf, "streaming": self._streaming, "stack_sample": self._stack_sample,
-                          "profile_packet": self._profile_packet, "smaps": self._smaps,
-                          "heap_graph": self._heap_graph, "art_process_metadata": self._art_process_metadata}
-        self._heap_graphs: Optional[HeapGraphTracker] = None
-        self._art_mapping: Optional[int] = None
+        self._handlers = {
+            "perf": self._perf,
+            "streaming": self._streaming,
+            "stack_sample": self._stack_sample,
+            "profile_packet": self._profile_packet,
+            "smaps": self._smaps,
+            "heap_graph": self._heap_graph,
+            "art_process_metadata": self._art_process_metadata,
+        }
+        self._heap_graphs: HeapGraphTracker | None = None
+        self._art_mapping: int | None = None
 
     def _heap_graph_tracker(self) -> HeapGraphTracker:
         if self._heap_graphs is None:
@@ -477,16 +583,23 @@ class ProfileParser:
                 continue
             # "void a.B.c(int)" -> "a.B.c"
             name = text(frame.method_name).split("(", 1)[0].rsplit(" ", 1)[-1]
-            frame_ids.append(self.stacks.dummy_frame(
-                self._art_mapping, name, text(frame.source_file) if frame.HasField("source_file") else None,
-                frame.line_number if frame.HasField("line_number") else None))
-        self.storage.insert("heap_graph_thread_callsite", (graph_id, procs.update_thread(m.pid, m.pid),
-                                                           self.stacks.callstack(frame_ids)))
+            frame_ids.append(
+                self.stacks.dummy_frame(
+                    self._art_mapping,
+                    name,
+                    text(frame.source_file) if frame.HasField("source_file") else None,
+                    frame.line_number if frame.HasField("line_number") else None,
+                )
+            )
+        self.storage.insert(
+            "heap_graph_thread_callsite",
+            (graph_id, procs.update_thread(m.pid, m.pid), self.stacks.callstack(frame_ids)),
+        )
 
     def parse(self, ts: int, event: tuple) -> None:
         self._handlers[event[1]](ts, *event[2:])
 
-    def callsite(self, index: Optional[int], upid: Optional[int]) -> Optional[int]:
+    def callsite(self, index: int | None, upid: int | None) -> int | None:
         if index is None:
             return None
         key = (index, upid)
@@ -510,8 +623,12 @@ class ProfileParser:
         tracks = self.trace.tracks
 
         def counter_track(counter_name: str, is_timebase: bool) -> int:
-            track_id = tracks.intern("perf_cpu_counter", (("cpu", cpu), ("perf_session_id", session_id),
-                                                          ("name", counter_name)), "counter", counter_name)
+            track_id = tracks.intern(
+                "perf_cpu_counter",
+                (("cpu", cpu), ("perf_session_id", session_id), ("name", counter_name)),
+                "counter",
+                counter_name,
+            )
             row = tracks.row(track_id)
             if not row.source_args:
                 row.source_args = [("is_timebase", "is_timebase", "bool", int(is_timebase))]
@@ -525,8 +642,23 @@ class ProfileParser:
             self.stats.set("perf_chosen_process_shard", chosen_shard, idx=session_id)
         return session_id, stream
 
-    def _perf(self, ts, seq_id, cpu, pid, tid, callstack, cpu_mode, unwind_error, timebase_count, followers,
-              defaults, kernel_records_lost, stop_reason, skipped_reason) -> None:
+    def _perf(
+        self,
+        ts,
+        seq_id,
+        cpu,
+        pid,
+        tid,
+        callstack,
+        cpu_mode,
+        unwind_error,
+        timebase_count,
+        followers,
+        defaults,
+        kernel_records_lost,
+        stop_reason,
+        skipped_reason,
+    ) -> None:
         session_id, (timebase_track, follower_tracks) = self._perf_stream(seq_id, cpu, defaults)
         if kernel_records_lost:
             self.stats.inc("perf_cpu_lost_records", kernel_records_lost, idx=cpu)
@@ -551,9 +683,16 @@ class ProfileParser:
         callsite_id = self.callsite(callstack, upid)
         mode = CPU_MODES.get(cpu_mode)
         execution = self.samples.execution_context(self.trace.cpu(cpu), mode)
-        self.samples.sample(ts, "linux.perf", self.samples.task_context(upid, utid), execution, callsite_id,
-                            UNWIND_ERRORS.get(unwind_error, "unknown") if unwind_error is not None else None,
-                            session_id, counter_set)
+        self.samples.sample(
+            ts,
+            "linux.perf",
+            self.samples.task_context(upid, utid),
+            execution,
+            callsite_id,
+            UNWIND_ERRORS.get(unwind_error, "unknown") if unwind_error is not None else None,
+            session_id,
+            counter_set,
+        )
 
     # -- Chrome's sampler -------------------------------------------------------------
     def _streaming(self, ts, pid, tid, callstack, process_priority) -> None:
@@ -567,7 +706,7 @@ class ProfileParser:
         self.samples.sample(ts, "chrome", self.samples.task_context(upid, utid), None, callsite_id)
 
     # -- StackSample streams ----------------------------------------------------------
-    def _async_context(self, chain: tuple) -> Optional[int]:
+    def _async_context(self, chain: tuple) -> int | None:
         parent = None
         start = len(chain)
         for i, (key, _name, _kind) in enumerate(chain):
@@ -579,8 +718,9 @@ class ProfileParser:
             parent = self._async_contexts[key] = self.samples.async_context(name, kind, parent)
         return parent
 
-    def _stack_counter_track(self, session_id: int, source: Optional[str], desc: tuple, is_timebase: bool,
-                             cpu: Optional[int]) -> Optional[int]:
+    def _stack_counter_track(
+        self, session_id: int, source: str | None, desc: tuple, is_timebase: bool, cpu: int | None
+    ) -> int | None:
         name, unit, multiplier, description, scope = desc
         if is_timebase:
             self.samples.set_timebase_unit(session_id, unit)
@@ -588,8 +728,9 @@ class ProfileParser:
         if scope == SCOPE_CPU:
             if cpu is None:
                 return None
-            track_id = self.trace.tracks.intern("stack_sample_cpu_counter", (("cpu", cpu), *dims), "counter", name,
-                                                unit)
+            track_id = self.trace.tracks.intern(
+                "stack_sample_cpu_counter", (("cpu", cpu), *dims), "counter", name, unit
+            )
         else:
             track_id = self.trace.tracks.intern("stack_sample_session_counter", dims, "counter", name, unit)
         row = self.trace.tracks.row(track_id)
@@ -602,8 +743,9 @@ class ProfileParser:
             row.source_args = args
         return track_id
 
-    def _stack_sample(self, ts, seq_id, source, task, execution, callstack, primary, primary_weight, followers,
-                      follower_weights) -> None:
+    def _stack_sample(
+        self, ts, seq_id, source, task, execution, callstack, primary, primary_weight, followers, follower_weights
+    ) -> None:
         procs = self.trace.processes
         upid = None
         task_context = None
@@ -621,7 +763,8 @@ class ProfileParser:
         if execution is not None:
             cpu, mode = execution
             execution_context = self.samples.execution_context(
-                self.trace.cpu(cpu) if cpu is not None else None, STACK_SAMPLE_MODES.get(mode))
+                self.trace.cpu(cpu) if cpu is not None else None, STACK_SAMPLE_MODES.get(mode)
+            )
         session_id = self._stack_sessions.get(seq_id)
         if session_id is None:
             session_id = self._stack_sessions[seq_id] = self.samples.new_session(source)
@@ -630,20 +773,33 @@ class ProfileParser:
             track_id = self._stack_counter_track(session_id, source, primary, True, cpu)
             if track_id is not None and primary_weight is not None:
                 counters.append(self.trace.insert_counter(ts, track_id, float(primary_weight)))
-        follower_tracks = [self._stack_counter_track(session_id, source, d, False, cpu) if d is not None else None
-                           for d in followers]
+        follower_tracks = [
+            self._stack_counter_track(session_id, source, d, False, cpu) if d is not None else None for d in followers
+        ]
         for track_id, weight in zip(follower_tracks, follower_weights):
             if track_id is not None:
                 counters.append(self.trace.insert_counter(ts, track_id, float(weight)))
         if isinstance(callstack, tuple):
             if self._inline_mapping is None:
                 self._inline_mapping = self.stacks.dummy_mapping("stack_sample_inline")
-            callsite_id = self.stacks.callstack([self.stacks.dummy_frame(self._inline_mapping, name, source_file, line)
-                                                 for name, source_file, line in callstack[1]])
+            callsite_id = self.stacks.callstack(
+                [
+                    self.stacks.dummy_frame(self._inline_mapping, name, source_file, line)
+                    for name, source_file, line in callstack[1]
+                ]
+            )
         else:
             callsite_id = self.callsite(callstack, upid)
-        self.samples.sample(ts, source, task_context, execution_context, callsite_id, None, session_id,
-                            self.samples.counter_set(counters))
+        self.samples.sample(
+            ts,
+            source,
+            task_context,
+            execution_context,
+            callsite_id,
+            None,
+            session_id,
+            self.samples.counter_set(counters),
+        )
 
     # -- heapprofd ------------------------------------------------------------------------
     def _profile_packet(self, ts, seq_id, raw, times, fallback) -> None:
@@ -656,8 +812,9 @@ class ProfileParser:
         if state is None:
             state = self._profile_states[seq_id] = _ProfilePacketState()
         index = pp.index
-        if (state.prev_index is None and index != 0) or (state.prev_index is not None
-                                                          and state.prev_index + 1 != index):
+        if (state.prev_index is None and index != 0) or (
+            state.prev_index is not None and state.prev_index + 1 != index
+        ):
             self.stats.inc("heapprofd_missing_packet")
         state.prev_index = index
         for s in pp.strings:
@@ -673,8 +830,16 @@ class ProfileParser:
                     self.stats.inc("stackprofile_invalid_string_id")
                     break
                 components.append(_utf8(state.strings[sid]))
-            mapping = (None, build_id_hex(build_id) if build_id else "",
-                       m.exact_offset, m.start_offset, m.start, m.end, m.load_bias, mapping_name(components))
+            mapping = (
+                None,
+                build_id_hex(build_id) if build_id else "",
+                m.exact_offset,
+                m.start_offset,
+                m.start,
+                m.end,
+                m.load_bias,
+                mapping_name(components),
+            )
             state.mappings[m.iid] = self.stacks.mapping(mapping, None)
         for f in pp.frames:
             mapping_id = state.mappings.get(f.mapping_id)
@@ -733,8 +898,11 @@ class ProfileParser:
         if dump.hit_guardrail:
             self.stats.inc("heapprofd_hit_guardrail", idx=pid)
         if dump.orig_sampling_interval_bytes:
-            self.stats.set("heapprofd_sampling_interval_adjusted",
-                           dump.sampling_interval_bytes - dump.orig_sampling_interval_bytes, idx=pid)
+            self.stats.set(
+                "heapprofd_sampling_interval_adjusted",
+                dump.sampling_interval_bytes - dump.orig_sampling_interval_bytes,
+                idx=pid,
+            )
         ps = dump.stats
         self.stats.inc("heapprofd_unwind_time_us", ps.total_unwinding_time_us, idx=pid)
         self.stats.inc("heapprofd_unwind_samples", ps.heap_samples, idx=pid)
@@ -748,8 +916,9 @@ class ProfileParser:
                 alloc = (s.self_allocated, s.self_freed, s.alloc_count, s.free_count)
             state.pending.append((pid, allocation_heap, window_end, s.callstack_id, *alloc))
 
-    def _allocation(self, state, fallback, pid, heap_name, ts, source_callstack, self_allocated, self_freed,
-                    alloc_count, free_count) -> None:
+    def _allocation(
+        self, state, fallback, pid, heap_name, ts, source_callstack, self_allocated, self_freed, alloc_count, free_count
+    ) -> None:
         """One sample of a cumulative dump → rows of what changed since the previous dump."""
         upid = self.trace.processes.get_or_create_process(pid)
         callsite_id = state.callstacks.get(source_callstack)
@@ -793,14 +962,31 @@ class ProfileParser:
             return
         upid = self.trace.processes.get_or_create_process(sp.pid)
         for e in sp.entries:
-            self.storage.insert("profiler_smaps", (
-                upid, ts, text(e.path), e.size_kb, e.private_dirty_kb, e.swap_kb, text(e.file_name),
-                e.start_address, e.module_timestamp, text(e.module_debugid), text(e.module_debug_path),
-                e.protection_flags, e.private_clean_resident_kb, e.shared_dirty_resident_kb,
-                e.shared_clean_resident_kb, e.locked_kb, e.proportional_resident_kb))
+            self.storage.insert(
+                "profiler_smaps",
+                (
+                    upid,
+                    ts,
+                    text(e.path),
+                    e.size_kb,
+                    e.private_dirty_kb,
+                    e.swap_kb,
+                    text(e.file_name),
+                    e.start_address,
+                    e.module_timestamp,
+                    text(e.module_debugid),
+                    text(e.module_debug_path),
+                    e.protection_flags,
+                    e.private_clean_resident_kb,
+                    e.shared_dirty_resident_kb,
+                    e.shared_clean_resident_kb,
+                    e.locked_kb,
+                    e.proportional_resident_kb,
+                ),
+            )
 
     def finish(self) -> None:
-        for seq_id, state in self._profile_states.items():
+        for _seq_id, state in self._profile_states.items():
             if state.pending:
                 self.stats.inc("heapprofd_non_finalized_profile")
                 for alloc in state.pending:

@@ -12,7 +12,8 @@ Two phases, as in trace_processor:
 from __future__ import annotations
 
 import base64
-from typing import BinaryIO, Callable, Optional
+from collections.abc import Callable
+from typing import BinaryIO
 
 from google.protobuf.message import DecodeError
 from google.protobuf.unknown_fields import UnknownFieldSet
@@ -28,6 +29,7 @@ from ..trackers.dimension_tracker import (
     intern_dimension_strings,
 )
 from .atrace import EV_ATRACE, AtraceParser
+from .clock_tracker import BOOTTIME, ClockTracker, clock_key
 from .ftrace import (
     EV_COMPACT_SCHED,
     EV_FTRACE,
@@ -37,7 +39,6 @@ from .ftrace import (
     FtraceParser,
     order_ties_by_queue,
 )
-from .clock_tracker import BOOTTIME, ClockTracker, clock_key
 from .profile_module import EV_PROFILE, INTERNED_PROFILE_FIELDS, ProfileParser, ProfileTokenizer
 from .proto_reader import ProtoReader, inflate_packets, scan_simple_track_event
 from .sorter import Sorter
@@ -45,9 +46,9 @@ from .split_tokenize import HELPER, MAIN, OwnedContext, SequenceClaims, Sequence
 from .track_event import (
     EV_DESCRIPTOR,
     EV_THREAD_DESCRIPTOR,
+    INT64_MAX,
     CounterDetails,
     Reservation,
-    INT64_MAX,
     TrackEventParser,
     text,
     tokenize_track_event,
@@ -58,8 +59,16 @@ TRACK_EVENT_STREAM = 1
 
 # TracePacket.previous_packet_dropped: bit 0 says packets were lost (the old
 # boolean); the bits above it say why.
-DATA_LOSS_CAUSES = {2: "read_gap", 4: "chunk_corrupted", 8: "orphan_continuation", 16: "reassembly_gap",
-                    32: "reassembly_broken_chain", 64: "overwrite", 128: "writer_abort", 256: "smb_full"}
+DATA_LOSS_CAUSES = {
+    2: "read_gap",
+    4: "chunk_corrupted",
+    8: "orphan_continuation",
+    16: "reassembly_gap",
+    32: "reassembly_broken_chain",
+    64: "overwrite",
+    128: "writer_abort",
+    256: "smb_full",
+}
 
 SEQ_INCREMENTAL_STATE_CLEARED = 1
 SEQ_NEEDS_INCREMENTAL_STATE = 2
@@ -85,10 +94,29 @@ def _file_position(stream) -> Callable[[], int]:
 class SequenceState:
     """Incremental state of one trusted packet sequence."""
 
-    __slots__ = ("seq_id", "valid", "interned", "timestamp_clock_id", "default_track_uuid",
-                 "default_extra_counter_uuids", "default_extra_double_counter_uuids", "thread", "ref_ts",
-                 "ref_thread_ts", "ref_thread_ic", "counter_values", "derived", "misses", "clock",
-                 "decoded", "dropped", "loss_causes", "needs_state", "needs_state_skipped", "split_owner")
+    __slots__ = (
+        "seq_id",
+        "valid",
+        "interned",
+        "timestamp_clock_id",
+        "default_track_uuid",
+        "default_extra_counter_uuids",
+        "default_extra_double_counter_uuids",
+        "thread",
+        "ref_ts",
+        "ref_thread_ts",
+        "ref_thread_ic",
+        "counter_values",
+        "derived",
+        "misses",
+        "clock",
+        "decoded",
+        "dropped",
+        "loss_causes",
+        "needs_state",
+        "needs_state_skipped",
+        "split_owner",
+    )
 
     def __init__(self, seq_id: int) -> None:
         self.seq_id = seq_id
@@ -96,14 +124,14 @@ class SequenceState:
         # only trusted after the first incremental_state_cleared.
         self.valid = False
         self.interned: dict[int, dict[int, object]] = {}
-        self.timestamp_clock_id: Optional[int] = None
-        self.default_track_uuid: Optional[int] = None
+        self.timestamp_clock_id: int | None = None
+        self.default_track_uuid: int | None = None
         self.default_extra_counter_uuids: tuple = ()
         self.default_extra_double_counter_uuids: tuple = ()
-        self.thread: Optional[tuple[int, int]] = None  # (pid, tid) from a ThreadDescriptor
-        self.ref_ts: Optional[int] = None  # legacy delta-timestamp baselines (ns)
-        self.ref_thread_ts: Optional[int] = None
-        self.ref_thread_ic: Optional[int] = None
+        self.thread: tuple[int, int] | None = None  # (pid, tid) from a ThreadDescriptor
+        self.ref_ts: int | None = None  # legacy delta-timestamp baselines (ns)
+        self.ref_thread_ts: int | None = None
+        self.ref_thread_ic: int | None = None
         self.counter_values: dict[int, float] = {}  # incremental counters: uuid -> running value
         self.derived: dict = {}  # values computed from interned data (e.g. args of a source location)
         self.decoded: dict[bytes, tuple] = {}  # TrackEvent bytes -> their decoded static part
@@ -113,7 +141,7 @@ class SequenceState:
         self.needs_state = 0  # packets that needed incremental state
         self.needs_state_skipped = 0  # ... and were dropped for want of it
         self.misses = 0  # interned lookups that found nothing
-        self.split_owner: Optional[int] = None  # the process tokenizing its track events (split_tokenize.py)
+        self.split_owner: int | None = None  # the process tokenizing its track events (split_tokenize.py)
         # (clock key, converter, incremental state) of the default clock, cached
         # by _convert and dropped whenever clocks or defaults change.
         self.clock = None
@@ -150,8 +178,11 @@ def _str(e):
 
 
 def _source_location(e):
-    return (text(e.file_name) or None, text(e.function_name) or None,
-            e.line_number if e.HasField("line_number") else None)
+    return (
+        text(e.file_name) or None,
+        text(e.function_name) or None,
+        e.line_number if e.HasField("line_number") else None,
+    )
 
 
 INTERNED_FIELDS = {
@@ -174,8 +205,12 @@ INTERNED_FIELDS = {
 # resolved name (or None) as an extra argument; add a kind here only with a
 # handler that does (trace_processor also resolves workqueue_queue_work/activate_work,
 # hrtimer and shrink_slab events).
-KERNEL_SYMBOL_FIELDS = {"sched_blocked_reason": "caller", "funcgraph_entry": "func", "funcgraph_exit": "func",
-                        "workqueue_execute_start": "function"}
+KERNEL_SYMBOL_FIELDS = {
+    "sched_blocked_reason": "caller",
+    "funcgraph_entry": "func",
+    "funcgraph_exit": "func",
+    "workqueue_execute_start": "function",
+}
 
 
 class _MachineSorter:
@@ -221,10 +256,10 @@ class ProtoImporter:
         # took over (0: none), decided at the first packet from another machine.
         self.machine_importers: dict[int, ProtoImporter] = {}
         self.machine_by_index: list[ProtoImporter] = []
-        self.adopted: Optional[int] = None
+        self.adopted: int | None = None
         self.host_used = False
         # Tokenizing split with a forked helper process (split_tokenize.py); None: this process does it all.
-        self.split: Optional[SequenceSplit] = None
+        self.split: SequenceSplit | None = None
         self.te_context = self  # what tokenize_track_event reads (stats, clocks, reservations)
         self.skips_others = False  # the split helper: skips the plain track-event packets of the importer's sequences
         self.packet_index = 0  # packets seen so far, inner ones of compressed_packets included (split only)
@@ -257,6 +292,7 @@ class ProtoImporter:
         def pinned_streaming(packet, seq, ts):
             self.split.pin_to_main(seq)
             streaming(packet, seq, ts)
+
         self._handlers["streaming_profile_packet"] = pinned_streaming
 
     def become_helper(self, claims: SequenceClaims, sorter: Sorter) -> None:
@@ -304,8 +340,9 @@ class ProtoImporter:
     def parse_all(self, progress: Callable[[float], None]) -> None:
         """The second phase: every tokenized event, in timestamp order."""
         for importer in (self, *self.machine_by_index):
-            misses = (self.sequence_misses if importer is self
-                      else sum(seq.misses for seq in importer.sequences.values()))
+            misses = (
+                self.sequence_misses if importer is self else sum(seq.misses for seq in importer.sequences.values())
+            )
             if misses:
                 importer.stats.inc("interned_data_tokenizer_errors", misses)
         self.trace.metadata["trace_time_clock_id"] = self.clocks.trace_clock
@@ -401,7 +438,7 @@ class ProtoImporter:
             self.host_used = True
         self.tokenize_packet(packet, kind)
 
-    def _machine_importer(self, raw_machine_id: int) -> Optional["ProtoImporter"]:
+    def _machine_importer(self, raw_machine_id: int) -> ProtoImporter | None:
         """The importer for packets from machine `raw_machine_id`; None when the host context takes them."""
         if self.adopted is None:
             # A trace whose packets all come from one machine keeps it as the host
@@ -418,7 +455,7 @@ class ProtoImporter:
             self.machine_by_index.append(importer)
         return importer
 
-    def tokenize_packet(self, packet, kind: Optional[str], splittable: bool = True) -> None:
+    def tokenize_packet(self, packet, kind: str | None, splittable: bool = True) -> None:
         """tokenize() for a decoded packet of this importer's machine (`splittable`: its track
         event may be the helper's; not for packets the helper skips)."""
         seq_id = packet.trusted_packet_sequence_id
@@ -469,8 +506,7 @@ class ProtoImporter:
             if splittable and self.split is not None:
                 self._tokenize_split(packet.track_event.SerializeToString(), seq, ts if has_ts else None)
                 return
-            tokenized = tokenize_track_event(self, packet.track_event.SerializeToString(), seq,
-                                             ts if has_ts else None)
+            tokenized = tokenize_track_event(self, packet.track_event.SerializeToString(), seq, ts if has_ts else None)
             if tokenized is not None:
                 self.sorter.push(tokenized[0], tokenized[1], TRACK_EVENT_STREAM)
             return
@@ -481,7 +517,7 @@ class ProtoImporter:
             # Parsed in timestamp order with everything else (process trees, stats, ...).
             self._push(ts, (EV_PACKET, kind, getattr(packet, kind).SerializeToString()))
 
-    def _tokenize_simple(self, ts_raw: Optional[int], seq_id: Optional[int], flags: int, event: bytes) -> None:
+    def _tokenize_simple(self, ts_raw: int | None, seq_id: int | None, flags: int, event: bytes) -> None:
         """tokenize() for the common packet: a TrackEvent with nothing but a timestamp,
         sequence id and flags beside it, read straight from the bytes (no TracePacket)."""
         if seq_id is None:
@@ -524,7 +560,7 @@ class ProtoImporter:
         if tokenized is not None:
             self.sorter.push(tokenized[0], tokenized[1], TRACK_EVENT_STREAM)
 
-    def _tokenize_split(self, event: bytes, seq: SequenceState, ts: Optional[int]) -> None:
+    def _tokenize_split(self, event: bytes, seq: SequenceState, ts: int | None) -> None:
         """A track event when the helper shares the work: tokenized by whichever process owns
         its sequence (_tokenize_simple inlines this)."""
         split = self.split
@@ -560,9 +596,22 @@ class ProtoImporter:
 
     def _process_descriptor(self, packet, seq: SequenceState, ts: int) -> None:
         pd = packet.process_descriptor
-        self._push(ts, (EV_DESCRIPTOR, None, pd.pid, None, None, [text(c) for c in pd.cmdline],
-                        text(pd.process_name) or None,
-                        None, None, None, None))
+        self._push(
+            ts,
+            (
+                EV_DESCRIPTOR,
+                None,
+                pd.pid,
+                None,
+                None,
+                [text(c) for c in pd.cmdline],
+                text(pd.process_name) or None,
+                None,
+                None,
+                None,
+                None,
+            ),
+        )
 
     def _range_of_interest(self, packet) -> None:
         roi = packet.track_event_range_of_interest
@@ -608,10 +657,12 @@ class ProtoImporter:
     def _translation_table(self, table) -> None:
         if table.HasField("slice_name"):
             self.trace.slice_name_map.update(
-                (text(k), text(v)) for k, v in table.slice_name.raw_to_deobfuscated_name.items())
+                (text(k), text(v)) for k, v in table.slice_name.raw_to_deobfuscated_name.items()
+            )
         if table.HasField("process_track_name"):
             self.trace.process_track_name_map.update(
-                (text(k), text(v)) for k, v in table.process_track_name.raw_to_deobfuscated_name.items())
+                (text(k), text(v)) for k, v in table.process_track_name.raw_to_deobfuscated_name.items()
+            )
 
     def _chrome_metadata(self, m) -> None:
         """Chrome's metadata packet → metadata cr-<letter>-* (a letter per packet) and cr-*."""
@@ -623,8 +674,10 @@ class ProtoImporter:
         if m.HasField("enabled_categories"):
             meta(prefix + "enabled_categories", text(m.enabled_categories))
         if m.field_trial_hashes:
-            meta(prefix + "field_trial_hashes",
-                 "".join(f"{{ name: {h.name}, group: {h.group} }} " for h in m.field_trial_hashes))
+            meta(
+                prefix + "field_trial_hashes",
+                "".join(f"{{ name: {h.name}, group: {h.group} }} " for h in m.field_trial_hashes),
+            )
         if m.HasField("app_package_name"):
             meta(prefix + "package-name", text(m.app_package_name))
         if m.HasField("app_version"):
@@ -663,8 +716,9 @@ class ProtoImporter:
     def _service_event(self, ev, ts: int) -> None:
         if ev.HasField("slow_starting_data_sources"):
             for ds in ev.slow_starting_data_sources.data_source:
-                self.trace.add_metadata("slow_start_data_source",
-                                        f"{text(ds.producer_name)} {text(ds.data_source_name)}")
+                self.trace.add_metadata(
+                    "slow_start_data_source", f"{text(ds.producer_name)} {text(ds.data_source_name)}"
+                )
         if ev.tracing_started:
             self.trace.set_metadata("tracing_started_ns", ts)
         if ev.all_data_sources_started:
@@ -681,7 +735,7 @@ class ProtoImporter:
         self.stats.inc("packet_skipped_seq_needs_incremental_state_invalid")
         return True
 
-    def _trace_time(self, raw: int, packet_clock_id: Optional[int], seq: SequenceState) -> Optional[int]:
+    def _trace_time(self, raw: int, packet_clock_id: int | None, seq: SequenceState) -> int | None:
         """A packet timestamp on the trace clock (None, counted, if it cannot be converted).
         Packets on the sequence's default clock use its cached converter."""
         clock = seq.clock
@@ -697,8 +751,9 @@ class ProtoImporter:
         self.last_ts = ts
         return ts
 
-    def _convert(self, raw: int, packet_clock_id: Optional[int], seq: SequenceState,
-                 incremental_done: bool = False) -> Optional[int]:
+    def _convert(
+        self, raw: int, packet_clock_id: int | None, seq: SequenceState, incremental_done: bool = False
+    ) -> int | None:
         """A packet timestamp on its clock (the packet's, else the sequence default,
         else BOOTTIME) → trace time; None (counted) if it cannot be converted."""
         clock_id = packet_clock_id if packet_clock_id is not None else seq.timestamp_clock_id
@@ -756,7 +811,8 @@ class ProtoImporter:
         elif not self.clocks.trace_clock_fixed:
             self.clocks.set_trace_clock(BOOTTIME)
         self.clocks.add_snapshot(
-            [(c.clock_id, c.timestamp, c.is_incremental, c.unit_multiplier_ns) for c in snap.clocks], seq_id)
+            [(c.clock_id, c.timestamp, c.is_incremental, c.unit_multiplier_ns) for c in snap.clocks], seq_id
+        )
 
     def _thread_descriptor(self, packet, seq: SequenceState, ts: int) -> None:
         if not packet.HasField("trusted_packet_sequence_id"):
@@ -767,8 +823,22 @@ class ProtoImporter:
             return
         td = packet.thread_descriptor
         self._set_sequence_thread(seq, td)
-        self._push(ts, (EV_THREAD_DESCRIPTOR, None, td.pid, td.tid, text(td.thread_name) or None, None, None, None, None,
-                        None, None))
+        self._push(
+            ts,
+            (
+                EV_THREAD_DESCRIPTOR,
+                None,
+                td.pid,
+                td.tid,
+                text(td.thread_name) or None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+            ),
+        )
 
     @staticmethod
     def _set_sequence_thread(seq: SequenceState, td) -> None:
@@ -798,8 +868,11 @@ class ProtoImporter:
         if td.HasField("sibling_merge_behavior"):
             r.merge = {0: "name", 1: "name", 2: None, 3: "key"}.get(td.sibling_merge_behavior, "name")
             if r.merge == "key":
-                r.merge_key = text(td.sibling_merge_key) if td.HasField("sibling_merge_key") else (
-                    f"sibling_merge_key_int:{td.sibling_merge_key_int}")
+                r.merge_key = (
+                    text(td.sibling_merge_key)
+                    if td.HasField("sibling_merge_key")
+                    else (f"sibling_merge_key_int:{td.sibling_merge_key_int}")
+                )
         r.seq_id = seq.seq_id
         if td.HasField("process_ordering") and td.process_ordering == 1:
             r.process_ordering = "explicit"
@@ -861,19 +934,49 @@ class ProtoImporter:
             self.descriptor_dimensions.read(td.uuid, td.SerializeToString(), seq.interned)
         if thread is not None:
             chrome = td.chrome_thread if td.HasField("chrome_thread") else None
-            self._push(ts, (EV_DESCRIPTOR, td.uuid, thread.pid, thread.tid, text(thread.thread_name) or None, None, None,
-                            None, chrome.thread_type if chrome else None, None, None))
+            self._push(
+                ts,
+                (
+                    EV_DESCRIPTOR,
+                    td.uuid,
+                    thread.pid,
+                    thread.tid,
+                    text(thread.thread_name) or None,
+                    None,
+                    None,
+                    None,
+                    chrome.thread_type if chrome else None,
+                    None,
+                    None,
+                ),
+            )
         elif process is not None:
             chrome = td.chrome_process if td.HasField("chrome_process") else None
             labels = [text(x) for x in process.process_labels]
-            self._push(ts, (EV_DESCRIPTOR, td.uuid, process.pid, None, None, [text(c) for c in process.cmdline],
-                            text(process.process_name) or None, process.start_timestamp_ns or None,
-                            (chrome.process_type if chrome.HasField("process_type") else None,
-                             text(chrome.host_app_package_name) or None,
-                             chrome.crash_trace_id if chrome.HasField("crash_trace_id") else None) if chrome else None,
-                            labels or None,
-                            process.legacy_sort_index if process.HasField("legacy_sort_index") else (
-                                chrome.legacy_sort_index if chrome and chrome.HasField("legacy_sort_index") else None)))
+            self._push(
+                ts,
+                (
+                    EV_DESCRIPTOR,
+                    td.uuid,
+                    process.pid,
+                    None,
+                    None,
+                    [text(c) for c in process.cmdline],
+                    text(process.process_name) or None,
+                    process.start_timestamp_ns or None,
+                    (
+                        chrome.process_type if chrome.HasField("process_type") else None,
+                        text(chrome.host_app_package_name) or None,
+                        chrome.crash_trace_id if chrome.HasField("crash_trace_id") else None,
+                    )
+                    if chrome
+                    else None,
+                    labels or None,
+                    process.legacy_sort_index
+                    if process.HasField("legacy_sort_index")
+                    else (chrome.legacy_sort_index if chrome and chrome.HasField("legacy_sort_index") else None),
+                ),
+            )
 
     def _ftrace_events(self, bundle, seq: SequenceState) -> None:
         if not bundle.HasField("cpu"):
@@ -933,18 +1036,29 @@ class ProtoImporter:
             return None
         if bundle.HasField("ftrace_timestamp") and bundle.HasField("boot_timestamp"):
             clock_id = clock if isinstance(clock, int) else SEQUENCE_SCOPED_CLOCK
-            self.clocks.add_snapshot([(clock_id, bundle.ftrace_timestamp, False, 1),
-                                      (BOOTTIME, bundle.boot_timestamp, False, 1)], seq.seq_id)
+            self.clocks.add_snapshot(
+                [(clock_id, bundle.ftrace_timestamp, False, 1), (BOOTTIME, bundle.boot_timestamp, False, 1)], seq.seq_id
+            )
         return clock
 
     def _compact_sched(self, cpu: int, clock, compact) -> None:
         """compact_sched: parallel arrays of sched_switch / sched_waking fields, delta-coded times."""
         strings = [text(s) for s in compact.intern_table]
         to_trace_time = self.clocks.to_trace_time
-        switch = (compact.switch_timestamp, compact.switch_prev_state, compact.switch_next_pid,
-                  compact.switch_next_prio, compact.switch_next_comm_index)
-        waking = (compact.waking_timestamp, compact.waking_pid, compact.waking_target_cpu, compact.waking_prio,
-                  compact.waking_comm_index)
+        switch = (
+            compact.switch_timestamp,
+            compact.switch_prev_state,
+            compact.switch_next_pid,
+            compact.switch_next_prio,
+            compact.switch_next_comm_index,
+        )
+        waking = (
+            compact.waking_timestamp,
+            compact.waking_pid,
+            compact.waking_target_cpu,
+            compact.waking_prio,
+            compact.waking_comm_index,
+        )
         error = len({len(a) for a in switch}) > 1 or len({len(a) for a in waking}) > 1
         raw_ts = 0
         for delta, prev_state, next_pid, next_prio, comm_index in zip(*switch):
@@ -966,8 +1080,9 @@ class ProtoImporter:
             ts = to_trace_time(clock, raw_ts)
             if ts is None:
                 break
-            self._push(ts, (EV_COMPACT_SCHED, cpu, "waking", pid, strings[comm_index],
-                            flags[i] if i < len(flags) else None))
+            self._push(
+                ts, (EV_COMPACT_SCHED, cpu, "waking", pid, strings[comm_index], flags[i] if i < len(flags) else None)
+            )
         if error:
             self.stats.inc("compact_sched_has_parse_errors")
 
@@ -990,8 +1105,12 @@ class ProtoImporter:
     def _system_info(self, info) -> None:
         u = info.utsname
         sysname, release, version, machine = (text(u.sysname), text(u.release), text(u.version), text(u.machine))
-        for key, value in (("system_name", sysname), ("system_release", release),
-                           ("system_version", version), ("system_machine", machine)):
+        for key, value in (
+            ("system_name", sysname),
+            ("system_release", release),
+            ("system_version", version),
+            ("system_machine", machine),
+        ):
             if value:
                 self.trace.set_metadata(key, value)
         if info.system_ram_bytes:
@@ -1026,5 +1145,14 @@ class ProtoImporter:
             by_snapshot.setdefault(snapshot_id, {})[clock_id] = value
         for snapshot_id, clock_id, name, value in self.clocks.snapshot_rows:
             ts = by_snapshot[snapshot_id].get(self.clocks.trace_clock)
-            self.trace.storage.insert("clock_snapshot", (None if ts is None else to_int64(ts), clock_id, name,
-                                                         to_int64(value), snapshot_id, self.trace.machine_id))
+            self.trace.storage.insert(
+                "clock_snapshot",
+                (
+                    None if ts is None else to_int64(ts),
+                    clock_id,
+                    name,
+                    to_int64(value),
+                    snapshot_id,
+                    self.trace.machine_id,
+                ),
+            )

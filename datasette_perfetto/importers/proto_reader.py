@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import io
 import zlib
-from typing import BinaryIO, Iterator
+from collections.abc import Iterator
+from typing import BinaryIO
 
 from ..stats import Stats
 

@@ -13,8 +13,9 @@ import os
 import pickle
 import tempfile
 from bisect import bisect_right
+from collections.abc import Iterable, Iterator
 from itertools import chain
-from typing import IO, Iterable, Iterator, Optional
+from typing import IO
 
 RUN_EVENTS = 150_000
 SPILL_BATCH = 2_000
@@ -25,8 +26,9 @@ MERGE_FAN_IN = 16
 
 
 class Sorter:
-    def __init__(self, run_events: int = RUN_EVENTS, spill_batch: int = SPILL_BATCH,
-                 spill_dir: Optional[str] = None) -> None:
+    def __init__(
+        self, run_events: int = RUN_EVENTS, spill_batch: int = SPILL_BATCH, spill_dir: str | None = None
+    ) -> None:
         self.run_events = run_events
         self.spill_batch = spill_batch  # events per pickle in a spill file: the merge holds one per file
         # Spill files are anonymous, or named files in spill_dir that another process can open (handover()).
@@ -141,7 +143,6 @@ class Sorter:
         for batch in batches:
             for ts, _, _, event in batch:
                 yield ts, event
-
 
 
 def merge_batches(sources: list[Iterator[list]]) -> Iterator[list]:

@@ -23,7 +23,6 @@ import os
 import pickle
 import shutil
 import tempfile
-from typing import Optional
 
 from ..stats import Stats
 from .sorter import Sorter
@@ -64,8 +63,8 @@ class SequenceClaims:
     def __init__(self, ctx) -> None:
         self._memory = mmap.mmap(-1, CLAIM_SLOTS * 9)
         view = memoryview(self._memory)
-        self._keys = view[:CLAIM_SLOTS * 8].cast("Q")
-        self._owners = view[CLAIM_SLOTS * 8:]
+        self._keys = view[: CLAIM_SLOTS * 8].cast("Q")
+        self._owners = view[CLAIM_SLOTS * 8 :]
         self._lock = ctx.Lock()
 
     def claim(self, seq_id: int, process: int) -> int:
@@ -127,20 +126,21 @@ class OwnedContext:
         self.counter_specs = importer.counter_specs
 
 
-def start_helper(importer) -> tuple["HelperHandle", SequenceClaims]:
+def start_helper(importer) -> tuple[HelperHandle, SequenceClaims]:
     """Forks the helper for `importer` (which has read nothing yet); returns it and the claims they share."""
     ctx = multiprocessing.get_context("fork")
     claims = SequenceClaims(ctx)
     receive, send = ctx.Pipe(duplex=False)
     runs = tempfile.mkdtemp(prefix="datasette-perfetto-")  # the child's sorted runs, for the parent
-    process = ctx.Process(target=_helper_main, args=(importer, claims, send, runs), daemon=True,
-                          name="datasette-perfetto-tokenizer")
+    process = ctx.Process(
+        target=_helper_main, args=(importer, claims, send, runs), daemon=True, name="datasette-perfetto-tokenizer"
+    )
     process.start()
     send.close()
     return HelperHandle(process, receive, runs), claims
 
 
-def split_wanted(setting: Optional[bool], size: int) -> bool:
+def split_wanted(setting: bool | None, size: int) -> bool:
     """Whether to split a file of `size` bytes: `setting` True always, False never, None
     for large files; only where processes can be forked."""
     if setting is None:
@@ -207,5 +207,13 @@ def _helper_main(importer, claims, send, runs: str) -> None:
     os._exit(0)  # nothing of the parent's (temporary files, the writer pipe) is the child's to clean up
 
 
-__all__ = ["SequenceClaims", "SequenceSplit", "OwnedContext", "SplitFailed", "start_helper", "split_wanted", "MAIN",
-           "HELPER"]
+__all__ = [
+    "SequenceClaims",
+    "SequenceSplit",
+    "OwnedContext",
+    "SplitFailed",
+    "start_helper",
+    "split_wanted",
+    "MAIN",
+    "HELPER",
+]

@@ -12,8 +12,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 from google.protobuf import unknown_fields
 
 from ..trackers.process_tracker import THREAD_NAME_PRIORITY_PROCESS_TREE
@@ -38,13 +36,14 @@ def _enum(msg, name: str, number: int) -> int:
 
 # -- process_tree ------------------------------------------------------------------------
 
+
 def truncate_kworker(comm: str) -> str:
     """kworker/45:2-mm_percpu_wq → kworker/45:2: procfs appends the workqueue the
     worker last ran, which changes all the time and misleads more than it tells."""
     if comm.startswith("kworker/"):
         cuts = [i for i in (comm.find("+", 8), comm.find("-", 8)) if i != -1]
         if cuts:
-            return comm[:min(cuts)]
+            return comm[: min(cuts)]
     return comm
 
 
@@ -99,8 +98,17 @@ def _process_tree(parser: FtraceParser, ts: int, tree) -> None:
 # -- process_stats -----------------------------------------------------------------------
 
 # ProcessStats.Process field number -> process_memory key (values in kB).
-PROCESS_MEMORY_FIELDS = {2: "virt", 3: "rss", 4: "rss.anon", 5: "rss.file", 6: "rss.shmem", 7: "swap", 8: "locked",
-                         9: "rss.watermark", 24: "dmabuf_rss"}
+PROCESS_MEMORY_FIELDS = {
+    2: "virt",
+    3: "rss",
+    4: "rss.anon",
+    5: "rss.file",
+    6: "rss.shmem",
+    7: "swap",
+    8: "locked",
+    9: "rss.watermark",
+    24: "dmabuf_rss",
+}
 SMAPS_FIELDS = {16: "rss", 17: "pss", 18: "pss.anon", 19: "pss.file", 20: "pss.smem", 23: "swap.pss"}
 RUNTIME_FIELDS = {21: "user_ns", 22: "kernel_ns"}
 CHROME_FIELDS = {13: "private_footprint_kb", 14: "peak_resident_set_kb"}
@@ -117,7 +125,7 @@ def _process_stats(parser: FtraceParser, ts: int, stats) -> None:
     tracks = trace.tracks
     for proc in stats.processes:
         pid = proc.pid & 0xFFFFFFFF
-        upid: Optional[int] = None
+        upid: int | None = None
         # Fields in field-number order (the wire order is not kept by protobuf).
         for fd, value in proc.ListFields():
             number = fd.number
@@ -131,12 +139,17 @@ def _process_stats(parser: FtraceParser, ts: int, stats) -> None:
                 upid = procs.get_or_create_process(pid)
             if number == IS_PEAK_RSS_RESETTABLE:
                 procs.process(upid).args["is_peak_rss_resettable"] = (
-                    "is_peak_rss_resettable", "is_peak_rss_resettable", "bool", int(value))
+                    "is_peak_rss_resettable",
+                    "is_peak_rss_resettable",
+                    "bool",
+                    int(value),
+                )
                 continue
             if number in CHROME_FIELDS:
                 key = CHROME_FIELDS[number]
-                track = tracks.intern("chrome_process_stats", (("upid", upid), ("key", key)), "counter",
-                                      f"chrome.{key}")
+                track = tracks.intern(
+                    "chrome_process_stats", (("upid", upid), ("key", key)), "counter", f"chrome.{key}"
+                )
                 trace.insert_counter(ts, track, value * 1024)
                 if number in UNKNOWN_TOO:
                     parser.stats.inc("proc_stat_unknown_counters")
@@ -146,8 +159,9 @@ def _process_stats(parser: FtraceParser, ts: int, stats) -> None:
                 trace.insert_counter(ts, track, value)
             elif number in PROCESS_MEMORY_FIELDS:
                 key = PROCESS_MEMORY_FIELDS[number]
-                track = tracks.intern("process_memory", (("upid", upid), ("process_memory_key", key)), "counter",
-                                      f"mem.{key}")
+                track = tracks.intern(
+                    "process_memory", (("upid", upid), ("process_memory_key", key)), "counter", f"mem.{key}"
+                )
                 trace.insert_counter(ts, track, value * 1024)
             elif number in SMAPS_FIELDS:
                 key = SMAPS_FIELDS[number]
@@ -155,8 +169,9 @@ def _process_stats(parser: FtraceParser, ts: int, stats) -> None:
                 trace.insert_counter(ts, track, value * 1024)
             elif number in RUNTIME_FIELDS:
                 key = RUNTIME_FIELDS[number]
-                track = tracks.intern("proc_stat_runtime", (("upid", upid), ("proc_stat_runtime_key", key)),
-                                      "counter", f"runtime.{key}")
+                track = tracks.intern(
+                    "proc_stat_runtime", (("upid", upid), ("proc_stat_runtime_key", key)), "counter", f"runtime.{key}"
+                )
                 trace.insert_counter(ts, track, value)
             else:
                 parser.stats.inc("proc_stat_unknown_counters")
@@ -166,11 +181,45 @@ def _process_stats(parser: FtraceParser, ts: int, stats) -> None:
 
 # /proc/meminfo names by MeminfoCounters value (traced_probes' kMeminfoKeys).
 MEMINFO_NAMES = (
-    "MemUnspecified", "MemTotal", "MemFree", "MemAvailable", "Buffers", "Cached", "SwapCached", "Active",
-    "Inactive", "Active(anon)", "Inactive(anon)", "Active(file)", "Inactive(file)", "Unevictable", "Mlocked",
-    "SwapTotal", "SwapFree", "Dirty", "Writeback", "AnonPages", "Mapped", "Shmem", "Slab", "SReclaimable",
-    "SUnreclaim", "KernelStack", "PageTables", "CommitLimit", "Committed_AS", "VmallocTotal", "VmallocUsed",
-    "VmallocChunk", "CmaTotal", "CmaFree", "Gpu", "Zram", "Misc", "ION_heap", "ION_heap_pool",
+    "MemUnspecified",
+    "MemTotal",
+    "MemFree",
+    "MemAvailable",
+    "Buffers",
+    "Cached",
+    "SwapCached",
+    "Active",
+    "Inactive",
+    "Active(anon)",
+    "Inactive(anon)",
+    "Active(file)",
+    "Inactive(file)",
+    "Unevictable",
+    "Mlocked",
+    "SwapTotal",
+    "SwapFree",
+    "Dirty",
+    "Writeback",
+    "AnonPages",
+    "Mapped",
+    "Shmem",
+    "Slab",
+    "SReclaimable",
+    "SUnreclaim",
+    "KernelStack",
+    "PageTables",
+    "CommitLimit",
+    "Committed_AS",
+    "VmallocTotal",
+    "VmallocUsed",
+    "VmallocChunk",
+    "CmaTotal",
+    "CmaFree",
+    "Gpu",
+    "Zram",
+    "Misc",
+    "ION_heap",
+    "ION_heap_pool",
 )
 
 
@@ -179,14 +228,13 @@ def _vmstat_names() -> tuple[str, ...]:
     from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
     values = pb.DESCRIPTOR.enum_types_by_name["VmstatCounters"].values
-    names = {v.number: v.name[len("VMSTAT_"):].lower() for v in values}
+    names = {v.number: v.name[len("VMSTAT_") :].lower() for v in values}
     names[0] = "VmstatUnspecified"
     return tuple(names[i] for i in range(len(names)))
 
 
 VMSTAT_NAMES = _vmstat_names()
-CPU_TIMES = ("user_ns", "user_nice_ns", "system_mode_ns", "idle_ns", "io_wait_ns", "irq_ns", "softirq_ns",
-             "steal_ns")
+CPU_TIMES = ("user_ns", "user_nice_ns", "system_mode_ns", "idle_ns", "io_wait_ns", "irq_ns", "softirq_ns", "steal_ns")
 PSI_RESOURCES = ("resource.unspecified", "cpu.some", "cpu.full", "io.some", "io.full", "mem.some", "mem.full")
 SECTORS_PER_MB = 2048.0  # /proc/diskstats counts 512-byte sectors
 
@@ -225,8 +273,9 @@ def _sys_stats(parser: FtraceParser, ts: int, sys) -> None:
             parser.stats.inc("invalid_cpu_times")
             continue
         for key in CPU_TIMES:
-            track = cpu_counter_track(trace, "cpustat", ct.cpu_id, f"cpu.times.{key}",
-                                      extra_dims=(("cpustat_key", key),))
+            track = cpu_counter_track(
+                trace, "cpustat", ct.cpu_id, f"cpu.times.{key}", extra_dims=(("cpustat_key", key),)
+            )
             insert(ts, track, getattr(ct, key))
     for kind, counts in (("num_irq", sys.num_irq), ("num_softirq", sys.num_softirq)):
         for ic in counts:
@@ -241,9 +290,11 @@ def _sys_stats(parser: FtraceParser, ts: int, sys) -> None:
         for order, pages in enumerate(bi.order_pages):
             chunk_kb = ((1 << order) * page_size) // 1024
             track = global_counter_track(
-                trace, "buddyinfo", (("buddyinfo_node", node), ("buddyinfo_zone", zone),
-                                     ("buddyinfo_chunk_size_kb", chunk_kb)),
-                f"mem.buddyinfo[{node}][{zone}][{chunk_kb} kB]")
+                trace,
+                "buddyinfo",
+                (("buddyinfo_node", node), ("buddyinfo_zone", zone), ("buddyinfo_chunk_size_kb", chunk_kb)),
+                f"mem.buddyinfo[{node}][{zone}][{chunk_kb} kB]",
+            )
             insert(ts, track, pages)
     for ds in sys.disk_stat:
         _disk_stat(parser, ts, ds)
@@ -263,8 +314,9 @@ def _sys_stats(parser: FtraceParser, ts: int, sys) -> None:
         cpu = idle.cpu_id
         for entry in idle.cpuidle_state_entry:
             state = text(entry.state)
-            track = cpu_counter_track(trace, "cpu_idle_state", cpu, f"cpuidle{cpu}.{state}", "us",
-                                      extra_dims=(("state", state),))
+            track = cpu_counter_track(
+                trace, "cpu_idle_state", cpu, f"cpuidle{cpu}.{state}", "us", extra_dims=(("state", state),)
+            )
             insert(ts, track, entry.duration_us)
     for mhz in sys.gpufreq_mhz:
         # trace_processor puts the value (MHz) on the kHz-unit gpufreq track of GPU 0.
@@ -272,17 +324,31 @@ def _sys_stats(parser: FtraceParser, ts: int, sys) -> None:
     for slab in sys.slab_info:
         name = text(slab.name)
         track = global_counter_track(trace, "slabinfo", (("slab_name", name),), f"mem.slab.{name}", "bytes")
-        insert(ts, track, float(slab.pages_per_slab) * slab.num_slabs * page_size,
-               [("pages_per_slab", "pages_per_slab", "uint", slab.pages_per_slab),
-                ("num_slabs", "num_slabs", "uint", slab.num_slabs)])
+        insert(
+            ts,
+            track,
+            float(slab.pages_per_slab) * slab.num_slabs * page_size,
+            [
+                ("pages_per_slab", "pages_per_slab", "uint", slab.pages_per_slab),
+                ("num_slabs", "num_slabs", "uint", slab.num_slabs),
+            ],
+        )
 
 
 def _disk_stat(parser: FtraceParser, ts: int, ds) -> None:
     """Amounts and throughputs since the device's previous sample."""
     trace = parser.trace
     device = text(ds.device_name)
-    current = (ds.read_sectors, ds.write_sectors, ds.discard_sectors, ds.flush_count, ds.read_time_ms,
-               ds.write_time_ms, ds.discard_time_ms, ds.flush_time_ms)
+    current = (
+        ds.read_sectors,
+        ds.write_sectors,
+        ds.discard_sectors,
+        ds.flush_count,
+        ds.read_time_ms,
+        ds.write_time_ms,
+        ds.discard_time_ms,
+        ds.flush_time_ms,
+    )
     disks = parser.state("sys_stats", SysStatsState).disks  # type: ignore[attr-defined]
     previous = disks.get(device)
     disks[device] = current
@@ -295,12 +361,22 @@ def _disk_stat(parser: FtraceParser, ts: int, ds) -> None:
         return 0.0 if ms == 0 else amount * 1000.0 / ms
 
     for counter, unit, value in (
-            ("read_amount", "MB", read_mb), ("read_throughput", "MB/s", throughput(read_mb, d[4])),
-            ("write_amount", "MB", write_mb), ("write_throughput", "MB/s", throughput(write_mb, d[5])),
-            ("discard_amount", "MB", discard_mb), ("discard_throughput", "MB/s", throughput(discard_mb, d[6])),
-            ("flush_amount", "count", float(d[3])), ("flush_time", "ms", float(d[7]))):
-        track = global_counter_track(trace, "diskstat", (("device_name", device), ("counter_name", counter)),
-                                     f"diskstat.[{device}].{counter}", unit)
+        ("read_amount", "MB", read_mb),
+        ("read_throughput", "MB/s", throughput(read_mb, d[4])),
+        ("write_amount", "MB", write_mb),
+        ("write_throughput", "MB/s", throughput(write_mb, d[5])),
+        ("discard_amount", "MB", discard_mb),
+        ("discard_throughput", "MB/s", throughput(discard_mb, d[6])),
+        ("flush_amount", "count", float(d[3])),
+        ("flush_time", "ms", float(d[7])),
+    ):
+        track = global_counter_track(
+            trace,
+            "diskstat",
+            (("device_name", device), ("counter_name", counter)),
+            f"diskstat.[{device}].{counter}",
+            unit,
+        )
         trace.insert_counter(ts, track, value)
 
 
@@ -368,5 +444,8 @@ def _gpu_info(parser: FtraceParser, ts: int, info) -> None:
                 setattr(row, field, value)
         if g.uuid:
             row.uuid = g.uuid.hex()
-        row.args = [(text(kv.key), text(kv.key), "string", text(kv.value)) for kv in g.extra_info
-                    if kv.HasField("key") and kv.HasField("value")]
+        row.args = [
+            (text(kv.key), text(kv.key), "string", text(kv.value))
+            for kv in g.extra_info
+            if kv.HasField("key") and kv.HasField("value")
+        ]

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import re
 import zlib
-from typing import BinaryIO, Callable, Iterator, Optional
+from collections.abc import Callable, Iterator
+from typing import BinaryIO
 
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
@@ -43,8 +44,7 @@ UNKNOWN_TASK = "<...>"
 
 # "TASK-PID (TGID) [CPU] FLAGS TIMESTAMP: EVENT:" — the tgid column and the irq
 # flags are optional; the task name (before the match) can hold any character.
-_LINE = re.compile(
-    rb"-(\d+)\s+\(?\s*(\d+|-+)?\)?\s?\[(\d+)\]\s*([a-zA-Z.]{3}[0-9a-f.]{1,2}\s*)?(\d+\.\d+):\s+(\S+):")
+_LINE = re.compile(rb"-(\d+)\s+\(?\s*(\d+|-+)?\)?\s?\[(\d+)\]\s*([a-zA-Z.]{3}[0-9a-f.]{1,2}\s*)?(\d+\.\d+):\s+(\S+):")
 _CPUS_HEADER = re.compile(rb"cpus=\d*\Z")
 _TRACE_DATA_SECTION = b'<script class="trace-data" type="application/text">'
 _ZLIB_HEADER = b"\x78\x9c"
@@ -67,7 +67,7 @@ def looks_like_systrace(head: bytes) -> bool:
 class SystraceLine:
     __slots__ = ("ts", "pid", "cpu", "task", "tgid", "event", "args")
 
-    def __init__(self, ts: int, pid: int, cpu: int, task: str, tgid: Optional[str], event: str, args: str) -> None:
+    def __init__(self, ts: int, pid: int, cpu: int, task: str, tgid: str | None, event: str, args: str) -> None:
         self.ts = ts
         self.pid = pid
         self.cpu = cpu
@@ -77,7 +77,7 @@ class SystraceLine:
         self.args = args
 
 
-def tokenize_line(raw: bytes) -> Optional[SystraceLine]:
+def tokenize_line(raw: bytes) -> SystraceLine | None:
     """One ftrace text line, or None when it is not one."""
     m = _LINE.search(raw)
     if m is None:
@@ -90,9 +90,9 @@ def tokenize_line(raw: bytes) -> Optional[SystraceLine]:
         return None
     if pid is None or cpu is None:
         return None
-    task = _text(raw[:m.start()]).strip()
+    task = _text(raw[: m.start()]).strip()
     tgid = m.group(2).decode() if m.group(2) is not None else None
-    return SystraceLine(int(seconds * 1e9), pid, cpu, task, tgid, _text(m.group(6)), _text(raw[m.end():]).strip())
+    return SystraceLine(int(seconds * 1e9), pid, cpu, task, tgid, _text(m.group(6)), _text(raw[m.end() :]).strip())
 
 
 def _text(b: bytes) -> str:
@@ -100,7 +100,7 @@ def _text(b: bytes) -> str:
 
 
 def _split_args(args: str) -> dict[str, str]:
-    """"a=1 b=2 word" → {"a": "1", "b": "2", "name": "word"}: bare words are
+    """ "a=1 b=2 word" → {"a": "1", "b": "2", "name": "word"}: bare words are
     keyed "name"; for a=b=c the first part is the key and the last the value."""
     out: dict[str, str] = {}
     for token in args.split(" "):
@@ -118,8 +118,20 @@ def _split_args(args: str) -> dict[str, str]:
 
 # -- task states ---------------------------------------------------------------------
 
-_STATE_LETTERS = {"S": 0x1, "D": 0x2, "T": 0x4, "t": 0x8, "X": 0x10, "Z": 0x20, "x": 0x40, "K": 0x80,
-                  "W": 0x100, "P": 0x200, "N": 0x400, "I": 0x2 | 0x400}
+_STATE_LETTERS = {
+    "S": 0x1,
+    "D": 0x2,
+    "T": 0x4,
+    "t": 0x8,
+    "X": 0x10,
+    "Z": 0x20,
+    "x": 0x40,
+    "K": 0x80,
+    "W": 0x100,
+    "P": 0x200,
+    "N": 0x400,
+    "I": 0x2 | 0x400,
+}
 _INVALID_STATE = 0xFFFF
 
 
@@ -144,12 +156,13 @@ def raw_prev_state(text: str) -> int:
 
 # -- line → FtraceEvent --------------------------------------------------------------
 
+
 def _int32(value: int) -> int:
     value &= 0xFFFFFFFF
     return value - (1 << 32) if value >= 1 << 31 else value
 
 
-def _number(s: Optional[str]) -> Optional[float]:
+def _number(s: str | None) -> float | None:
     if not s:
         return None
     try:
@@ -314,7 +327,7 @@ CONVERTERS: dict[str, Callable] = {
 }
 
 
-def to_ftrace_event(line: SystraceLine) -> Optional[tuple]:
+def to_ftrace_event(line: SystraceLine) -> tuple | None:
     """(serialized FtraceEvent, *resolved values) for the line's event, or None."""
     convert = CONVERTERS.get(line.event)
     if convert is None:
@@ -329,6 +342,7 @@ def to_ftrace_event(line: SystraceLine) -> Optional[tuple]:
 
 
 # -- reading -------------------------------------------------------------------------
+
 
 class _Inflater:
     """The zlib stream of an `atrace -z` capture, read on demand."""
@@ -352,7 +366,7 @@ class _Inflater:
         return b""
 
 
-def _after_next_newline(stream: BinaryIO) -> Optional[bytes]:
+def _after_next_newline(stream: BinaryIO) -> bytes | None:
     """Reads past the next newline; what follows it, or None at the end of the stream."""
     while True:
         data = stream.read(CHUNK)
@@ -360,7 +374,7 @@ def _after_next_newline(stream: BinaryIO) -> Optional[bytes]:
             return None
         newline = data.find(b"\n")
         if newline >= 0:
-            return data[newline + 1:]
+            return data[newline + 1 :]
 
 
 class SystraceImporter:
@@ -397,7 +411,7 @@ class SystraceImporter:
         # `adb shell atrace ... > out.txt` starts with the command's output up to "TRACE:".
         marker = buf.find(b"TRACE:\n", 0, LOOKAHEAD)
         if marker >= 0:
-            buf = buf[marker + 7:]
+            buf = buf[marker + 7 :]
             if buf.startswith(_ZLIB_HEADER):
                 source: BinaryIO = _Inflater(stream, buf)  # type: ignore[assignment]
                 buf = source.read(CHUNK)
@@ -405,7 +419,7 @@ class SystraceImporter:
         # trace-cmd's text output starts with "cpus=N".
         newline = buf.find(b"\n")
         if newline >= 0 and _CPUS_HEADER.match(buf[:newline]):
-            buf = buf[newline + 1:]
+            buf = buf[newline + 1 :]
         self.state = BEFORE_SYSTRACE if buf[:1] == b"<" else SYSTRACE
         while True:
             lines = buf.split(b"\n")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from types import SimpleNamespace
-from typing import Any, Optional
+from typing import Any
 
 from google.protobuf.message import DecodeError
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
@@ -40,32 +40,70 @@ I_CATEGORIES, I_NAMES, I_DEBUG_NAMES, I_SOURCE_LOCATIONS = 1, 2, 3, 4
 I_LOG_BODY, I_HISTOGRAM_NAMES, I_DEBUG_STRINGS, I_CORRELATION_STR = 20, 25, 29, 43
 
 # Positions in the tokenized event tuple.
-(F_KIND, F_TYPE, F_UUID, F_SEQ, F_THREAD, F_CATEGORY, F_NAME, F_ARGS, F_FLOWS, F_TERM_FLOWS, F_THREAD_TS,
- F_THREAD_IC, F_EXTRA, F_COUNTER, F_LEGACY, F_HAS_TYPE, F_HAS_UUID) = range(17)
+(
+    F_KIND,
+    F_TYPE,
+    F_UUID,
+    F_SEQ,
+    F_THREAD,
+    F_CATEGORY,
+    F_NAME,
+    F_ARGS,
+    F_FLOWS,
+    F_TERM_FLOWS,
+    F_THREAD_TS,
+    F_THREAD_IC,
+    F_EXTRA,
+    F_COUNTER,
+    F_LEGACY,
+    F_HAS_TYPE,
+    F_HAS_UUID,
+) = range(17)
 
 # Chrome's process/thread type enums → the names trace_processor shows.
 CHROME_PROCESS_NAMES = {
-    1: "Browser", 2: "Renderer", 3: "Utility", 4: "SandboxHelper", 6: "Gpu", 7: "PpapiPlugin",
-    8: "PpapiBroker", 40: "Extension Renderer",
+    1: "Browser",
+    2: "Renderer",
+    3: "Utility",
+    4: "SandboxHelper",
+    6: "Gpu",
+    7: "PpapiPlugin",
+    8: "PpapiBroker",
+    40: "Extension Renderer",
 }
 CHROME_RENDERER_TYPES = (2, 40)
 CHROME_THREAD_NAMES = {
-    1: "CrProcessMain", 2: "ChromeIOThread", 3: "ThreadPoolBackgroundWorker&", 4: "ThreadPoolForegroundWorker&",
-    5: "ThreadPoolSingleThreadForegroundBlocking&", 6: "ThreadPoolSingleThreadBackgroundBlocking&",
-    7: "ThreadPoolService", 8: "Compositor", 9: "VizCompositorThread", 10: "CompositorTileWorker&",
-    11: "ServiceWorkerThread&", 12: "NetworkService", 13: "Chrome_ChildIOThread", 14: "Chrome_IOThread",
-    15: "CrBrowserMain", 16: "CrRendererMain", 17: "CrUtilityMain", 18: "CrGpuMain", 50: "MemoryInfra",
-    51: "StackSamplingProfiler", 52: "CompositorGpuThread",
+    1: "CrProcessMain",
+    2: "ChromeIOThread",
+    3: "ThreadPoolBackgroundWorker&",
+    4: "ThreadPoolForegroundWorker&",
+    5: "ThreadPoolSingleThreadForegroundBlocking&",
+    6: "ThreadPoolSingleThreadBackgroundBlocking&",
+    7: "ThreadPoolService",
+    8: "Compositor",
+    9: "VizCompositorThread",
+    10: "CompositorTileWorker&",
+    11: "ServiceWorkerThread&",
+    12: "NetworkService",
+    13: "Chrome_ChildIOThread",
+    14: "Chrome_IOThread",
+    15: "CrBrowserMain",
+    16: "CrRendererMain",
+    17: "CrUtilityMain",
+    18: "CrGpuMain",
+    50: "MemoryInfra",
+    51: "StackSamplingProfiler",
+    52: "CompositorGpuThread",
 }
 
 
 # Other values are Chrome enum names that the perfetto package's protos do not
 # carry (they are plain ints there); those stay unnamed.
-def chrome_process_name(process_type: int) -> Optional[str]:
+def chrome_process_name(process_type: int) -> str | None:
     return CHROME_PROCESS_NAMES.get(process_type)
 
 
-def chrome_thread_name(thread_type: int) -> Optional[str]:
+def chrome_thread_name(thread_type: int) -> str | None:
     return CHROME_THREAD_NAMES.get(thread_type)
 
 
@@ -73,42 +111,62 @@ class CounterDetails:
     __slots__ = ("category", "is_incremental", "unit_multiplier", "unit", "builtin_type", "y_axis_share_key")
 
     def __init__(self) -> None:
-        self.category: Optional[str] = None
+        self.category: str | None = None
         self.is_incremental = False
         self.unit_multiplier = 0
-        self.unit: Optional[str] = None
-        self.builtin_type: Optional[str] = None
-        self.y_axis_share_key: Optional[str] = None
+        self.unit: str | None = None
+        self.builtin_type: str | None = None
+        self.y_axis_share_key: str | None = None
 
 
 class Reservation:
     """What a TrackDescriptor said about a uuid (trace_processor's reservation)."""
 
-    __slots__ = ("uuid", "parent_uuid", "name", "description", "child_ordering",
-                 "sibling_order_rank", "merge", "merge_key", "pid", "tid", "use_separate_track", "counter",
-                 "is_state", "seq_id", "process_ordering", "thread_ordering")
+    __slots__ = (
+        "uuid",
+        "parent_uuid",
+        "name",
+        "description",
+        "child_ordering",
+        "sibling_order_rank",
+        "merge",
+        "merge_key",
+        "pid",
+        "tid",
+        "use_separate_track",
+        "counter",
+        "is_state",
+        "seq_id",
+        "process_ordering",
+        "thread_ordering",
+    )
 
     def __init__(self, uuid: int) -> None:
         self.uuid = uuid
         self.parent_uuid = 0
-        self.name: Optional[str] = None
-        self.description: Optional[str] = None
-        self.child_ordering: Optional[str] = None
-        self.sibling_order_rank: Optional[int] = None
-        self.merge: Optional[str] = "name"  # "name" | "key" | None (never merge)
-        self.merge_key: Optional[str] = None
-        self.pid: Optional[int] = None
-        self.tid: Optional[int] = None
+        self.name: str | None = None
+        self.description: str | None = None
+        self.child_ordering: str | None = None
+        self.sibling_order_rank: int | None = None
+        self.merge: str | None = "name"  # "name" | "key" | None (never merge)
+        self.merge_key: str | None = None
+        self.pid: int | None = None
+        self.tid: int | None = None
         self.use_separate_track = False
-        self.counter: Optional[CounterDetails] = None
+        self.counter: CounterDetails | None = None
         self.is_state = False
-        self.seq_id: Optional[int] = None
-        self.process_ordering: Optional[str] = None  # "explicit" on the root (uuid 0) descriptor
-        self.thread_ordering: Optional[str] = None
+        self.seq_id: int | None = None
+        self.process_ordering: str | None = None  # "explicit" on the root (uuid 0) descriptor
+        self.thread_ordering: str | None = None
 
-    def same_track(self, other: "Reservation") -> bool:
-        return (self.parent_uuid == other.parent_uuid and self.pid == other.pid and self.tid == other.tid
-                and (self.counter is None) == (other.counter is None) and self.is_state == other.is_state)
+    def same_track(self, other: Reservation) -> bool:
+        return (
+            self.parent_uuid == other.parent_uuid
+            and self.pid == other.pid
+            and self.tid == other.tid
+            and (self.counter is None) == (other.counter is None)
+            and self.is_state == other.is_state
+        )
 
 
 # -- tokenizing ----------------------------------------------------------------
@@ -117,7 +175,7 @@ class Reservation:
 DECODE_CACHE_ENTRIES = 4096
 
 
-def tokenize_track_event(importer, raw: bytes, seq, packet_ts: Optional[int]) -> Optional[tuple[int, tuple]]:
+def tokenize_track_event(importer, raw: bytes, seq, packet_ts: int | None) -> tuple[int, tuple] | None:
     """Reduces a TrackEvent (its encoded bytes) to a plain tuple for the sorter
     (None if dropped, counted).
 
@@ -141,9 +199,29 @@ def tokenize_track_event(importer, raw: bytes, seq, packet_ts: Optional[int]) ->
             if len(seq.decoded) >= DECODE_CACHE_ENTRIES:
                 seq.decoded.clear()
             seq.decoded[raw] = static
-    (ts_delta, ts_abs, tt_delta, tt_abs, tic_delta, tic_abs, has_uuid, explicit_uuid, etype, has_type,
-     counter_raw, extra_values, extra_uuids, extra_dvalues, extra_duuids,
-     category, name, args, flows, term, legacy) = static
+    (
+        ts_delta,
+        ts_abs,
+        tt_delta,
+        tt_abs,
+        tic_delta,
+        tic_abs,
+        has_uuid,
+        explicit_uuid,
+        etype,
+        has_type,
+        counter_raw,
+        extra_values,
+        extra_uuids,
+        extra_dvalues,
+        extra_duuids,
+        category,
+        name,
+        args,
+        flows,
+        term,
+        legacy,
+    ) = static
 
     needs_conversion = True
     if ts_delta is not None:
@@ -205,8 +283,12 @@ def tokenize_track_event(importer, raw: bytes, seq, packet_ts: Optional[int]) ->
         return None
 
     extra = None
-    if extra_values and not extra_dvalues and len(extra_values) == 1 and (extra_uuids or
-                                                                          seq.default_extra_counter_uuids):
+    if (
+        extra_values
+        and not extra_dvalues
+        and len(extra_values) == 1
+        and (extra_uuids or seq.default_extra_counter_uuids)
+    ):
         # One extra counter (Chromium's thread time on every event): inline.
         cuuid = (extra_uuids or seq.default_extra_counter_uuids)[0]
         spec = importer.counter_specs.get(cuuid)
@@ -225,25 +307,96 @@ def tokenize_track_event(importer, raw: bytes, seq, packet_ts: Optional[int]) ->
             running[cuuid] = value
         extra = ((cuuid, value),)
     elif extra_values or extra_dvalues:
-        extra = _extra_counters(importer, seq, extra_values, extra_uuids or seq.default_extra_counter_uuids,
-                                extra_dvalues, extra_duuids or seq.default_extra_double_counter_uuids)
+        extra = _extra_counters(
+            importer,
+            seq,
+            extra_values,
+            extra_uuids or seq.default_extra_counter_uuids,
+            extra_dvalues,
+            extra_duuids or seq.default_extra_double_counter_uuids,
+        )
         if extra is None:
             return None
-    return ts, (EV_TRACK_EVENT, etype, uuid, seq.seq_id, seq.thread, category, name, args, flows, term, thread_ts,
-                thread_ic, extra, counter_value, legacy, has_type, has_uuid)
+    return ts, (
+        EV_TRACK_EVENT,
+        etype,
+        uuid,
+        seq.seq_id,
+        seq.thread,
+        category,
+        name,
+        args,
+        flows,
+        term,
+        thread_ts,
+        thread_ic,
+        extra,
+        counter_value,
+        legacy,
+        has_type,
+        has_uuid,
+    )
 
 
 # Field -> position in _decode's working list; the fields in neither this nor
 # _TYPED_FIELDS carry nothing the importer uses.
-(D_TS_DELTA, D_TS_ABS, D_TT_DELTA, D_TT_ABS, D_TIC_DELTA, D_TIC_ABS, D_UUID, D_TYPE, D_COUNTER, D_DCOUNTER,
- D_EXTRA, D_EXTRA_UUIDS, D_DEXTRA, D_DEXTRA_UUIDS, D_CAT_IIDS, D_CATS, D_NAME_IID, D_NAME, D_FLOWS, D_FLOWS_OLD,
- D_TERM, D_TERM_OLD, D_LEGACY, D_ANNOTATIONS) = range(24)
-_DECODE_SLOTS = {getattr(TE, name): i for i, name in enumerate((
-    "timestamp_delta_us", "timestamp_absolute_us", "thread_time_delta_us", "thread_time_absolute_us",
-    "thread_instruction_count_delta", "thread_instruction_count_absolute", "track_uuid", "type", "counter_value",
-    "double_counter_value", "extra_counter_values", "extra_counter_track_uuids", "extra_double_counter_values",
-    "extra_double_counter_track_uuids", "category_iids", "categories", "name_iid", "name", "flow_ids",
-    "flow_ids_old", "terminating_flow_ids", "terminating_flow_ids_old", "legacy_event", "debug_annotations"))}
+(
+    D_TS_DELTA,
+    D_TS_ABS,
+    D_TT_DELTA,
+    D_TT_ABS,
+    D_TIC_DELTA,
+    D_TIC_ABS,
+    D_UUID,
+    D_TYPE,
+    D_COUNTER,
+    D_DCOUNTER,
+    D_EXTRA,
+    D_EXTRA_UUIDS,
+    D_DEXTRA,
+    D_DEXTRA_UUIDS,
+    D_CAT_IIDS,
+    D_CATS,
+    D_NAME_IID,
+    D_NAME,
+    D_FLOWS,
+    D_FLOWS_OLD,
+    D_TERM,
+    D_TERM_OLD,
+    D_LEGACY,
+    D_ANNOTATIONS,
+) = range(24)
+_DECODE_SLOTS = {
+    getattr(TE, name): i
+    for i, name in enumerate(
+        (
+            "timestamp_delta_us",
+            "timestamp_absolute_us",
+            "thread_time_delta_us",
+            "thread_time_absolute_us",
+            "thread_instruction_count_delta",
+            "thread_instruction_count_absolute",
+            "track_uuid",
+            "type",
+            "counter_value",
+            "double_counter_value",
+            "extra_counter_values",
+            "extra_counter_track_uuids",
+            "extra_double_counter_values",
+            "extra_double_counter_track_uuids",
+            "category_iids",
+            "categories",
+            "name_iid",
+            "name",
+            "flow_ids",
+            "flow_ids_old",
+            "terminating_flow_ids",
+            "terminating_flow_ids_old",
+            "legacy_event",
+            "debug_annotations",
+        )
+    )
+}
 
 
 def _decode(ev, seq) -> tuple:
@@ -287,12 +440,26 @@ def _decode(ev, seq) -> tuple:
     flows = d[D_FLOWS] or d[D_FLOWS_OLD]
     term = d[D_TERM] or d[D_TERM_OLD]
     return (
-        d[D_TS_DELTA], d[D_TS_ABS], d[D_TT_DELTA], d[D_TT_ABS], d[D_TIC_DELTA], d[D_TIC_ABS],
-        d[D_UUID] is not None, d[D_UUID] or 0, d[D_TYPE] or 0, d[D_TYPE] is not None, counter_raw,
-        tuple(d[D_EXTRA]) if d[D_EXTRA] else (), tuple(d[D_EXTRA_UUIDS]) if d[D_EXTRA_UUIDS] else (),
-        tuple(d[D_DEXTRA]) if d[D_DEXTRA] else (), tuple(d[D_DEXTRA_UUIDS]) if d[D_DEXTRA_UUIDS] else (),
-        category, name, tuple(args) if args else None,
-        list(flows) if flows else None, list(term) if term else None,
+        d[D_TS_DELTA],
+        d[D_TS_ABS],
+        d[D_TT_DELTA],
+        d[D_TT_ABS],
+        d[D_TIC_DELTA],
+        d[D_TIC_ABS],
+        d[D_UUID] is not None,
+        d[D_UUID] or 0,
+        d[D_TYPE] or 0,
+        d[D_TYPE] is not None,
+        counter_raw,
+        tuple(d[D_EXTRA]) if d[D_EXTRA] else (),
+        tuple(d[D_EXTRA_UUIDS]) if d[D_EXTRA_UUIDS] else (),
+        tuple(d[D_DEXTRA]) if d[D_DEXTRA] else (),
+        tuple(d[D_DEXTRA_UUIDS]) if d[D_DEXTRA_UUIDS] else (),
+        category,
+        name,
+        tuple(args) if args else None,
+        list(flows) if flows else None,
+        list(term) if term else None,
         legacy,
     )
 
@@ -308,7 +475,7 @@ def text(value):
     return value
 
 
-def _extra_counters(importer, seq, int_values, int_uuids, double_values, double_uuids) -> Optional[list]:
+def _extra_counters(importer, seq, int_values, int_uuids, double_values, double_uuids) -> list | None:
     stats = importer.stats
     extra = []
     for values, uuids in ((int_values, int_uuids), (double_values, double_uuids)):
@@ -342,7 +509,7 @@ def _extra_counters(importer, seq, int_values, int_uuids, double_values, double_
     return extra
 
 
-def _counter_spec(reservations, uuid: int) -> Optional[tuple]:
+def _counter_spec(reservations, uuid: int) -> tuple | None:
     """(unit multiplier or 0, is_incremental) of a counter track, None if it is not one."""
     r = reservations.get(uuid)
     if r is None or r.counter is None:
@@ -355,7 +522,7 @@ def saturate(v: int) -> int:
     return max(-(1 << 63), min(INT64_MAX, v))
 
 
-def _absolute_counter_value(reservations, seq, uuid: int, value: float) -> Optional[float]:
+def _absolute_counter_value(reservations, seq, uuid: int, value: float) -> float | None:
     spec = _counter_spec(reservations, uuid)
     if spec is None:
         return None
@@ -368,7 +535,7 @@ def _absolute_counter_value(reservations, seq, uuid: int, value: float) -> Optio
     return value
 
 
-def _category(iids, strings, seq) -> Optional[str]:
+def _category(iids, strings, seq) -> str | None:
     iids = iids or ()
     strings = strings or ()
     if len(iids) == 1 and not strings:
@@ -384,6 +551,7 @@ def _category(iids, strings, seq) -> Optional[str]:
 
 
 # -- args ------------------------------------------------------------------------
+
 
 def _add(out: list, flat_key: str, key: str, value_type: str, value: Any) -> None:
     out.append((flat_key, key, value_type, value))
@@ -525,14 +693,32 @@ def _proto_message_indexed(out: list, msg, flat_key: str, key: str) -> None:
 
 
 # Typed TrackEvent fields whose iids point into interned data.
-_TYPED_FIELD_NAMES = frozenset({
-    "task_execution", "log_message", "chrome_histogram_sample", "source_location_iid", "source_location",
-    "correlation_id", "correlation_id_str", "correlation_id_str_iid",
-    "cc_scheduler_state", "chrome_user_event", "chrome_keyed_service", "chrome_legacy_ipc", "chrome_latency_info",
-    "chrome_frame_reporter", "chrome_application_state_info", "chrome_renderer_scheduler_state",
-    "chrome_window_handle_event_info", "chrome_content_settings_event_info", "chrome_active_processes",
-    "chrome_message_pump", "chrome_mojo_event_info", "screenshot",
-})
+_TYPED_FIELD_NAMES = frozenset(
+    {
+        "task_execution",
+        "log_message",
+        "chrome_histogram_sample",
+        "source_location_iid",
+        "source_location",
+        "correlation_id",
+        "correlation_id_str",
+        "correlation_id_str_iid",
+        "cc_scheduler_state",
+        "chrome_user_event",
+        "chrome_keyed_service",
+        "chrome_legacy_ipc",
+        "chrome_latency_info",
+        "chrome_frame_reporter",
+        "chrome_application_state_info",
+        "chrome_renderer_scheduler_state",
+        "chrome_window_handle_event_info",
+        "chrome_content_settings_event_info",
+        "chrome_active_processes",
+        "chrome_message_pump",
+        "chrome_mojo_event_info",
+        "screenshot",
+    }
+)
 
 
 _TYPED_FIELDS = frozenset(getattr(TE, name) for name in _TYPED_FIELD_NAMES)
@@ -572,8 +758,15 @@ def _typed_field_args(out: list, fields: dict, seq) -> None:
         elif name == "source_location_iid":
             _source_location_args(out, "source", seq.lookup(I_SOURCE_LOCATIONS, value))
         elif name == "source_location":
-            _source_location_args(out, "source", (value.file_name or None, value.function_name or None,
-                                                  value.line_number if value.HasField("line_number") else None))
+            _source_location_args(
+                out,
+                "source",
+                (
+                    value.file_name or None,
+                    value.function_name or None,
+                    value.line_number if value.HasField("line_number") else None,
+                ),
+            )
         elif name == "correlation_id":
             _add(out, "correlation_id", "correlation_id", "uint", value)
         elif name == "correlation_id_str":
@@ -645,12 +838,12 @@ class TrackEventParser:
         self.flows = trace.flows
         self.reservations = reservations
         self.first_packet_sequences = first_packet_sequences
-        self._resolved: dict[int, Optional[tuple]] = {}  # uuid -> (scope, id, is_root)
+        self._resolved: dict[int, tuple | None] = {}  # uuid -> (scope, id, is_root)
         self._track_of_uuid: dict[int, Any] = {}  # uuid -> track id or _TrackSet
         self._uuid_by_utid: dict[int, int] = {}
         self._uuid_by_upid: dict[int, int] = {}
         self._v1_flow_ids: dict[tuple, int] = {}
-        self.range_of_interest_ns: Optional[int] = None
+        self.range_of_interest_ns: int | None = None
         self._track_sets: dict[tuple, _TrackSet] = {}
         self._legacy_async_names: dict[tuple, str] = {}  # async id key -> the first name seen for it
         self._fast: dict[int, tuple] = {}  # uuid -> (utid, slice track) once resolved, for the hot path
@@ -703,16 +896,24 @@ class TrackEventParser:
             ptype, host_app, crash_id = chrome
             if ptype is not None:
                 label = chrome_process_name(ptype)
-                self.procs.set_process_name(upid, label, NAME_PRIORITY_CHROME_RENDERER_LABEL
-                                            if ptype in CHROME_RENDERER_TYPES else NAME_PRIORITY_CHROME_PROCESS_LABEL)
+                self.procs.set_process_name(
+                    upid,
+                    label,
+                    NAME_PRIORITY_CHROME_RENDERER_LABEL
+                    if ptype in CHROME_RENDERER_TYPES
+                    else NAME_PRIORITY_CHROME_PROCESS_LABEL,
+                )
                 if label is not None:
                     proc.args["chrome.process_type"] = ("chrome.process_type", "chrome.process_type", "string", label)
             if host_app:
-                proc.args["chrome.host_app_package_name"] = ("chrome.host_app_package_name",
-                                                             "chrome.host_app_package_name", "string", host_app)
+                proc.args["chrome.host_app_package_name"] = (
+                    "chrome.host_app_package_name",
+                    "chrome.host_app_package_name",
+                    "string",
+                    host_app,
+                )
             if crash_id is not None:
-                proc.args["chrome.crash_trace_id"] = ("chrome.crash_trace_id", "chrome.crash_trace_id", "int",
-                                                      crash_id)
+                proc.args["chrome.crash_trace_id"] = ("chrome.crash_trace_id", "chrome.crash_trace_id", "int", crash_id)
         if labels:
             for i, label in enumerate(labels):
                 k = f"chrome.process_label[{i}]"
@@ -722,7 +923,7 @@ class TrackEventParser:
         res = self.resolve(uuid)
         return res[1] if res and res[0] == "process" else self.procs.get_or_create_process(self.reservations[uuid].pid)
 
-    def resolve(self, uuid: int) -> Optional[tuple]:
+    def resolve(self, uuid: int) -> tuple | None:
         """(scope, utid|upid|None, is_root) for a descriptor uuid; None if invalid."""
         if uuid in self._resolved:
             return self._resolved[uuid]
@@ -756,7 +957,11 @@ class TrackEventParser:
             self._uuid_by_utid[utid] = uuid
             if r.sibling_order_rank is not None and self._explicit_ordering("thread_ordering"):
                 self.procs.thread(utid).args["thread_sort_index_hint"] = (
-                    "thread_sort_index_hint", "thread_sort_index_hint", "int", r.sibling_order_rank)
+                    "thread_sort_index_hint",
+                    "thread_sort_index_hint",
+                    "int",
+                    r.sibling_order_rank,
+                )
             result = ("thread", utid, True)
         elif r.pid is not None:
             upid = self.procs.get_or_create_process(r.pid)
@@ -765,7 +970,11 @@ class TrackEventParser:
             self._uuid_by_upid[upid] = uuid
             if r.sibling_order_rank is not None and self._explicit_ordering("process_ordering"):
                 self.procs.process(upid).args["process_sort_index_hint"] = (
-                    "process_sort_index_hint", "process_sort_index_hint", "int", r.sibling_order_rank)
+                    "process_sort_index_hint",
+                    "process_sort_index_hint",
+                    "int",
+                    r.sibling_order_rank,
+                )
             result = ("process", upid, True)
         elif parent is not None and parent[0] != "global":
             result = (parent[0], parent[1], False)
@@ -780,9 +989,11 @@ class TrackEventParser:
 
     # -- tracks ------------------------------------------------------------------
     def _source_args(self, r: Reservation, is_root_in_scope: bool) -> list[Arg]:
-        out: list[Arg] = [("source", "source", "string", "descriptor"),
-                          ("trace_id", "trace_id", "int", _signed(r.uuid)),
-                          ("is_root_in_scope", "is_root_in_scope", "bool", int(is_root_in_scope))]
+        out: list[Arg] = [
+            ("source", "source", "string", "descriptor"),
+            ("trace_id", "trace_id", "int", _signed(r.uuid)),
+            ("is_root_in_scope", "is_root_in_scope", "bool", int(is_root_in_scope)),
+        ]
         c = r.counter
         if c is not None:
             if c.category:
@@ -801,8 +1012,9 @@ class TrackEventParser:
             out.append(("description", "description", "string", r.description))
         return out
 
-    def _new_track(self, type: str, dims: tuple, r: Reservation, name, is_root: bool, event_type: str,
-                   parent_id: Optional[int]) -> int:
+    def _new_track(
+        self, type: str, dims: tuple, r: Reservation, name, is_root: bool, event_type: str, parent_id: int | None
+    ) -> int:
         unit = r.counter.unit if r.counter else None
         track_id = self.tracks.intern(type, dims, event_type, name, unit)
         row = self.tracks.row(track_id)
@@ -812,7 +1024,7 @@ class TrackEventParser:
             row.parent_id = parent_id
         return track_id
 
-    def descriptor_track(self, uuid: int, event_name: Optional[str]):
+    def descriptor_track(self, uuid: int, event_name: str | None):
         """Track id (or merged group) for events on descriptor uuid."""
         found = self._track_of_uuid.get(uuid)
         if found is not None:
@@ -832,18 +1044,44 @@ class TrackEventParser:
         if is_root:
             if scope == "thread":
                 if r.counter:
-                    t = self._new_track("thread_counter_track_event", (("utid", owner), ("track_uuid", suuid)), r,
-                                        r.name, True, "counter", None)
+                    t = self._new_track(
+                        "thread_counter_track_event",
+                        (("utid", owner), ("track_uuid", suuid)),
+                        r,
+                        r.name,
+                        True,
+                        "counter",
+                        None,
+                    )
                 elif r.use_separate_track or r.is_state:
-                    t = self._new_track("thread_state_track_event" if r.is_state else "thread_track_event",
-                                        (("utid", owner), ("track_uuid", suuid)), r, r.name, True, event_type, None)
+                    t = self._new_track(
+                        "thread_state_track_event" if r.is_state else "thread_track_event",
+                        (("utid", owner), ("track_uuid", suuid)),
+                        r,
+                        r.name,
+                        True,
+                        event_type,
+                        None,
+                    )
                 else:
                     t = self.thread_track(owner)
             else:
-                typ = ("process_counter_track_event" if r.counter else
-                       "process_state_track_event" if r.is_state else "process_track_event")
-                t = self._new_track(typ, (("upid", owner), ("track_uuid", suuid)), r, self._process_track_name(r.name),
-                                    True, event_type, None)
+                typ = (
+                    "process_counter_track_event"
+                    if r.counter
+                    else "process_state_track_event"
+                    if r.is_state
+                    else "process_track_event"
+                )
+                t = self._new_track(
+                    typ,
+                    (("upid", owner), ("track_uuid", suuid)),
+                    r,
+                    self._process_track_name(r.name),
+                    True,
+                    event_type,
+                    None,
+                )
             self._track_of_uuid[uuid] = t
             self._record_uuid_track(uuid, t)
             return t
@@ -857,33 +1095,63 @@ class TrackEventParser:
             if pscope == "process":
                 name = self._process_track_name(name)
             if r.counter:
-                t = self._new_track(f"{pscope}_counter_track_event", ((dim, powner), ("track_uuid", suuid)), r,
-                                    self._process_track_name(r.name) if pscope == "process" else r.name, False,
-                                    "counter", set_parent)
+                t = self._new_track(
+                    f"{pscope}_counter_track_event",
+                    ((dim, powner), ("track_uuid", suuid)),
+                    r,
+                    self._process_track_name(r.name) if pscope == "process" else r.name,
+                    False,
+                    "counter",
+                    set_parent,
+                )
             elif r.merge is None or r.is_state:
                 typ = f"{pscope}_state_track_event" if r.is_state else f"{pscope}_track_event"
-                t = self._new_track(typ, ((dim, powner), ("track_uuid", suuid)), r, name, False, event_type,
-                                    set_parent)
+                t = self._new_track(typ, ((dim, powner), ("track_uuid", suuid)), r, name, False, event_type, set_parent)
             else:
                 key = r.merge_key if r.merge == "key" else name
                 mtype = 2 if r.merge == "key" else 0
-                t = self._merged_group(f"{pscope}_merged_track_event",
-                                       ((dim, powner), ("parent_track_uuid", _signed(r.parent_uuid)),
-                                        ("merge_key_type", mtype), ("merge_key_value", key)), r, name, set_parent)
+                t = self._merged_group(
+                    f"{pscope}_merged_track_event",
+                    (
+                        (dim, powner),
+                        ("parent_track_uuid", _signed(r.parent_uuid)),
+                        ("merge_key_type", mtype),
+                        ("merge_key_value", key),
+                    ),
+                    r,
+                    name,
+                    set_parent,
+                )
         else:
             is_root_in_scope = uuid == 0
             if r.counter:
-                t = self._new_track("global_counter_track_event", (("track_uuid", suuid),), r, r.name,
-                                    is_root_in_scope, "counter", parent_id)
+                t = self._new_track(
+                    "global_counter_track_event",
+                    (("track_uuid", suuid),),
+                    r,
+                    r.name,
+                    is_root_in_scope,
+                    "counter",
+                    parent_id,
+                )
             elif r.merge is None or r.is_state:
                 typ = "global_state_track_event" if r.is_state else "global_track_event"
                 t = self._new_track(typ, (("track_uuid", suuid),), r, name, is_root_in_scope, event_type, parent_id)
             else:
                 key = r.merge_key if r.merge == "key" else name
                 mtype = 2 if r.merge == "key" else 0
-                t = self._merged_group("global_merged_track_event",
-                                       (("parent_track_uuid", _signed(r.parent_uuid)), ("merge_key_type", mtype),
-                                        ("merge_key_value", key)), r, name, parent_id, is_root_in_scope)
+                t = self._merged_group(
+                    "global_merged_track_event",
+                    (
+                        ("parent_track_uuid", _signed(r.parent_uuid)),
+                        ("merge_key_type", mtype),
+                        ("merge_key_value", key),
+                    ),
+                    r,
+                    name,
+                    parent_id,
+                    is_root_in_scope,
+                )
         if cacheable:
             self._track_of_uuid[uuid] = t
         self._record_uuid_track(uuid, t)
@@ -901,18 +1169,19 @@ class TrackEventParser:
             out.extend(t.tracks if isinstance(t, _TrackSet) else (t,))
         return out
 
-    def descriptor_track_id(self, uuid: int) -> Optional[int]:
+    def descriptor_track_id(self, uuid: int) -> int | None:
         """The track of descriptor `uuid`, created if no event made it yet (a declaration's track)."""
         return self._parent_track(uuid)
 
-    def _process_track_name(self, name: Optional[str]) -> Optional[str]:
+    def _process_track_name(self, name: str | None) -> str | None:
         """Process-scoped track names go through the trace's process_track_name renames."""
         return self.trace.process_track_name_map.get(name, name) if name is not None else None
 
     def _merged_group(self, type: str, dims: tuple, r: Reservation, name, parent_id, is_root_in_scope=False):
         def make(idx: int) -> int:
-            return self._new_track(type, dims + (("track_compressor_idx", idx),), r, name, is_root_in_scope,
-                                   "slice", parent_id)
+            return self._new_track(
+                type, dims + (("track_compressor_idx", idx),), r, name, is_root_in_scope, "slice", parent_id
+            )
 
         return self._track_set(type, dims, make)
 
@@ -930,7 +1199,7 @@ class TrackEventParser:
             track_set = self._track_sets[key] = _TrackSet(make_grouped)
         return track_set
 
-    def _parent_track(self, uuid: int) -> Optional[int]:
+    def _parent_track(self, uuid: int) -> int | None:
         t = self.descriptor_track(uuid, None)
         if isinstance(t, _TrackSet):
             return t.default()
@@ -939,13 +1208,13 @@ class TrackEventParser:
     def thread_track(self, utid: int) -> int:
         return self.tracks.intern("thread_execution", (("utid", utid),), "slice")
 
-    def _slice_track(self, t, uuid: int, kind: str) -> Optional[int]:
+    def _slice_track(self, t, uuid: int, kind: str) -> int | None:
         if isinstance(t, _TrackSet):
             return t.track_for(uuid, kind)
         return t
 
     # -- events ----------------------------------------------------------------------
-    def _fast_slice_event(self, ts: int, ev: tuple, utid: Optional[int], track: int) -> None:
+    def _fast_slice_event(self, ts: int, ev: tuple, utid: int | None, track: int) -> None:
         """The common case, with every lookup already cached: a typed slice
         event on a descriptor track that is a plain (unmerged) track. Same
         semantics as _general_event, which filled the cache."""
@@ -981,24 +1250,37 @@ class TrackEventParser:
         etype = ev[F_TYPE]
         args = ev[F_ARGS]
         if etype == TYPE_SLICE_BEGIN:
-            slice_id = self.slices.begin(ts, track, ev[F_CATEGORY], ev[F_NAME], args,
-                                         thread_ts if utid is not None else None,
-                                         thread_ic if utid is not None else None)
+            slice_id = self.slices.begin(
+                ts,
+                track,
+                ev[F_CATEGORY],
+                ev[F_NAME],
+                args,
+                thread_ts if utid is not None else None,
+                thread_ic if utid is not None else None,
+            )
         elif etype == TYPE_SLICE_END:
-            slice_id = self.slices.end(ts, track, ev[F_CATEGORY], ev[F_NAME], args,
-                                       thread_ts, thread_ic)
+            slice_id = self.slices.end(ts, track, ev[F_CATEGORY], ev[F_NAME], args, thread_ts, thread_ic)
         else:
-            slice_id = self.slices.scoped(ts, 0, track, ev[F_CATEGORY], ev[F_NAME], args,
-                                          thread_ts if utid is not None else None,
-                                          0 if (utid is not None and thread_ts is not None) else None)
+            slice_id = self.slices.scoped(
+                ts,
+                0,
+                track,
+                ev[F_CATEGORY],
+                ev[F_NAME],
+                args,
+                thread_ts if utid is not None else None,
+                0 if (utid is not None and thread_ts is not None) else None,
+            )
         if slice_id is not None and (ev[F_FLOWS] or ev[F_TERM_FLOWS]):
             self._flows(slice_id, ev, None)
 
     def _thread_counter_track(self, utid: int, kind: str) -> int:
-        return self.tracks.intern(kind, (("utid", utid),), "counter",
-                                  "thread_time" if kind == "thread_time" else "thread_instruction_count")
+        return self.tracks.intern(
+            kind, (("utid", utid),), "counter", "thread_time" if kind == "thread_time" else "thread_instruction_count"
+        )
 
-    def _counter_track_entry(self, cuuid: int) -> Optional[tuple[int, int]]:
+    def _counter_track_entry(self, cuuid: int) -> tuple[int, int] | None:
         t = self.descriptor_track(cuuid, None)
         if t is None or isinstance(t, _TrackSet):
             return None
@@ -1138,8 +1420,7 @@ class TrackEventParser:
                 return
             if passthrough_utid is not None and phase not in ("e", "F"):
                 # An end's thread does not replace the one recorded by its begin.
-                args.append(("legacy_event.passthrough_utid", "legacy_event.passthrough_utid", "int",
-                             passthrough_utid))
+                args.append(("legacy_event.passthrough_utid", "legacy_event.passthrough_utid", "int", passthrough_utid))
         elif phase in ("i", "I") and legacy and legacy.get("instant_event_scope", 0) in (1, 2):
             if legacy.get("instant_event_scope") == 1:
                 t = self.tracks.intern("legacy_chrome_global_instants", (), "slice")
@@ -1152,8 +1433,12 @@ class TrackEventParser:
             t = self._association(uuid, fallback, utid, upid, name, legacy, kind)
             if t is None:
                 return
-            if (legacy is None and uuid and not isinstance(self._track_of_uuid.get(uuid), _TrackSet)
-                    and uuid in self._track_of_uuid):
+            if (
+                legacy is None
+                and uuid
+                and not isinstance(self._track_of_uuid.get(uuid), _TrackSet)
+                and uuid in self._track_of_uuid
+            ):
                 self._fast[uuid] = (utid, t)
 
         if phase in ("S", "T", "p", "R"):
@@ -1161,8 +1446,15 @@ class TrackEventParser:
 
         slice_id = None
         if phase in ("B", "b", "S"):
-            slice_id = self.slices.begin(ts, t, category, name, args, thread_ts if utid is not None else None,
-                                         thread_ic if utid is not None else None)
+            slice_id = self.slices.begin(
+                ts,
+                t,
+                category,
+                name,
+                args,
+                thread_ts if utid is not None else None,
+                thread_ic if utid is not None else None,
+            )
         elif phase in ("E", "e", "F"):
             slice_id = self.slices.end(ts, t, category, name, args, thread_ts, thread_ic)
         elif phase == "X":
@@ -1170,16 +1462,23 @@ class TrackEventParser:
             tdur = legacy.get("thread_duration_us", 0) * 1000 if thread_ts is not None else None
             slice_id = self.slices.scoped(ts, dur, t, category, name, args, thread_ts, tdur)
         elif phase in ("i", "I", "R", "n", "T", "p"):
-            slice_id = self.slices.scoped(ts, 0, t, category, name, args,
-                                          thread_ts if utid is not None else None,
-                                          0 if (utid is not None and thread_ts is not None) else None)
+            slice_id = self.slices.scoped(
+                ts,
+                0,
+                t,
+                category,
+                name,
+                args,
+                thread_ts if utid is not None else None,
+                0 if (utid is not None and thread_ts is not None) else None,
+            )
         else:
             self.stats.inc("track_event_parser_errors")
             return
         if slice_id is not None and phase not in ("T", "p"):
             self._flows(slice_id, ev, legacy)
 
-    def _association(self, uuid, fallback, utid, upid, name, legacy, kind) -> Optional[int]:
+    def _association(self, uuid, fallback, utid, upid, name, legacy, kind) -> int | None:
         if not uuid and fallback:
             return self.thread_track(utid)
         t = self.descriptor_track(uuid, name)
@@ -1188,7 +1487,7 @@ class TrackEventParser:
             return None
         return self._slice_track(t, uuid, kind)
 
-    def _legacy_async_track(self, legacy, category, name, upid, args) -> Optional[int]:
+    def _legacy_async_track(self, legacy, category, name, upid, args) -> int | None:
         """The track of a legacy async event (b/e/n, S/T/p/F), as trace_processor's
         InternLegacyAsyncTrack: one track set per (scope, first name of the id)."""
         phase = legacy.get("phase")
@@ -1222,10 +1521,12 @@ class TrackEventParser:
             typ, dims = "legacy_async_process_slice", (("upid", upid), ("scope", id_scope), ("name", root_name))
         else:
             typ, dims = "legacy_async_global_slice", (("scope", id_scope), ("name", root_name))
-        source_args = [("source", "source", "string", "chrome"),
-                       ("trace_id_is_process_scoped", "trace_id_is_process_scoped", "bool", int(scoped_to_process)),
-                       ("upid", "upid", "uint", upid),
-                       ("source_scope", "source_scope", "string", id_scope)]
+        source_args = [
+            ("source", "source", "string", "chrome"),
+            ("trace_id_is_process_scoped", "trace_id_is_process_scoped", "bool", int(scoped_to_process)),
+            ("upid", "upid", "uint", upid),
+            ("source_scope", "source_scope", "string", id_scope),
+        ]
 
         def make(idx: int) -> int:
             track_id = self.tracks.create(typ, dims + (("track_compressor_idx", idx),), "slice", name)

@@ -11,15 +11,28 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional
+from typing import Any
 
-DIMENSION_COLUMNS = ("track_id", "name", "value_type", "int_value", "string_value", "display_name",
-                     "declaring_track_id", "is_inherited", "is_well_known", "label")
+DIMENSION_COLUMNS = (
+    "track_id",
+    "name",
+    "value_type",
+    "int_value",
+    "string_value",
+    "display_name",
+    "declaring_track_id",
+    "is_inherited",
+    "is_well_known",
+    "label",
+)
 
 # machine, gpu, cpu, process, thread, then custom names alphabetically: the subtitle order.
-DIMENSION_ORDER = ("CASE d.name WHEN 'machine' THEN 0 WHEN 'gpu' THEN 1 WHEN 'cpu' THEN 2 WHEN 'process' THEN 3 "
-                   "WHEN 'thread' THEN 4 ELSE 5 END, d.name")
+DIMENSION_ORDER = (
+    "CASE d.name WHEN 'machine' THEN 0 WHEN 'gpu' THEN 1 WHEN 'cpu' THEN 2 WHEN 'process' THEN 3 "
+    "WHEN 'thread' THEN 4 ELSE 5 END, d.name"
+)
 
 # A track's title: its name, else its thread's or process's name (thread tracks are often unnamed).
 TRACK_FROM = """FROM track tr
@@ -70,13 +83,13 @@ class Schema:
         return {"name", "label_template"} <= self.registry_columns
 
 
-def rows(conn: sqlite3.Connection, sql: str, params: Optional[dict[str, Any]] = None) -> list[dict[str, Any]]:
+def rows(conn: sqlite3.Connection, sql: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     cursor = conn.execute(sql, params or {})
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, r)) for r in cursor.fetchall()]
 
 
-def one(conn: sqlite3.Connection, sql: str, params: Optional[dict[str, Any]] = None) -> Optional[dict[str, Any]]:
+def one(conn: sqlite3.Connection, sql: str, params: dict[str, Any] | None = None) -> dict[str, Any] | None:
     found = rows(conn, sql, params)
     return found[0] if found else None
 
@@ -88,12 +101,13 @@ def trace_start(conn: sqlite3.Connection) -> int:
 
 # -- tracks --------------------------------------------------------------------------------------
 
+
 @dataclass
 class TrackQuery:
     """A list of tracks: which (a WHERE over TRACK_FROM's aliases), in which order, how many."""
 
     where: str = ""
-    params: Optional[dict[str, Any]] = None
+    params: dict[str, Any] | None = None
     order: str = "tr.id"
     limit: int = 100
     offset: int = 0
@@ -104,11 +118,14 @@ def _event_count_sql(schema: Schema) -> tuple[str, str]:
     on the (track_id, ts) indexes, which is cheap for the one page of tracks it runs on."""
     if schema.has_track_stats:
         return "coalesce(st.event_count, 0)", "\nLEFT JOIN report_track_stats st ON st.track_id = tr.id"
-    return ("""CASE tr.event_type
+    return (
+        """CASE tr.event_type
     WHEN 'slice' THEN (SELECT count(*) FROM slice s WHERE s.track_id = tr.id)
     WHEN 'counter' THEN (SELECT count(*) FROM counter c WHERE c.track_id = tr.id)
     WHEN 'state' THEN (SELECT count(*) FROM state x WHERE x.track_id = tr.id)
-    ELSE 0 END""", "")
+    ELSE 0 END""",
+        "",
+    )
 
 
 def track_rows(conn: sqlite3.Connection, schema: Schema, query: TrackQuery) -> tuple[list[dict], int]:
@@ -121,25 +138,39 @@ def track_rows(conn: sqlite3.Connection, schema: Schema, query: TrackQuery) -> t
     total = conn.execute(f"SELECT count(*) {TRACK_FROM}{where}", params).fetchone()[0]
     count_sql, stats_join = _event_count_sql(schema)
     by_count = "event_count" in query.order
-    page_ids = [r[0] for r in conn.execute(f"""SELECT tr.id, coalesce(tr.name, th.name, p.name) AS title,
+    page_ids = [
+        r[0]
+        for r in conn.execute(
+            f"""SELECT tr.id, coalesce(tr.name, th.name, p.name) AS title,
        {count_sql if by_count else 0} AS event_count
 {TRACK_FROM}{stats_join if by_count else ""}{where}
 ORDER BY {query.order}
-LIMIT :page_limit OFFSET :page_offset""", {**params, "page_limit": query.limit, "page_offset": query.offset})]
+LIMIT :page_limit OFFSET :page_offset""",
+            {**params, "page_limit": query.limit, "page_offset": query.offset},
+        )
+    ]
     if not page_ids:
         return [], total
     ids = {"ids": _json_ids(page_ids)}
-    found = rows(conn, f"""SELECT tr.id, tr.name, coalesce(tr.name, th.name, p.name) AS title, tr.type, tr.event_type,
+    found = rows(
+        conn,
+        f"""SELECT tr.id, tr.name, coalesce(tr.name, th.name, p.name) AS title, tr.type, tr.event_type,
        tr.parent_id, tr.utid, th.tid, th.name AS thread_name, coalesce(tr.upid, th.upid) AS upid, p.pid,
-       p.name AS process_name, {_DIM_ARG.format(key='cpu')} AS cpu, {_DIM_ARG.format(key='gpu')} AS gpu,
+       p.name AS process_name, {_DIM_ARG.format(key="cpu")} AS cpu, {_DIM_ARG.format(key="gpu")} AS gpu,
        {count_sql} AS event_count
 {_PAGE_FROM}{stats_join}
-ORDER BY page.key""", ids)
+ORDER BY page.key""",
+        ids,
+    )
     # Subtitles in one lookup for the page rather than a join: one pass even if track_subtitle has no index.
     subtitles: dict[int, str] = {}
     if schema.has_subtitles:
-        subtitles = dict(conn.execute("SELECT track_id, subtitle FROM track_subtitle "
-                                      "WHERE track_id IN (SELECT value FROM json_each(:ids))", ids).fetchall())
+        subtitles = dict(
+            conn.execute(
+                "SELECT track_id, subtitle FROM track_subtitle WHERE track_id IN (SELECT value FROM json_each(:ids))",
+                ids,
+            ).fetchall()
+        )
     for r in found:
         r["subtitle"] = subtitles.get(r["id"])
     return found, total
@@ -150,49 +181,63 @@ def track_titles(conn: sqlite3.Connection, ids: Iterable[int]) -> dict[int, dict
     wanted = sorted({i for i in ids if i is not None})
     if not wanted:
         return {}
-    found = rows(conn, f"""SELECT tr.id, coalesce(tr.name, th.name, p.name) AS title, tr.type
-{_PAGE_FROM}""", {"ids": _json_ids(wanted)})
+    found = rows(
+        conn,
+        f"""SELECT tr.id, coalesce(tr.name, th.name, p.name) AS title, tr.type
+{_PAGE_FROM}""",
+        {"ids": _json_ids(wanted)},
+    )
     return {r["id"]: r for r in found}
 
 
 def track_event_count(conn: sqlite3.Connection, schema: Schema, track_id: int) -> int:
     count_sql, stats_join = _event_count_sql(schema)
-    return conn.execute(f"SELECT {count_sql} FROM track tr{stats_join} WHERE tr.id = :id",
-                        {"id": track_id}).fetchone()[0]
+    return conn.execute(f"SELECT {count_sql} FROM track tr{stats_join} WHERE tr.id = :id", {"id": track_id}).fetchone()[
+        0
+    ]
 
 
-def subtitle(conn: sqlite3.Connection, schema: Schema, track_id: int) -> Optional[str]:
+def subtitle(conn: sqlite3.Connection, schema: Schema, track_id: int) -> str | None:
     if not schema.has_subtitles:
         return None
     row = conn.execute("SELECT subtitle FROM track_subtitle WHERE track_id = :id", {"id": track_id}).fetchone()
     return row[0] if row else None
 
 
-def trace_file_name(conn: sqlite3.Connection, schema: Schema, trace_id: Optional[int]) -> Optional[str]:
+def trace_file_name(conn: sqlite3.Connection, schema: Schema, trace_id: int | None) -> str | None:
     if trace_id is None or "trace_file" not in schema.names:
         return None
     row = conn.execute("SELECT name FROM trace_file WHERE id = :id", {"id": trace_id}).fetchone()
     return row[0] if row else None
 
 
-def machine_name(conn: sqlite3.Connection, schema: Schema, machine_id: Optional[int]) -> Optional[str]:
+def machine_name(conn: sqlite3.Connection, schema: Schema, machine_id: int | None) -> str | None:
     if machine_id is None or "machine" not in schema.names:
         return None
     row = conn.execute("SELECT name FROM machine WHERE id = :id", {"id": machine_id}).fetchone()
     return row[0] if row else None
 
 
-def args(conn: sqlite3.Connection, arg_set_id: Optional[int]) -> list[dict[str, Any]]:
+def args(conn: sqlite3.Connection, arg_set_id: int | None) -> list[dict[str, Any]]:
     if arg_set_id is None:
         return []
-    return rows(conn, "SELECT key, value_type, display_value AS value FROM args "
-                      "WHERE arg_set_id = :arg_set_id ORDER BY id", {"arg_set_id": arg_set_id})
+    return rows(
+        conn,
+        "SELECT key, value_type, display_value AS value FROM args WHERE arg_set_id = :arg_set_id ORDER BY id",
+        {"arg_set_id": arg_set_id},
+    )
 
 
-def thread_and_process(conn: sqlite3.Connection, utid: Optional[int], upid: Optional[int]) -> dict[str, Any]:
+def thread_and_process(conn: sqlite3.Connection, utid: int | None, upid: int | None) -> dict[str, Any]:
     """The owner of a track or slice: {utid, tid, thread_name, upid, pid, process_name} (None where unknown)."""
-    out: dict[str, Any] = {"utid": utid, "tid": None, "thread_name": None,
-                           "upid": upid, "pid": None, "process_name": None}
+    out: dict[str, Any] = {
+        "utid": utid,
+        "tid": None,
+        "thread_name": None,
+        "upid": upid,
+        "pid": None,
+        "process_name": None,
+    }
     if utid is not None:
         row = one(conn, "SELECT tid, name, upid FROM thread WHERE id = :utid", {"utid": utid})
         if row:
@@ -208,6 +253,7 @@ def thread_and_process(conn: sqlite3.Connection, utid: Optional[int], upid: Opti
 
 # -- dimensions ----------------------------------------------------------------------------------
 
+
 def _dimension_select(schema: Schema, columns: tuple[str, ...]) -> str:
     """The columns asked for, NULL where this database's track_dimension lacks one, plus the label template."""
     cols = [f"d.{c}" if c in schema.dimension_columns else f"NULL AS {c}" for c in columns]
@@ -219,14 +265,18 @@ def _registry_join(schema: Schema) -> str:
     return "\nLEFT JOIN dimension reg ON reg.name = d.name" if schema.has_registry else ""
 
 
-def track_dimensions(conn: sqlite3.Connection, schema: Schema, track_id: int) -> Optional[list[dict[str, Any]]]:
+def track_dimensions(conn: sqlite3.Connection, schema: Schema, track_id: int) -> list[dict[str, Any]] | None:
     """The effective dimensions of one track, in subtitle order; None when the database has none recorded."""
     if not schema.has_dimensions:
         return None
-    found = rows(conn, f"""SELECT {_dimension_select(schema, DIMENSION_COLUMNS)}
+    found = rows(
+        conn,
+        f"""SELECT {_dimension_select(schema, DIMENSION_COLUMNS)}
 FROM track_dimension d{_registry_join(schema)}
 WHERE d.track_id = :track_id
-ORDER BY {DIMENSION_ORDER}""", {"track_id": track_id})
+ORDER BY {DIMENSION_ORDER}""",
+        {"track_id": track_id},
+    )
     return _with_declaring_tracks(conn, found)
 
 
@@ -234,8 +284,9 @@ ORDER BY {DIMENSION_ORDER}""", {"track_id": track_id})
 _GROUP_COLUMNS = ("name", "value_type", "int_value", "string_value", "display_name", "is_well_known", "label")
 
 
-def grouped_dimensions(conn: sqlite3.Connection, schema: Schema, track_ids_sql: str,
-                       params: dict[str, Any], limit: int = 500) -> Optional[list[dict[str, Any]]]:
+def grouped_dimensions(
+    conn: sqlite3.Connection, schema: Schema, track_ids_sql: str, params: dict[str, Any], limit: int = 500
+) -> list[dict[str, Any]] | None:
     """The effective dimensions over a set of tracks (a thread's or a process's): one row per distinct value,
     with how many of the tracks carry it, on how many it is inherited, and where it was declared: one
     declaring track (declaring_track_id), or several (declaring_count; self_declared says how many of the
@@ -248,18 +299,24 @@ def grouped_dimensions(conn: sqlite3.Connection, schema: Schema, track_ids_sql: 
     group = ", ".join(f"d.{c}" for c in _GROUP_COLUMNS if c in cols)
     inherited = "sum(coalesce(d.is_inherited, 0))" if "is_inherited" in cols else "NULL"
     if "declaring_track_id" in cols:
-        declaring = ("CASE WHEN count(DISTINCT d.declaring_track_id) = 1 THEN min(d.declaring_track_id) END "
-                     "AS declaring_track_id, count(DISTINCT d.declaring_track_id) AS declaring_count, "
-                     "sum(d.declaring_track_id = d.track_id) AS self_declared")
+        declaring = (
+            "CASE WHEN count(DISTINCT d.declaring_track_id) = 1 THEN min(d.declaring_track_id) END "
+            "AS declaring_track_id, count(DISTINCT d.declaring_track_id) AS declaring_count, "
+            "sum(d.declaring_track_id = d.track_id) AS self_declared"
+        )
     else:
         declaring = "NULL AS declaring_track_id, 0 AS declaring_count, 0 AS self_declared"
-    found = rows(conn, f"""SELECT {_dimension_select(schema, _GROUP_COLUMNS)}, {declaring},
+    found = rows(
+        conn,
+        f"""SELECT {_dimension_select(schema, _GROUP_COLUMNS)}, {declaring},
        count(*) AS track_count, {inherited} AS inherited_count
 FROM track_dimension d{_registry_join(schema)}
 WHERE d.track_id IN ({track_ids_sql})
 GROUP BY {group}
 ORDER BY {DIMENSION_ORDER}, value_type, int_value, string_value
-LIMIT :dimension_limit""", {**params, "dimension_limit": limit})
+LIMIT :dimension_limit""",
+        {**params, "dimension_limit": limit},
+    )
     return _with_declaring_tracks(conn, found)
 
 

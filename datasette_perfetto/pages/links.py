@@ -2,23 +2,44 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 from urllib.parse import urlencode
 
 KINDS = ("track", "slice", "thread", "process")
 
 # Columns that name the same kind of row wherever they appear, SQL results included.
-_ANY_TABLE = {"track_id": "track", "slice_id": "slice", "utid": "thread", "upid": "process",
-              "parent_upid": "process", "declaring_track_id": "track", "max_slice_id": "slice"}
-_TRACK_TABLES = ("track", "thread_track", "process_track", "counter_track", "thread_counter_track",
-                 "process_counter_track", "cpu_counter_track", "gpu_counter_track", "cpu_track", "state_track")
+_ANY_TABLE = {
+    "track_id": "track",
+    "slice_id": "slice",
+    "utid": "thread",
+    "upid": "process",
+    "parent_upid": "process",
+    "declaring_track_id": "track",
+    "max_slice_id": "slice",
+}
+_TRACK_TABLES = (
+    "track",
+    "thread_track",
+    "process_track",
+    "counter_track",
+    "thread_counter_track",
+    "process_counter_track",
+    "cpu_counter_track",
+    "gpu_counter_track",
+    "cpu_track",
+    "state_track",
+)
 # Columns whose meaning depends on the table: `id` and `parent_id` of slices and tracks, flow ends.
 _BY_TABLE = {
     **{(t, c): "track" for t in _TRACK_TABLES for c in ("id", "parent_id")},
-    ("slice", "id"): "slice", ("slices", "id"): "slice",
-    ("slice", "parent_id"): "slice", ("slices", "parent_id"): "slice",
-    ("flow", "slice_out"): "slice", ("flow", "slice_in"): "slice",
-    ("thread", "id"): "thread", ("process", "id"): "process",
+    ("slice", "id"): "slice",
+    ("slices", "id"): "slice",
+    ("slice", "parent_id"): "slice",
+    ("slices", "parent_id"): "slice",
+    ("flow", "slice_out"): "slice",
+    ("flow", "slice_in"): "slice",
+    ("thread", "id"): "thread",
+    ("process", "id"): "process",
 }
 # Every column name the hook can link, for a one-lookup early exit on all other cells.
 LINK_COLUMNS = frozenset(_ANY_TABLE) | frozenset(c for _, c in _BY_TABLE)
@@ -32,28 +53,28 @@ class Urls:
         self.database = database
         self.root = datasette.urls.database(database)
 
-    def details(self, kind: str, ident: Any) -> Optional[str]:
+    def details(self, kind: str, ident: Any) -> str | None:
         if ident is None:
             return None
         return f"{self.root}/-/{kind}/{ident}"
 
-    def track(self, ident: Any) -> Optional[str]:
+    def track(self, ident: Any) -> str | None:
         return self.details("track", ident)
 
-    def slice(self, ident: Any) -> Optional[str]:
+    def slice(self, ident: Any) -> str | None:
         return self.details("slice", ident)
 
-    def thread(self, ident: Any) -> Optional[str]:
+    def thread(self, ident: Any) -> str | None:
         return self.details("thread", ident)
 
-    def process(self, ident: Any) -> Optional[str]:
+    def process(self, ident: Any) -> str | None:
         return self.details("process", ident)
 
     def tracks(self, **params: Any) -> str:
         given = {k: v for k, v in params.items() if v not in (None, "")}
         return f"{self.root}/-/tracks" + (f"?{urlencode(given)}" if given else "")
 
-    def row(self, table: str, ident: Any) -> Optional[str]:
+    def row(self, table: str, ident: Any) -> str | None:
         if ident is None:
             return None
         return f"{self.datasette.urls.table(self.database, table)}/{ident}"
@@ -62,7 +83,7 @@ class Urls:
         return self.datasette.urls.table(self.database, table)
 
 
-def cell_link(datasette, database: Optional[str], table: Optional[str], column: str, value: Any):
+def cell_link(datasette, database: str | None, table: str | None, column: str, value: Any):
     """A link to the details page for an id cell of a trace database, or None to leave the cell alone.
 
     Runs for every cell Datasette renders, so the common case (a column it never links) is one set lookup.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, Optional
+from typing import Any
 
 from . import data
 from .tracks import SORTS
@@ -20,8 +20,11 @@ def compute(conn: sqlite3.Connection, schema: data.Schema, utid: int) -> dict[st
     if thread is None:
         raise PageNotFound(f"No thread with utid {utid} in this database")
     thread["machine_name"] = data.machine_name(conn, schema, thread.get("machine_id"))
-    tracks, track_count = data.track_rows(conn, schema, data.TrackQuery(
-        where="tr.utid = :utid", params={"utid": utid}, order=SORTS["owner"], limit=MAX_TRACKS))
+    tracks, track_count = data.track_rows(
+        conn,
+        schema,
+        data.TrackQuery(where="tr.utid = :utid", params={"utid": utid}, order=SORTS["owner"], limit=MAX_TRACKS),
+    )
     return {
         "kind": "thread",
         "thread": thread,
@@ -35,15 +38,19 @@ def compute(conn: sqlite3.Connection, schema: data.Schema, utid: int) -> dict[st
     }
 
 
-def _longest_slices(conn: sqlite3.Connection, utid: int) -> Optional[list[dict[str, Any]]]:
+def _longest_slices(conn: sqlite3.Connection, utid: int) -> list[dict[str, Any]] | None:
     """Reads every slice of the thread's tracks, so it runs last: on a thread too busy to finish within the
     page's time limit, the page shows everything else (None: timed out)."""
     try:
-        return data.rows(conn, f"""SELECT s.id, s.ts, s.dur, s.name, s.category, s.depth, s.track_id
+        return data.rows(
+            conn,
+            f"""SELECT s.id, s.ts, s.dur, s.name, s.category, s.depth, s.track_id
 FROM slice s
 WHERE s.track_id IN ({THREAD_TRACKS})
 ORDER BY s.dur DESC, s.id
-LIMIT {TOP_SLICES}""", {"utid": utid})
+LIMIT {TOP_SLICES}""",
+            {"utid": utid},
+        )
     except sqlite3.OperationalError as e:
         if "interrupted" not in str(e):
             raise

@@ -15,16 +15,22 @@ MAX_DEPTH = 64  # parent chains are short; the bound only guards against a cycle
 
 
 def compute(conn: sqlite3.Connection, schema: data.Schema, track_id: int) -> dict[str, Any]:
-    track = data.one(conn, f"""SELECT tr.*, coalesce(tr.name, th.name, p.name) AS title
+    track = data.one(
+        conn,
+        f"""SELECT tr.*, coalesce(tr.name, th.name, p.name) AS title
 {data.TRACK_FROM}
-WHERE tr.id = :id""", {"id": track_id})
+WHERE tr.id = :id""",
+        {"id": track_id},
+    )
     if track is None:
         raise PageNotFound(f"No track with id {track_id} in this database")
     track["trace_file"] = data.trace_file_name(conn, schema, track.get("trace_id"))
     track["machine_name"] = data.machine_name(conn, schema, track.get("machine_id"))
     track["subtitle"] = data.subtitle(conn, schema, track_id)
     track["event_count"] = data.track_event_count(conn, schema, track_id)
-    ancestors = data.rows(conn, f"""WITH RECURSIVE chain(id, depth) AS (
+    ancestors = data.rows(
+        conn,
+        f"""WITH RECURSIVE chain(id, depth) AS (
   SELECT parent_id, 1 FROM track WHERE id = :id AND parent_id IS NOT NULL
   UNION ALL
   SELECT t.parent_id, chain.depth + 1 FROM track t JOIN chain ON t.id = chain.id
@@ -34,9 +40,12 @@ SELECT tr.id, coalesce(tr.name, th.name, p.name) AS title, tr.type
 FROM chain JOIN track tr ON tr.id = chain.id
 LEFT JOIN thread th ON th.id = tr.utid
 LEFT JOIN process p ON p.id = coalesce(tr.upid, th.upid)
-ORDER BY chain.depth DESC""", {"id": track_id})
-    children, child_count = data.track_rows(conn, schema, data.TrackQuery(
-        where="tr.parent_id = :parent", params={"parent": track_id}, limit=MAX_CHILDREN))
+ORDER BY chain.depth DESC""",
+        {"id": track_id},
+    )
+    children, child_count = data.track_rows(
+        conn, schema, data.TrackQuery(where="tr.parent_id = :parent", params={"parent": track_id}, limit=MAX_CHILDREN)
+    )
     return {
         "kind": "track",
         "track": track,
@@ -62,5 +71,9 @@ def _events(conn: sqlite3.Connection, track: dict[str, Any], direction: str) -> 
     }.get(track["event_type"])
     if columns is None:
         return []
-    return data.rows(conn, f"SELECT {columns} FROM {track['event_type']} WHERE track_id = :id "
-                           f"ORDER BY ts {direction}, id {direction} LIMIT {EDGE_EVENTS}", {"id": track["id"]})
+    return data.rows(
+        conn,
+        f"SELECT {columns} FROM {track['event_type']} WHERE track_id = :id "
+        f"ORDER BY ts {direction}, id {direction} LIMIT {EDGE_EVENTS}",
+        {"id": track["id"]},
+    )

@@ -18,7 +18,7 @@ MAX_LIMIT = 1000
 # Owner order groups a process's tracks with its threads' tracks; global tracks (no process) come first.
 SORTS = {
     "owner": "p.pid IS NOT NULL, p.pid, coalesce(tr.upid, th.upid), th.tid IS NOT NULL, th.tid, tr.utid, "
-             "title IS NULL, title COLLATE NOCASE, tr.id",
+    "title IS NULL, title COLLATE NOCASE, tr.id",
     "events": "event_count DESC, tr.id",
     "name": "title IS NULL, title COLLATE NOCASE, tr.id",
     "id": "tr.id",
@@ -45,8 +45,11 @@ def compute(conn: sqlite3.Connection, schema: data.Schema, args) -> dict[str, An
     if track_type:
         terms.append("tr.type = :type")
         params["type"] = track_type
-    tracks, total = data.track_rows(conn, schema, data.TrackQuery(
-        where=" AND ".join(terms), params=params, order=SORTS[sort], limit=limit, offset=offset))
+    tracks, total = data.track_rows(
+        conn,
+        schema,
+        data.TrackQuery(where=" AND ".join(terms), params=params, order=SORTS[sort], limit=limit, offset=offset),
+    )
     types = [r[0] for r in conn.execute("SELECT DISTINCT type FROM track WHERE type IS NOT NULL ORDER BY type")]
     return {
         "kind": "tracks",
@@ -67,7 +70,7 @@ def _integer(text, name: str, default: int, low: int, high: int) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise PageBadRequest(f"{name}: {text!r} is not an integer")
+        raise PageBadRequest(f"{name}: {text!r} is not an integer") from None
     if not low <= value <= high:
         raise PageBadRequest(f"{name}: must be between {low} and {high}")
     return value

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from . import data
 from .links import Urls
@@ -32,7 +33,7 @@ class PageBadRequest(Exception):
 
 def parse_id(kind: str, text: str) -> int:
     """The integer in a details URL, or a 404 explaining why it is not one."""
-    if not _INTEGER.fullmatch(text) or not -2**63 <= int(text) < 2**63:
+    if not _INTEGER.fullmatch(text) or not -(2**63) <= int(text) < 2**63:
         shown = text if len(text) <= 40 else text[:40] + "…"
         raise PageNotFound(f"Malformed {kind} {ID_NAMES[kind]} {shown!r}: expected an integer")
     return int(text)
@@ -41,8 +42,9 @@ def parse_id(kind: str, text: str) -> int:
 async def tracks_page(request, datasette):
     from .tracks import compute
 
-    return await _serve(request, datasette, "perfetto_tracks.html",
-                        lambda conn, schema: compute(conn, schema, request.args))
+    return await _serve(
+        request, datasette, "perfetto_tracks.html", lambda conn, schema: compute(conn, schema, request.args)
+    )
 
 
 async def details_page(request, datasette):
@@ -54,12 +56,17 @@ async def details_page(request, datasette):
     module = {"track": track, "slice": slice, "thread": thread, "process": process}[kind]
     # Datasette redirects %-escapes to its ~-escapes; decoded, a malformed id is shown as it was typed.
     text = tilde_decode(request.url_vars["ident"])
-    return await _serve(request, datasette, f"perfetto_{kind}.html",
-                        lambda conn, schema: module.compute(conn, schema, parse_id(kind, text)))
+    return await _serve(
+        request,
+        datasette,
+        f"perfetto_{kind}.html",
+        lambda conn, schema: module.compute(conn, schema, parse_id(kind, text)),
+    )
 
 
-async def _serve(request, datasette, template: str,
-                 compute: Callable[[sqlite3.Connection, data.Schema], dict[str, Any]]):
+async def _serve(
+    request, datasette, template: str, compute: Callable[[sqlite3.Connection, data.Schema], dict[str, Any]]
+):
     from datasette.utils import sqlite_timelimit, tilde_decode
     from datasette.utils.asgi import BadRequest, Forbidden, NotFound, Response
 
@@ -69,7 +76,7 @@ async def _serve(request, datasette, template: str,
     try:
         db = datasette.get_database(route=route)
     except KeyError:
-        raise NotFound(f"Database not found: {route}")
+        raise NotFound(f"Database not found: {route}") from None
     actor = request.actor
     if not await can(datasette, actor, "view-instance") or not await can(datasette, actor, "view-database", db.name):
         raise Forbidden("You do not have permission to view this database")
@@ -88,24 +95,32 @@ async def _serve(request, datasette, template: str,
     try:
         page = await db.execute_fn(run)
     except PageNotFound as e:
-        raise NotFound(str(e))
+        raise NotFound(str(e)) from None
     except PageBadRequest as e:
-        raise BadRequest(str(e))
+        raise BadRequest(str(e)) from None
     except sqlite3.OperationalError as e:
         if "interrupted" not in str(e):
             raise
         from datasette.views.base import DatasetteError
 
-        raise DatasetteError(f"This page took longer than the {datasette.setting('sql_time_limit_ms')} ms query "
-                             "limit (the sql_time_limit_ms setting)", title="Query took too long", status=503)
+        raise DatasetteError(  # noqa: B904 (a page-level error, not a failure of the handler)
+            f"This page took longer than the {datasette.setting('sql_time_limit_ms')} ms query "
+            "limit (the sql_time_limit_ms setting)",
+            title="Query took too long",
+            status=503,
+        )
     if request.url_vars.get("format") == "json":
         return Response.json(page, default=repr)
     from ..report import format as fmt
 
     query = f"?{request.query_string}" if request.query_string else ""
-    context = {**page, "u": urls, "json_url": f"{request.path}.json{query}",
-               "duration": fmt.duration, "offset": fmt.offset, "count": fmt.count}
-    html = await datasette.render_template(template, context,
-                                           request=request, view_name="perfetto_page")
+    context = {
+        **page,
+        "u": urls,
+        "json_url": f"{request.path}.json{query}",
+        "duration": fmt.duration,
+        "offset": fmt.offset,
+        "count": fmt.count,
+    }
+    html = await datasette.render_template(template, context, request=request, view_name="perfetto_page")
     return Response.html(html)
-

@@ -12,8 +12,9 @@ from __future__ import annotations
 import shlex
 import sqlite3
 import zlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Optional, Sequence
+from typing import Any
 from urllib.parse import urlencode
 
 from . import format as fmt
@@ -38,20 +39,18 @@ class Link:
     database: str = ""  # "" this report's database; "baseline" the baseline's (diff reports)
 
     @classmethod
-    def to(cls, noun: str, view: str = "", params: Optional[dict] = None, format: str = "",
-           database: str = "") -> "Link":
-        return cls(noun, view, tuple((k, str(v)) for k, v in (params or {}).items() if v is not None), format,
-                   database)
+    def to(cls, noun: str, view: str = "", params: dict | None = None, format: str = "", database: str = "") -> Link:
+        return cls(noun, view, tuple((k, str(v)) for k, v in (params or {}).items() if v is not None), format, database)
 
 
 class Linker:
     """Turns links into URLs (under a report base path) and CLI commands (for a database file)."""
 
-    def __init__(self, url_base: Optional[str], db_arg: str, sql_url: Optional[Callable[[str, dict], str]] = None):
+    def __init__(self, url_base: str | None, db_arg: str, sql_url: Callable[[str, dict], str] | None = None):
         self.url_base = url_base  # e.g. "/trace/-/report"; None when there is no server
         self.db_arg = db_arg
         self.sql_url = sql_url  # (sql, params) -> editor URL, None when SQL is not allowed
-        self.baseline: Optional["Linker"] = None  # diff reports: the baseline database's linker
+        self.baseline: Linker | None = None  # diff reports: the baseline database's linker
 
     def url(self, link: Link) -> str:
         if link.database == "baseline" and self.baseline is not None:
@@ -63,7 +62,7 @@ class Linker:
             path += f".{link.format}"
         return path + (f"?{urlencode(link.params)}" if link.params else "")
 
-    def details(self, kind: str, ident: Optional[int]) -> Optional[str]:
+    def details(self, kind: str, ident: int | None) -> str | None:
         """The details page of a track, slice, thread or process of this database (pages/); None offline."""
         if self.url_base is None or ident is None:
             return None
@@ -86,10 +85,10 @@ class Linker:
 @dataclass
 class Cell:
     text: str
-    link: Optional[Link] = None
-    title: Optional[str] = None  # hover text in HTML
+    link: Link | None = None
+    title: str | None = None  # hover text in HTML
     css: str = ""  # an extra HTML class (diff deltas: colour on top of the +/- and added/removed text)
-    href: Optional[str] = None  # a details page (/{db}/-/slice/{id}, ...): Linker.details; HTML only
+    href: str | None = None  # a details page (/{db}/-/slice/{id}, ...): Linker.details; HTML only
 
 
 @dataclass
@@ -128,7 +127,7 @@ class FlameBox:
     depth: int
     label: str
     title: str  # hover text
-    link: Optional[Link] = None
+    link: Link | None = None
     pruned: bool = False  # the summary of children hidden by max_lines
 
     @property
@@ -170,8 +169,15 @@ class TraceInfo:
 class ReportRun:
     """One report being computed: its connection, scope, trace facts and the queries it ran."""
 
-    def __init__(self, conn: sqlite3.Connection, scope: Scope, linker: Linker, noun: str, view: str,
-                 parent: Optional["ReportRun"] = None) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        scope: Scope,
+        linker: Linker,
+        noun: str,
+        view: str,
+        parent: ReportRun | None = None,
+    ) -> None:
         self.conn = conn
         self.scope = scope
         self.linker = linker
@@ -185,13 +191,13 @@ class ReportRun:
         # Set for a side of a diff: rows are only joined, so per-row extras (percentiles) are skipped.
         self.lean: bool = parent.lean if parent else False
 
-    def section(self, noun: str, view: str, flags: frozenset[str]) -> "ReportRun":
+    def section(self, noun: str, view: str, flags: frozenset[str]) -> ReportRun:
         """A run of another view inside this one, with only the flags that view takes."""
         given = tuple((k, v) for k, v in self.scope.given if k in flags)
         scope = Scope.parse(dict(given))
         return ReportRun(self.conn, scope, self.linker, noun, view, parent=self)
 
-    def query(self, purpose: str, sql: str, params: Optional[dict[str, Any]] = None) -> list[sqlite3.Row]:
+    def query(self, purpose: str, sql: str, params: dict[str, Any] | None = None) -> list[sqlite3.Row]:
         params = params or {}
         q = pb.Query(purpose=purpose, sql=sql.strip())
         for key, value in params.items():
@@ -203,21 +209,31 @@ class ReportRun:
         cursor.row_factory = sqlite3.Row
         return cursor.fetchall()
 
-    def value(self, purpose: str, sql: str, params: Optional[dict[str, Any]] = None) -> Any:
+    def value(self, purpose: str, sql: str, params: dict[str, Any] | None = None) -> Any:
         rows = self.query(purpose, sql, params)
         return rows[0][0] if rows else None
 
     def _trace_info(self) -> TraceInfo:
-        row = self.query("trace context", f"""
+        row = self.query(
+            "trace context",
+            f"""
             SELECT (SELECT group_concat(name, ', ') FROM trace_file) AS name,
                    (SELECT start_ts FROM trace_bounds) AS start_ts,
                    (SELECT end_ts FROM trace_bounds) AS end_ts,
                    (SELECT count(*) FROM process p WHERE {REAL_PROCESS.format(p="p")}) AS processes,
                    (SELECT sysname || ' ' || coalesce(release, '') FROM machine WHERE id = 0) AS os,
                    (SELECT arch FROM machine WHERE id = 0) AS machine,
-                   (SELECT count(*) FROM cpu) AS cpus""")[0]
-        return TraceInfo(row["name"] or "trace", row["start_ts"] or 0, row["end_ts"] or 0, row["processes"] or 0,
-                         (row["os"] or "").strip(), row["machine"] or "", row["cpus"] or 0)
+                   (SELECT count(*) FROM cpu) AS cpus""",
+        )[0]
+        return TraceInfo(
+            row["name"] or "trace",
+            row["start_ts"] or 0,
+            row["end_ts"] or 0,
+            row["processes"] or 0,
+            (row["os"] or "").strip(),
+            row["machine"] or "",
+            row["cpus"] or 0,
+        )
 
     # -- scope helpers -------------------------------------------------------------
     def time_range(self) -> tuple[int, int]:
@@ -226,8 +242,9 @@ class ReportRun:
             return self.trace.start, self.trace.end
         start, end = (t.resolve(self.trace.start) for t in self.scope.time)
         if end <= start:
-            raise ReportError(f"time: the end ({self.scope.time[1].text}) must be after the start "
-                              f"({self.scope.time[0].text})", "time")
+            raise ReportError(
+                f"time: the end ({self.scope.time[1].text}) must be after the start ({self.scope.time[0].text})", "time"
+            )
         return start, end
 
     def range_dur(self) -> int:
@@ -239,11 +256,11 @@ class ReportRun:
             raise ReportError(f"{self.noun} {self.view} needs ts (a point in time, e.g. ts=2.734s)", "ts")
         return self.scope.ts.resolve(self.trace.start)
 
-    def offset(self, ts: Optional[int]) -> str:
+    def offset(self, ts: int | None) -> str:
         return fmt.offset(ts, self.trace.start)
 
     # -- output contract --------------------------------------------------------------
-    def link(self, noun: str, view: str = "", **changes: Optional[str]) -> Link:
+    def link(self, noun: str, view: str = "", **changes: str | None) -> Link:
         """A link to (noun, view) keeping this report's scope, with some flags changed."""
         return Link.to(noun, view, self.scope.with_params(**changes))
 
@@ -251,23 +268,31 @@ class ReportRun:
         self.footnotes.append(pb.Footnote(text=text, url=self.linker.url(link), command=self.linker.command(link)))
 
     def next_step(self, label: str, link: Link) -> None:
-        self.next_steps.append(pb.NextStep(label=label, url=self.linker.url(link),
-                                           command=self.linker.command(link)))
+        self.next_steps.append(pb.NextStep(label=label, url=self.linker.url(link), command=self.linker.command(link)))
 
     def truncation(self, shown: int, total: int, what: str) -> None:
         """The footnote for rows hidden by top, linking to the same report with a bigger top."""
         if total > shown:
             bigger = min(max(self.scope.top * 5, 50), 10_000)
-            self.footnote(f"{total - shown} more {what} below top {self.scope.top}; rerun with top={bigger}",
-                          self.link(self.noun, self.view, top=str(bigger)))
+            self.footnote(
+                f"{total - shown} more {what} below top {self.scope.top}; rerun with top={bigger}",
+                self.link(self.noun, self.view, top=str(bigger)),
+            )
 
     def context(self) -> pb.Context:
         start, end = self.time_range() if self.scope.time else (self.trace.start, self.trace.end)
-        c = pb.Context(trace=self.trace.name, trace_start_ts=self.trace.start, trace_end_ts=self.trace.end,
-                       trace_dur=self.trace.dur, process_count=self.trace.process_count, os=self.trace.os,
-                       machine=self.trace.machine, range_start_ts=start, range_end_ts=end,
-                       range="full trace" if self.scope.time is None else
-                       f"{self.offset(start)}-{self.offset(end)}")
+        c = pb.Context(
+            trace=self.trace.name,
+            trace_start_ts=self.trace.start,
+            trace_end_ts=self.trace.end,
+            trace_dur=self.trace.dur,
+            process_count=self.trace.process_count,
+            os=self.trace.os,
+            machine=self.trace.machine,
+            range_start_ts=start,
+            range_end_ts=end,
+            range="full trace" if self.scope.time is None else f"{self.offset(start)}-{self.offset(end)}",
+        )
         for key, value in self.scope.given:
             c.scope[key] = value
         return c
@@ -278,10 +303,10 @@ class View:
     name: str = ""
     title: str = ""
     description: str = ""
-    result_field: str = ""          # the Report oneof field this view fills
-    flags: frozenset[str] = frozenset()   # flags it accepts besides top
+    result_field: str = ""  # the Report oneof field this view fills
+    flags: frozenset[str] = frozenset()  # flags it accepts besides top
     required: tuple[str, ...] = ()
-    sorts: tuple[str, ...] = ()     # valid sort keys, default first
+    sorts: tuple[str, ...] = ()  # valid sort keys, default first
     # The view's main query with every flag an optional :named parameter (empty = not set),
     # registered as the canned query `{noun}_{view}` so it can be shared and edited in Datasette.
     canned_sql: str = ""
@@ -294,14 +319,19 @@ class View:
         allowed = self.flags | ALWAYS_ALLOWED
         for key, _ in scope.given:
             if key not in allowed:
-                raise ReportError(f"{self.label()} does not take {key}; it takes: {', '.join(sorted(allowed))}",
-                                  key, sorted(allowed))
+                raise ReportError(
+                    f"{self.label()} does not take {key}; it takes: {', '.join(sorted(allowed))}", key, sorted(allowed)
+                )
         for key in self.required:
             if getattr(scope, key) is None:
                 raise ReportError(f"{self.label()} needs {key}: {FLAGS[key]}", key)
         if scope.sort is not None and scope.sort not in self.sorts:
-            raise ReportError(f"sort: {scope.sort!r} is not a sort key of {self.label()}; use one of "
-                              f"{', '.join(self.sorts) or '(none)'}", "sort", self.sorts)
+            raise ReportError(
+                f"sort: {scope.sort!r} is not a sort key of {self.label()}; use one of "
+                f"{', '.join(self.sorts) or '(none)'}",
+                "sort",
+                self.sorts,
+            )
 
     def label(self) -> str:
         return f"{self.noun} {self.name}".strip() or "overview"

@@ -22,8 +22,7 @@ def canned_queries() -> dict[str, dict]:
                 "sql": view.canned_sql,
                 "title": f"Report: {noun} {view.name}",
                 "description": f"{view.description} The SQL of the `{noun} {view.name}` report; parameters are "
-                               "its flags (empty means not set): "
-                               + "; ".join(f"{f}: {FLAGS[f]}" for f in used),
+                "its flags (empty means not set): " + "; ".join(f"{f}: {FLAGS[f]}" for f in used),
                 "params": used,
             }
     return out

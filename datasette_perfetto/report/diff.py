@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from dataclasses import dataclass, field, replace
-from typing import Any, Optional
+from typing import Any
 
 from . import format as fmt
 from . import report_pb2 as pb
@@ -37,13 +37,14 @@ VIEW_LOCAL = frozenset({"sort", "name", "min_count", "baseline", "top"})
 
 @dataclass(frozen=True)
 class Measure:
-    field: str        # the typed row's field; the diff row has `<field>_delta`
-    label: str        # column heading: "dur" -> "Baseline dur"
-    kind: str         # duration | count | percent | value
+    field: str  # the typed row's field; the diff row has `<field>_delta`
+    label: str  # column heading: "dur" -> "Baseline dur"
+    kind: str  # duration | count | percent | value
     merge: str = "sum"  # rows of one side sharing a key: sum | min | max | avg (weighted by `count`)
 
 
 # -- formatting -----------------------------------------------------------------------------------
+
 
 def show(kind: str, value: float) -> str:
     if kind == "duration":
@@ -70,7 +71,7 @@ def relative(delta: float, base: float) -> str:
     return f"{pct:+.1f}%" if abs(pct) < 10 else f"{pct:+.0f}%"
 
 
-def owner_key(process: str, pid: int, thread: str, tid: int, cpu: Optional[int], gpu: Optional[int]) -> str:
+def owner_key(process: str, pid: int, thread: str, tid: int, cpu: int | None, gpu: int | None) -> str:
     """Who a track belongs to, by name only (ids differ between recordings)."""
     if thread or tid:
         return f"thread {thread or '?'}" + (f" ({process})" if process else "")
@@ -83,16 +84,17 @@ def owner_key(process: str, pid: int, thread: str, tid: int, cpu: Optional[int],
     return "global"
 
 
-def _optional(row, name: str) -> Optional[int]:
+def _optional(row, name: str) -> int | None:
     return getattr(row, name) if row.HasField(name) else None
 
 
 # -- what each view's diff joins on and shows -------------------------------------------------------
 
+
 @dataclass
 class JoinedRow:
     key: tuple[str, ...]
-    baseline: Any            # the view's Row (summed over the key), None when absent
+    baseline: Any  # the view's Row (summed over the key), None when absent
     target: Any
     baseline_rows: int
     target_rows: int
@@ -105,18 +107,18 @@ class DiffSpec:
 
     noun = ""
     view = ""
-    field = ""               # the Report oneof field of the diff
-    section = ""             # its OverviewDiff field
+    field = ""  # the Report oneof field of the diff
+    section = ""  # its OverviewDiff field
     title = ""
-    what = ""                # what a row is, plural ("slice names")
+    what = ""  # what a row is, plural ("slice names")
     key_fields: tuple[str, ...] = ()
     key_headers: tuple[str, ...] = ()
     measures: tuple[Measure, ...] = ()
-    sorts: dict[str, str] = {}        # sort key -> measure field ("" = by key)
-    display: tuple[str, ...] = ()      # measures the tables show: the sort's first, then these
-    row_filters: dict[str, str] = {}   # flag -> measure it hides rows below; either side passing keeps a row
-    summed_ids: tuple[str, ...] = ()   # typed-row fields cleared when several rows are summed
-    counts_rows = True                 # the diff Row has baseline_rows / target_rows
+    sorts: dict[str, str] = {}  # sort key -> measure field ("" = by key)
+    display: tuple[str, ...] = ()  # measures the tables show: the sort's first, then these
+    row_filters: dict[str, str] = {}  # flag -> measure it hides rows below; either side passing keeps a row
+    summed_ids: tuple[str, ...] = ()  # typed-row fields cleared when several rows are summed
+    counts_rows = True  # the diff Row has baseline_rows / target_rows
 
     @property
     def label(self) -> str:
@@ -181,16 +183,20 @@ class DiffSpec:
             target = self.merge(target_rows) if target_rows else None
             if not self._passes(scope, base) and not self._passes(scope, target):
                 continue
-            deltas = {m.field: (getattr(target, m.field) if target is not None else 0)
-                      - (getattr(base, m.field) if base is not None else 0) for m in self.measures}
+            deltas = {
+                m.field: (getattr(target, m.field) if target is not None else 0)
+                - (getattr(base, m.field) if base is not None else 0)
+                for m in self.measures
+            }
             if base is None:
                 change = "added"
             elif target is None:
                 change = "removed"
             else:
                 # A share of the trace moves with the trace's length: only raw values make a change.
-                change = "changed" if any(deltas[m.field] for m in self.measures if m.kind != "percent") \
-                    else "unchanged"
+                change = (
+                    "changed" if any(deltas[m.field] for m in self.measures if m.kind != "percent") else "unchanged"
+                )
             joined.append(JoinedRow(key, base, target, len(base_rows), len(target_rows), deltas, change))
         sort = scope.sort or self.default_sort(base_msg, target_msg)
         by = self.sorts[sort]
@@ -204,10 +210,12 @@ class DiffSpec:
     def _passes(self, scope: Scope, row) -> bool:
         if row is None:
             return False
-        return all(getattr(scope, flag) is None or getattr(row, name) >= getattr(scope, flag)
-                   for flag, name in self.row_filters.items())
+        return all(
+            getattr(scope, flag) is None or getattr(row, name) >= getattr(scope, flag)
+            for flag, name in self.row_filters.items()
+        )
 
-    def fill(self, out, scope: Scope, base_msg, target_msg, top: int, moved_only: bool) -> "Filled":
+    def fill(self, out, scope: Scope, base_msg, target_msg, top: int, moved_only: bool) -> Filled:
         """Fills the view's diff message; returns what the footnotes need."""
         joined, sort = self.join(scope, base_msg, target_msg)
         s = out.summary
@@ -262,11 +270,16 @@ class DiffSpec:
             cells = self.key_cells(r, run, out)
             for m in measures:
                 delta = getattr(r, f"{m.field}_delta")
-                cells += [Cell(show(m.kind, getattr(base, m.field)) if base is not None else "(absent)"),
-                          Cell(show(m.kind, getattr(target, m.field)) if target is not None else "(absent)"),
-                          Cell(signed(m.kind, delta), css=_direction(delta))]
-            cells.append(_change_cell(r.change, getattr(r, f"{rank.field}_delta"),
-                                      getattr(base, rank.field) if base is not None else 0))
+                cells += [
+                    Cell(show(m.kind, getattr(base, m.field)) if base is not None else "(absent)"),
+                    Cell(show(m.kind, getattr(target, m.field)) if target is not None else "(absent)"),
+                    Cell(signed(m.kind, delta), css=_direction(delta)),
+                ]
+            cells.append(
+                _change_cell(
+                    r.change, getattr(r, f"{rank.field}_delta"), getattr(base, rank.field) if base is not None else 0
+                )
+            )
             rows.append(cells)
         title = f"{self.title} vs baseline ({self.counts_text(out)})"
         if moved_only and not out.rows and out.summary.total_rows:
@@ -279,8 +292,8 @@ class DiffSpec:
 
 @dataclass
 class Filled:
-    hidden: int    # rows below top
-    renamed: int   # added/removed pairs that differ only in numbers
+    hidden: int  # rows below top
+    renamed: int  # added/removed pairs that differ only in numbers
 
 
 def renamed_pairs(joined: list[JoinedRow]) -> int:
@@ -302,8 +315,11 @@ def renamed_pairs(joined: list[JoinedRow]) -> int:
 
 def _renamed_note(run: ReportRun, spec: DiffSpec, pairs: int, link: Link) -> None:
     if pairs:
-        run.footnote(f"{pairs} added {spec.what} match a removed one except for numbers in them (addresses, ids): "
-                     "rows are joined by exact name", link)
+        run.footnote(
+            f"{pairs} added {spec.what} match a removed one except for numbers in them (addresses, ids): "
+            "rows are joined by exact name",
+            link,
+        )
 
 
 def _direction(delta: float) -> str:
@@ -320,7 +336,7 @@ def _change_cell(change: str, delta: float, base: float) -> Cell:
     return Cell("changed", css=_direction(delta))
 
 
-def single_link(run: ReportRun, noun: str, view: str, database: str = "", **changes: Optional[str]) -> Link:
+def single_link(run: ReportRun, noun: str, view: str, database: str = "", **changes: str | None) -> Link:
     """A single-trace report (of the target, or with database="baseline" of the baseline), keeping
     the scope flags that view takes."""
     target = NOUNS.get(noun, {}).get(view)
@@ -348,9 +364,12 @@ class SlicesDiff(DiffSpec):
     noun, view, field, section = "slices", "table", "slices_table_diff", "slices"
     title, what = "Slices", "slice names"
     key_fields, key_headers = ("name",), ("Name",)
-    measures = (Measure("count", "count", "count"), Measure("total_dur", "dur", "duration"),
-                Measure("percent_of_trace", "% of trace", "percent"),
-                Measure("max_dur", "max", "duration", "max"))
+    measures = (
+        Measure("count", "count", "count"),
+        Measure("total_dur", "dur", "duration"),
+        Measure("percent_of_trace", "% of trace", "percent"),
+        Measure("max_dur", "max", "duration", "max"),
+    )
     sorts = {"dur": "total_dur", "count": "count", "max": "max_dur", "name": ""}
     display = ("total_dur", "count")
     row_filters = {"min_count": "count"}
@@ -371,8 +390,12 @@ class ProcessesDiff(DiffSpec):
     noun, view, field, section = "processes", "table", "processes_table_diff", "processes"
     title, what = "Processes", "process names"
     key_fields, key_headers = ("name",), ("Process",)
-    measures = (Measure("cpu_time", "CPU", "duration"), Measure("slice_count", "slices", "count"),
-                Measure("thread_count", "threads", "count"), Measure("percent_of_trace", "% of trace", "percent"))
+    measures = (
+        Measure("cpu_time", "CPU", "duration"),
+        Measure("slice_count", "slices", "count"),
+        Measure("thread_count", "threads", "count"),
+        Measure("percent_of_trace", "% of trace", "percent"),
+    )
     sorts = {"cpu": "cpu_time", "slices": "slice_count", "threads": "thread_count", "name": ""}
     display = ("cpu_time", "slice_count")
     row_filters = {"min_count": "slice_count"}
@@ -397,16 +420,24 @@ class ProcessesDiff(DiffSpec):
         out.top_threads_by = "cpu_time" if sched else "slice_count"
 
     def key_cells(self, row, run, out):
-        return [Cell(row.name or "(no name)",
-                     single_link(run, "processes", "table", _side(row), process=_glob(row.name)) if row.name else None)]
+        return [
+            Cell(
+                row.name or "(no name)",
+                single_link(run, "processes", "table", _side(row), process=_glob(row.name)) if row.name else None,
+            )
+        ]
 
 
 class SchedulingDiff(DiffSpec):
     noun, view, field, section = "scheduling", "summary", "scheduling_summary_diff", "scheduling"
     title, what = "Scheduling", "threads"
     key_fields, key_headers = ("name", "process"), ("Thread", "Process")
-    measures = (Measure("cpu_time", "CPU", "duration"), Measure("runnable", "runnable", "duration"),
-                Measure("sleeping", "sleeping", "duration"), Measure("percent_of_trace", "% of trace", "percent"))
+    measures = (
+        Measure("cpu_time", "CPU", "duration"),
+        Measure("runnable", "runnable", "duration"),
+        Measure("sleeping", "sleeping", "duration"),
+        Measure("percent_of_trace", "% of trace", "percent"),
+    )
     sorts = {"cpu": "cpu_time", "runnable": "runnable", "sleeping": "sleeping", "name": ""}
     display = ("cpu_time", "runnable")
     row_filters = {"min_duration": "cpu_time"}
@@ -435,11 +466,20 @@ class SchedulingDiff(DiffSpec):
     def key_cells(self, row, run, out):
         side = _side(row)
         if out.group_by == "process":
-            link = single_link(run, "scheduling", "summary", side, process=_glob(row.name), group_by=None) \
-                if row.name != "(no process)" else None
+            link = (
+                single_link(run, "scheduling", "summary", side, process=_glob(row.name), group_by=None)
+                if row.name != "(no process)"
+                else None
+            )
             return [Cell(""), Cell(row.name, link)]
-        link = single_link(run, "scheduling", "timeline", side, thread=_glob(row.name),
-                           **({"process": _glob(row.process)} if row.process else {}))
+        link = single_link(
+            run,
+            "scheduling",
+            "timeline",
+            side,
+            thread=_glob(row.name),
+            **({"process": _glob(row.process)} if row.process else {}),
+        )
         return [Cell(row.name or "?", link if row.name else None), Cell(row.process or "-")]
 
 
@@ -465,20 +505,26 @@ class CountersDiff(DiffSpec):
     noun, view, field, section = "counters", "list", "counters_list_diff", "counters"
     title, what = "Counters", "counters"
     key_fields, key_headers = ("name", "owner"), ("Counter", "Owner")
-    measures = (Measure("count", "samples", "count"), Measure("avg", "avg", "value", "avg"),
-                Measure("min", "min", "value", "min"), Measure("max", "max", "value", "max"))
+    measures = (
+        Measure("count", "samples", "count"),
+        Measure("avg", "avg", "value", "avg"),
+        Measure("min", "min", "value", "min"),
+        Measure("max", "max", "value", "max"),
+    )
     sorts = {"count": "count", "avg": "avg", "max": "max", "name": ""}
     display = ("count", "avg")
     row_filters = {"min_count": "count"}
     summed_ids = ("track_id", "pid", "tid", "scope")
 
     def key(self, row):
-        return (row.name, owner_key(row.process, row.pid, row.thread, row.tid, _optional(row, "cpu"),
-                                    _optional(row, "gpu")))
+        return (
+            row.name,
+            owner_key(row.process, row.pid, row.thread, row.tid, _optional(row, "cpu"), _optional(row, "gpu")),
+        )
 
     def key_cells(self, row, run, out):
         sample = row.target if row.HasField("target") else row.baseline
-        owner: dict[str, Optional[str]] = {}
+        owner: dict[str, str | None] = {}
         if sample.thread or sample.tid:
             owner = {"thread": _glob(sample.thread)} if sample.thread else {}
         elif sample.process:
@@ -489,8 +535,9 @@ class CountersDiff(DiffSpec):
         return [Cell(row.name, link), Cell(row.owner)]
 
 
-SPECS: dict[tuple[str, str], DiffSpec] = {(s.noun, s.view): s for s in (
-    ProcessesDiff(), TracksDiff(), SlicesDiff(), SchedulingDiff(), CountersDiff())}
+SPECS: dict[tuple[str, str], DiffSpec] = {
+    (s.noun, s.view): s for s in (ProcessesDiff(), TracksDiff(), SlicesDiff(), SchedulingDiff(), CountersDiff())
+}
 
 
 def accepted_labels() -> list[str]:
@@ -501,11 +548,15 @@ def overview_sections() -> list[tuple[DiffSpec, str]]:
     """(spec, Overview field) of the overview's sections, in its order."""
     from .views.overview import SECTIONS
 
-    return [(SPECS[(noun, view)], name) for noun, view, name in SECTIONS
-            if (noun, view) in SPECS and view in NOUNS.get(noun, {})]
+    return [
+        (SPECS[(noun, view)], name)
+        for noun, view, name in SECTIONS
+        if (noun, view) in SPECS and view in NOUNS.get(noun, {})
+    ]
 
 
 # -- the three steps ------------------------------------------------------------------------------
+
 
 @dataclass
 class DiffPlan:
@@ -513,8 +564,8 @@ class DiffPlan:
 
     view: View
     specs: list[DiffSpec]
-    scope: Scope                  # as given, baseline included
-    params: dict[str, str]        # the flags as given, baseline excluded
+    scope: Scope  # as given, baseline included
+    params: dict[str, str]  # the flags as given, baseline excluded
 
     @property
     def is_overview(self) -> bool:
@@ -522,13 +573,16 @@ class DiffPlan:
 
     def side_scope(self, spec: DiffSpec, flags: frozenset[str]) -> Scope:
         """What a side runs: the view's flags, no sort or row filters (applied after the join), every row."""
-        keep = {k: v for k, v in self.params.items()
-                if k in flags and k != "sort" and k not in spec.row_filters and k != "top"}
+        keep = {
+            k: v
+            for k, v in self.params.items()
+            if k in flags and k != "sort" and k not in spec.row_filters and k != "top"
+        }
         # top is not among the flags given, so the side's own links and footnotes do not carry it.
         return replace(Scope.parse(keep), top=JOIN_TOP)
 
 
-def prepare(noun: Optional[str], view_name: Optional[str], params: dict[str, str]) -> DiffPlan:
+def prepare(noun: str | None, view_name: str | None, params: dict[str, str]) -> DiffPlan:
     """Validates a diff request without touching a database; ReportError for anything wrong."""
     view = find_view(noun, view_name)
     scope = Scope.parse(params)
@@ -538,16 +592,22 @@ def prepare(noun: Optional[str], view_name: Optional[str], params: dict[str, str
         specs = [SPECS[(view.noun, view.name)]]
     else:
         accepted = accepted_labels()
-        raise ReportError(f"{view.label()} does not take baseline; views that compare against a baseline: "
-                          f"{', '.join(accepted)}", "baseline", accepted)
+        raise ReportError(
+            f"{view.label()} does not take baseline; views that compare against a baseline: {', '.join(accepted)}",
+            "baseline",
+            accepted,
+        )
     if scope.baseline is None:
         raise ReportError("baseline: name the database to compare against", "baseline")
     plain = {k: v for k, v in scope.given if k != "baseline"}
     view.check(Scope.parse(plain))
     if len(specs) == 1 and scope.sort is not None and scope.sort not in specs[0].sorts:
         sorts = list(specs[0].sorts)
-        raise ReportError(f"sort: {scope.sort!r} is not a sort key of a {view.label()} diff; use one of "
-                          f"{', '.join(sorts)}", "sort", sorts)
+        raise ReportError(
+            f"sort: {scope.sort!r} is not a sort key of a {view.label()} diff; use one of {', '.join(sorts)}",
+            "sort",
+            sorts,
+        )
     return DiffPlan(view, specs, scope, plain)
 
 
@@ -561,8 +621,9 @@ class Side:
 
 
 def is_trace_connection(conn: sqlite3.Connection) -> bool:
-    found = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table' "
-                         "AND name IN ('slice', 'trace_bounds', 'trace_file')").fetchone()[0]
+    found = conn.execute(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('slice', 'trace_bounds', 'trace_file')"
+    ).fetchone()[0]
     return found == 3
 
 
@@ -606,9 +667,11 @@ class DiffView(View):
         self.noun, self.name = plan.view.noun, plan.view.name
         self.title = f"{plan.view.title} vs baseline"
         self.result_field = "overview_diff" if plan.is_overview else plan.specs[0].field
-        self.description = (f"{plan.view.description} Compared with a baseline trace: the view runs on each "
-                            "database on its own and rows are joined by name; deltas are target minus baseline, "
-                            "raw (not normalized for trace length).")
+        self.description = (
+            f"{plan.view.description} Compared with a baseline trace: the view runs on each "
+            "database on its own and rows are joined by name; deltas are target minus baseline, "
+            "raw (not normalized for trace length)."
+        )
 
     def label(self) -> str:
         return f"{self.plan.view.label()} vs baseline"
@@ -644,8 +707,9 @@ def join(plan: DiffPlan, baseline: Side, target: Side, linker: Linker) -> Report
     else:
         spec = plan.specs[0]
         key = (spec.noun, spec.view)
-        filled = spec.fill(out, plan.scope, baseline.messages[key], target.messages[key], plan.scope.top,
-                           moved_only=False)
+        filled = spec.fill(
+            out, plan.scope, baseline.messages[key], target.messages[key], plan.scope.top, moved_only=False
+        )
         run.truncation(len(out.rows), len(out.rows) + filled.hidden, spec.what)
         _incomplete(run, spec, out.summary)
         _renamed_note(run, spec, filled.renamed, run.link(spec.noun, spec.view, sort="name", top=str(JOIN_TOP)))
@@ -654,8 +718,11 @@ def join(plan: DiffPlan, baseline: Side, target: Side, linker: Linker) -> Report
             link = next((c.link for c in spec.key_cells(top, run, out) if c.link is not None), None)
             if link is not None:
                 where = "baseline" if top.change == "removed" else "target"
-                run.next_step(f"{' / '.join(v for v in (getattr(top, f) for f in spec.key_fields) if v)} "
-                              f"(largest movement) in the {where}", link)
+                run.next_step(
+                    f"{' / '.join(v for v in (getattr(top, f) for f in spec.key_fields) if v)} "
+                    f"(largest movement) in the {where}",
+                    link,
+                )
     _duration_note(run, baseline, target, plan)
     for side, label in ((baseline, "baseline"), (target, "target")):
         for note in side.run.footnotes:
@@ -663,10 +730,10 @@ def join(plan: DiffPlan, baseline: Side, target: Side, linker: Linker) -> Report
                 report.footnotes.add(text=f"{label}: {note.text}", url=note.url, command=note.command)
     report.footnotes.extend(run.footnotes)
     plain_params = dict(plan.params)
-    run.next_step(f"{plan.view.title}: the target alone",
-                  Link.to(view.noun, view.name, plain_params))
-    run.next_step(f"{plan.view.title}: the baseline alone",
-                  Link.to(view.noun, view.name, plain_params, database="baseline"))
+    run.next_step(f"{plan.view.title}: the target alone", Link.to(view.noun, view.name, plain_params))
+    run.next_step(
+        f"{plan.view.title}: the baseline alone", Link.to(view.noun, view.name, plain_params, database="baseline")
+    )
     run.next_step("The SQL behind this report", Link.to(view.noun, view.name, plan.scope.to_params(), format="sql"))
     report.next_steps.extend(run.next_steps)
     report.context.CopyFrom(run.context())
@@ -697,8 +764,10 @@ def _join_overview(plan: DiffPlan, baseline: Side, target: Side, run: ReportRun,
         digest = getattr(out, name)
         filled = spec.fill(digest, section.scope, base_msg, target_msg, plan.scope.top, moved_only=True)
         if filled.hidden:
-            section.footnote(f"{filled.hidden} more moved {spec.what} below top {plan.scope.top}; "
-                             f"see the {spec.label} diff", section.link(spec.noun, spec.view))
+            section.footnote(
+                f"{filled.hidden} more moved {spec.what} below top {plan.scope.top}; see the {spec.label} diff",
+                section.link(spec.noun, spec.view),
+            )
         _incomplete(section, spec, digest.summary)
         _renamed_note(section, spec, filled.renamed, section.link(spec.noun, spec.view, sort="name", top=str(JOIN_TOP)))
         run.next_step(f"{spec.noun}: {spec.plain_view().title} vs baseline", section.link(spec.noun, spec.view))
@@ -717,9 +786,12 @@ def _incomplete(run: ReportRun, spec: DiffSpec, s: pb.DiffSummary) -> None:
     for side in ("baseline", "target"):
         total, joined = getattr(s, f"{side}_total_rows"), getattr(s, f"{side}_joined_rows")
         if total > joined:
-            run.footnote(f"the {side} has {total} {spec.what} in scope and only the top {joined} by the view's "
-                         f"default sort were compared: rows beyond them may show as added or removed; narrow the "
-                         f"scope (time=, process=, name=)", run.link(spec.noun, spec.view))
+            run.footnote(
+                f"the {side} has {total} {spec.what} in scope and only the top {joined} by the view's "
+                f"default sort were compared: rows beyond them may show as added or removed; narrow the "
+                f"scope (time=, process=, name=)",
+                run.link(spec.noun, spec.view),
+            )
 
 
 def _duration_note(run: ReportRun, baseline: Side, target: Side, plan: DiffPlan) -> None:
@@ -731,14 +803,24 @@ def _duration_note(run: ReportRun, baseline: Side, target: Side, plan: DiffPlan)
         return
     what = "trace" if plan.scope.time is None else "covered range"
     longer = "longer" if change > 0 else "shorter"
-    run.footnote(f"the baseline {what} is {abs(change) * 100:.0f}% {longer} than the target's "
-                 f"({fmt.duration(base_dur)} vs {fmt.duration(target_dur)}); deltas are raw, not normalized",
-                 Link.to(plan.view.noun, plan.view.name, plan.params, database="baseline"))
+    run.footnote(
+        f"the baseline {what} is {abs(change) * 100:.0f}% {longer} than the target's "
+        f"({fmt.duration(base_dur)} vs {fmt.duration(target_dur)}); deltas are raw, not normalized",
+        Link.to(plan.view.noun, plan.view.name, plan.params, database="baseline"),
+    )
 
 
-def run_diff(target_conn: sqlite3.Connection, baseline_conn: sqlite3.Connection, noun: Optional[str],
-             view_name: Optional[str], params: dict[str, str], linker: Linker, baseline_linker: Linker,
-             target_db: str, baseline_db: str) -> ReportResult:
+def run_diff(
+    target_conn: sqlite3.Connection,
+    baseline_conn: sqlite3.Connection,
+    noun: str | None,
+    view_name: str | None,
+    params: dict[str, str],
+    linker: Linker,
+    baseline_linker: Linker,
+    target_db: str,
+    baseline_db: str,
+) -> ReportResult:
     """A diff report over two open databases (the command line and tests)."""
     plan = prepare(noun, view_name, params)
     target = compute_side(target_conn, plan, linker, target_db)
@@ -753,5 +835,15 @@ def with_baseline(linker: Linker, baseline_linker: Linker) -> Linker:
     return joined
 
 
-__all__ = ["prepare", "compute_side", "join", "run_diff", "with_baseline", "DiffPlan", "Side", "SPECS", "accepted_labels",
-           "is_trace_connection"]
+__all__ = [
+    "prepare",
+    "compute_side",
+    "join",
+    "run_diff",
+    "with_baseline",
+    "DiffPlan",
+    "Side",
+    "SPECS",
+    "accepted_labels",
+    "is_trace_connection",
+]

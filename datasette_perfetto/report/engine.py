@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping, Optional
 
 from . import report_pb2 as pb
 from .base import Link, Linker, ReportRun, View
@@ -22,8 +22,9 @@ class ReportResult:
         return getattr(self.report, self.view.result_field)
 
 
-def run_report(conn: sqlite3.Connection, noun: Optional[str], view_name: Optional[str],
-               params: Mapping[str, str], linker: Linker) -> ReportResult:
+def run_report(
+    conn: sqlite3.Connection, noun: str | None, view_name: str | None, params: Mapping[str, str], linker: Linker
+) -> ReportResult:
     """Raises ReportError for anything the request got wrong."""
     view = find_view(noun, view_name)
     scope = Scope.parse(params)

@@ -67,11 +67,14 @@ def slice_where(run: ReportRun, name: bool = True) -> Where:
     tracks = track_terms(run)
     w = Where()
     if tracks.terms:
-        w.add(f"""s.track_id IN (
+        w.add(
+            f"""s.track_id IN (
     SELECT tr.id FROM track tr
     LEFT JOIN thread th ON th.id = tr.utid
     LEFT JOIN process p ON p.id = coalesce(tr.upid, th.upid)
-    {tracks.sql()})""", **tracks.params)
+    {tracks.sql()})""",
+            **tracks.params,
+        )
     if s.time is not None:
         start, end = run.time_range()
         # Slices that overlap the range; an unfinished slice (dur -1) counts from its start.

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Optional
 
-
-def duration(ns: Optional[float]) -> str:
+def duration(ns: float | None) -> str:
     """12.3s, 128ms, 42us, 800ns; '-' when unknown."""
     if ns is None:
         return "-"
@@ -19,7 +17,7 @@ def duration(ns: Optional[float]) -> str:
     return f"{sign}{int(ns)}ns"
 
 
-def offset(ts: Optional[int], trace_start: int) -> str:
+def offset(ts: int | None, trace_start: int) -> str:
     """A timestamp as an offset from the trace start, precise enough to type back: 2.734s."""
     if ts is None:
         return "-"
@@ -35,7 +33,7 @@ def offset(ts: Optional[int], trace_start: int) -> str:
     return f"{sign}{delta}ns"
 
 
-def count(n: Optional[float]) -> str:
+def count(n: float | None) -> str:
     """83.2k, 12.3M, 950."""
     if n is None:
         return "-"
@@ -45,11 +43,11 @@ def count(n: Optional[float]) -> str:
     return str(int(n)) if float(n).is_integer() else f"{n:.3g}"
 
 
-def percent(p: Optional[float]) -> str:
+def percent(p: float | None) -> str:
     return "-" if p is None else f"{p:.1f}%"
 
 
-def number(v: Optional[float]) -> str:
+def number(v: float | None) -> str:
     if v is None:
         return "-"
     if float(v).is_integer() and abs(v) < 1e15:

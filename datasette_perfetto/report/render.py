@@ -20,8 +20,11 @@ def context_line(result: ReportResult) -> str:
     c = result.report.context
     if result.report.HasField("baseline"):  # a diff: both traces and their durations
         b = result.report.baseline
-        parts = [f"target {c.database} {fmt.duration(c.trace_dur)}",
-                 f"baseline {b.database} {fmt.duration(b.trace_dur)}", c.range]
+        parts = [
+            f"target {c.database} {fmt.duration(c.trace_dur)}",
+            f"baseline {b.database} {fmt.duration(b.trace_dur)}",
+            c.range,
+        ]
         if c.range != "full trace":
             parts.append(fmt.duration(c.range_end_ts - c.range_start_ts))
     else:

@@ -12,8 +12,8 @@ absolute trace timestamp in nanoseconds, as SQL shows them.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Mapping, Optional, Sequence
 
 # Flag name -> one-line help (also the CLI's option help and the canned query parameter docs).
 FLAGS: dict[str, str] = {
@@ -34,7 +34,7 @@ FLAGS: dict[str, str] = {
     "buckets": "Buckets for timeline and histogram views (default 20).",
     "group_by": "Grouping key where a view has one (scheduling summary: thread | process).",
     "baseline": "Compare against a baseline trace: a database served alongside (web) or a database file (CLI); "
-                "table views and the overview.",
+    "table views and the overview.",
 }
 
 DEFAULT_TOP = 10
@@ -43,15 +43,23 @@ DEFAULT_BUCKETS = 20
 MAX_TOP = 10_000
 MAX_BUCKETS = 500
 
-_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "m": 60_000_000_000,
-          "min": 60_000_000_000, "h": 3_600_000_000_000}
+_UNITS = {
+    "ns": 1,
+    "us": 1_000,
+    "µs": 1_000,
+    "ms": 1_000_000,
+    "s": 1_000_000_000,
+    "m": 60_000_000_000,
+    "min": 60_000_000_000,
+    "h": 3_600_000_000_000,
+}
 _TIME_RE = re.compile(r"^\s*(-?\d+(?:\.\d*)?|-?\.\d+)\s*([a-zµ]*)\s*$")
 
 
 class ReportError(Exception):
     """A request the report cannot answer; str() is the one-line message."""
 
-    def __init__(self, message: str, param: Optional[str] = None, options: Sequence[str] = ()) -> None:
+    def __init__(self, message: str, param: str | None = None, options: Sequence[str] = ()) -> None:
         super().__init__(message)
         self.message = message
         self.param = param
@@ -84,8 +92,7 @@ def parse_duration(text: str, param: str) -> int:
 def parse_time(text: str, param: str) -> TimeValue:
     m = _TIME_RE.match(text)
     if not m:
-        raise ReportError(f"{param}: expected a time such as 2.7s, 150ms, 20us or raw nanoseconds, got {text!r}",
-                          param)
+        raise ReportError(f"{param}: expected a time such as 2.7s, 150ms, 20us or raw nanoseconds, got {text!r}", param)
     number, unit = m.groups()
     if unit and unit not in _UNITS:
         raise ReportError(f"{param}: unknown unit {unit!r} in {text!r}; use one of ns, us, ms, s, m, h", param)
@@ -113,28 +120,28 @@ def _int(text: str, param: str, low: int = 0, high: int = (1 << 63) - 1) -> int:
 
 @dataclass(frozen=True)
 class Scope:
-    pid: Optional[int] = None
-    process: Optional[str] = None
-    tid: Optional[int] = None
-    thread: Optional[str] = None
-    track: Optional[str] = None
-    cpu: Optional[int] = None
-    time: Optional[tuple[TimeValue, TimeValue]] = None
-    ts: Optional[TimeValue] = None
-    name: Optional[str] = None
-    min_duration: Optional[int] = None
-    min_count: Optional[int] = None
-    sort: Optional[str] = None
+    pid: int | None = None
+    process: str | None = None
+    tid: int | None = None
+    thread: str | None = None
+    track: str | None = None
+    cpu: int | None = None
+    time: tuple[TimeValue, TimeValue] | None = None
+    ts: TimeValue | None = None
+    name: str | None = None
+    min_duration: int | None = None
+    min_count: int | None = None
+    sort: str | None = None
     top: int = DEFAULT_TOP
     max_lines: int = DEFAULT_MAX_LINES
     buckets: int = DEFAULT_BUCKETS
-    group_by: Optional[str] = None
-    baseline: Optional[str] = None
+    group_by: str | None = None
+    baseline: str | None = None
     # The flags as the user wrote them, for echoing and for links.
     given: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     @classmethod
-    def parse(cls, params: Mapping[str, str]) -> "Scope":
+    def parse(cls, params: Mapping[str, str]) -> Scope:
         values: dict[str, object] = {}
         given: list[tuple[str, str]] = []
         for key, raw in params.items():
@@ -171,7 +178,7 @@ class Scope:
     def to_params(self) -> dict[str, str]:
         return dict(self.given)
 
-    def with_params(self, **changes: Optional[str]) -> dict[str, str]:
+    def with_params(self, **changes: str | None) -> dict[str, str]:
         """The URL/CLI parameters of this scope with some flags changed (None drops one)."""
         params = self.to_params()
         for key, value in changes.items():
@@ -183,8 +190,10 @@ class Scope:
 
     def is_scoped(self) -> bool:
         """True when any flag narrows which data the report covers."""
-        return any(getattr(self, f) is not None for f in
-                   ("pid", "process", "tid", "thread", "track", "cpu", "time", "name", "min_duration", "min_count"))
+        return any(
+            getattr(self, f) is not None
+            for f in ("pid", "process", "tid", "thread", "track", "cpu", "time", "name", "min_duration", "min_count")
+        )
 
 
 def scope_fields() -> list[str]:

@@ -23,7 +23,7 @@ async def report_page(request, datasette):
     try:
         db = datasette.get_database(route=route)
     except KeyError:
-        raise NotFound(f"Database not found: {route}")
+        raise NotFound(f"Database not found: {route}") from None
     actor = request.actor
     if not await can(datasette, actor, "view-instance") or not await can(datasette, actor, "view-database", db.name):
         raise Forbidden("You do not have permission to view this database")
@@ -61,8 +61,10 @@ async def report_page(request, datasette):
         return await _error(datasette, request, e, fmt, db.name, base, 400)
     except sqlite3.OperationalError as e:
         if "interrupted" in str(e):
-            error = ReportError(f"this report took longer than the {datasette.setting('sql_time_limit_ms')} ms "
-                                f"query limit; narrow it with time=, name= or a process/thread flag")
+            error = ReportError(
+                f"this report took longer than the {datasette.setting('sql_time_limit_ms')} ms "
+                f"query limit; narrow it with time=, name= or a process/thread flag"
+            )
             return await _error(datasette, request, error, fmt, db.name, base, 503)
         raise
     if fmt == "json":
@@ -73,24 +75,29 @@ async def report_page(request, datasette):
         return Response.text(to_sql(result))
     msg = result.result_message()
     picker = await _baseline_picker(datasette, actor, db.name, result.view, params)
-    html = await datasette.render_template("perfetto_report.html", {
-        "database": db.name,
-        "report": result.report,
-        "view": result.view,
-        "title": result.view.title,
-        "charts": result.view.charts(msg, result.run),
-        "flames": result.view.flames(msg, result.run),
-        "tables": result.view.tables(msg, result.run),
-        "url_for": result.run.linker.url,  # a diff's also resolves links to the baseline
-        "context_line": _context_parts(result),
-        "sql_allowed": sql_allowed,
-        "base": base,
-        "formats": _format_links(request, base, noun, view),
-        "nouns": _diff_noun_links(base, result) if result.report.HasField("baseline") else _noun_links(base),
-        "bar_width": _bar_pixels,
-        "baseline_picker": picker,
-        "single_pages": _single_pages(result),
-    }, request=request, view_name="perfetto_report")
+    html = await datasette.render_template(
+        "perfetto_report.html",
+        {
+            "database": db.name,
+            "report": result.report,
+            "view": result.view,
+            "title": result.view.title,
+            "charts": result.view.charts(msg, result.run),
+            "flames": result.view.flames(msg, result.run),
+            "tables": result.view.tables(msg, result.run),
+            "url_for": result.run.linker.url,  # a diff's also resolves links to the baseline
+            "context_line": _context_parts(result),
+            "sql_allowed": sql_allowed,
+            "base": base,
+            "formats": _format_links(request, base, noun, view),
+            "nouns": _diff_noun_links(base, result) if result.report.HasField("baseline") else _noun_links(base),
+            "bar_width": _bar_pixels,
+            "baseline_picker": picker,
+            "single_pages": _single_pages(result),
+        },
+        request=request,
+        view_name="perfetto_report",
+    )
     return Response.html(html)
 
 
@@ -129,8 +136,12 @@ async def _diff(datasette, actor, db, noun, view, params: dict[str, list[str]], 
     other = datasette.databases.get(name) if name != "_internal" else None
     if other is None:
         served = [n for n in await trace_databases(datasette, actor) if n != db.name]
-        raise ReportError(f"baseline: no database named {name!r} is served; trace databases: "
-                          f"{', '.join(served) or '(no other trace database)'}", "baseline", served)
+        raise ReportError(
+            f"baseline: no database named {name!r} is served; trace databases: "
+            f"{', '.join(served) or '(no other trace database)'}",
+            "baseline",
+            served,
+        )
     if not await can(datasette, actor, "view-database", name):
         raise Forbidden("You do not have permission to view the baseline database")
     base_sql = await can(datasette, actor, "execute-sql", name)
@@ -146,6 +157,7 @@ async def _diff(datasette, actor, db, noun, view, params: dict[str, list[str]], 
         def compute(conn: sqlite3.Connection):
             with sqlite_timelimit(conn, limit):
                 return compute_side(conn, plan, side_linker, database.name)
+
         return compute
 
     # One side after the other: run together they would share the CPU and each could hit the time limit.
@@ -167,7 +179,7 @@ async def _baseline_picker(datasette, actor, database: str, view, params: dict[s
 
 
 def _takes_baseline(view) -> bool:
-    from .diff import DiffView, SPECS
+    from .diff import SPECS, DiffView
 
     return isinstance(view, DiffView) or not view.noun or (view.noun, view.name) in SPECS
 
@@ -179,7 +191,9 @@ def _diff_noun_links(base: str, result) -> list[tuple[str, str]]:
 
     query = "?" + urlencode({"baseline": result.run.scope.baseline})
     return [("overview", base + query)] + [
-        (noun, f"{base}/{noun}" + (query if (noun, next(iter(views))) in SPECS else "")) for noun, views in NOUNS.items()]
+        (noun, f"{base}/{noun}" + (query if (noun, next(iter(views))) in SPECS else ""))
+        for noun, views in NOUNS.items()
+    ]
 
 
 def _single_pages(result) -> list[tuple[str, str]]:
@@ -188,9 +202,10 @@ def _single_pages(result) -> list[tuple[str, str]]:
         return []
     params = {k: v for k, v in result.run.scope.to_params().items() if k != "baseline"}
     noun, view, linker = result.view.noun, result.view.name, result.run.linker
-    return [(f"target: {result.report.context.database}", linker.url(Link.to(noun, view, params))),
-            (f"baseline: {result.report.baseline.database}",
-             linker.url(Link.to(noun, view, params, database="baseline")))]
+    return [
+        (f"target: {result.report.context.database}", linker.url(Link.to(noun, view, params))),
+        (f"baseline: {result.report.baseline.database}", linker.url(Link.to(noun, view, params, database="baseline"))),
+    ]
 
 
 def _bar_pixels(value: float, top: float, scale: str) -> int:
@@ -200,8 +215,9 @@ def _bar_pixels(value: float, top: float, scale: str) -> int:
 
 
 def _is_trace_connection(conn: sqlite3.Connection) -> bool:
-    found = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table' "
-                         "AND name IN ('slice', 'trace_bounds', 'trace_file')").fetchone()[0]
+    found = conn.execute(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('slice', 'trace_bounds', 'trace_file')"
+    ).fetchone()[0]
     return found == 3
 
 
@@ -231,7 +247,16 @@ async def _error(datasette, request, error: ReportError, fmt: str, database: str
     if fmt in ("txt", "sql"):
         options = f"\nvalid options: {', '.join(error.options)}" if error.options else ""
         return Response.text(f"error: {error.message}{options}\n", status=status)
-    html = await datasette.render_template("perfetto_report_error.html", {
-        "database": database, "error": error, "base": base, "nouns": _noun_links(base), "status": status,
-    }, request=request, view_name="perfetto_report")
+    html = await datasette.render_template(
+        "perfetto_report_error.html",
+        {
+            "database": database,
+            "error": error,
+            "base": base,
+            "nouns": _noun_links(base),
+            "status": status,
+        },
+        request=request,
+        view_name="perfetto_report",
+    )
     return Response.html(html, status=status)

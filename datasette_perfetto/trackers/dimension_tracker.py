@@ -23,18 +23,24 @@ Synthesized dimensions have no declaring track (declaring_track_id NULL).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Optional, Union
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from ..stats import Stats
 
 if TYPE_CHECKING:
     from ..model import TraceContext, TraceModel
 
-Value = Union[int, str]
+Value = int | str
 
 WELL_KNOWN = ("machine", "gpu", "cpu", "process", "thread")
-LABEL_TEMPLATES = {"machine": "machine %d", "gpu": "GPU %d", "cpu": "cpu %d", "process": "process %d",
-                   "thread": "thread %d"}
+LABEL_TEMPLATES = {
+    "machine": "machine %d",
+    "gpu": "GPU %d",
+    "cpu": "cpu %d",
+    "process": "process %d",
+    "thread": "thread %d",
+}
 # Subtitle order: machine, gpu, cpu, then custom names alphabetically; process and
 # thread never show (tracks are already grouped by them).
 _SUBTITLE_RANK = {"machine": 0, "gpu": 1, "cpu": 2}
@@ -56,8 +62,15 @@ class Declaration:
 
     __slots__ = ("name", "value", "display_name", "declaring_track_id", "source", "stats")
 
-    def __init__(self, name: str, value: Value, display_name: Optional[str], declaring_track_id: Optional[int],
-                 source: str, stats: Stats) -> None:
+    def __init__(
+        self,
+        name: str,
+        value: Value,
+        display_name: str | None,
+        declaring_track_id: int | None,
+        source: str,
+        stats: Stats,
+    ) -> None:
         self.name = name
         self.value = value
         self.display_name = display_name
@@ -75,28 +88,50 @@ class DimensionDeclarations:
         self.by_thread: dict[int, list[Declaration]] = {}
         self.by_track: dict[int, list[tuple[int, Declaration]]] = {}  # track id -> (tree depth, declaration)
 
-    def _new(self, name: str, value: Value, display_name: Optional[str], declaring_track_id: Optional[int],
-             source: str) -> Optional[Declaration]:
+    def _new(
+        self, name: str, value: Value, display_name: str | None, declaring_track_id: int | None, source: str
+    ) -> Declaration | None:
         if name in LABEL_TEMPLATES:
             self.stats.inc("dimension_reserved_name")
             return None
         return Declaration(name, value, display_name, declaring_track_id, source, self.stats)
 
-    def on_process(self, upid: int, name: str, value: Value, display_name: Optional[str] = None,
-                   declaring_track_id: Optional[int] = None, source: str = SOURCE_DESCRIPTOR) -> None:
+    def on_process(
+        self,
+        upid: int,
+        name: str,
+        value: Value,
+        display_name: str | None = None,
+        declaring_track_id: int | None = None,
+        source: str = SOURCE_DESCRIPTOR,
+    ) -> None:
         d = self._new(name, value, display_name, declaring_track_id, source)
         if d is not None:
             self.by_process.setdefault(upid, []).append(d)
 
-    def on_thread(self, utid: int, name: str, value: Value, display_name: Optional[str] = None,
-                  declaring_track_id: Optional[int] = None, source: str = SOURCE_DESCRIPTOR) -> None:
+    def on_thread(
+        self,
+        utid: int,
+        name: str,
+        value: Value,
+        display_name: str | None = None,
+        declaring_track_id: int | None = None,
+        source: str = SOURCE_DESCRIPTOR,
+    ) -> None:
         d = self._new(name, value, display_name, declaring_track_id, source)
         if d is not None:
             self.by_thread.setdefault(utid, []).append(d)
 
-    def on_tracks(self, track_ids: Iterable[int], depth: int, name: str, value: Value,
-                  display_name: Optional[str], declaring_track_id: Optional[int],
-                  source: str = SOURCE_DESCRIPTOR) -> None:
+    def on_tracks(
+        self,
+        track_ids: Iterable[int],
+        depth: int,
+        name: str,
+        value: Value,
+        display_name: str | None,
+        declaring_track_id: int | None,
+        source: str = SOURCE_DESCRIPTOR,
+    ) -> None:
         """A declaration on a track that also holds for `track_ids` (its descendants);
         `depth` orders it after the declarations of its ancestors."""
         d = self._new(name, value, display_name, declaring_track_id, source)
@@ -123,9 +158,11 @@ def intern_dimension_strings(interned_bytes: bytes, tables: dict, stats: Stats) 
     from ..importers.dimensions_pb2 import InternedDimensionData
 
     data = InternedDimensionData.FromString(interned_bytes)
-    for number, entries in ((I_DIMENSION_NAMES, data.dimension_names),
-                            (I_DIMENSION_STRING_VALUES, data.dimension_string_values),
-                            (I_DIMENSION_DISPLAY_NAMES, data.dimension_display_names)):
+    for number, entries in (
+        (I_DIMENSION_NAMES, data.dimension_names),
+        (I_DIMENSION_STRING_VALUES, data.dimension_string_values),
+        (I_DIMENSION_DISPLAY_NAMES, data.dimension_display_names),
+    ):
         if not entries:
             continue
         table = tables.setdefault(number, {})
@@ -142,7 +179,7 @@ class DescriptorDimensions:
 
     def __init__(self, stats: Stats) -> None:
         self.stats = stats
-        self.by_uuid: dict[int, dict[str, tuple[Value, Optional[str]]]] = {}
+        self.by_uuid: dict[int, dict[str, tuple[Value, str | None]]] = {}
 
     def read(self, uuid: int, descriptor_bytes: bytes, tables: dict) -> None:
         """Declarations in a TrackDescriptor (its bytes); `tables` is the sequence's interned data."""
@@ -156,7 +193,7 @@ class DescriptorDimensions:
             name = names.get(dim.name_iid) if dim.name_iid else None
             kind = dim.WhichOneof("value")
             if kind == "int_value":
-                value: Optional[Value] = dim.int_value
+                value: Value | None = dim.int_value
             elif kind == "string_value_iid":
                 value = values.get(dim.string_value_iid)
             else:
@@ -174,7 +211,7 @@ class DescriptorDimensions:
                     stats.inc("dimension_unknown_iid")  # the value still applies, unlabelled
             self._declare(uuid, name, value, display)
 
-    def _declare(self, uuid: int, name: str, value: Value, display: Optional[str]) -> None:
+    def _declare(self, uuid: int, name: str, value: Value, display: str | None) -> None:
         declared = self.by_uuid.setdefault(uuid, {})
         previous = declared.get(name)
         if previous is None:
@@ -248,6 +285,7 @@ def same_value(a: Value, b: Value) -> bool:
 
 # -- resolution ------------------------------------------------------------------
 
+
 class _Effective:
     __slots__ = ("name", "value", "display_name", "declaring_track_id", "is_inherited", "is_well_known", "source")
 
@@ -266,7 +304,7 @@ def _sort_key(value: Value) -> tuple:
     return (1, value) if isinstance(value, str) else (0, value)
 
 
-def resolve_trace(model: "TraceModel", trace: "TraceContext") -> None:
+def resolve_trace(model: TraceModel, trace: TraceContext) -> None:
     """The effective dimensions of every track of one input file (once its import is
     complete, before its stats are written), well-known first, then custom ones in
     the order they apply; kept in model.track_dimensions until the database is written."""
@@ -292,8 +330,10 @@ def resolve_trace(model: "TraceModel", trace: "TraceContext") -> None:
         tid = track.id
         machine = machines.get(track.machine_id)
         eff: dict[str, _Effective] = {
-            "machine": _Effective("machine", track.machine_id, machine.name if machine else None, None, 0, 1,
-                                  SOURCE_SYNTHESIZED)}
+            "machine": _Effective(
+                "machine", track.machine_id, machine.name if machine else None, None, 0, 1, SOURCE_SYNTHESIZED
+            )
+        }
         dims = dict(track.dims)
         gpu = dims.get("gpu")
         if gpu is None and dims.get("ugpu") in gpus_by_ugpu:
@@ -322,8 +362,9 @@ def resolve_trace(model: "TraceModel", trace: "TraceContext") -> None:
         for d in declared:
             current = eff.get(d.name)
             if current is None:
-                eff[d.name] = _Effective(d.name, d.value, d.display_name, d.declaring_track_id,
-                                         int(d.declaring_track_id != tid), 0, d.source)
+                eff[d.name] = _Effective(
+                    d.name, d.value, d.display_name, d.declaring_track_id, int(d.declaring_track_id != tid), 0, d.source
+                )
             elif not same_value(current.value, d.value) and id(d) not in conflicts_counted:
                 # An override of an inherited (or already declared) value: not applied.
                 conflicts_counted.add(id(d))
@@ -331,7 +372,7 @@ def resolve_trace(model: "TraceModel", trace: "TraceContext") -> None:
         out[tid] = list(eff.values())
 
 
-def write_dimensions(model: "TraceModel") -> None:
+def write_dimensions(model: TraceModel) -> None:
     """track_dimension, dimension and track_subtitle, from the resolved dimensions."""
     storage = model.storage
     effective = model.track_dimensions
@@ -352,11 +393,10 @@ def write_dimensions(model: "TraceModel") -> None:
     # them, so "cpu 3" is CPU 3 whenever the trace knows every CPU of the machine.
     known = {("cpu", c.machine_id, c.cpu) for c in model.cpus.values()}
     known.update(("gpu", g.machine_id, g.gpu) for g in model.gpus.values())
-    for (trace_id, machine_id, name), vs in values.items():
+    for (_trace_id, machine_id, name), vs in values.items():
         if name in ("cpu", "gpu"):
             vs.update(_sort_key(v) for n, m, v in known if n == name and m == machine_id)
-    index: dict[tuple, dict[tuple, int]] = {
-        key: {v: i for i, v in enumerate(sorted(vs))} for key, vs in values.items()}
+    index: dict[tuple, dict[tuple, int]] = {key: {v: i for i, v in enumerate(sorted(vs))} for key, vs in values.items()}
     shown = {name for name, vs in distinct.items() if len(vs) > 1 and name not in _NOT_IN_SUBTITLES}
     custom_names: set[str] = set()
     for track_id in sorted(effective):
@@ -370,10 +410,23 @@ def write_dimensions(model: "TraceModel") -> None:
                 n = index[(t.trace_id, t.machine_id, e.name)][_sort_key(e.value)]
             label = e.display_name if e.display_name else label_template(e.name) % n
             is_int = isinstance(e.value, int)
-            storage.write("track_dimension", (
-                track_id, e.name, "int" if is_int else "string", e.value if is_int else None,
-                None if is_int else e.value, e.display_name, e.declaring_track_id, e.is_inherited, e.is_well_known,
-                label, n, e.source))
+            storage.write(
+                "track_dimension",
+                (
+                    track_id,
+                    e.name,
+                    "int" if is_int else "string",
+                    e.value if is_int else None,
+                    None if is_int else e.value,
+                    e.display_name,
+                    e.declaring_track_id,
+                    e.is_inherited,
+                    e.is_well_known,
+                    label,
+                    n,
+                    e.source,
+                ),
+            )
             if not e.is_well_known:
                 custom_names.add(e.name)
             if e.name in shown:

@@ -6,7 +6,7 @@ previous slice of the flow to the new one (trace_processor's FlowTracker).
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from ..stats import Stats
 from ..storage import Arg, TraceStorage, to_int64
@@ -18,13 +18,19 @@ class FlowTracker:
         self.stats = stats
         self._last_slice: dict[int, int] = {}  # flow id -> slice id it was last attached to
         # The args of a flow id's rows, if any (trace_processor gives JSON v1 flows their name and category).
-        self.args_of: Optional[Callable[[int], Optional[list[Arg]]]] = None
+        self.args_of: Callable[[int], list[Arg] | None] | None = None
 
-
-    def insert(self, slice_out: int, slice_in: int, trace_id: Optional[int] = None) -> None:
+    def insert(self, slice_out: int, slice_in: int, trace_id: int | None = None) -> None:
         args = self.args_of(trace_id) if self.args_of is not None and trace_id is not None else None
-        self.storage.insert("flow", (slice_out, slice_in, None if trace_id is None else to_int64(trace_id),
-                                     self.storage.arg_set(args) if args else None))
+        self.storage.insert(
+            "flow",
+            (
+                slice_out,
+                slice_in,
+                None if trace_id is None else to_int64(trace_id),
+                self.storage.arg_set(args) if args else None,
+            ),
+        )
 
     # TrackEvent flow_ids / terminating_flow_ids (flow v2).
     def step_v2(self, flow_id: int, slice_id: int, terminating: bool) -> None:
@@ -46,7 +52,7 @@ class FlowTracker:
             del self._last_slice[flow_id]
 
     # Legacy v1 flows: s (begin), t (step), f (end).
-    def begin(self, flow_id: int, slice_id: Optional[int]) -> None:
+    def begin(self, flow_id: int, slice_id: int | None) -> None:
         if slice_id is None:
             self.stats.inc("flow_no_enclosing_slice")
             return
@@ -55,7 +61,7 @@ class FlowTracker:
             return
         self._last_slice[flow_id] = slice_id
 
-    def step(self, flow_id: int, slice_id: Optional[int]) -> None:
+    def step(self, flow_id: int, slice_id: int | None) -> None:
         if slice_id is None:
             self.stats.inc("flow_no_enclosing_slice")
             return
@@ -74,7 +80,7 @@ class FlowTracker:
             return
         self.insert(prev, slice_id, flow_id)
 
-    def end(self, flow_id: int, slice_id: Optional[int], bind_enclosing: bool, close: bool) -> None:
+    def end(self, flow_id: int, slice_id: int | None, bind_enclosing: bool, close: bool) -> None:
         prev = self._last_slice.get(flow_id)
         if prev is None:
             self.stats.inc("flow_end_without_start")

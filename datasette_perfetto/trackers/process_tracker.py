@@ -8,8 +8,6 @@ parents arrive after creation; they are written when the import ends.
 
 from __future__ import annotations
 
-from typing import Optional
-
 from ..stats import Stats
 from ..storage import TraceStorage
 
@@ -28,44 +26,69 @@ THREAD_NAME_PRIORITY_PROCESS_TREE = 2
 THREAD_NAME_PRIORITY_CONSTANT = 5  # names trace_processor itself gives ("swapper")
 
 
-def _set_name(row, name: Optional[str], priority: int) -> None:
+def _set_name(row, name: str | None, priority: int) -> None:
     if name and priority >= row.name_priority:
         row.name = name
         row.name_priority = priority
 
 
 class ProcessRow:
-    __slots__ = ("upid", "pid", "name", "name_priority", "start_ts", "end_ts", "parent_upid", "uid", "android_appid",
-                 "android_user_id", "cmdline", "args", "machine_id")
+    __slots__ = (
+        "upid",
+        "pid",
+        "name",
+        "name_priority",
+        "start_ts",
+        "end_ts",
+        "parent_upid",
+        "uid",
+        "android_appid",
+        "android_user_id",
+        "cmdline",
+        "args",
+        "machine_id",
+    )
 
     def __init__(self, upid: int, pid: int, machine_id: int) -> None:
         self.upid = upid
         self.pid = pid
-        self.name: Optional[str] = None
+        self.name: str | None = None
         self.name_priority = -1
-        self.start_ts: Optional[int] = None
-        self.end_ts: Optional[int] = None
-        self.parent_upid: Optional[int] = None
-        self.uid: Optional[int] = None
-        self.android_appid: Optional[int] = None
-        self.android_user_id: Optional[int] = None
-        self.cmdline: Optional[str] = None
+        self.start_ts: int | None = None
+        self.end_ts: int | None = None
+        self.parent_upid: int | None = None
+        self.uid: int | None = None
+        self.android_appid: int | None = None
+        self.android_user_id: int | None = None
+        self.cmdline: str | None = None
         self.args: dict[str, tuple] = {}
         self.machine_id = machine_id
 
 
 class ThreadRow:
-    __slots__ = ("utid", "tid", "name", "name_priority", "start_ts", "end_ts", "upid", "is_main_thread", "is_idle", "args", "machine_id")
+    __slots__ = (
+        "utid",
+        "tid",
+        "name",
+        "name_priority",
+        "start_ts",
+        "end_ts",
+        "upid",
+        "is_main_thread",
+        "is_idle",
+        "args",
+        "machine_id",
+    )
 
     def __init__(self, utid: int, tid: int, machine_id: int) -> None:
         self.utid = utid
         self.tid = tid
-        self.name: Optional[str] = None
+        self.name: str | None = None
         self.name_priority = -1
-        self.start_ts: Optional[int] = None
-        self.end_ts: Optional[int] = None
-        self.upid: Optional[int] = None
-        self.is_main_thread: Optional[int] = None
+        self.start_ts: int | None = None
+        self.end_ts: int | None = None
+        self.upid: int | None = None
+        self.is_main_thread: int | None = None
         self.is_idle = 0
         self.args: dict[str, tuple] = {}
         self.machine_id = machine_id
@@ -74,8 +97,15 @@ class ThreadRow:
 class ProcessTracker:
     """Per-trace process/thread identity over the database-wide tables."""
 
-    def __init__(self, storage: TraceStorage, processes: dict[int, ProcessRow], threads: dict[int, ThreadRow],
-                 pid_zero_is_idle: bool, machine_id: int = 0, stats: Optional[Stats] = None) -> None:
+    def __init__(
+        self,
+        storage: TraceStorage,
+        processes: dict[int, ProcessRow],
+        threads: dict[int, ThreadRow],
+        pid_zero_is_idle: bool,
+        machine_id: int = 0,
+        stats: Stats | None = None,
+    ) -> None:
         self.storage = storage
         self.processes = processes  # upid -> row, shared by every trace in the database
         self.threads = threads  # utid -> row
@@ -119,8 +149,14 @@ class ProcessTracker:
                 self.update_thread(pid, pid)
         return upid
 
-    def start_new_process(self, pid: int, ts: Optional[int] = None, parent_upid: Optional[int] = None,
-                          name: Optional[str] = None, thread_name_priority: int = NAME_PRIORITY_OTHER) -> int:
+    def start_new_process(
+        self,
+        pid: int,
+        ts: int | None = None,
+        parent_upid: int | None = None,
+        name: str | None = None,
+        thread_name_priority: int = NAME_PRIORITY_OTHER,
+    ) -> int:
         """A new process with `pid` (fork, or pid reuse), with a new main thread; the
         process that had the pid and every thread with tid == pid stop resolving."""
         self._by_pid.pop(pid, None)
@@ -136,7 +172,7 @@ class ProcessTracker:
             row.parent_upid = parent_upid
         return upid
 
-    def set_process_name(self, upid: int, name: Optional[str], priority: int = NAME_PRIORITY_OTHER) -> None:
+    def set_process_name(self, upid: int, name: str | None, priority: int = NAME_PRIORITY_OTHER) -> None:
         _set_name(self.processes[upid], name, priority)
 
     def set_process_parent(self, upid: int, parent_upid: int) -> None:
@@ -148,7 +184,7 @@ class ProcessTracker:
         elif row.parent_upid != parent_upid:
             self.stats.inc("process_tracker_parent_pid_changed")
 
-    def set_process_metadata(self, upid: int, name: Optional[str], cmdline: Optional[str]) -> None:
+    def set_process_metadata(self, upid: int, name: str | None, cmdline: str | None) -> None:
         """Name and command line as the system reports them (process trees)."""
         self.set_process_name(upid, name, NAME_PRIORITY_SYSTEM)
         self.processes[upid].cmdline = cmdline
@@ -175,7 +211,7 @@ class ProcessTracker:
         self._by_tid.setdefault(tid, []).append(row.utid)
         return row
 
-    def start_new_thread(self, ts: Optional[int], tid: int) -> int:
+    def start_new_thread(self, ts: int | None, tid: int) -> int:
         """A new utid for `tid` (the kernel created a task, or the tid was reused), live from now on."""
         row = self._new_thread(tid)
         row.start_ts = ts
@@ -195,7 +231,7 @@ class ProcessTracker:
 
     _is_alive = is_thread_alive
 
-    def get_thread_or_null(self, tid: int) -> Optional[int]:
+    def get_thread_or_null(self, tid: int) -> int | None:
         """The latest live thread with `tid`, or None (never creates one)."""
         for utid in reversed(self._by_tid.get(tid, ())):
             if self.is_thread_alive(utid):
@@ -209,7 +245,7 @@ class ProcessTracker:
 
     get_or_create_live_thread = get_or_create_thread
 
-    def _find_thread(self, tid: int, pid: int) -> Optional[int]:
+    def _find_thread(self, tid: int, pid: int) -> int | None:
         """The latest live thread with `tid` that is in process `pid` or in no process yet."""
         for utid in reversed(self._by_tid.get(tid, ())):
             if not self.is_thread_alive(utid):
@@ -248,10 +284,10 @@ class ProcessTracker:
     def thread(self, utid: int) -> ThreadRow:
         return self.threads[utid]
 
-    def set_thread_name(self, utid: int, name: Optional[str], priority: int = NAME_PRIORITY_OTHER) -> None:
+    def set_thread_name(self, utid: int, name: str | None, priority: int = NAME_PRIORITY_OTHER) -> None:
         _set_name(self.threads[utid], name, priority)
 
-    def set_thread_name_and_maybe_process_name(self, utid: int, name: Optional[str], priority: int) -> None:
+    def set_thread_name_and_maybe_process_name(self, utid: int, name: str | None, priority: int) -> None:
         """A thread rename; renaming a main thread renames its process too."""
         self.set_thread_name(utid, name, priority)
         row = self.threads[utid]

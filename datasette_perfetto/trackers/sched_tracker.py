@@ -9,8 +9,6 @@ the number of CPUs and threads, not the trace length.
 
 from __future__ import annotations
 
-from typing import Optional
-
 from ..storage import TraceStorage
 
 RUNNING = "Running"
@@ -24,12 +22,23 @@ T_ID, T_TS, T_DUR, T_UTID, T_STATE, T_IO_WAIT, T_BLOCKED_FN, T_WAKER_UTID, T_WAK
 # Kernel task state bits, parsed (trace_processor's TaskState flags).
 _INTERRUPTIBLE, _UNINTERRUPTIBLE, _STOPPED, _TRACED, _EXIT_DEAD, _EXIT_ZOMBIE = 0x1, 0x2, 0x4, 0x8, 0x10, 0x20
 _PARKED, _TASK_DEAD, _WAKEKILL, _WAKING, _NOLOAD, _IDLE, _PREEMPTED = 0x40, 0x80, 0x100, 0x200, 0x400, 0x4000, 0x8000
-_LETTERS = ((_INTERRUPTIBLE, "S"), (_UNINTERRUPTIBLE, "D"), (_STOPPED, "T"), (_TRACED, "t"), (_EXIT_DEAD, "X"),
-            (_EXIT_ZOMBIE, "Z"), (_PARKED, "P"), (_TASK_DEAD, "x"), (_WAKEKILL, "K"), (_WAKING, "W"),
-            (_NOLOAD, "N"), (_IDLE, "I"))
+_LETTERS = (
+    (_INTERRUPTIBLE, "S"),
+    (_UNINTERRUPTIBLE, "D"),
+    (_STOPPED, "T"),
+    (_TRACED, "t"),
+    (_EXIT_DEAD, "X"),
+    (_EXIT_ZOMBIE, "Z"),
+    (_PARKED, "P"),
+    (_TASK_DEAD, "x"),
+    (_WAKEKILL, "K"),
+    (_WAKING, "W"),
+    (_NOLOAD, "N"),
+    (_IDLE, "I"),
+)
 
 
-def task_state_string(raw: int, kernel_version: Optional[tuple[int, int]] = None) -> Optional[str]:
+def task_state_string(raw: int, kernel_version: tuple[int, int] | None = None) -> str | None:
     """sched_switch prev_state → 'R', 'R+', 'S', 'DK', ...; None when invalid.
 
     The bits above 0x20 moved between kernel versions; traces that do not say
@@ -47,8 +56,7 @@ def task_state_string(raw: int, kernel_version: Optional[tuple[int, int]] = None
         if raw & 0xFE00:
             return None
     else:
-        for bit, flag in ((0x40, _TASK_DEAD), (0x80, _WAKEKILL), (0x100, _WAKING), (0x200, _PARKED),
-                          (0x400, _NOLOAD)):
+        for bit, flag in ((0x40, _TASK_DEAD), (0x80, _WAKEKILL), (0x100, _WAKING), (0x200, _PARKED), (0x400, _NOLOAD)):
             if raw & bit:
                 parsed |= flag
         if parsed == _UNINTERRUPTIBLE | _NOLOAD:
@@ -71,10 +79,10 @@ class PendingSched:
     __slots__ = ("row", "last_pid", "last_utid", "last_prio")
 
     def __init__(self) -> None:
-        self.row: Optional[list] = None
-        self.last_pid: Optional[int] = None
-        self.last_utid: Optional[int] = None
-        self.last_prio: Optional[int] = None
+        self.row: list | None = None
+        self.last_pid: int | None = None
+        self.last_utid: int | None = None
+        self.last_prio: int | None = None
 
 
 class SchedTracker:
@@ -99,7 +107,7 @@ class SchedTracker:
         self.unwritten[row[S_ID]] = row
         return row
 
-    def close_slice(self, row: list, ts: int, end_state: Optional[str], keep: bool = False) -> None:
+    def close_slice(self, row: list, ts: int, end_state: str | None, keep: bool = False) -> None:
         """Ends a slice; `keep` holds it back because its end state may still arrive."""
         row[S_DUR] = ts - row[S_TS]
         row[S_END_STATE] = end_state
@@ -111,14 +119,14 @@ class SchedTracker:
             self.storage.write("sched", tuple(row))
 
     # -- thread_state -------------------------------------------------------------
-    def _write_if_final(self, row: Optional[list]) -> None:
+    def _write_if_final(self, row: list | None) -> None:
         if row is None:
             return
         utid = row[T_UTID]
         if self.last_state.get(utid) is not row and self.last_blocked.get(utid) is not row:
             self.storage.write("thread_state", tuple(row))
 
-    def last_state_of(self, utid: int) -> Optional[str]:
+    def last_state_of(self, utid: int) -> str | None:
         row = self.last_state.get(utid)
         return row[T_STATE] if row is not None else None
 
@@ -130,8 +138,15 @@ class SchedTracker:
         if row is not None and not data_loss:
             row[T_DUR] = ts - row[T_TS]
 
-    def open_state(self, ts: int, utid: int, state: Optional[str], ucpu: Optional[int] = None,
-                   waker_utid: Optional[int] = None, common_flags: Optional[int] = None) -> None:
+    def open_state(
+        self,
+        ts: int,
+        utid: int,
+        state: str | None,
+        ucpu: int | None = None,
+        waker_utid: int | None = None,
+        common_flags: int | None = None,
+    ) -> None:
         if utid == self.swapper_utid:
             return  # the idle task has no states worth showing
         waker_id = None
@@ -140,8 +155,19 @@ class SchedTracker:
             # A waker is normally running; not at the very start of a CPU's data or after data loss.
             if waker_row is not None and waker_row[T_STATE] == RUNNING:
                 waker_id = waker_row[T_ID]
-        row = [self.storage.reserve_id("thread_state"), ts, -1, utid, state, None, None, waker_utid, waker_id,
-               None if common_flags is None else irq_context(common_flags), ucpu]
+        row = [
+            self.storage.reserve_id("thread_state"),
+            ts,
+            -1,
+            utid,
+            state,
+            None,
+            None,
+            waker_utid,
+            waker_id,
+            None if common_flags is None else irq_context(common_flags),
+            ucpu,
+        ]
         old_last, old_blocked = self.last_state.get(utid), self.last_blocked.get(utid)
         self.last_state[utid] = row
         if state == RUNNING:
@@ -152,8 +178,7 @@ class SchedTracker:
         if old_blocked is not old_last:
             self._write_if_final(old_blocked)
 
-    def push_sched_switch(self, ts: int, ucpu: int, prev_utid: int, prev_state: Optional[str],
-                          next_utid: int) -> None:
+    def push_sched_switch(self, ts: int, ucpu: int, prev_utid: int, prev_state: str | None, next_utid: int) -> None:
         last = self.last_state.get(prev_utid)
         # If the previous thread was not running we lost data: leave its state open-ended.
         self.close_state(ts, prev_utid, data_loss=last is not None and last[T_STATE] != RUNNING)
@@ -162,16 +187,17 @@ class SchedTracker:
         self.close_state(ts, next_utid)
         self.open_state(ts, next_utid, RUNNING, ucpu)
 
-    def push_waking(self, ts: int, utid: int, waker_utid: Optional[int],
-                    common_flags: Optional[int] = None) -> None:
+    def push_waking(self, ts: int, utid: int, waker_utid: int | None, common_flags: int | None = None) -> None:
         last = self.last_state.get(utid)
         if last is None:
             self.open_state(ts, utid, RUNNABLE, None, waker_utid, common_flags)
             return
         if last[T_STATE] in (RUNNING, RUNNABLE):
             # Only blocked threads can be woken; the others are recorded apart.
-            self.storage.insert("spurious_sched_wakeup", (
-                ts, last[T_ID], None if common_flags is None else irq_context(common_flags), utid, waker_utid))
+            self.storage.insert(
+                "spurious_sched_wakeup",
+                (ts, last[T_ID], None if common_flags is None else irq_context(common_flags), utid, waker_utid),
+            )
             return
         self.close_state(ts, utid)
         self.open_state(ts, utid, RUNNABLE, None, waker_utid, common_flags)
@@ -179,7 +205,7 @@ class SchedTracker:
     def push_new_task(self, ts: int, utid: int, waker_utid: int) -> None:
         self.open_state(ts, utid, RUNNABLE, None, waker_utid, 0)
 
-    def push_blocked_reason(self, utid: int, io_wait: Optional[bool], blocked_function: Optional[str]) -> None:
+    def push_blocked_reason(self, utid: int, io_wait: bool | None, blocked_function: str | None) -> None:
         row = self.last_blocked.get(utid)
         if row is None or utid not in self.last_state:
             return
@@ -188,8 +214,7 @@ class SchedTracker:
         if blocked_function is not None:
             row[T_BLOCKED_FN] = blocked_function
 
-    def push_thread_state(self, ts: int, utid: int, state: Optional[str], ucpu: Optional[int] = None,
-                          stats=None) -> None:
+    def push_thread_state(self, ts: int, utid: int, state: str | None, ucpu: int | None = None, stats=None) -> None:
         """A state change reported directly (generic kernel task state events)."""
         self.close_state(ts, utid)
         last = self.last_state.get(utid)
@@ -197,7 +222,7 @@ class SchedTracker:
             stats.inc("generic_task_state_invalid_order")  # two changes at one instant
         self.open_state(ts, utid, state, ucpu)
 
-    def update_pending_state(self, utid: int, state: Optional[str]) -> None:
+    def update_pending_state(self, utid: int, state: str | None) -> None:
         row = self.last_state.get(utid)
         if row is not None:
             row[T_STATE] = state

@@ -13,7 +13,6 @@ held in memory.
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 from ..stats import Stats
 from ..storage import BATCH_ROWS, Arg, TraceStorage
@@ -29,7 +28,7 @@ OpenSlice = list
 
 
 class SliceTracker:
-    def __init__(self, storage: TraceStorage, stats: Stats, name_map: Optional[dict[str, str]] = None) -> None:
+    def __init__(self, storage: TraceStorage, stats: Stats, name_map: dict[str, str] | None = None) -> None:
         self.storage = storage
         self._next_id = storage.next_id  # ids handed out inline: this is the hot path
         self._slice_rows = storage.buffer("slice")
@@ -41,14 +40,31 @@ class SliceTracker:
         self._ended_on_stack: dict[int, int] = {}
 
     # -- public API ----------------------------------------------------------
-    def begin(self, ts: int, track_id: int, category: Optional[str], name: Optional[str],
-              args: list[Arg], thread_ts: Optional[int] = None, thread_ic: Optional[int] = None) -> Optional[int]:
+    def begin(
+        self,
+        ts: int,
+        track_id: int,
+        category: str | None,
+        name: str | None,
+        args: list[Arg],
+        thread_ts: int | None = None,
+        thread_ic: int | None = None,
+    ) -> int | None:
         s = self._start_slice(ts, PENDING, track_id, category, name, args, thread_ts, thread_ic)
         return None if s is None else s[S_ID]
 
-    def scoped(self, ts: int, dur: int, track_id: int, category: Optional[str], name: Optional[str],
-               args: list[Arg], thread_ts: Optional[int] = None, thread_dur: Optional[int] = None,
-               overlap: Optional[list] = None) -> Optional[int]:
+    def scoped(
+        self,
+        ts: int,
+        dur: int,
+        track_id: int,
+        category: str | None,
+        name: str | None,
+        args: list[Arg],
+        thread_ts: int | None = None,
+        thread_dur: int | None = None,
+        overlap: list | None = None,
+    ) -> int | None:
         """A slice whose duration is already known (complete event, instant).
 
         One that partially overlaps an open slice is dropped and counted; with
@@ -63,8 +79,16 @@ class SliceTracker:
             return s[S_ID]
         return None
 
-    def end(self, ts: int, track_id: int, category: Optional[str], name: Optional[str],
-            args: list[Arg], thread_ts: Optional[int] = None, thread_ic: Optional[int] = None) -> Optional[int]:
+    def end(
+        self,
+        ts: int,
+        track_id: int,
+        category: str | None,
+        name: str | None,
+        args: list[Arg],
+        thread_ts: int | None = None,
+        thread_ic: int | None = None,
+    ) -> int | None:
         stack = self.stacks.get(track_id)
         if not stack:
             return None
@@ -88,7 +112,7 @@ class SliceTracker:
             self._pop(stack)
         return s[S_ID]
 
-    def top_slice(self, track_id: int) -> Optional[int]:
+    def top_slice(self, track_id: int) -> int | None:
         stack = self.stacks.get(track_id)
         return stack[-1][S_ID] if stack else None
 
@@ -101,8 +125,9 @@ class SliceTracker:
         self._ended_on_stack.clear()
 
     # -- internals -----------------------------------------------------------
-    def _start_slice(self, ts, dur, track_id, category, name, args, thread_ts, thread_ic,
-                     overlap: Optional[list] = None) -> Optional[OpenSlice]:
+    def _start_slice(
+        self, ts, dur, track_id, category, name, args, thread_ts, thread_ic, overlap: list | None = None
+    ) -> OpenSlice | None:
         stack = self.stacks.get(track_id)
         if stack is None:
             stack = self.stacks[track_id] = []
@@ -125,7 +150,7 @@ class SliceTracker:
         return s
 
     @staticmethod
-    def _matching_open(stack: list[OpenSlice], category, name) -> Optional[int]:
+    def _matching_open(stack: list[OpenSlice], category, name) -> int | None:
         for i in range(len(stack) - 1, -1, -1):
             s = stack[i]
             if s[S_DUR] != PENDING:
@@ -137,8 +162,7 @@ class SliceTracker:
             return i
         return None
 
-    def _close_finished(self, stack: list[OpenSlice], new_ts: int, new_dur: int,
-                        overlap: Optional[list] = None) -> bool:
+    def _close_finished(self, stack: list[OpenSlice], new_ts: int, new_dur: int, overlap: list | None = None) -> bool:
         """Pops slices that ended before new_ts; False if the new slice must be dropped."""
         incomplete_descendant = False
         i = len(stack) - 1
@@ -192,7 +216,7 @@ class SliceTracker:
             self.storage.flush("slice")
 
 
-def _close(s: OpenSlice, ts: int, args, thread_ts: Optional[int], thread_ic: Optional[int]) -> None:
+def _close(s: OpenSlice, ts: int, args, thread_ts: int | None, thread_ic: int | None) -> None:
     """An end event closes s: its duration, the end's args, thread time and instruction deltas."""
     s[S_DUR] = ts - s[S_TS]
     if args:

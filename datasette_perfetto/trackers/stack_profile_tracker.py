@@ -14,7 +14,7 @@ per trace; ids are dense across the database because storage allocates them.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from ..storage import TraceStorage, to_int64
 
@@ -44,7 +44,7 @@ class StackProfileTracker:
         self._dummy_mappings: dict[str, int] = {}
 
     # -- mappings ---------------------------------------------------------------
-    def mapping(self, mapping: Mapping, upid: Optional[int]) -> int:
+    def mapping(self, mapping: Mapping, upid: int | None) -> int:
         identity, build_id, exact_offset, start_offset, start, end, load_bias, name = mapping
         params = (build_id, exact_offset, start_offset, start, end, load_bias, name)
         # A process' own address range is its own mapping; everything else (empty
@@ -56,8 +56,17 @@ class StackProfileTracker:
         mapping_id = self._mappings.get(key)
         if mapping_id is None:
             mapping_id = self._mappings[key] = self.storage.insert(
-                "stack_profile_mapping", (build_id, to_int64(exact_offset), to_int64(start_offset),
-                                          to_int64(start), to_int64(end), to_int64(load_bias), name))
+                "stack_profile_mapping",
+                (
+                    build_id,
+                    to_int64(exact_offset),
+                    to_int64(start_offset),
+                    to_int64(start),
+                    to_int64(end),
+                    to_int64(load_bias),
+                    name,
+                ),
+            )
         return mapping_id
 
     def dummy_mapping(self, name: str) -> int:
@@ -65,60 +74,72 @@ class StackProfileTracker:
         mapping_id = self._dummy_mappings.get(name)
         if mapping_id is None:
             mapping_id = self._dummy_mappings[name] = self.storage.insert(
-                "stack_profile_mapping", ("", 0, 0, 0, to_int64(UINT64_MAX), 0, name))
+                "stack_profile_mapping", ("", 0, 0, 0, to_int64(UINT64_MAX), 0, name)
+            )
         return mapping_id
 
     # -- frames -----------------------------------------------------------------
-    def add_symbol(self, name: str, source_file: Optional[str], line: Optional[int]) -> int:
+    def add_symbol(self, name: str, source_file: str | None, line: int | None) -> int:
         """A one-row symbol set; its id is the symbol table's row count, as in trace_processor."""
         symbol_set_id = self.storage.next_id["stack_profile_symbol"]
         self.storage.insert("stack_profile_symbol", (symbol_set_id, name, source_file, line, None))
         return symbol_set_id
 
-    def frame(self, mapping_id: int, rel_pc: int, name: str, source_file: Optional[str] = None,
-              line: Optional[int] = None, kind: Optional[str] = None) -> int:
+    def frame(
+        self,
+        mapping_id: int,
+        rel_pc: int,
+        name: str,
+        source_file: str | None = None,
+        line: int | None = None,
+        kind: str | None = None,
+    ) -> int:
         key = (mapping_id, rel_pc, name)
         frame_id = self._frames.get(key)
         if frame_id is None:
             symbol_set_id = self.add_symbol(name, source_file, line) if source_file or line else None
             frame_id = self._frames[key] = self.storage.insert(
-                "stack_profile_frame", (name, mapping_id, to_int64(rel_pc), symbol_set_id, None, kind))
+                "stack_profile_frame", (name, mapping_id, to_int64(rel_pc), symbol_set_id, None, kind)
+            )
         return frame_id
 
-    def dummy_frame(self, mapping_id: int, name: str, source_file: Optional[str], line: Optional[int],
-                    kind: Optional[str] = None) -> int:
+    def dummy_frame(
+        self, mapping_id: int, name: str, source_file: str | None, line: int | None, kind: str | None = None
+    ) -> int:
         """A frame of a placeholder mapping: known by name and source location, every one gets a symbol."""
         key = ("dummy", mapping_id, name, source_file, line)
         frame_id = self._frames.get(key)
         if frame_id is None:
             symbol_set_id = self.add_symbol(name, source_file, line)
             frame_id = self._frames[key] = self.storage.insert(
-                "stack_profile_frame", (name, mapping_id, 0, symbol_set_id, None, kind))
+                "stack_profile_frame", (name, mapping_id, 0, symbol_set_id, None, kind)
+            )
         return frame_id
 
-    def resolved_frame(self, frame: Frame, upid: Optional[int]) -> int:
+    def resolved_frame(self, frame: Frame, upid: int | None) -> int:
         mapping, rel_pc, name, source_file, line, kind = frame
         if mapping is None:
             return self.dummy_frame(self.dummy_mapping(""), name, source_file, line, kind)
         return self.frame(self.mapping(mapping, upid), rel_pc, name, source_file, line, kind)
 
     # -- callsites --------------------------------------------------------------
-    def callsite(self, parent_id: Optional[int], frame_id: int, depth: int) -> int:
+    def callsite(self, parent_id: int | None, frame_id: int, depth: int) -> int:
         key = (parent_id, frame_id, depth)
         callsite_id = self._callsites.get(key)
         if callsite_id is None:
-            callsite_id = self._callsites[key] = self.storage.insert("stack_profile_callsite",
-                                                                     (depth, parent_id, frame_id))
+            callsite_id = self._callsites[key] = self.storage.insert(
+                "stack_profile_callsite", (depth, parent_id, frame_id)
+            )
         return callsite_id
 
-    def callstack(self, frame_ids: Sequence[int]) -> Optional[int]:
+    def callstack(self, frame_ids: Sequence[int]) -> int | None:
         """The leaf callsite of frames listed root first; None for an empty stack."""
         callsite_id = None
         for depth, frame_id in enumerate(frame_ids):
             callsite_id = self.callsite(callsite_id, frame_id, depth)
         return callsite_id
 
-    def resolved_callstack(self, frames: Sequence[Frame], upid: Optional[int]) -> Optional[int]:
+    def resolved_callstack(self, frames: Sequence[Frame], upid: int | None) -> int | None:
         return self.callstack([self.resolved_frame(f, upid) for f in frames])
 
 
@@ -132,34 +153,34 @@ class ProfilerSamples:
         # Sessions stay in memory: the timebase unit may be learnt after the session starts.
         self.sessions: dict[int, list] = {}  # id -> [source, timebase_unit, cmdline]
 
-    def task_context(self, upid: Optional[int], utid: Optional[int], async_context_id: Optional[int] = None) -> int:
+    def task_context(self, upid: int | None, utid: int | None, async_context_id: int | None = None) -> int:
         key = (upid, utid, async_context_id)
         found = self._task_contexts.get(key)
         if found is None:
             found = self._task_contexts[key] = self.storage.insert("profiler_task_context", key)
         return found
 
-    def execution_context(self, ucpu: Optional[int], cpu_mode: Optional[str]) -> int:
+    def execution_context(self, ucpu: int | None, cpu_mode: str | None) -> int:
         key = (ucpu, cpu_mode)
         found = self._execution_contexts.get(key)
         if found is None:
             found = self._execution_contexts[key] = self.storage.insert("profiler_execution_context", key)
         return found
 
-    def new_session(self, source: str, timebase_unit: Optional[str] = None) -> int:
+    def new_session(self, source: str, timebase_unit: str | None = None) -> int:
         session_id = self.storage.reserve_id("profiler_session")
         self.sessions[session_id] = [source, timebase_unit, None]
         return session_id
 
-    def set_timebase_unit(self, session_id: int, unit: Optional[str]) -> None:
+    def set_timebase_unit(self, session_id: int, unit: str | None) -> None:
         row = self.sessions[session_id]
         if unit and row[1] is None:
             row[1] = unit
 
-    def async_context(self, name: Optional[str], kind: Optional[str], parent_id: Optional[int]) -> int:
+    def async_context(self, name: str | None, kind: str | None, parent_id: int | None) -> int:
         return self.storage.insert("profiler_async_context", (name, kind, parent_id))
 
-    def counter_set(self, counter_ids: Sequence[int]) -> Optional[int]:
+    def counter_set(self, counter_ids: Sequence[int]) -> int | None:
         if not counter_ids:
             return None
         set_id = self.storage.next_id["profiler_counter_set"]
@@ -167,11 +188,21 @@ class ProfilerSamples:
             self.storage.insert("profiler_counter_set", (set_id, counter_id))
         return set_id
 
-    def sample(self, ts: int, source: str, task_context_id: Optional[int], execution_context_id: Optional[int],
-               callsite_id: Optional[int], unwind_error: Optional[str] = None, session_id: Optional[int] = None,
-               counter_set_id: Optional[int] = None) -> int:
-        return self.storage.insert("profiler_sample", (ts, source, task_context_id, execution_context_id,
-                                                       callsite_id, unwind_error, session_id, counter_set_id))
+    def sample(
+        self,
+        ts: int,
+        source: str,
+        task_context_id: int | None,
+        execution_context_id: int | None,
+        callsite_id: int | None,
+        unwind_error: str | None = None,
+        session_id: int | None = None,
+        counter_set_id: int | None = None,
+    ) -> int:
+        return self.storage.insert(
+            "profiler_sample",
+            (ts, source, task_context_id, execution_context_id, callsite_id, unwind_error, session_id, counter_set_id),
+        )
 
     def finish(self) -> None:
         for session_id in sorted(self.sessions):

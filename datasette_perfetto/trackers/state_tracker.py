@@ -3,8 +3,6 @@ the next update on the track ends (trace_processor's StateTracker)."""
 
 from __future__ import annotations
 
-from typing import Optional
-
 from ..storage import Arg, TraceStorage
 
 STILL_OPEN = -1
@@ -15,8 +13,14 @@ class StateTracker:
         self.storage = storage
         self._open: dict[int, list] = {}  # track -> [id, ts, category, value, args]
 
-    def update(self, ts: int, track_id: int, value: Optional[str], category: Optional[str] = None,
-               args: Optional[list[Arg]] = None) -> None:
+    def update(
+        self,
+        ts: int,
+        track_id: int,
+        value: str | None,
+        category: str | None = None,
+        args: list[Arg] | None = None,
+    ) -> None:
         """Ends the track's open state at `ts` and opens `value` (None opens nothing)."""
         current = self._open.pop(track_id, None)
         if current is not None:
@@ -26,8 +30,9 @@ class StateTracker:
 
     def _write(self, state: list, track_id: int, dur: int) -> None:
         sid, ts, category, value, args = state
-        self.storage.write("state", (sid, ts, dur, track_id, category, value,
-                                     self.storage.arg_set(args) if args else None))
+        self.storage.write(
+            "state", (sid, ts, dur, track_id, category, value, self.storage.arg_set(args) if args else None)
+        )
 
     def finish(self) -> None:
         for track_id, state in sorted(self._open.items()):

@@ -6,29 +6,40 @@ parents and source args can arrive after a track is created).
 
 from __future__ import annotations
 
-from typing import Optional
-
 from ..storage import Arg, TraceStorage
 
 
 class TrackRow:
-    __slots__ = ("id", "name", "type", "dims", "parent_id", "source_args", "event_type", "counter_unit",
-                 "utid", "upid", "machine_id", "trace_id", "track_group_id")
+    __slots__ = (
+        "id",
+        "name",
+        "type",
+        "dims",
+        "parent_id",
+        "source_args",
+        "event_type",
+        "counter_unit",
+        "utid",
+        "upid",
+        "machine_id",
+        "trace_id",
+        "track_group_id",
+    )
 
     def __init__(self, id: int, type: str, dims: tuple, event_type: str, machine_id: int, trace_id: int) -> None:
         self.id = id
         self.type = type
         self.dims = dims  # ((name, value), ...) in blueprint order
         self.event_type = event_type
-        self.name: Optional[str] = None
-        self.parent_id: Optional[int] = None
+        self.name: str | None = None
+        self.parent_id: int | None = None
         self.source_args: list[Arg] = []
-        self.counter_unit: Optional[str] = None
-        self.utid: Optional[int] = None
-        self.upid: Optional[int] = None
+        self.counter_unit: str | None = None
+        self.utid: int | None = None
+        self.upid: int | None = None
         self.machine_id = machine_id
         self.trace_id = trace_id
-        self.track_group_id: Optional[int] = None
+        self.track_group_id: int | None = None
 
 
 def dimension_args(dims: tuple) -> list[Arg]:
@@ -51,8 +62,9 @@ class TrackTracker:
         self.machine_id = machine_id
         self._interned: dict[tuple, int] = {}
 
-    def intern(self, type: str, dims: tuple, event_type: str = "slice", name: Optional[str] = None,
-               unit: Optional[str] = None) -> int:
+    def intern(
+        self, type: str, dims: tuple, event_type: str = "slice", name: str | None = None, unit: str | None = None
+    ) -> int:
         """The track for (type, dims), created on first use."""
         key = (type, dims)
         track_id = self._interned.get(key)
@@ -62,8 +74,9 @@ class TrackTracker:
         self._interned[key] = track_id
         return track_id
 
-    def create(self, type: str, dims: tuple, event_type: str = "slice", name: Optional[str] = None,
-               unit: Optional[str] = None) -> int:
+    def create(
+        self, type: str, dims: tuple, event_type: str = "slice", name: str | None = None, unit: str | None = None
+    ) -> int:
         row = TrackRow(self.storage.reserve_id("track"), type, dims, event_type, self.machine_id, self.trace_id)
         row.name = name
         row.counter_unit = unit
@@ -83,7 +96,21 @@ def write_tracks(storage: TraceStorage, tracks: dict[int, TrackRow]) -> None:
     for row in sorted(tracks.values(), key=lambda r: r.id):
         dim_set = storage.arg_set(dimension_args(row.dims)) if row.dims else None
         source_set = storage.arg_set(row.source_args) if row.source_args else None
-        storage.write("track", (row.id, row.name, row.type, dim_set, row.parent_id, source_set, row.machine_id,
-                                row.track_group_id, row.event_type, row.counter_unit, row.utid, row.upid,
-                                row.trace_id))
-
+        storage.write(
+            "track",
+            (
+                row.id,
+                row.name,
+                row.type,
+                dim_set,
+                row.parent_id,
+                source_set,
+                row.machine_id,
+                row.track_group_id,
+                row.event_type,
+                row.counter_unit,
+                row.utid,
+                row.upid,
+                row.trace_id,
+            ),
+        )

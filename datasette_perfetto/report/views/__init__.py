@@ -8,12 +8,20 @@ from ..base import View
 from ..scope import ReportError
 
 # One module per noun, each with a VIEWS list (modules not written yet are skipped).
-_MODULES = ("processes", "tracks", "slices", "stack_samples", "heap_profile", "heap_dump", "scheduling",
-            "counters", "absent")
+_MODULES = (
+    "processes",
+    "tracks",
+    "slices",
+    "stack_samples",
+    "heap_profile",
+    "heap_dump",
+    "scheduling",
+    "counters",
+    "absent",
+)
 
 # Nouns in the RFC's order; each maps view name -> view, the default view first.
-NOUN_ORDER = ("processes", "tracks", "slices", "stack-samples", "heap-profile", "heap-dump", "scheduling",
-              "counters")
+NOUN_ORDER = ("processes", "tracks", "slices", "stack-samples", "heap-profile", "heap-dump", "scheduling", "counters")
 
 
 def _registry() -> dict[str, dict[str, View]]:

@@ -12,8 +12,9 @@ NOT_YET: dict[str, tuple[str, ...]] = {}
 
 class NotPresentView(View):
     result_field = "not_present"
-    flags = frozenset({"pid", "process", "tid", "thread", "time", "name", "min_duration", "min_count", "sort",
-                       "max_lines"})
+    flags = frozenset(
+        {"pid", "process", "tid", "thread", "time", "name", "min_duration", "min_count", "sort", "max_lines"}
+    )
 
     def __init__(self, noun: str, name: str) -> None:
         self.noun = noun

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import heapq
 import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable, Optional
 
 from .. import report_pb2 as pb
 from ..base import Cell, Flame, FlameBox, Link, ReportRun, Table
@@ -23,10 +23,10 @@ UNNAMED = "(unnamed)"
 
 @dataclass
 class Callsite:
-    parent: Optional[int]
-    names: tuple[str, ...]   # the frame's functions, outermost first (inlined ones after their caller)
-    value: int = 0           # samples, or bytes allocated, with this callsite as the leaf
-    count: int = 0           # allocations (heap profiles)
+    parent: int | None
+    names: tuple[str, ...]  # the frame's functions, outermost first (inlined ones after their caller)
+    value: int = 0  # samples, or bytes allocated, with this callsite as the leaf
+    count: int = 0  # allocations (heap profiles)
 
 
 @dataclass
@@ -63,14 +63,15 @@ on_stack AS (
 ),"""
 
 
-def load_callsites(run: ReportRun, what: str, weight_sql: str, params: dict, name_glob: Optional[str]
-                   ) -> Callsites:
+def load_callsites(run: ReportRun, what: str, weight_sql: str, params: dict, name_glob: str | None) -> Callsites:
     """Runs `weight_sql` (columns: callsite_id, value, count; one row per callsite) and loads the callsites
     involved with their ancestors, frame names and inlined symbols."""
     matches = "coalesce(f.deobfuscated_name, f.name) GLOB :name" if name_glob is not None else "0"
     if name_glob is not None:
         params = {**params, "name": name_glob}
-    rows = run.query(f"{what} per callsite, with every callsite above them and its function", f"""WITH RECURSIVE
+    rows = run.query(
+        f"{what} per callsite, with every callsite above them and its function",
+        f"""WITH RECURSIVE
 weight AS MATERIALIZED (
 {weight_sql}
 ),
@@ -85,7 +86,9 @@ FROM chain
 JOIN stack_profile_callsite c ON c.id = chain.id
 JOIN stack_profile_frame f ON f.id = c.frame_id
 LEFT JOIN weight w ON w.callsite_id = c.id
-ORDER BY c.depth, c.id""", params)
+ORDER BY c.depth, c.id""",
+        params,
+    )
     symbol_sets = sorted({r["symbol_set_id"] for r in rows if r["symbol_set_id"] is not None})
     symbols: dict[int, list[tuple[str, bool]]] = {}
     if symbol_sets:
@@ -93,11 +96,15 @@ ORDER BY c.depth, c.id""", params)
         if name_glob is not None:
             sym_params["name"] = name_glob
         # Rows of a set run from the innermost (inlined) function outwards, as trace_processor reads them.
-        for r in run.query("symbols of those frames (inlined functions)", f"""SELECT symbol_set_id, name,
+        for r in run.query(
+            "symbols of those frames (inlined functions)",
+            f"""SELECT symbol_set_id, name,
        {"name GLOB :name" if name_glob is not None else "0"} AS matches
 FROM stack_profile_symbol
 WHERE symbol_set_id IN (SELECT value FROM json_each(:symbol_sets)) AND name IS NOT NULL
-ORDER BY symbol_set_id, id DESC""", sym_params):
+ORDER BY symbol_set_id, id DESC""",
+            sym_params,
+        ):
             symbols.setdefault(r["symbol_set_id"], []).append((r["name"], bool(r["matches"])))
     sites: dict[int, Callsite] = {}
     order: list[int] = []
@@ -123,17 +130,19 @@ ORDER BY symbol_set_id, id DESC""", sym_params):
 class Node:
     __slots__ = ("name", "depth", "parent", "children", "self_value", "self_count", "total_value", "total_count")
 
-    def __init__(self, name: str, depth: int, parent: Optional["Node"] = None) -> None:
+    def __init__(self, name: str, depth: int, parent: Node | None = None) -> None:
         self.name = name
         self.depth = depth
         self.parent = parent
         self.children: dict[str, Node] = {}
         self.self_value = self.self_count = self.total_value = self.total_count = 0
 
-    def shown_children(self) -> list["Node"]:
+    def shown_children(self) -> list[Node]:
         """Children with weight, biggest first (ties by name, so output is stable)."""
-        return sorted((c for c in self.children.values() if c.total_value or c.total_count),
-                      key=lambda c: (-c.total_value, -c.total_count, c.name))
+        return sorted(
+            (c for c in self.children.values() if c.total_value or c.total_count),
+            key=lambda c: (-c.total_value, -c.total_count, c.name),
+        )
 
 
 def top_down(cs: Callsites, only_matching: bool = False) -> Node:
@@ -176,8 +185,17 @@ class CallerNode:
     """A bottom-up node, expanded only when the pruning asks for its children: the whole caller tree of a
     large profile has a node per distinct (stack suffix), far more than any view shows."""
 
-    __slots__ = ("name", "depth", "cs", "entries", "self_value", "self_count", "total_value", "total_count",
-                 "_children")
+    __slots__ = (
+        "name",
+        "depth",
+        "cs",
+        "entries",
+        "self_value",
+        "self_count",
+        "total_value",
+        "total_count",
+        "_children",
+    )
 
     def __init__(self, name: str, depth: int, cs: Callsites, entries: list) -> None:
         self.name = name
@@ -189,10 +207,10 @@ class CallerNode:
         self.total_count = sum(e[3] for e in entries)
         self.self_value = sum(e[2] for e in entries if e[4])
         self.self_count = sum(e[3] for e in entries if e[4])
-        self._children: Optional[dict[str, CallerNode]] = None
+        self._children: dict[str, CallerNode] | None = None
 
     @property
-    def children(self) -> dict[str, "CallerNode"]:
+    def children(self) -> dict[str, CallerNode]:
         if self._children is None:
             sites = self.cs.sites
             groups: dict[str, list] = {}
@@ -204,8 +222,7 @@ class CallerNode:
                     pos = len(sites[cid].names)
                 pos -= 1
                 groups.setdefault(sites[cid].names[pos], []).append((cid, pos, value, count, is_self))
-            self._children = {name: CallerNode(name, self.depth + 1, self.cs, group)
-                              for name, group in groups.items()}
+            self._children = {name: CallerNode(name, self.depth + 1, self.cs, group) for name, group in groups.items()}
         return self._children
 
     shown_children = Node.shown_children
@@ -216,7 +233,7 @@ def bottom_up(cs: Callsites, roots_matching: bool = False) -> Node:
     innermost function of each stack that matches the name glob), children their callers. Each stack
     counts once, at one root, so a recursive function is never counted twice."""
     sites, matched = cs.sites, cs.matched
-    nearest: dict[int, Optional[tuple[int, int]]] = {}  # callsite -> innermost matching (callsite, index)
+    nearest: dict[int, tuple[int, int] | None] = {}  # callsite -> innermost matching (callsite, index)
     groups: dict[str, list] = {}
     for cid in cs.order:
         site = sites[cid]
@@ -230,8 +247,7 @@ def bottom_up(cs: Callsites, roots_matching: bool = False) -> Node:
         if start is None:
             continue
         at, pos = start
-        groups.setdefault(sites[at].names[pos], []).append(
-            (at, pos, site.value, site.count, at == cid and pos == last))
+        groups.setdefault(sites[at].names[pos], []).append((at, pos, site.value, site.count, at == cid and pos == last))
     root = Node("", -1)
     root.children = {name: CallerNode(name, 0, cs, group) for name, group in groups.items()}  # type: ignore
     return root
@@ -274,6 +290,7 @@ def function_totals(tree: Node) -> dict[str, FunctionTotals]:
 
 # -- pruning -------------------------------------------------------------------------------------------
 
+
 def byte_size(n: int) -> str:
     """1.5 MiB, 320 KiB, 48 B."""
     sign = "-" if n < 0 else ""
@@ -290,8 +307,9 @@ def percent(part: int, whole: int) -> float:
     return 100.0 * part / whole if whole else 0.0
 
 
-def fill_tree(out: pb.CallTree, root: Node, max_lines: int, unit: str, total_value: int,
-              count_nodes: bool = True) -> None:
+def fill_tree(
+    out: pb.CallTree, root: Node, max_lines: int, unit: str, total_value: int, count_nodes: bool = True
+) -> None:
     """The tree pruned to max_lines nodes, best-first by total% with a depth decay, in display order.
     count_nodes: count the whole tree (top-down, built in full); bottom-up trees are built lazily."""
     out.unit = unit
@@ -319,7 +337,7 @@ def fill_tree(out: pb.CallTree, root: Node, max_lines: int, unit: str, total_val
         # A single child continues its parent's line of calls: same indent.
         child_indent = indent if len(children) == 1 else indent + 1
         for child in children:
-            heapq.heappush(candidates, (-weight(child) * DECAY ** child_indent, seq, child, child_indent))
+            heapq.heappush(candidates, (-weight(child) * DECAY**child_indent, seq, child, child_indent))
             seq += 1
 
     # Display: pre-order over the shown nodes, biggest sibling first.
@@ -329,14 +347,21 @@ def fill_tree(out: pb.CallTree, root: Node, max_lines: int, unit: str, total_val
         index = len(out.nodes)
         children = node.shown_children()
         hidden = [c for c in children if id(c) not in shown]
-        out.nodes.add(name=node.name, depth=node.depth, indent=indent_of[id(node)], parent=parent,
-                      self_value=node.self_value, total_value=node.total_value,
-                      self_percent=percent(node.self_value, total_value),
-                      total_percent=percent(node.total_value, total_value),
-                      self_count=node.self_count, total_count=node.total_count,
-                      hidden_children=len(hidden),
-                      hidden_percent=percent(sum(c.total_value for c in hidden), total_value),
-                      hidden_max_percent=max((percent(c.total_value, total_value) for c in hidden), default=0.0))
+        out.nodes.add(
+            name=node.name,
+            depth=node.depth,
+            indent=indent_of[id(node)],
+            parent=parent,
+            self_value=node.self_value,
+            total_value=node.total_value,
+            self_percent=percent(node.self_value, total_value),
+            total_percent=percent(node.total_value, total_value),
+            self_count=node.self_count,
+            total_count=node.total_count,
+            hidden_children=len(hidden),
+            hidden_percent=percent(sum(c.total_value for c in hidden), total_value),
+            hidden_max_percent=max((percent(c.total_value, total_value) for c in hidden), default=0.0),
+        )
         walk.extend((c, index) for c in reversed(children) if id(c) in shown)
     hidden_roots = [n for n in roots if id(n) not in shown]
     out.hidden_roots = len(hidden_roots)
@@ -344,7 +369,7 @@ def fill_tree(out: pb.CallTree, root: Node, max_lines: int, unit: str, total_val
     out.hidden_roots_max_percent = max((percent(n.total_value, total_value) for n in hidden_roots), default=0.0)
 
 
-def fill_call_tree(view, run: ReportRun, out: pb.CallTree, cs: "Callsites", unit: str, functions_step: str) -> None:
+def fill_call_tree(view, run: ReportRun, out: pb.CallTree, cs: Callsites, unit: str, functions_step: str) -> None:
     """A top-down or bottom-up view's compute(): the tree of `cs` in `unit`s, its footnote and
     next steps. `view` has the call-tree view's noun, bottom flag and function_link()."""
     s = run.scope
@@ -359,8 +384,7 @@ def fill_call_tree(view, run: ReportRun, out: pb.CallTree, cs: "Callsites", unit
     if out.nodes:
         heaviest = max(out.nodes, key=lambda n: (n.self_value, -n.depth))
         if not view.bottom:
-            run.next_step(f"Who calls {heaviest.name or UNNAMED}",
-                          view.function_link(run, "bottom-up", heaviest.name))
+            run.next_step(f"Who calls {heaviest.name or UNNAMED}", view.function_link(run, "bottom-up", heaviest.name))
         run.next_step(functions_step, run.link(view.noun, "functions", max_lines=None))
 
 
@@ -371,8 +395,10 @@ def tree_footnote(run: ReportRun, out: pb.CallTree) -> None:
     max_lines = run.scope.max_lines
     bigger = min(max(max_lines * 5, 500), 10_000)
     hidden = f"{out.total_nodes - len(out.nodes)} more" if out.total_nodes else "More"
-    run.footnote(f"{hidden} call tree nodes below max_lines {max_lines}; rerun with max_lines={bigger}",
-                 run.link(run.noun, run.view, max_lines=str(bigger)))
+    run.footnote(
+        f"{hidden} call tree nodes below max_lines {max_lines}; rerun with max_lines={bigger}",
+        run.link(run.noun, run.view, max_lines=str(bigger)),
+    )
 
 
 def _count(root: Node) -> int:
@@ -391,9 +417,14 @@ def hidden_text(count: int, combined: float, largest: float, what: str = "childr
     return f"… ({count} more {what}: combined {combined:.1f}%, max {largest:.1f}%)"
 
 
-def tree_table(msg: pb.CallTree, title: str, headers: tuple[str, ...],
-               cells: Callable[[pb.CallTree.Node], list[Cell]], link: Callable[[str], Optional[Link]],
-               empty: str) -> Table:
+def tree_table(
+    msg: pb.CallTree,
+    title: str,
+    headers: tuple[str, ...],
+    cells: Callable[[pb.CallTree.Node], list[Cell]],
+    link: Callable[[str], Link | None],
+    empty: str,
+) -> Table:
     """The tree as a table: value columns, then the function indented by its display indent."""
     rows: list[list[Cell]] = []
     blanks = [Cell("") for _ in headers[:-1]]
@@ -417,20 +448,28 @@ def tree_table(msg: pb.CallTree, title: str, headers: tuple[str, ...],
             walk.append((i, True))
         walk.extend((k, False) for k in reversed(kids.get(i, [])))
     if msg.hidden_roots:
-        rows.append(blanks + [Cell(hidden_text(msg.hidden_roots, msg.hidden_roots_percent,
-                                               msg.hidden_roots_max_percent, "roots"), css="report-tree")])
+        rows.append(
+            blanks
+            + [
+                Cell(
+                    hidden_text(msg.hidden_roots, msg.hidden_roots_percent, msg.hidden_roots_max_percent, "roots"),
+                    css="report-tree",
+                )
+            ]
+        )
     return Table(title, headers, rows, align="r" * (len(headers) - 1) + "l", empty=empty)
 
 
-def tree_flame(msg: pb.CallTree, title: str, describe: Callable[[pb.CallTree.Node], str],
-               link: Callable[[str], Optional[Link]]) -> Flame:
+def tree_flame(
+    msg: pb.CallTree, title: str, describe: Callable[[pb.CallTree.Node], str], link: Callable[[str], Link | None]
+) -> Flame:
     """An icicle of the shown tree: each node as wide as its total, children under their parent, biggest
     first; the children max_lines hid are one grey box after the shown ones."""
     boxes: list[FlameBox] = []
     total = msg.total_value
     if total <= 0:
         return Flame(title, boxes)
-    next_x: dict[int, float] = {}   # node index -> where its next child starts
+    next_x: dict[int, float] = {}  # node index -> where its next child starts
     root_x = 0.0
     for i, node in enumerate(msg.nodes):
         width = node.total_value / total
@@ -444,23 +483,45 @@ def tree_flame(msg: pb.CallTree, title: str, describe: Callable[[pb.CallTree.Nod
     for i, node in enumerate(msg.nodes):
         if node.hidden_children:
             rest = node.hidden_percent / 100.0
-            boxes.append(FlameBox(next_x[i], rest, node.depth + 1, f"… {node.hidden_children} more",
-                                  hidden_text(node.hidden_children, node.hidden_percent, node.hidden_max_percent),
-                                  pruned=True))
+            boxes.append(
+                FlameBox(
+                    next_x[i],
+                    rest,
+                    node.depth + 1,
+                    f"… {node.hidden_children} more",
+                    hidden_text(node.hidden_children, node.hidden_percent, node.hidden_max_percent),
+                    pruned=True,
+                )
+            )
     if msg.hidden_roots:
-        boxes.append(FlameBox(root_x, msg.hidden_roots_percent / 100.0, 0, f"… {msg.hidden_roots} more",
-                              hidden_text(msg.hidden_roots, msg.hidden_roots_percent, msg.hidden_roots_max_percent,
-                                          "roots"), pruned=True))
+        boxes.append(
+            FlameBox(
+                root_x,
+                msg.hidden_roots_percent / 100.0,
+                0,
+                f"… {msg.hidden_roots} more",
+                hidden_text(msg.hidden_roots, msg.hidden_roots_percent, msg.hidden_roots_max_percent, "roots"),
+                pruned=True,
+            )
+        )
     return Flame(title, boxes)
 
 
-def sorted_functions(totals: dict[str, FunctionTotals], matched: Optional[Iterable[str]], sort: str,
-                     min_count: Optional[int], count_of: Callable[[FunctionTotals], int]
-                     ) -> list[tuple[str, FunctionTotals]]:
+def sorted_functions(
+    totals: dict[str, FunctionTotals],
+    matched: Iterable[str] | None,
+    sort: str,
+    min_count: int | None,
+    count_of: Callable[[FunctionTotals], int],
+) -> list[tuple[str, FunctionTotals]]:
     keep = set(matched) if matched is not None else None
-    rows = [(name, t) for name, t in totals.items()
-            if (keep is None or name in keep) and (t.total_value or t.total_count)
-            and (min_count is None or count_of(t) >= min_count)]
+    rows = [
+        (name, t)
+        for name, t in totals.items()
+        if (keep is None or name in keep)
+        and (t.total_value or t.total_count)
+        and (min_count is None or count_of(t) >= min_count)
+    ]
     keys = {
         "self": lambda r: (-r[1].self_value, -r[1].total_value, r[0]),
         "total": lambda r: (-r[1].total_value, -r[1].self_value, r[0]),
@@ -471,5 +532,18 @@ def sorted_functions(totals: dict[str, FunctionTotals], matched: Optional[Iterab
     return rows
 
 
-__all__ = ["load_callsites", "top_down", "bottom_up", "function_totals", "fill_tree", "tree_table",
-           "tree_flame", "tree_footnote", "fill_call_tree", "sorted_functions", "percent", "byte_size", "UNNAMED"]
+__all__ = [
+    "load_callsites",
+    "top_down",
+    "bottom_up",
+    "function_totals",
+    "fill_tree",
+    "tree_table",
+    "tree_flame",
+    "tree_footnote",
+    "fill_call_tree",
+    "sorted_functions",
+    "percent",
+    "byte_size",
+    "UNNAMED",
+]

@@ -13,25 +13,41 @@ from __future__ import annotations
 
 import bisect
 import math
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from .. import format as fmt
 from .. import report_pb2 as pb
 from ..base import Bar, Cell, Chart, ReportRun, Table, View, percentile_index
 from ..filters import Where
 from ..scope import MAX_TOP, ReportError
-from .tracks import (CPU_SQL, GPU_SQL, OWNER_COLUMNS, TRACK_FROM, glob_escape, has_view, owner_label, owner_params,
-                     owner_where, scoped_link)
+from .tracks import (
+    CPU_SQL,
+    GPU_SQL,
+    OWNER_COLUMNS,
+    TRACK_FROM,
+    glob_escape,
+    has_view,
+    owner_label,
+    owner_params,
+    owner_where,
+    scoped_link,
+)
 
 SERIES_FLAGS = frozenset({"pid", "process", "tid", "thread", "cpu", "track", "time", "name"})
-SCOPE_NOTE = ("name must match one counter name; pid/process (a process's counters and its threads'), "
-              "tid/thread and cpu choose which tracks of that name form the series.")
+SCOPE_NOTE = (
+    "name must match one counter name; pid/process (a process's counters and its threads'), "
+    "tid/thread and cpu choose which tracks of that name form the series."
+)
 
 TRACK_COLUMNS = f"""tr.id AS track_id, tr.name, tr.type, tr.counter_unit AS unit,
          {OWNER_COLUMNS}, {GPU_SQL} AS gpu"""
 
-LIST_SORTS = {"count": "count DESC, name, track_id", "name": "name, track_id",
-              "max": "max DESC, name, track_id", "avg": "avg DESC, name, track_id"}
+LIST_SORTS = {
+    "count": "count DESC, name, track_id",
+    "name": "name, track_id",
+    "max": "max DESC, name, track_id",
+    "avg": "avg DESC, name, track_id",
+}
 
 # Value ranges wider than this ratio get log-spaced histogram buckets.
 LOG_SCALE_RATIO = 100
@@ -40,6 +56,7 @@ MAX_NAMES_LISTED = 50
 
 
 # -- scope --------------------------------------------------------------------------------------
+
 
 def counter_where(run: ReportRun, with_name: bool = True) -> Where:
     """Counter tracks in the run's scope (aliases as in TRACK_FROM)."""
@@ -64,42 +81,69 @@ def sample_range(run: ReportRun, alias: str = "c") -> tuple[str, dict]:
     if run.scope.time is None:
         return "", {}
     start, end = run.time_range()
-    return (f" AND {alias}.ts >= :range_start AND {alias}.ts < :range_end",
-            {"range_start": start, "range_end": end})
+    return (f" AND {alias}.ts >= :range_start AND {alias}.ts < :range_end", {"range_start": start, "range_end": end})
 
 
 def resolve_name(run: ReportRun) -> str:
     """The one counter name `name` matches in scope; a ReportError listing the choices otherwise."""
     w = counter_where(run)
-    names = [r[0] for r in run.query("counter names matching name", f"""SELECT DISTINCT tr.name
+    names = [
+        r[0]
+        for r in run.query(
+            "counter names matching name",
+            f"""SELECT DISTINCT tr.name
 {TRACK_FROM}
 {w.sql()}
 ORDER BY tr.name
-LIMIT {MAX_NAMES_LISTED + 1}""", w.params)]
+LIMIT {MAX_NAMES_LISTED + 1}""",
+            w.params,
+        )
+    ]
     glob = run.scope.name
     if len(names) == 1:
         return names[0]
     if not names:
         w = counter_where(run, with_name=False)
-        options = [r[0] for r in run.query("counter names in scope", f"""SELECT DISTINCT tr.name
+        options = [
+            r[0]
+            for r in run.query(
+                "counter names in scope",
+                f"""SELECT DISTINCT tr.name
 {TRACK_FROM}
 {w.sql()}
 ORDER BY tr.name
-LIMIT {MAX_NAMES_LISTED}""", w.params) if r[0] is not None]
+LIMIT {MAX_NAMES_LISTED}""",
+                w.params,
+            )
+            if r[0] is not None
+        ]
         scoped = any(getattr(run.scope, f) is not None for f in ("pid", "process", "tid", "thread", "cpu", "track"))
         where = " in this scope" if scoped else ""
-        raise ReportError(f"name: no counter matches {glob!r}{where}; counters: "
-                          f"{', '.join(options) or '(none)'}", "name", options)
+        raise ReportError(
+            f"name: no counter matches {glob!r}{where}; counters: {', '.join(options) or '(none)'}", "name", options
+        )
     more = " (and more)" if len(names) > MAX_NAMES_LISTED else ""
     names = names[:MAX_NAMES_LISTED]
-    raise ReportError(f"name: {glob!r} matches {len(names)}{more} counter names; {run.noun} {run.view} shows one. "
-                      f"Choose one of: {', '.join(names)}", "name", names)
+    raise ReportError(
+        f"name: {glob!r} matches {len(names)}{more} counter names; {run.noun} {run.view} shows one. "
+        f"Choose one of: {', '.join(names)}",
+        "name",
+        names,
+    )
 
 
 # -- per track stats ------------------------------------------------------------------------------
 
-def track_stats(run: ReportRun, w: Where, purpose: str, order: str, limit: int,
-                min_count: Optional[int] = None, keep_empty: bool = False):
+
+def track_stats(
+    run: ReportRun,
+    w: Where,
+    purpose: str,
+    order: str,
+    limit: int,
+    min_count: int | None = None,
+    keep_empty: bool = False,
+):
     """Counter tracks under `w` with sample count/min/avg/max over the range, and the total row count.
 
     keep_empty keeps tracks with no samples in the range (count 0), as a series' track list does.
@@ -122,7 +166,9 @@ def track_stats(run: ReportRun, w: Where, purpose: str, order: str, limit: int,
     if min_count is not None:
         having = "WHERE s.count >= :min_count"
         params["min_count"] = min_count
-    rows = run.query(purpose, f"""WITH tracks AS (
+    rows = run.query(
+        purpose,
+        f"""WITH tracks AS (
   SELECT {TRACK_COLUMNS}
   {TRACK_FROM.replace(chr(10), chr(10) + "  ")}
   {w.sql().replace(chr(10), chr(10) + "  ")}
@@ -133,7 +179,9 @@ stats AS (
 SELECT t.*, coalesce(s.count, 0) AS count, s.min, s.avg, s.max, count(*) OVER () AS total_rows
 FROM tracks t {"LEFT JOIN" if keep_empty else "JOIN"} stats s ON s.track_id = t.track_id {having}
 ORDER BY {order}
-LIMIT :top""", {**params, "top": limit})
+LIMIT :top""",
+        {**params, "top": limit},
+    )
     return rows, (rows[0]["total_rows"] if rows else 0)
 
 
@@ -157,7 +205,7 @@ def fill_track_row(out: pb.CountersList.Row, r) -> None:
         out.gpu = r["gpu"]
 
 
-def row_owner(row: pb.CountersList.Row) -> dict[str, Optional[str]]:
+def row_owner(row: pb.CountersList.Row) -> dict[str, str | None]:
     """Flags narrowing a series to this track's owner."""
     tid = row.tid if row.thread or row.tid else None
     pid = row.pid if row.process or row.pid else None
@@ -166,13 +214,13 @@ def row_owner(row: pb.CountersList.Row) -> dict[str, Optional[str]]:
 
 def series_tracks(run: ReportRun, counter_name: str, out_tracks) -> dict[int, str]:
     """Fills the series' tracks (top by sample count); returns every track's scope label by id."""
-    rows, total = track_stats(run, series_where(run, counter_name), f"tracks of {counter_name}",
-                              LIST_SORTS["count"], MAX_TOP, keep_empty=True)
-    for r in rows[:run.scope.top]:
+    rows, total = track_stats(
+        run, series_where(run, counter_name), f"tracks of {counter_name}", LIST_SORTS["count"], MAX_TOP, keep_empty=True
+    )
+    for r in rows[: run.scope.top]:
         fill_track_row(out_tracks.add(), r)
     run.truncation(min(len(rows), run.scope.top), total, f"{counter_name} tracks")
-    return {r["track_id"]: owner_label(r["thread"], r["tid"], r["process"], r["pid"], r["cpu"], r["gpu"])
-            for r in rows}
+    return {r["track_id"]: owner_label(r["thread"], r["tid"], r["process"], r["pid"], r["cpu"], r["gpu"]) for r in rows}
 
 
 def unit_of(tracks) -> str:
@@ -181,6 +229,7 @@ def unit_of(tracks) -> str:
 
 
 # -- value formatting ---------------------------------------------------------------------------
+
 
 def value_format(lo: float, hi: float, steps: int = 100) -> Callable[[float], str]:
     """Compact numbers (151.4M) with enough decimals to tell values `(hi - lo) / steps` apart.
@@ -245,17 +294,28 @@ def series_ids(w: Where) -> str:
 def sorted_values(run: ReportRun, counter_name: str) -> list[float]:
     w = series_where(run, counter_name)
     in_range, range_params = sample_range(run)
-    return [r[0] for r in run.query(f"values of {counter_name}, sorted", f"""SELECT c.value
+    return [
+        r[0]
+        for r in run.query(
+            f"values of {counter_name}, sorted",
+            f"""SELECT c.value
 FROM counter c
 WHERE c.track_id IN ({series_ids(w)}){in_range}
-ORDER BY c.value""", {**w.params, **range_params})]
+ORDER BY c.value""",
+            {**w.params, **range_params},
+        )
+    ]
 
 
 def tracks_table(tracks, fmt_value: Callable[[float], str], title: str) -> Table:
-    rows = [[Cell(t.scope), Cell(t.track_type), Cell(t.unit or "-"), Cell(fmt.count(t.count), title=str(t.count))]
-            + [Cell(fmt_value(v) if t.count else "-") for v in (t.min, t.avg, t.max)] for t in tracks]
-    return Table(title, ("Scope", "Type", "Unit", "Samples", "Min", "Avg", "Max"), rows, align="lllrrrr",
-                 empty="(no tracks)")
+    rows = [
+        [Cell(t.scope), Cell(t.track_type), Cell(t.unit or "-"), Cell(fmt.count(t.count), title=str(t.count))]
+        + [Cell(fmt_value(v) if t.count else "-") for v in (t.min, t.avg, t.max)]
+        for t in tracks
+    ]
+    return Table(
+        title, ("Scope", "Type", "Unit", "Samples", "Min", "Avg", "Max"), rows, align="lllrrrr", empty="(no tracks)"
+    )
 
 
 # -- views ----------------------------------------------------------------------------------------
@@ -289,11 +349,13 @@ class CountersListView(View):
     noun = "counters"
     name = "list"
     title = "Counters"
-    description = ("Every counter track with the process, thread or CPU it belongs to, its sample count and the "
-                   "min, average (of the samples) and max of its values. Counter names repeat across owners "
-                   "(cpufreq per CPU, mem.rss per process): each row is one track. name is a glob on the "
-                   "counter name; pid/process include the process's thread counters; with time, only samples "
-                   "in the range count.")
+    description = (
+        "Every counter track with the process, thread or CPU it belongs to, its sample count and the "
+        "min, average (of the samples) and max of its values. Counter names repeat across owners "
+        "(cpufreq per CPU, mem.rss per process): each row is one track. name is a glob on the "
+        "counter name; pid/process include the process's thread counters; with time, only samples "
+        "in the range count."
+    )
     result_field = "counters_list"
     flags = frozenset({"pid", "process", "tid", "thread", "cpu", "track", "time", "name", "min_count", "sort"})
     sorts = tuple(LIST_SORTS)
@@ -334,8 +396,14 @@ LIMIT coalesce(nullif(:top, ''), 10)"""
 
     def compute(self, run: ReportRun, out: pb.CountersList) -> None:
         s = run.scope
-        rows, out.total_rows = track_stats(run, counter_where(run), "counter tracks in scope, top by the sort key",
-                                           LIST_SORTS[self.sort_key(s)], s.top, s.min_count)
+        rows, out.total_rows = track_stats(
+            run,
+            counter_where(run),
+            "counter tracks in scope, top by the sort key",
+            LIST_SORTS[self.sort_key(s)],
+            s.top,
+            s.min_count,
+        )
         for r in rows:
             fill_track_row(out.rows.add(), r)
         run.truncation(len(rows), out.total_rows, "counter tracks")
@@ -343,10 +411,14 @@ LIMIT coalesce(nullif(:top, ''), 10)"""
             top = out.rows[0]
             narrow = row_owner(top)
             if has_view("counters", "timeline"):
-                run.next_step(f"{top.name} ({top.scope}) over time",
-                              scoped_link(run, "counters", "timeline", name=glob_escape(top.name), **narrow))
-            run.next_step(f"Distribution of {top.name} ({top.scope}) values",
-                          scoped_link(run, "counters", "histogram", name=glob_escape(top.name), **narrow))
+                run.next_step(
+                    f"{top.name} ({top.scope}) over time",
+                    scoped_link(run, "counters", "timeline", name=glob_escape(top.name), **narrow),
+                )
+            run.next_step(
+                f"Distribution of {top.name} ({top.scope}) values",
+                scoped_link(run, "counters", "histogram", name=glob_escape(top.name), **narrow),
+            )
 
     def tables(self, msg: pb.CountersList, run: ReportRun) -> list[Table]:
         rows = []
@@ -354,27 +426,41 @@ LIMIT coalesce(nullif(:top, ''), 10)"""
             show = value_format(r.min, r.max)
             timeline = scoped_link(run, "counters", "timeline", name=glob_escape(r.name), **row_owner(r))
             inspect = scoped_link(run, "counters", "inspect", name=glob_escape(r.name), **row_owner(r))
-            rows.append([
-                Cell(r.name, timeline, title=f"track id {r.track_id}", href=run.linker.details("track", r.track_id)),
-                Cell(r.track_type),
-                Cell(r.scope, inspect),
-                Cell(fmt.count(r.count), title=str(r.count)),
-                Cell(show(r.min)), Cell(show(r.avg)), Cell(show(r.max)),
-                Cell(r.unit or "-"),
-            ])
-        return [Table(f"Counters ({plural(msg.total_rows, 'track')} in scope)",
-                      ("Counter", "Type", "Scope", "Samples", "Min", "Avg", "Max", "Unit"), rows,
-                      align="lllrrrrl", empty="(no counters in scope)")]
+            rows.append(
+                [
+                    Cell(
+                        r.name, timeline, title=f"track id {r.track_id}", href=run.linker.details("track", r.track_id)
+                    ),
+                    Cell(r.track_type),
+                    Cell(r.scope, inspect),
+                    Cell(fmt.count(r.count), title=str(r.count)),
+                    Cell(show(r.min)),
+                    Cell(show(r.avg)),
+                    Cell(show(r.max)),
+                    Cell(r.unit or "-"),
+                ]
+            )
+        return [
+            Table(
+                f"Counters ({plural(msg.total_rows, 'track')} in scope)",
+                ("Counter", "Type", "Scope", "Samples", "Min", "Avg", "Max", "Unit"),
+                rows,
+                align="lllrrrrl",
+                empty="(no counters in scope)",
+            )
+        ]
 
 
 class CountersTimelineView(View):
     noun = "counters"
     name = "timeline"
     title = "Counter timeline"
-    description = ("One counter's value over time, in buckets: the average of the samples in each bucket (the "
-                   "value held from the last earlier sample when a bucket has none), with the min and max the "
-                   "counter had during the bucket. " + SCOPE_NOTE + " With several tracks, a bucket's value is "
-                   "the mean over the tracks and its highest tracks are named.")
+    description = (
+        "One counter's value over time, in buckets: the average of the samples in each bucket (the "
+        "value held from the last earlier sample when a bucket has none), with the min and max the "
+        "counter had during the bucket. " + SCOPE_NOTE + " With several tracks, a bucket's value is "
+        "the mean over the tracks and its highest tracks are named."
+    )
     result_field = "counters_timeline"
     flags = SERIES_FLAGS | {"buckets"}
     required = ("name",)
@@ -408,7 +494,9 @@ ORDER BY bucket"""
         in_range, range_params = sample_range(run)
         params = {**w.params, **range_params, "range_start": start, "bucket_dur": bucket_dur, "last_bucket": n - 1}
         series = series_ids(w)
-        rows = run.query(f"{name} per track and bucket", f"""WITH per_bucket AS (
+        rows = run.query(
+            f"{name} per track and bucket",
+            f"""WITH per_bucket AS (
   SELECT c.track_id, min((c.ts - :range_start) / :bucket_dur, :last_bucket) AS bucket, count(*) AS count,
          avg(c.value) AS avg, min(c.value) AS min, max(c.value) AS max, min(c.ts) AS first_ts, max(c.ts) AS last_ts
   FROM counter c
@@ -418,29 +506,50 @@ ORDER BY bucket"""
 SELECT b.*, (SELECT c.value FROM counter c WHERE c.track_id = b.track_id AND c.ts = b.last_ts
              ORDER BY c.id DESC LIMIT 1) AS last_value
 FROM per_bucket b
-ORDER BY b.track_id, b.bucket""", params)
+ORDER BY b.track_id, b.bucket""",
+            params,
+        )
         held: dict[int, float] = {}
         if run.scope.time is not None:
-            for r in run.query(f"{name} value held at the start of the range", f"""SELECT s.id AS track_id,
+            for r in run.query(
+                f"{name} value held at the start of the range",
+                f"""SELECT s.id AS track_id,
        (SELECT c.value FROM counter c WHERE c.track_id = s.id AND c.ts < :range_start
         ORDER BY c.ts DESC, c.id DESC LIMIT 1) AS value
-FROM ({series}) s""", {**w.params, "range_start": start}):
+FROM ({series}) s""",
+                {**w.params, "range_start": start},
+            ):
                 if r["value"] is not None:
                     held[r["track_id"]] = r["value"]
         self._fill(out, rows, held, labels, start, bucket_dur, n, end)
         if out.buckets and any(b.has_value for b in out.buckets):
             sampled = [b for b in out.buckets if b.count] or [b for b in out.buckets if b.has_value]
             peak = max(sampled, key=lambda b: b.max)
-            run.next_step(f"{name} around its peak ({run.offset(peak.start_ts)})",
-                          scoped_link(run, "counters", "inspect", name=glob_escape(name),
-                                      time=f"{exact_offset(peak.start_ts, run.trace.start)},"
-                                           f"{exact_offset(peak.end_ts, run.trace.start)}"))
-            run.next_step(f"Distribution of {name} values", scoped_link(run, "counters", "histogram",
-                                                                       name=glob_escape(name)))
+            run.next_step(
+                f"{name} around its peak ({run.offset(peak.start_ts)})",
+                scoped_link(
+                    run,
+                    "counters",
+                    "inspect",
+                    name=glob_escape(name),
+                    time=f"{exact_offset(peak.start_ts, run.trace.start)},{exact_offset(peak.end_ts, run.trace.start)}",
+                ),
+            )
+            run.next_step(
+                f"Distribution of {name} values", scoped_link(run, "counters", "histogram", name=glob_escape(name))
+            )
 
     @staticmethod
-    def _fill(out: pb.CountersTimeline, rows, held: dict[int, float], labels: dict[int, str], start: int,
-              bucket_dur: int, n: int, end: int) -> None:
+    def _fill(
+        out: pb.CountersTimeline,
+        rows,
+        held: dict[int, float],
+        labels: dict[int, str],
+        start: int,
+        bucket_dur: int,
+        n: int,
+        end: int,
+    ) -> None:
         """Carries each track's value across buckets without samples, then combines the tracks per bucket."""
         by_track: dict[int, dict[int, object]] = {}
         for r in rows:
@@ -508,9 +617,11 @@ class CountersHistogramView(View):
     noun = "counters"
     name = "histogram"
     title = "Counter histogram"
-    description = ("The distribution of one counter's sample values. Buckets are log-spaced when the values "
-                   f"are positive and span more than a factor of {LOG_SCALE_RATIO}, else linear; the chart says "
-                   "which. JSON adds p50/p95/p99. " + SCOPE_NOTE + " The samples of all its tracks are pooled.")
+    description = (
+        "The distribution of one counter's sample values. Buckets are log-spaced when the values "
+        f"are positive and span more than a factor of {LOG_SCALE_RATIO}, else linear; the chart says "
+        "which. JSON adds p50/p95/p99. " + SCOPE_NOTE + " The samples of all its tracks are pooled."
+    )
     result_field = "counters_histogram"
     flags = SERIES_FLAGS | {"buckets"}
     required = ("name",)
@@ -548,7 +659,7 @@ ORDER BY bucket"""
             if lo > 0 and hi / lo > LOG_SCALE_RATIO:
                 out.scale = "log"
                 ratio = (hi / lo) ** (1 / n)
-                edges = [lo * ratio ** i for i in range(n)] + [hi]
+                edges = [lo * ratio**i for i in range(n)] + [hi]
             else:
                 out.scale = "linear"
                 width = (hi - lo) / n
@@ -567,8 +678,10 @@ ORDER BY bucket"""
         else:
             label = value_format(msg.stats.min, msg.stats.max, 10 * max(len(msg.buckets), 1))
         total = msg.stats.count or 1
-        bars = [Bar(f"{label(b.low)}-{label(b.high)}", b.count, f"{b.count} ({100.0 * b.count / total:.1f}%)")
-                for b in msg.buckets]
+        bars = [
+            Bar(f"{label(b.low)}-{label(b.high)}", b.count, f"{b.count} ({100.0 * b.count / total:.1f}%)")
+            for b in msg.buckets
+        ]
         unit = unit_of(msg.tracks)
         title = f"Distribution of {msg.name} values{' in ' + unit if unit else ''}, {msg.scale}-spaced buckets"
         return [Chart(title, "linear", "bar length: samples per bucket", bars)]
@@ -576,10 +689,24 @@ ORDER BY bucket"""
     def tables(self, msg: pb.CountersHistogram, run: ReportRun) -> list[Table]:
         st = msg.stats
         show = value_format(st.min, st.max)
-        stats = Table(f"{msg.name} values", ("Samples", "Min", "Avg", "Max", "p50", "p95", "p99"),
-                      [[Cell(str(st.count)), Cell(show(st.min)), Cell(show(st.avg)), Cell(show(st.max)),
-                        Cell(show(st.p50)), Cell(show(st.p95)), Cell(show(st.p99))]] if st.count else [],
-                      empty="(no samples in scope)")
+        stats = Table(
+            f"{msg.name} values",
+            ("Samples", "Min", "Avg", "Max", "p50", "p95", "p99"),
+            [
+                [
+                    Cell(str(st.count)),
+                    Cell(show(st.min)),
+                    Cell(show(st.avg)),
+                    Cell(show(st.max)),
+                    Cell(show(st.p50)),
+                    Cell(show(st.p95)),
+                    Cell(show(st.p99)),
+                ]
+            ]
+            if st.count
+            else [],
+            empty="(no samples in scope)",
+        )
         tracks = list(msg.tracks)
         return [stats, tracks_table(tracks, show, f"{msg.name}: {plural(len(tracks), 'track')}")]
 
@@ -588,10 +715,12 @@ class CountersInspectView(View):
     noun = "counters"
     name = "inspect"
     title = "Counter inspect"
-    description = ("One counter: its value at ts (the last sample at or before ts), and the min, average, max "
-                   "and delta (last minus first sample) over the range. " + SCOPE_NOTE + " With several "
-                   "tracks, each gets a row; narrow with pid, tid or cpu to see one in detail, with the "
-                   "samples around ts.")
+    description = (
+        "One counter: its value at ts (the last sample at or before ts), and the min, average, max "
+        "and delta (last minus first sample) over the range. " + SCOPE_NOTE + " With several "
+        "tracks, each gets a row; narrow with pid, tid or cpu to see one in detail, with the "
+        "samples around ts."
+    )
     result_field = "counters_inspect"
     flags = SERIES_FLAGS | {"ts"}
     required = ("name",)
@@ -615,8 +744,9 @@ LIMIT coalesce(nullif(:top, ''), 10)"""
     def compute(self, run: ReportRun, out: pb.CountersInspect) -> None:
         out.name = name = resolve_name(run)
         ts = run.ts() if run.scope.ts is not None else None
-        rows, total = track_stats(run, series_where(run, name), f"tracks of {name}", LIST_SORTS["count"],
-                                  run.scope.top, keep_empty=True)
+        rows, total = track_stats(
+            run, series_where(run, name), f"tracks of {name}", LIST_SORTS["count"], run.scope.top, keep_empty=True
+        )
         run.truncation(len(rows), total, f"{name} tracks")
         values = sorted_values(run, name)
         fill_value_stats(out.stats, values)
@@ -647,21 +777,29 @@ LIMIT coalesce(nullif(:top, ''), 10)"""
                 self._samples_around(run, out, one.track.track_id, ts)
         elif len(out.tracks) > 1:
             first = out.tracks[0].track
-            run.next_step(f"{name} on {first.scope} only",
-                          scoped_link(run, "counters", "inspect", name=glob_escape(name), **row_owner(first)))
+            run.next_step(
+                f"{name} on {first.scope} only",
+                scoped_link(run, "counters", "inspect", name=glob_escape(name), **row_owner(first)),
+            )
         if ts is None and values:
-            peak = run.query(f"when {name} peaked", f"""SELECT c.ts FROM counter c
+            peak = run.query(
+                f"when {name} peaked",
+                """SELECT c.ts FROM counter c
 WHERE c.track_id IN (SELECT value FROM json_each(:track_ids)) AND c.value = :max_value
-ORDER BY c.ts LIMIT 1""", {"track_ids": "[" + ",".join(str(t.track.track_id) for t in out.tracks) + "]",
-                           "max_value": values[-1]})
+ORDER BY c.ts LIMIT 1""",
+                {"track_ids": "[" + ",".join(str(t.track.track_id) for t in out.tracks) + "]", "max_value": values[-1]},
+            )
             if peak:
-                run.next_step(f"{name} at its maximum ({run.offset(peak[0][0])})",
-                              scoped_link(run, "counters", "inspect", name=glob_escape(name),
-                                          ts=exact_offset(peak[0][0], run.trace.start)))
+                run.next_step(
+                    f"{name} at its maximum ({run.offset(peak[0][0])})",
+                    scoped_link(
+                        run, "counters", "inspect", name=glob_escape(name), ts=exact_offset(peak[0][0], run.trace.start)
+                    ),
+                )
         if has_view("counters", "timeline"):
             run.next_step(f"{name} over time", scoped_link(run, "counters", "timeline", name=glob_escape(name)))
 
-    def _points(self, run: ReportRun, name: str, ts: Optional[int], track_ids: list[int]) -> dict[int, object]:
+    def _points(self, run: ReportRun, name: str, ts: int | None, track_ids: list[int]) -> dict[int, object]:
         """Per track: the sample at or before ts, and the first and last samples in the range."""
         if not track_ids:
             return {}
@@ -672,7 +810,9 @@ ORDER BY c.ts LIMIT 1""", {"track_ids": "[" + ",".join(str(t.track.track_id) for
             params["ts"] = ts
             at = """(SELECT c.id FROM counter c WHERE c.track_id = t.value AND c.ts <= :ts
           ORDER BY c.ts DESC, c.id DESC LIMIT 1)"""
-        rows = run.query(f"{name}: value at ts, first and last samples in the range", f"""WITH ids AS (
+        rows = run.query(
+            f"{name}: value at ts, first and last samples in the range",
+            f"""WITH ids AS (
   SELECT t.value AS track_id,
          {at} AS at_id,
          (SELECT c.id FROM counter c WHERE c.track_id = t.value{in_range}
@@ -686,18 +826,24 @@ SELECT ids.track_id, a.ts AS at_ts, a.value AS at_value, f.ts AS first_ts, f.val
 FROM ids
 LEFT JOIN counter a ON a.id = ids.at_id
 LEFT JOIN counter f ON f.id = ids.first_id
-LEFT JOIN counter l ON l.id = ids.last_id""", params)
+LEFT JOIN counter l ON l.id = ids.last_id""",
+            params,
+        )
         return {r["track_id"]: r for r in rows}
 
     def _samples_around(self, run: ReportRun, out: pb.CountersInspect, track_id: int, ts: int) -> None:
-        rows = run.query("samples around ts", """SELECT ts, value FROM (
+        rows = run.query(
+            "samples around ts",
+            """SELECT ts, value FROM (
   SELECT * FROM (SELECT c.ts, c.value, c.id FROM counter c WHERE c.track_id = :track_id AND c.ts <= :ts
                  ORDER BY c.ts DESC, c.id DESC LIMIT :around)
   UNION ALL
   SELECT * FROM (SELECT c.ts, c.value, c.id FROM counter c WHERE c.track_id = :track_id AND c.ts > :ts
                  ORDER BY c.ts, c.id LIMIT :around)
 )
-ORDER BY ts, id""", {"track_id": track_id, "ts": ts, "around": SAMPLES_AROUND})
+ORDER BY ts, id""",
+            {"track_id": track_id, "ts": ts, "around": SAMPLES_AROUND},
+        )
         for r in rows:
             out.samples.add(ts=r["ts"], value=r["value"])
 
@@ -711,28 +857,51 @@ ORDER BY ts, id""", {"track_id": track_id, "ts": ts, "around": SAMPLES_AROUND})
             one = msg.tracks[0]
             facts: list[tuple[str, str]] = [("Track", f"{one.track.scope} ({one.track.track_type})")]
             if msg.ts:
-                facts.append((f"Value at {at}",
-                              f"{with_unit(show(msg.value_at_ts), unit)} (sampled at {run.offset(msg.value_ts)})"
-                              if msg.has_value_at_ts else "(no sample at or before ts)"))
+                facts.append(
+                    (
+                        f"Value at {at}",
+                        f"{with_unit(show(msg.value_at_ts), unit)} (sampled at {run.offset(msg.value_ts)})"
+                        if msg.has_value_at_ts
+                        else "(no sample at or before ts)",
+                    )
+                )
             if st.count:
-                facts += [("Samples", str(st.count)),
-                          ("Min / avg / max", " / ".join(with_unit(show(v), unit) for v in (st.min, st.avg, st.max))),
-                          ("p50 / p95 / p99", " / ".join(show(v) for v in (st.p50, st.p95, st.p99))),
-                          ("Delta", f"{'+' if msg.delta >= 0 else ''}{with_unit(show(msg.delta), unit)} "
-                                    f"({run.offset(msg.first_ts)} to {run.offset(msg.last_ts)})")]
+                facts += [
+                    ("Samples", str(st.count)),
+                    ("Min / avg / max", " / ".join(with_unit(show(v), unit) for v in (st.min, st.avg, st.max))),
+                    ("p50 / p95 / p99", " / ".join(show(v) for v in (st.p50, st.p95, st.p99))),
+                    (
+                        "Delta",
+                        f"{'+' if msg.delta >= 0 else ''}{with_unit(show(msg.delta), unit)} "
+                        f"({run.offset(msg.first_ts)} to {run.offset(msg.last_ts)})",
+                    ),
+                ]
             else:
                 facts.append(("Samples", "0 in the range"))
-            out.append(Table(f"{msg.name} on {one.track.scope}", ("Field", "Value"), [[Cell(k), Cell(v)] for k, v in facts],
-                             align="ll"))
+            out.append(
+                Table(
+                    f"{msg.name} on {one.track.scope}",
+                    ("Field", "Value"),
+                    [[Cell(k), Cell(v)] for k, v in facts],
+                    align="ll",
+                )
+            )
             if msg.samples:
                 rows = []
                 previous = None
                 for s in msg.samples:
-                    change = "" if previous is None else f"{'+' if s.value >= previous else ''}{show(s.value - previous)}"
+                    change = (
+                        "" if previous is None else f"{'+' if s.value >= previous else ''}{show(s.value - previous)}"
+                    )
                     marker = "<- value at ts" if msg.has_value_at_ts and s.ts == msg.value_ts else ""
-                    rows.append([Cell(exact_offset(s.ts, run.trace.start), title=str(s.ts)), Cell(show(s.value)),
-                                 Cell(change),
-                                 Cell(marker)])
+                    rows.append(
+                        [
+                            Cell(exact_offset(s.ts, run.trace.start), title=str(s.ts)),
+                            Cell(show(s.value)),
+                            Cell(change),
+                            Cell(marker),
+                        ]
+                    )
                     previous = s.value
                 out.append(Table(f"Samples around {at}", ("Time", "Value", "Change", ""), rows, align="lrrl"))
             return out
@@ -741,19 +910,35 @@ ORDER BY ts, id""", {"track_id": track_id, "ts": ts, "around": SAMPLES_AROUND})
             link = scoped_link(run, "counters", "inspect", name=glob_escape(msg.name), **row_owner(t.track))
             value = show(t.value_at_ts) if t.has_value_at_ts else "-"
             delta = f"{'+' if t.delta >= 0 else ''}{show(t.delta)}" if t.track.count else "-"
-            rows.append([Cell(t.track.scope, link), Cell(value if msg.ts else "-"),
-                         Cell(fmt.count(t.track.count), title=str(t.track.count)),
-                         Cell(show(t.track.min) if t.track.count else "-"),
-                         Cell(show(t.track.avg) if t.track.count else "-"),
-                         Cell(show(t.track.max) if t.track.count else "-"), Cell(delta)])
+            rows.append(
+                [
+                    Cell(t.track.scope, link),
+                    Cell(value if msg.ts else "-"),
+                    Cell(fmt.count(t.track.count), title=str(t.track.count)),
+                    Cell(show(t.track.min) if t.track.count else "-"),
+                    Cell(show(t.track.avg) if t.track.count else "-"),
+                    Cell(show(t.track.max) if t.track.count else "-"),
+                    Cell(delta),
+                ]
+            )
         value_header = f"Value at {at}" if msg.ts else "Value at ts"
-        out.append(Table(f"{msg.name}: {len(msg.tracks)} tracks", ("Scope", value_header, "Samples", "Min", "Avg",
-                                                                   "Max", "Delta"), rows, align="lrrrrrr",
-                         empty="(no tracks)"))
+        out.append(
+            Table(
+                f"{msg.name}: {len(msg.tracks)} tracks",
+                ("Scope", value_header, "Samples", "Min", "Avg", "Max", "Delta"),
+                rows,
+                align="lrrrrrr",
+                empty="(no tracks)",
+            )
+        )
         if st.count:
-            out.append(Table(f"{msg.name}, all tracks pooled", ("Samples", "Min", "Avg", "Max", "p50", "p95", "p99"),
-                             [[Cell(str(st.count))] + [Cell(show(v)) for v in
-                                                       (st.min, st.avg, st.max, st.p50, st.p95, st.p99)]]))
+            out.append(
+                Table(
+                    f"{msg.name}, all tracks pooled",
+                    ("Samples", "Min", "Avg", "Max", "p50", "p95", "p99"),
+                    [[Cell(str(st.count))] + [Cell(show(v)) for v in (st.min, st.avg, st.max, st.p50, st.p95, st.p99)]],
+                )
+            )
         return out
 
 

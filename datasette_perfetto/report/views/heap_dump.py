@@ -24,8 +24,10 @@ class TypesView(View):
     noun = "heap-dump"
     name = "types"
     title = "Heap dump by type"
-    description = ("The latest heap dump of each process in scope, by type: retained size (memory freed if every "
-                   "object of the type went away) and live (reachable) objects.")
+    description = (
+        "The latest heap dump of each process in scope, by type: retained size (memory freed if every "
+        "object of the type went away) and live (reachable) objects."
+    )
     result_field = "heap_dump_types"
     flags = frozenset({"pid", "process", "time", "name", "min_count", "sort"})
     sorts = ("retained", "count", "self", "name")
@@ -57,7 +59,8 @@ LIMIT coalesce(nullif(:top, ''), 10)"""
 
     def has_data(self, run: ReportRun) -> bool:
         return table_exists(run, "heap_graph_object", "heap_graph_class") and bool(
-            run.value("any heap graph object", "SELECT EXISTS(SELECT 1 FROM heap_graph_object)"))
+            run.value("any heap graph object", "SELECT EXISTS(SELECT 1 FROM heap_graph_object)")
+        )
 
     def compute(self, run: ReportRun, out: pb.HeapDumpTypes) -> None:
         if not self.has_data(run):
@@ -67,69 +70,113 @@ LIMIT coalesce(nullif(:top, ''), 10)"""
         w = owner_terms(run, threads=False)
         if s.time is not None:
             start, end = run.time_range()
-            w.add("o.graph_sample_ts >= :range_start AND o.graph_sample_ts < :range_end",
-                  range_start=start, range_end=end)
+            w.add(
+                "o.graph_sample_ts >= :range_start AND o.graph_sample_ts < :range_end", range_start=start, range_end=end
+            )
         join = "\nLEFT JOIN process p ON p.id = o.upid" if s.pid is not None or s.process is not None else ""
-        dumps = run.query("the latest heap dump of each process in scope", f"""SELECT o.upid, max(o.graph_sample_ts) AS ts,
+        dumps = run.query(
+            "the latest heap dump of each process in scope",
+            f"""SELECT o.upid, max(o.graph_sample_ts) AS ts,
        count(DISTINCT o.graph_sample_ts) AS dumps
 FROM heap_graph_object o{join}
 {w.sql()}
-GROUP BY o.upid""", w.params)
+GROUP BY o.upid""",
+            w.params,
+        )
         out.dump_count = len(dumps)
         out.skipped_dumps = sum(d["dumps"] - 1 for d in dumps)
         out.has_dominators = table_exists(run, "heap_graph_dominator")
         if not dumps:
             return
         chosen = [[d["upid"], d["ts"]] for d in dumps]
-        retained = ("d.retained_size, d.idom_object_id" if out.has_dominators
-                    else "0 AS retained_size, NULL AS idom_object_id")
+        retained = (
+            "d.retained_size, d.idom_object_id" if out.has_dominators else "0 AS retained_size, NULL AS idom_object_id"
+        )
         dominator = "\nLEFT JOIN heap_graph_dominator d ON d.object_id = o.id" if out.has_dominators else ""
-        objects = run.query("reachable objects of those dumps, with their type and dominator", f"""SELECT o.id, coalesce(c.deobfuscated_name, c.name, '(unknown type)') AS type, o.self_size,
+        objects = run.query(
+            "reachable objects of those dumps, with their type and dominator",
+            f"""SELECT o.id, coalesce(c.deobfuscated_name, c.name, '(unknown type)') AS type, o.self_size,
        coalesce(o.native_size, 0) AS native_size, {retained}
 FROM heap_graph_object o
 JOIN (SELECT json_extract(value, '$[0]') AS upid, json_extract(value, '$[1]') AS ts FROM json_each(:dumps)) dump
   ON dump.upid = o.upid AND dump.ts = o.graph_sample_ts
 LEFT JOIN heap_graph_class c ON c.id = o.type_id{dominator}
-WHERE o.reachable""", {"dumps": json.dumps(chosen)})
+WHERE o.reachable""",
+            {"dumps": json.dumps(chosen)},
+        )
         by_type = _by_type(objects)
         out.total_objects = len(objects)
         out.total_size = sum(r["self_size"] or 0 for r in objects)
         keep = None
         if s.name is not None:
-            keep = {r["type"] for r in run.query("types matching name", """SELECT value AS type FROM json_each(:types)
-WHERE value GLOB :name""", {"types": json.dumps(sorted(by_type)), "name": s.name})}
-        rows = [(name, v) for name, v in by_type.items()
-                if (keep is None or name in keep) and (s.min_count is None or v[1] >= s.min_count)]
+            keep = {
+                r["type"]
+                for r in run.query(
+                    "types matching name",
+                    """SELECT value AS type FROM json_each(:types)
+WHERE value GLOB :name""",
+                    {"types": json.dumps(sorted(by_type)), "name": s.name},
+                )
+            }
+        rows = [
+            (name, v)
+            for name, v in by_type.items()
+            if (keep is None or name in keep) and (s.min_count is None or v[1] >= s.min_count)
+        ]
         sort = self.sort_key(s)
         if sort == "retained" and not out.has_dominators:
             sort = "self"
         rows.sort(key=SORT_KEYS[sort])
         out.total_rows = len(rows)
-        for name, (ret, live, self_size, native) in rows[:s.top]:
-            out.rows.add(name=name, retained_size=ret, live_objects=live, self_size=self_size, native_size=native,
-                         retained_percent=percent(ret, out.total_size))
+        for name, (ret, live, self_size, native) in rows[: s.top]:
+            out.rows.add(
+                name=name,
+                retained_size=ret,
+                live_objects=live,
+                self_size=self_size,
+                native_size=native,
+                retained_percent=percent(ret, out.total_size),
+            )
         run.truncation(min(len(rows), s.top), len(rows), "types")
         if out.skipped_dumps:
-            run.footnote(f"{out.skipped_dumps} earlier dumps of the same processes not shown; pick one with time",
-                         run.link(self.noun, self.name))
+            run.footnote(
+                f"{out.skipped_dumps} earlier dumps of the same processes not shown; pick one with time",
+                run.link(self.noun, self.name),
+            )
         if not out.has_dominators:
-            run.footnote("retained sizes need heap_graph_dominator, which this database lacks; sizes are shallow",
-                         run.link(self.noun, self.name, sort="self"))
+            run.footnote(
+                "retained sizes need heap_graph_dominator, which this database lacks; sizes are shallow",
+                run.link(self.noun, self.name, sort="self"),
+            )
         if out.rows:
             top = out.rows[0].name
             run.next_step(f"Only {top}", run.link(self.noun, self.name, name=_escape_glob(top)))
 
     def tables(self, msg: pb.HeapDumpTypes, run: ReportRun) -> list[Table]:
-        rows = [[Cell(r.name, run.link(self.noun, self.name, name=_escape_glob(r.name))),
-                 Cell(byte_size(r.retained_size) if msg.has_dominators else "-",
-                      title=f"{r.retained_size} bytes ({r.retained_percent:.1f}% of the reachable heap)"),
-                 Cell(fmt.number(r.live_objects)),
-                 Cell(byte_size(r.self_size), title=f"{r.self_size} bytes shallow, {r.native_size} native")]
-                for r in msg.rows]
-        title = (f"Heap Dump ({fmt.number(msg.total_objects)} live objects, {byte_size(msg.total_size)}, "
-                 f"{msg.dump_count} dumps, {msg.total_rows} types)")
-        return [Table(title, ("Type", "Retained size", "Live objects", "Self size"), rows,
-                      empty=NOT_PRESENT if msg.not_present else "(no heap dump in scope)")]
+        rows = [
+            [
+                Cell(r.name, run.link(self.noun, self.name, name=_escape_glob(r.name))),
+                Cell(
+                    byte_size(r.retained_size) if msg.has_dominators else "-",
+                    title=f"{r.retained_size} bytes ({r.retained_percent:.1f}% of the reachable heap)",
+                ),
+                Cell(fmt.number(r.live_objects)),
+                Cell(byte_size(r.self_size), title=f"{r.self_size} bytes shallow, {r.native_size} native"),
+            ]
+            for r in msg.rows
+        ]
+        title = (
+            f"Heap Dump ({fmt.number(msg.total_objects)} live objects, {byte_size(msg.total_size)}, "
+            f"{msg.dump_count} dumps, {msg.total_rows} types)"
+        )
+        return [
+            Table(
+                title,
+                ("Type", "Retained size", "Live objects", "Self size"),
+                rows,
+                empty=NOT_PRESENT if msg.not_present else "(no heap dump in scope)",
+            )
+        ]
 
 
 def _by_type(objects) -> dict[str, list[int]]:

@@ -4,14 +4,24 @@ frees negative)."""
 
 from __future__ import annotations
 
-from typing import Optional
-
 from .. import format as fmt
 from .. import report_pb2 as pb
 from ..base import Cell, Flame, Link, ReportRun, Table, View
 from ..filters import Where, owner_terms
-from .calltree import (UNNAMED, function_ctes, Callsites, fill_call_tree, function_totals, load_callsites, percent,
-                       sorted_functions, top_down, tree_flame, tree_table, byte_size)
+from .calltree import (
+    UNNAMED,
+    Callsites,
+    byte_size,
+    fill_call_tree,
+    function_ctes,
+    function_totals,
+    load_callsites,
+    percent,
+    sorted_functions,
+    top_down,
+    tree_flame,
+    tree_table,
+)
 from .stack_samples import NOT_PRESENT, _escape_glob, table_exists
 
 SCOPE_FLAGS = frozenset({"pid", "process", "time", "name"})
@@ -39,10 +49,14 @@ GROUP BY a.callsite_id"""
     cs = load_callsites(run, "bytes allocated", weight_sql, w.params, run.scope.name)
     unreleased: dict[int, int] = {}
     if with_unreleased:
-        for r in run.query("bytes allocated and not freed per callsite", f"""SELECT a.callsite_id, sum(a.size) AS unreleased
+        for r in run.query(
+            "bytes allocated and not freed per callsite",
+            f"""SELECT a.callsite_id, sum(a.size) AS unreleased
 {source}
 {w.sql()}
-GROUP BY a.callsite_id""", w.params):
+GROUP BY a.callsite_id""",
+            w.params,
+        ):
             unreleased[r["callsite_id"]] = r["unreleased"] or 0
     return cs, unreleased
 
@@ -52,7 +66,8 @@ class HeapProfileBase(View):
 
     def has_data(self, run: ReportRun) -> bool:
         return table_exists(run, "heap_profile_allocation", "stack_profile_callsite") and bool(
-            run.value("any heap allocation", "SELECT EXISTS(SELECT 1 FROM heap_profile_allocation)"))
+            run.value("any heap allocation", "SELECT EXISTS(SELECT 1 FROM heap_profile_allocation)")
+        )
 
     def absent(self, run: ReportRun, out) -> bool:
         if self.has_data(run):
@@ -60,16 +75,17 @@ class HeapProfileBase(View):
         out.not_present = True
         return True
 
-    def function_link(self, run: ReportRun, view: str, name: str) -> Optional[Link]:
-        return run.link(self.noun, view, name=_escape_glob(name), top=None, sort=None, min_count=None,
-                        max_lines=None)
+    def function_link(self, run: ReportRun, view: str, name: str) -> Link | None:
+        return run.link(self.noun, view, name=_escape_glob(name), top=None, sort=None, min_count=None, max_lines=None)
 
 
 class FunctionsView(HeapProfileBase):
     name = "functions"
     title = "Heap profile by function"
-    description = ("Bytes allocated per function: self with the function at the top of the stack, total with it "
-                   "anywhere in the stack; count and average size of its own allocations.")
+    description = (
+        "Bytes allocated per function: self with the function at the top of the stack, total with it "
+        "anywhere in the stack; count and average size of its own allocations."
+    )
     result_field = "heap_profile_functions"
     flags = SCOPE_FLAGS | {"min_count", "sort"}
     sorts = ("self", "total", "count", "name")
@@ -120,35 +136,55 @@ LIMIT coalesce(nullif(:top, ''), 10)"""
         for name, t in function_totals(top_down(cs)).items():
             if name in totals:
                 totals[name].self_unreleased, totals[name].total_unreleased = t.self_value, t.total_value
-        rows = sorted_functions(totals, cs.matched if s.name is not None else None, self.sort_key(s),
-                                s.min_count, lambda t: t.total_count)
+        rows = sorted_functions(
+            totals, cs.matched if s.name is not None else None, self.sort_key(s), s.min_count, lambda t: t.total_count
+        )
         out.total_rows = len(rows)
         out.total_bytes = cs.total_value
         out.total_count = cs.total_count
-        for name, t in rows[:s.top]:
+        for name, t in rows[: s.top]:
             avg = t.self_value // t.self_count if t.self_count else t.total_value // max(t.total_count, 1)
-            out.rows.add(name=name, self_bytes=t.self_value, total_bytes=t.total_value, self_count=t.self_count,
-                         total_count=t.total_count, avg_size=avg,
-                         self_percent=percent(t.self_value, cs.total_value),
-                         total_percent=percent(t.total_value, cs.total_value),
-                         self_unreleased_bytes=t.self_unreleased, total_unreleased_bytes=t.total_unreleased)
+            out.rows.add(
+                name=name,
+                self_bytes=t.self_value,
+                total_bytes=t.total_value,
+                self_count=t.self_count,
+                total_count=t.total_count,
+                avg_size=avg,
+                self_percent=percent(t.self_value, cs.total_value),
+                total_percent=percent(t.total_value, cs.total_value),
+                self_unreleased_bytes=t.self_unreleased,
+                total_unreleased_bytes=t.total_unreleased,
+            )
         run.truncation(min(len(rows), s.top), len(rows), "functions")
         if out.rows:
             top = out.rows[0]
             run.next_step(f"Who calls {top.name}", self.function_link(run, "bottom-up", top.name))
-            run.next_step("The allocation call tree, top-down", run.link(self.noun, "top-down", top=None, sort=None,
-                                                                        min_count=None))
+            run.next_step(
+                "The allocation call tree, top-down",
+                run.link(self.noun, "top-down", top=None, sort=None, min_count=None),
+            )
 
     def tables(self, msg: pb.HeapFunctions, run: ReportRun) -> list[Table]:
-        rows = [[Cell(r.name, self.function_link(run, "bottom-up", r.name)),
-                 Cell(byte_size(r.self_bytes), title=f"{r.self_bytes} bytes ({r.self_percent:.1f}%)"),
-                 Cell(byte_size(r.total_bytes), title=f"{r.total_bytes} bytes ({r.total_percent:.1f}%)"),
-                 Cell(fmt.number(r.self_count), title=f"{r.self_count} self, {r.total_count} total"),
-                 Cell(byte_size(r.avg_size))]
-                for r in msg.rows]
-        return [Table(f"Heap Profile ({byte_size(msg.total_bytes)} in {fmt.number(msg.total_count)} allocations, "
-                      f"{msg.total_rows} functions)", ("Function", "Self bytes", "Total bytes", "Count", "Avg size"),
-                      rows, empty=NOT_PRESENT if msg.not_present else "(no allocations in scope)")]
+        rows = [
+            [
+                Cell(r.name, self.function_link(run, "bottom-up", r.name)),
+                Cell(byte_size(r.self_bytes), title=f"{r.self_bytes} bytes ({r.self_percent:.1f}%)"),
+                Cell(byte_size(r.total_bytes), title=f"{r.total_bytes} bytes ({r.total_percent:.1f}%)"),
+                Cell(fmt.number(r.self_count), title=f"{r.self_count} self, {r.total_count} total"),
+                Cell(byte_size(r.avg_size)),
+            ]
+            for r in msg.rows
+        ]
+        return [
+            Table(
+                f"Heap Profile ({byte_size(msg.total_bytes)} in {fmt.number(msg.total_count)} allocations, "
+                f"{msg.total_rows} functions)",
+                ("Function", "Self bytes", "Total bytes", "Count", "Avg size"),
+                rows,
+                empty=NOT_PRESENT if msg.not_present else "(no allocations in scope)",
+            )
+        ]
 
 
 class TreeView(HeapProfileBase):
@@ -187,43 +223,64 @@ ORDER BY c.depth, c.id"""
 
     def tables(self, msg: pb.CallTree, run: ReportRun) -> list[Table]:
         def cells(n: pb.CallTree.Node) -> list[Cell]:
-            return [Cell(byte_size(n.self_value), title=f"{n.self_value} bytes ({n.self_percent:.1f}%)"),
-                    Cell(byte_size(n.total_value), title=f"{n.total_value} bytes"),
-                    Cell(fmt.percent(n.total_percent)),
-                    Cell(fmt.number(n.total_count), title=f"{n.self_count} self, {n.total_count} total")]
+            return [
+                Cell(byte_size(n.self_value), title=f"{n.self_value} bytes ({n.self_percent:.1f}%)"),
+                Cell(byte_size(n.total_value), title=f"{n.total_value} bytes"),
+                Cell(fmt.percent(n.total_percent)),
+                Cell(fmt.number(n.total_count), title=f"{n.self_count} self, {n.total_count} total"),
+            ]
 
         what = "callers" if self.bottom else "callees"
         title = f"Heap Profile {self.name} ({byte_size(msg.total_value)} allocated; children are {what})"
-        return [tree_table(msg, title, ("Self bytes", "Total bytes", "Total%", "Count", "Function"), cells,
-                           lambda name: self.function_link(run, "bottom-up", name),
-                           NOT_PRESENT if msg.not_present else "(no allocations in scope)")]
+        return [
+            tree_table(
+                msg,
+                title,
+                ("Self bytes", "Total bytes", "Total%", "Count", "Function"),
+                cells,
+                lambda name: self.function_link(run, "bottom-up", name),
+                NOT_PRESENT if msg.not_present else "(no allocations in scope)",
+            )
+        ]
 
     def flames(self, msg: pb.CallTree, run: ReportRun) -> list[Flame]:
         if not msg.nodes:
             return []
 
         def describe(n: pb.CallTree.Node) -> str:
-            return (f"{n.name or UNNAMED}: {byte_size(n.total_value)} allocated ({n.total_percent:.1f}%) in "
-                    f"{n.total_count} allocations, self {byte_size(n.self_value)} ({n.self_percent:.1f}%)")
+            return (
+                f"{n.name or UNNAMED}: {byte_size(n.total_value)} allocated ({n.total_percent:.1f}%) in "
+                f"{n.total_count} allocations, self {byte_size(n.self_value)} ({n.self_percent:.1f}%)"
+            )
 
         kind = "callers below" if self.bottom else "callees below"
-        return [tree_flame(msg, f"Flame graph ({kind}; width = bytes allocated)", describe,
-                           lambda name: self.function_link(run, "bottom-up", name))]
+        return [
+            tree_flame(
+                msg,
+                f"Flame graph ({kind}; width = bytes allocated)",
+                describe,
+                lambda name: self.function_link(run, "bottom-up", name),
+            )
+        ]
 
 
 class TopDownView(TreeView):
     name = "top-down"
     title = "Heap profile: top-down call tree"
-    description = ("Bytes allocated, from the outermost function down to the allocating callees; with name, only "
-                   "stacks containing a matching function. Pruned to max_lines nodes, best first.")
+    description = (
+        "Bytes allocated, from the outermost function down to the allocating callees; with name, only "
+        "stacks containing a matching function. Pruned to max_lines nodes, best first."
+    )
     result_field = "heap_profile_top_down"
 
 
 class BottomUpView(TreeView):
     name = "bottom-up"
     title = "Heap profile: bottom-up call tree"
-    description = ("Allocating functions, then their callers; with name, the matching functions are the roots "
-                   "(who calls them). Pruned to max_lines nodes, best first.")
+    description = (
+        "Allocating functions, then their callers; with name, the matching functions are the roots "
+        "(who calls them). Pruned to max_lines nodes, best first."
+    )
     result_field = "heap_profile_bottom_up"
     bottom = True
 

@@ -6,10 +6,15 @@ from .. import report_pb2 as pb
 from ..base import ReportRun, Table, View
 
 # (noun, view, Overview field) in the order the overview shows them.
-SECTIONS = (("slices", "table", "slices"), ("stack-samples", "functions", "stack_samples"),
-            ("heap-profile", "functions", "heap_profile"), ("heap-dump", "types", "heap_dump"),
-            ("scheduling", "summary", "scheduling"), ("counters", "list", "counters"),
-            ("processes", "table", "processes"))
+SECTIONS = (
+    ("slices", "table", "slices"),
+    ("stack-samples", "functions", "stack_samples"),
+    ("heap-profile", "functions", "heap_profile"),
+    ("heap-dump", "types", "heap_dump"),
+    ("scheduling", "summary", "scheduling"),
+    ("counters", "list", "counters"),
+    ("processes", "table", "processes"),
+)
 
 
 class OverviewView(View):
@@ -44,7 +49,7 @@ class OverviewView(View):
 
     def tables(self, msg: pb.Overview, run: ReportRun) -> list[Table]:
         out: list[Table] = []
-        for noun, view, field in self._sections():
+        for _noun, view, field in self._sections():
             if msg.HasField(field):
                 out += view.tables(getattr(msg, field), run)
         for absent in msg.absent:

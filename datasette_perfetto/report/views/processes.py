@@ -20,6 +20,7 @@ SORT_COLUMNS = {
     "pid": "pid, upid",
 }
 
+
 def _thread_cpu(run: ReportRun, params: dict, utids: str = "") -> str:
     """A query of (utid, cpu_time) per thread that ran: precomputed for the whole trace (report_thread_sched),
     else summed from sched clipped to the range. `utids` optionally restricts it to a subquery's threads."""
@@ -56,11 +57,13 @@ class ProcessesTableView(View):
     noun = "processes"
     name = "table"
     title = "Processes"
-    description = ("Every process with its thread count, CPU time (from scheduling data, when the trace has it), "
-                   "CPU time as a share of the range (can exceed 100% on several CPUs), the number of slices on "
-                   "its own and its threads' tracks, and its busiest threads (by CPU time, else by slice count). "
-                   "process and name are globs on the process name; min_count hides processes with fewer slices; "
-                   "with time, CPU time is clipped to the range and slices that start in it are counted.")
+    description = (
+        "Every process with its thread count, CPU time (from scheduling data, when the trace has it), "
+        "CPU time as a share of the range (can exceed 100% on several CPUs), the number of slices on "
+        "its own and its threads' tracks, and its busiest threads (by CPU time, else by slice count). "
+        "process and name are globs on the process name; min_count hides processes with fewer slices; "
+        "with time, CPU time is clipped to the range and slices that start in it are counted."
+    )
     result_field = "processes_table"
     flags = frozenset({"pid", "process", "name", "time", "min_count", "sort"})
     sorts = ("cpu", "slices", "threads", "name", "pid")
@@ -142,7 +145,9 @@ LIMIT coalesce(nullif(:top, ''), 10)"""
         if s.min_count is not None:
             having = "WHERE slice_count >= :min_count"
             params["min_count"] = s.min_count
-        rows = run.query("processes in scope, top by the sort key", f"""WITH thread_cpu AS (
+        rows = run.query(
+            "processes in scope, top by the sort key",
+            f"""WITH thread_cpu AS (
   {_thread_cpu(run, params)}
 ),
 process_cpu AS (
@@ -176,13 +181,20 @@ SELECT *, count(*) OVER () AS total_rows,
         WHERE th.upid IS NULL) AS orphan_cpu_time
 FROM processes {having}
 ORDER BY {SORT_COLUMNS[self.sort_key(s)]}
-LIMIT :top""", {**params, "top": s.top})
+LIMIT :top""",
+            {**params, "top": s.top},
+        )
         out.total_rows = rows[0]["total_rows"] if rows else 0
         range_dur = run.range_dur()
         for r in rows:
-            row = out.rows.add(upid=r["upid"], pid=r["pid"] or 0, name=r["name"] or "",
-                               thread_count=r["thread_count"], cpu_time=r["cpu_time"] or 0,
-                               slice_count=r["slice_count"] or 0)
+            row = out.rows.add(
+                upid=r["upid"],
+                pid=r["pid"] or 0,
+                name=r["name"] or "",
+                thread_count=r["thread_count"],
+                cpu_time=r["cpu_time"] or 0,
+                slice_count=r["slice_count"] or 0,
+            )
             row.percent_of_trace = 100.0 * row.cpu_time / range_dur
         if out.rows:
             self._top_threads(run, out, has_sched)
@@ -195,7 +207,9 @@ LIMIT :top""", {**params, "top": s.top})
     def _top_threads(self, run: ReportRun, out: pb.ProcessesTable, has_sched: bool) -> None:
         params: dict = {"upids": json.dumps([r.upid for r in out.rows]), "per_process": TOP_THREADS}
         order = "cpu_time DESC, slice_count DESC" if has_sched else "slice_count DESC"
-        rows = run.query("the busiest threads of those processes", f"""WITH threads AS (
+        rows = run.query(
+            "the busiest threads of those processes",
+            f"""WITH threads AS (
   SELECT id AS utid, upid, tid, name FROM thread WHERE upid IN (SELECT value FROM json_each(:upids))
 ),
 thread_cpu AS (
@@ -214,7 +228,9 @@ SELECT * FROM (
   WHERE {"cpu_time > 0" if has_sched else "slice_count > 0"}
 )
 WHERE rank <= :per_process
-ORDER BY upid, rank""", params)
+ORDER BY upid, rank""",
+            params,
+        )
         by_upid = {r.upid: r for r in out.rows}
         for t in rows:
             value = t["cpu_time"] if has_sched else t["slice_count"]
@@ -224,25 +240,32 @@ ORDER BY upid, rank""", params)
         """Threads that ran but belong to no known process: a footnote, not silently dropped."""
         if first_row is None:  # no process rows to carry the figures: ask for them alone
             params: dict = {}
-            first_row = run.query("CPU time of threads with no known process", f"""WITH thread_cpu AS (
+            first_row = run.query(
+                "CPU time of threads with no known process",
+                f"""WITH thread_cpu AS (
   {_thread_cpu(run, params)}
 )
 SELECT count(*) AS orphan_threads, coalesce(sum(tc.cpu_time), 0) AS orphan_cpu_time
 FROM thread_cpu tc JOIN thread th ON th.id = tc.utid
-WHERE th.upid IS NULL AND tc.cpu_time > 0""", params)[0]
+WHERE th.upid IS NULL AND tc.cpu_time > 0""",
+                params,
+            )[0]
         if first_row["orphan_threads"] and has_view("scheduling", "summary"):
             n = first_row["orphan_threads"]
-            run.footnote(f"{n} thread{'' if n == 1 else 's'} with no known process ran for "
-                         f"{fmt.duration(first_row['orphan_cpu_time'])} (not in this table); see them by thread",
-                         scoped_link(run, "scheduling", "summary"))
+            run.footnote(
+                f"{n} thread{'' if n == 1 else 's'} with no known process ran for "
+                f"{fmt.duration(first_row['orphan_cpu_time'])} (not in this table); see them by thread",
+                scoped_link(run, "scheduling", "summary"),
+            )
 
     def _next_steps(self, run: ReportRun, top: pb.ProcessesTable.Row, has_sched: bool) -> None:
         label = f"{top.name or '?'} [{top.pid}]"
         if top.slice_count and has_view("slices", "table"):
             run.next_step(f"Slices of {label}", scoped_link(run, "slices", "table", pid=str(top.pid)))
         if has_sched and has_view("scheduling", "summary"):
-            run.next_step(f"Scheduling of {label}'s threads", scoped_link(run, "scheduling", "summary",
-                                                                          pid=str(top.pid)))
+            run.next_step(
+                f"Scheduling of {label}'s threads", scoped_link(run, "scheduling", "summary", pid=str(top.pid))
+            )
         run.next_step(f"Tracks of {label}", scoped_link(run, "tracks", "table", pid=str(top.pid)))
         if has_view("counters", "list"):
             run.next_step(f"Counters of {label}", scoped_link(run, "counters", "list", pid=str(top.pid)))
@@ -262,20 +285,33 @@ WHERE th.upid IS NULL AND tc.cpu_time > 0""", params)[0]
                 threads = ", ".join(f"{t.name} {fmt.duration(t.value)}" for t in r.top_threads)
             else:
                 threads = ", ".join(f"{t.name} ({fmt.count(t.value)})" for t in r.top_threads)
-            rows.append([
-                Cell(r.name or "(no name)", self._drill(run, r, has_sched), title=f"upid {r.upid}",
-                     href=run.linker.details("process", r.upid)),
-                Cell(str(r.pid), scoped_link(run, "tracks", "table", pid=str(r.pid))),
-                Cell(str(r.thread_count)),
-                Cell(fmt.duration(r.cpu_time) if has_sched else "-"),
-                Cell(fmt.percent(r.percent_of_trace) if has_sched else "-"),
-                Cell(fmt.count(r.slice_count), title=str(r.slice_count)),
-                Cell(threads or "-"),
-            ])
+            rows.append(
+                [
+                    Cell(
+                        r.name or "(no name)",
+                        self._drill(run, r, has_sched),
+                        title=f"upid {r.upid}",
+                        href=run.linker.details("process", r.upid),
+                    ),
+                    Cell(str(r.pid), scoped_link(run, "tracks", "table", pid=str(r.pid))),
+                    Cell(str(r.thread_count)),
+                    Cell(fmt.duration(r.cpu_time) if has_sched else "-"),
+                    Cell(fmt.percent(r.percent_of_trace) if has_sched else "-"),
+                    Cell(fmt.count(r.slice_count), title=str(r.slice_count)),
+                    Cell(threads or "-"),
+                ]
+            )
         by = "CPU time" if has_sched else "slices; no scheduling data"
         title = f"Processes ({msg.total_rows} in scope)"
-        return [Table(title, ("Process", "PID", "Threads", "CPU time", "% of trace", "Slices",
-                              f"Top threads (by {by})"), rows, align="lrrrrrl", empty="(no processes in scope)")]
+        return [
+            Table(
+                title,
+                ("Process", "PID", "Threads", "CPU time", "% of trace", "Slices", f"Top threads (by {by})"),
+                rows,
+                align="lrrrrrl",
+                empty="(no processes in scope)",
+            )
+        ]
 
 
 VIEWS = [ProcessesTableView()]

@@ -7,8 +7,6 @@ and a row still open at the end of the trace (dur -1) lasts to the end of the ra
 
 from __future__ import annotations
 
-from typing import Optional
-
 from .. import format as fmt
 from .. import report_pb2 as pb
 from ..base import Bar, Cell, Chart, Link, ReportRun, Table, View
@@ -20,20 +18,45 @@ RUNNABLE_STATES = ("R", "R+")
 # Dead tasks (X, Z, x) are neither runnable nor sleeping; every other non-running state sleeps.
 SLEEPING = "x.state NOT IN ('Running', 'R', 'R+') AND x.state NOT GLOB '*[XZx]*'"
 RUNNABLE = "x.state IN ('R', 'R+')"
-STATE_NAMES = {"Running": "Running", "R": "Runnable", "R+": "Runnable (preempted)", "S": "Sleeping",
-               "D": "Uninterruptible sleep", "I": "Idle", "T": "Stopped", "t": "Traced", "X": "Dead",
-               "Z": "Zombie", "x": "Dead", "P": "Parked", "W": "Waking", "K": "Wakekill"}
+STATE_NAMES = {
+    "Running": "Running",
+    "R": "Runnable",
+    "R+": "Runnable (preempted)",
+    "S": "Sleeping",
+    "D": "Uninterruptible sleep",
+    "I": "Idle",
+    "T": "Stopped",
+    "t": "Traced",
+    "X": "Dead",
+    "Z": "Zombie",
+    "x": "Dead",
+    "P": "Parked",
+    "W": "Waking",
+    "K": "Wakekill",
+}
 DOMINANT = 3
 NAME_LIST_LIMIT = 50
 
-SORT_COLUMNS = {"cpu": "cpu_time DESC", "runnable": "runnable DESC", "sleeping": "sleeping DESC",
-                "name": "name IS NULL, name"}
+SORT_COLUMNS = {
+    "cpu": "cpu_time DESC",
+    "runnable": "runnable DESC",
+    "sleeping": "sleeping DESC",
+    "name": "name IS NULL, name",
+}
 
 
 def waker_link(run: ReportRun, msg: pb.SchedulingInspect) -> Link:
     """The waking thread at the moment it woke the inspected one."""
-    return view_link(run, "scheduling", "inspect", tid=str(msg.waker_tid), thread=None, pid=None, process=None,
-                     ts=run.offset(msg.wakeup_ts))
+    return view_link(
+        run,
+        "scheduling",
+        "inspect",
+        tid=str(msg.waker_tid),
+        thread=None,
+        pid=None,
+        process=None,
+        ts=run.offset(msg.wakeup_ts),
+    )
 
 
 def state_name(state: str) -> str:
@@ -56,19 +79,21 @@ def in_range(run: ReportRun, alias: str) -> str:
     return f"{plus}{alias}.ts < :range_end AND {row_end(alias)} > :range_start"
 
 
-def thread_filter(run: ReportRun) -> Optional[Where]:
+def thread_filter(run: ReportRun) -> Where | None:
     """The threads the pid/process/tid/thread flags select, as a subquery of utids (None: every thread)."""
     w = owner_terms(run)
     if not w.terms:
         return None
-    w.terms = [f"""(
+    w.terms = [
+        f"""(
   SELECT th.id FROM thread th
   LEFT JOIN process p ON p.id = th.upid
-  {w.sql().replace(chr(10), chr(10) + '  ')})"""]
+  {w.sql().replace(chr(10), chr(10) + "  ")})"""
+    ]
     return w
 
 
-def cpu_filter(run: ReportRun, alias: str) -> Optional[Where]:
+def cpu_filter(run: ReportRun, alias: str) -> Where | None:
     if run.scope.cpu is None:
         return None
     w = Where()
@@ -81,7 +106,7 @@ def range_params(run: ReportRun) -> dict:
     return {"range_start": start, "range_end": end}
 
 
-def thread_label(name: Optional[str], tid: Optional[int]) -> str:
+def thread_label(name: str | None, tid: int | None) -> str:
     return f"{name or '?'} [{tid if tid is not None else '?'}]"
 
 
@@ -112,14 +137,17 @@ CANNED_THREADS = """(:pid = '' AND :process = '' AND :tid = '' AND :thread = ''
 
 # -- summary ----------------------------------------------------------------------------------
 
+
 class SchedulingSummaryView(View):
     noun = "scheduling"
     name = "summary"
     title = "Scheduling by thread"
-    description = ("Per thread (or process, with group_by=process): CPU time (from sched), time runnable but "
-                   "waiting for a CPU (R, R+), time sleeping (S, D and the other blocked states) and CPU time as "
-                   "a share of the range (can exceed 100% for a process on several CPUs). With cpu, CPU time on "
-                   "that CPU and the threads that ran there; min_duration hides rows with less CPU time.")
+    description = (
+        "Per thread (or process, with group_by=process): CPU time (from sched), time runnable but "
+        "waiting for a CPU (R, R+), time sleeping (S, D and the other blocked states) and CPU time as "
+        "a share of the range (can exceed 100% for a process on several CPUs). With cpu, CPU time on "
+        "that CPU and the threads that ran there; min_duration hides rows with less CPU time."
+    )
     result_field = "scheduling_summary"
     flags = frozenset({"pid", "process", "tid", "thread", "cpu", "time", "sort", "group_by", "min_duration"})
     sorts = ("cpu", "runnable", "sleeping", "name")
@@ -181,8 +209,11 @@ LIMIT coalesce(nullif(:top, ''), 10)"""
         s = run.scope
         group_by = s.group_by or "thread"
         if group_by not in ("thread", "process"):
-            raise ReportError(f"group_by: {group_by!r} is not a grouping of {self.label()}; use thread or process",
-                              "group_by", ["thread", "process"])
+            raise ReportError(
+                f"group_by: {group_by!r} is not a grouping of {self.label()}; use thread or process",
+                "group_by",
+                ["thread", "process"],
+            )
         out.group_by = group_by
         if not has_sched(run):
             return  # cpu_count 0: the trace has no scheduling data
@@ -212,19 +243,29 @@ LIMIT coalesce(nullif(:top, ''), 10)"""
   LEFT JOIN process p ON p.id = th.upid
   GROUP BY th.upid"""
         key = "utid" if group_by == "thread" else "upid"
-        rows = run.query(f"CPU, runnable and sleeping time per {group_by}, top by the sort key", f"""WITH {per_utid},
+        rows = run.query(
+            f"CPU, runnable and sleeping time per {group_by}, top by the sort key",
+            f"""WITH {per_utid},
 grouped AS (
   {rows_sql}
 )
 SELECT *, count(*) OVER () AS total_rows FROM grouped {having.sql()}
 ORDER BY {SORT_COLUMNS[self.sort_key(s)]}, {key}
-LIMIT :top""", {**params, **having.params, "top": s.top})
+LIMIT :top""",
+            {**params, **having.params, "top": s.top},
+        )
         out.total_rows = rows[0]["total_rows"] if rows else 0
         range_dur = run.range_dur()
         for r in rows:
-            row = out.rows.add(name=r["name"] or "", tid=r["tid"] or 0, pid=r["pid"] or 0,
-                               process=r["process"] or "", cpu_time=r["cpu_time"], runnable=r["runnable"],
-                               sleeping=r["sleeping"])
+            row = out.rows.add(
+                name=r["name"] or "",
+                tid=r["tid"] or 0,
+                pid=r["pid"] or 0,
+                process=r["process"] or "",
+                cpu_time=r["cpu_time"],
+                runnable=r["runnable"],
+                sleeping=r["sleeping"],
+            )
             row.percent_of_trace = 100.0 * row.cpu_time / range_dur
         run.truncation(len(rows), out.total_rows, f"{group_by}s")
         if rows and group_by == "thread":
@@ -232,12 +273,14 @@ LIMIT :top""", {**params, **having.params, "top": s.top})
         elif rows:
             top = out.rows[0]
             if top.pid:
-                run.next_step(f"Threads of {top.name} [{top.pid}]",
-                              view_link(run, "scheduling", "summary", pid=str(top.pid), group_by=None))
+                run.next_step(
+                    f"Threads of {top.name} [{top.pid}]",
+                    view_link(run, "scheduling", "summary", pid=str(top.pid), group_by=None),
+                )
         run.next_step("CPU load over time", view_link(run, "scheduling", "timeline"))
 
     @staticmethod
-    def _per_utid_sql(run: ReportRun, threads: Optional[Where], params: dict) -> str:
+    def _per_utid_sql(run: ReportRun, threads: Where | None, params: dict) -> str:
         """CTEs ending in per_utid(utid, cpu_time, runnable, sleeping) for the scope, clipped to the range."""
         sched_where, state_where = Where(), Where()
         sched_where.add("sc.utid != 0")
@@ -263,18 +306,18 @@ LIMIT :top""", {**params, **having.params, "top": s.top})
                 state_where.add("rs.utid IN (SELECT utid FROM cpu_time)")
             state_time = f"""SELECT rs.utid, rs.runnable, rs.sleeping
   FROM report_thread_sched rs
-  {state_where.sql().replace(chr(10), chr(10) + '  ')}"""
+  {state_where.sql().replace(chr(10), chr(10) + "  ")}"""
         else:
-            state_time = f"""SELECT x.utid, sum(CASE WHEN {RUNNABLE} THEN {clipped('x')} ELSE 0 END) AS runnable,
-         sum(CASE WHEN {SLEEPING} THEN {clipped('x')} ELSE 0 END) AS sleeping
+            state_time = f"""SELECT x.utid, sum(CASE WHEN {RUNNABLE} THEN {clipped("x")} ELSE 0 END) AS runnable,
+         sum(CASE WHEN {SLEEPING} THEN {clipped("x")} ELSE 0 END) AS sleeping
   FROM thread_state x
-  {state_where.sql().replace(chr(10), chr(10) + '  ')}
+  {state_where.sql().replace(chr(10), chr(10) + "  ")}
   GROUP BY {plus}x.utid"""
         params.update({**sched_where.params, **state_where.params})
         return f"""cpu_time AS (
-  SELECT sc.utid, sum({clipped('sc')}) AS cpu_time
+  SELECT sc.utid, sum({clipped("sc")}) AS cpu_time
   FROM sched sc
-  {sched_where.sql().replace(chr(10), chr(10) + '  ')}
+  {sched_where.sql().replace(chr(10), chr(10) + "  ")}
   GROUP BY {plus}sc.utid
 ),
 state_time AS (
@@ -292,17 +335,31 @@ per_utid AS (
         """Next step: the top thread at its longest wait for a CPU ("why was it not running then?")."""
         top = out.rows[0]
         params = {**range_params(run), "utid": utids[0]}
-        wait = run.query("the top thread's longest wait for a CPU", f"""SELECT x.ts, {clipped('x')} AS waited
+        wait = run.query(
+            "the top thread's longest wait for a CPU",
+            f"""SELECT x.ts, {clipped("x")} AS waited
 FROM thread_state x
-WHERE x.utid = :utid AND {RUNNABLE} AND {in_range(run, 'x')}
+WHERE x.utid = :utid AND {RUNNABLE} AND {in_range(run, "x")}
 ORDER BY waited DESC, x.ts
-LIMIT 1""", params)
+LIMIT 1""",
+            params,
+        )
         label = thread_label(top.name, top.tid)
         if wait:
             start = max(wait[0]["ts"], params["range_start"])
-            run.next_step(f"{label} at its longest wait for a CPU ({fmt.duration(wait[0]['waited'])})",
-                          view_link(run, "scheduling", "inspect", tid=str(top.tid), ts=run.offset(start),
-                                    thread=None, pid=None, process=None))
+            run.next_step(
+                f"{label} at its longest wait for a CPU ({fmt.duration(wait[0]['waited'])})",
+                view_link(
+                    run,
+                    "scheduling",
+                    "inspect",
+                    tid=str(top.tid),
+                    ts=run.offset(start),
+                    thread=None,
+                    pid=None,
+                    process=None,
+                ),
+            )
         run.next_step(f"{label} over time", view_link(run, "scheduling", "timeline", tid=str(top.tid), thread=None))
 
     def tables(self, msg: pb.SchedulingSummary, run: ReportRun) -> list[Table]:
@@ -310,33 +367,51 @@ LIMIT 1""", params)
         rows = []
         for r in msg.rows:
             if by_thread:
-                name = Cell(thread_label(r.name, r.tid),
-                            view_link(run, "scheduling", "timeline", tid=str(r.tid), thread=None),
-                            title=f"{r.process or '?'} [{r.pid}]" if r.pid else "no known process")
+                name = Cell(
+                    thread_label(r.name, r.tid),
+                    view_link(run, "scheduling", "timeline", tid=str(r.tid), thread=None),
+                    title=f"{r.process or '?'} [{r.pid}]" if r.pid else "no known process",
+                )
             else:
-                name = Cell(f"{r.name} [{r.pid}]" if r.pid else r.name,
-                            view_link(run, "scheduling", "summary", pid=str(r.pid), group_by=None) if r.pid else None)
-            rows.append([name, Cell(fmt.duration(r.cpu_time), title=f"{r.cpu_time} ns"),
-                         Cell(fmt.duration(r.runnable), title=f"{r.runnable} ns"),
-                         Cell(fmt.duration(r.sleeping), title=f"{r.sleeping} ns"),
-                         Cell(fmt.percent(r.percent_of_trace))])
+                name = Cell(
+                    f"{r.name} [{r.pid}]" if r.pid else r.name,
+                    view_link(run, "scheduling", "summary", pid=str(r.pid), group_by=None) if r.pid else None,
+                )
+            rows.append(
+                [
+                    name,
+                    Cell(fmt.duration(r.cpu_time), title=f"{r.cpu_time} ns"),
+                    Cell(fmt.duration(r.runnable), title=f"{r.runnable} ns"),
+                    Cell(fmt.duration(r.sleeping), title=f"{r.sleeping} ns"),
+                    Cell(fmt.percent(r.percent_of_trace)),
+                ]
+            )
         if not msg.cpu_count:
             return [Table("Scheduling: (no scheduling data in this trace)", (), [])]
         noun = "threads" if by_thread else "processes"
         title = f"Scheduling ({msg.total_rows} {noun}, {msg.cpu_count} CPU{'s' if msg.cpu_count != 1 else ''})"
-        return [Table(title, ("Thread" if by_thread else "Process", "CPU time", "Runnable", "Sleeping",
-                              "% of trace"), rows, empty="(no scheduling data in scope)")]
+        return [
+            Table(
+                title,
+                ("Thread" if by_thread else "Process", "CPU time", "Runnable", "Sleeping", "% of trace"),
+                rows,
+                empty="(no scheduling data in scope)",
+            )
+        ]
 
 
 # -- timeline ---------------------------------------------------------------------------------
+
 
 class SchedulingTimelineView(View):
     noun = "scheduling"
     name = "timeline"
     title = "CPU load over time"
-    description = ("CPU load per bucket of the trace (or time range): time the CPUs ran threads other than the idle "
-                   "task, as a share of the bucket's duration times the CPU count, with the threads that ran most. "
-                   "Thread flags count only those threads' time; cpu looks at one CPU.")
+    description = (
+        "CPU load per bucket of the trace (or time range): time the CPUs ran threads other than the idle "
+        "task, as a share of the bucket's duration times the CPU count, with the threads that ran most. "
+        "Thread flags count only those threads' time; cpu looks at one CPU."
+    )
     result_field = "scheduling_timeline"
     flags = frozenset({"pid", "process", "tid", "thread", "cpu", "time", "buckets"})
     canned_sql = f"""-- CPU time per bucket and the share of the CPUs' capacity it used; the report also names the
@@ -405,14 +480,16 @@ ORDER BY i"""
             per_thread = f"""per_thread AS (
   SELECT min(:last_bucket, c.cell / :cells_per_bucket) AS bucket, c.utid, sum(c.busy) AS busy
   FROM report_sched_cell c
-  {w.sql().replace(chr(10), chr(10) + '  ')}
+  {w.sql().replace(chr(10), chr(10) + "  ")}
   GROUP BY bucket, c.utid
 )"""
             params = {**w.params, "cells_per_bucket": per_bucket_cells}
         else:
             per_thread, params = self._per_thread_from_sched(run, threads, bucket_dur)
         recursive = "" if per_bucket_cells else "RECURSIVE "
-        rows = run.query("busy time per bucket, with the threads that ran most", f"""WITH {recursive}{per_thread},
+        rows = run.query(
+            "busy time per bucket, with the threads that ran most",
+            f"""WITH {recursive}{per_thread},
 ranked AS (
   SELECT bucket, utid, busy, sum(busy) OVER (PARTITION BY bucket) AS bucket_busy,
          row_number() OVER (PARTITION BY bucket ORDER BY busy DESC, utid) AS rank
@@ -422,7 +499,9 @@ ranked AS (
 SELECT r.bucket, r.bucket_busy, r.busy, th.name, th.tid
 FROM ranked r LEFT JOIN thread th ON th.id = r.utid
 WHERE r.rank <= :dominant
-ORDER BY r.bucket, r.rank""", {**params, "last_bucket": buckets - 1, "dominant": DOMINANT})
+ORDER BY r.bucket, r.rank""",
+            {**params, "last_bucket": buckets - 1, "dominant": DOMINANT},
+        )
         by_bucket: dict[int, list] = {}
         for r in rows:
             by_bucket.setdefault(r["bucket"], []).append(r)
@@ -436,12 +515,15 @@ ORDER BY r.bucket, r.rank""", {**params, "last_bucket": buckets - 1, "dominant":
                 bucket.dominant.add(name=thread_label(r["name"], r["tid"]), value=r["busy"])
         busiest = max(out.buckets, key=lambda b: b.value, default=None)
         if busiest is not None and busiest.total_dur:
-            run.next_step("Threads in the busiest bucket",
-                          view_link(run, "scheduling", "summary",
-                                    time=f"{run.offset(busiest.start_ts)},{run.offset(busiest.end_ts)}"))
+            run.next_step(
+                "Threads in the busiest bucket",
+                view_link(
+                    run, "scheduling", "summary", time=f"{run.offset(busiest.start_ts)},{run.offset(busiest.end_ts)}"
+                ),
+            )
 
     @staticmethod
-    def _per_thread_from_sched(run: ReportRun, threads: Optional[Where], bucket_dur: int) -> tuple[str, dict]:
+    def _per_thread_from_sched(run: ReportRun, threads: Where | None, bucket_dur: int) -> tuple[str, dict]:
         """The per_thread(bucket, utid, busy) CTEs from sched: each run is clipped to the range; the few that
         cross a bucket edge are split at the edges."""
         w = Where()
@@ -452,11 +534,12 @@ ORDER BY r.bucket, r.rank""", {**params, "last_bucket": buckets - 1, "dominant":
         cpus = cpu_filter(run, "sc")
         if cpus is not None:
             w.add(cpus.terms[0], **cpus.params)
-        return f"""run AS MATERIALIZED (
-  SELECT sc.utid, max(sc.ts, :range_start) AS piece_start, min({row_end('sc')}, :range_end) AS run_end,
+        return (
+            f"""run AS MATERIALIZED (
+  SELECT sc.utid, max(sc.ts, :range_start) AS piece_start, min({row_end("sc")}, :range_end) AS run_end,
          min(:last_bucket, (max(sc.ts, :range_start) - :range_start) / :bucket_dur) AS bucket
   FROM sched sc
-  {w.sql().replace(chr(10), chr(10) + '  ')}
+  {w.sql().replace(chr(10), chr(10) + "  ")}
 ),
 piece(bucket, utid, piece_start, run_end) AS (
   SELECT bucket, utid, piece_start, run_end FROM run
@@ -475,7 +558,9 @@ per_thread AS (
     SELECT bucket, utid, min(run_end, :range_start + (bucket + 1) * :bucket_dur) - piece_start FROM piece
   )
   GROUP BY bucket, utid
-)""", {**w.params, **range_params(run), "bucket_dur": bucket_dur}
+)""",
+            {**w.params, **range_params(run), "bucket_dur": bucket_dur},
+        )
 
     def charts(self, msg: pb.SchedulingTimeline, run: ReportRun) -> list[Chart]:
         bars = []
@@ -487,19 +572,28 @@ per_thread AS (
         if not msg.cpu_count:
             return [Chart("CPU load: no scheduling data in this trace", "linear", "% of CPU capacity busy", [])]
         cpus = f"{msg.cpu_count} CPU{'s' if msg.cpu_count != 1 else ''}"
-        return [Chart(f"CPU load per {fmt.duration(msg.bucket_dur)} ({cpus})", "linear",
-                      "bars: % of CPU capacity busy; top threads by CPU time", bars)]
+        return [
+            Chart(
+                f"CPU load per {fmt.duration(msg.bucket_dur)} ({cpus})",
+                "linear",
+                "bars: % of CPU capacity busy; top threads by CPU time",
+                bars,
+            )
+        ]
 
 
 # -- inspect ----------------------------------------------------------------------------------
+
 
 class SchedulingInspectView(View):
     noun = "scheduling"
     name = "inspect"
     title = "Thread state at a point in time"
-    description = ("Why a thread was (not) running at ts: its state then, since when and for how long, the CPU it "
-                   "ran on and how that run ended, who woke it and how long it then waited for a CPU, and the "
-                   "kernel function it was blocked in. Needs thread (or tid) matching one thread, and ts.")
+    description = (
+        "Why a thread was (not) running at ts: its state then, since when and for how long, the CPU it "
+        "ran on and how that run ended, who woke it and how long it then waited for a CPU, and the "
+        "kernel function it was blocked in. Needs thread (or tid) matching one thread, and ts."
+    )
     result_field = "scheduling_inspect"
     flags = frozenset({"pid", "process", "tid", "thread", "ts"})
     required = ("ts",)
@@ -560,7 +654,9 @@ ORDER BY x.ts, x.id"""
         out.tid = thread["tid"] or 0
         out.process = thread["process"] or ""
         out.pid = thread["pid"] or 0
-        states = run.query("the thread's states around ts", """WITH here AS (
+        states = run.query(
+            "the thread's states around ts",
+            """WITH here AS (
   SELECT id, ts FROM thread_state WHERE utid = :utid AND ts <= :ts ORDER BY ts DESC, id DESC LIMIT 1
 )
 SELECT * FROM (
@@ -580,9 +676,12 @@ SELECT * FROM (
   LEFT JOIN thread w ON w.id = x.waker_utid
   WHERE x.utid = :utid AND (x.ts, x.id) >= (SELECT ts, id FROM here) ORDER BY x.ts, x.id LIMIT 3
 )
-ORDER BY ts, id""", {"utid": thread["utid"], "ts": at})
-        here = next((i for i, x in enumerate(states)
-                     if x["ts"] <= at and (x["dur"] < 0 or at < x["ts"] + x["dur"])), None)
+ORDER BY ts, id""",
+            {"utid": thread["utid"], "ts": at},
+        )
+        here = next(
+            (i for i, x in enumerate(states) if x["ts"] <= at and (x["dur"] < 0 or at < x["ts"] + x["dur"])), None
+        )
         if here is None:
             return
         x = states[here]
@@ -592,9 +691,13 @@ ORDER BY ts, id""", {"utid": thread["utid"], "ts": at})
         out.state_dur = x["dur"]
         if x["state"] == "Running":
             out.cpu = x["cpu"] if x["cpu"] is not None else -1
-            end_state = run.value("how the run ended (sched end_state)", """SELECT end_state FROM sched
+            end_state = run.value(
+                "how the run ended (sched end_state)",
+                """SELECT end_state FROM sched
 WHERE utid = :utid AND ts = :ts
-LIMIT 1""", {"utid": thread["utid"], "ts": x["ts"]})
+LIMIT 1""",
+                {"utid": thread["utid"], "ts": x["ts"]},
+            )
             out.end_state = end_state or ""
         # The runnable period around ts: the one ts is in, the one that led to this run, or the one
         # that ended this sleep; and the sleep it ended.
@@ -637,7 +740,9 @@ LIMIT 1""", {"utid": thread["utid"], "ts": x["ts"]})
         if s.process is not None:
             w.add("p.name GLOB :process", process=s.process)
         w.add("th.id != 0")
-        found = run.query("threads matching the flags", f"""SELECT th.id AS utid, th.tid, th.name, p.pid,
+        found = run.query(
+            "threads matching the flags",
+            f"""SELECT th.id AS utid, th.tid, th.name, p.pid,
        p.name AS process,
        (th.start_ts IS NULL OR th.start_ts <= :ts) AND (th.end_ts IS NULL OR th.end_ts > :ts)
          AND coalesce((SELECT x.dur < 0 OR x.ts + x.dur > :ts FROM thread_state x WHERE x.utid = th.id
@@ -646,32 +751,48 @@ FROM thread th
 LEFT JOIN process p ON p.id = th.upid
 {w.sql()}
 ORDER BY th.tid, th.id
-LIMIT :limit""", {**w.params, "ts": at, "limit": NAME_LIST_LIMIT + 1})
+LIMIT :limit""",
+            {**w.params, "ts": at, "limit": NAME_LIST_LIMIT + 1},
+        )
         if len(found) > 1:
             alive = [t for t in found if t["alive_at_ts"]]
             found = alive if len(alive) == 1 else found
         if not found:
-            raise ReportError("no thread matches " + " ".join(f"{k}={v}" for k, v in run.scope.given
-                                                              if k in ("tid", "thread", "pid", "process")),
-                              "thread" if s.thread is not None else "tid")
+            raise ReportError(
+                "no thread matches "
+                + " ".join(f"{k}={v}" for k, v in run.scope.given if k in ("tid", "thread", "pid", "process")),
+                "thread" if s.thread is not None else "tid",
+            )
         if len(found) > 1:
-            options = [f"{thread_label(t['name'], t['tid'])}" + (f" in {t['process'] or '?'} [{t['pid']}]"
-                                                                  if t["pid"] is not None else "")
-                       for t in found[:NAME_LIST_LIMIT]]
-            raise ReportError(f"{self.label()} needs one thread; {len(options)}"
-                              f"{'+' if len(found) > NAME_LIST_LIMIT else ''} match: {', '.join(options)}; "
-                              "narrow with tid (or pid)", "tid", options)
+            options = [
+                f"{thread_label(t['name'], t['tid'])}"
+                + (f" in {t['process'] or '?'} [{t['pid']}]" if t["pid"] is not None else "")
+                for t in found[:NAME_LIST_LIMIT]
+            ]
+            raise ReportError(
+                f"{self.label()} needs one thread; {len(options)}"
+                f"{'+' if len(found) > NAME_LIST_LIMIT else ''} match: {', '.join(options)}; "
+                "narrow with tid (or pid)",
+                "tid",
+                options,
+            )
         return found[0]
 
     def _next_steps(self, run: ReportRun, out: pb.SchedulingInspect) -> None:
         if out.waker_tid and out.wakeup_ts:
-            run.next_step(f"The waker {thread_label(out.waker_thread, out.waker_tid)} when it woke this thread",
-                          waker_link(run, out))
+            run.next_step(
+                f"The waker {thread_label(out.waker_thread, out.waker_tid)} when it woke this thread",
+                waker_link(run, out),
+            )
         if out.state_dur >= 0 and out.state_ts + out.state_dur < run.trace.end:
-            run.next_step(f"Next state (at {run.offset(out.state_ts + out.state_dur)})",
-                          view_link(run, "scheduling", "inspect", ts=run.offset(out.state_ts + out.state_dur)))
-        run.next_step(f"Scheduling of {thread_label(out.thread, out.tid)}",
-                      view_link(run, "scheduling", "summary", tid=str(out.tid), thread=None))
+            run.next_step(
+                f"Next state (at {run.offset(out.state_ts + out.state_dur)})",
+                view_link(run, "scheduling", "inspect", ts=run.offset(out.state_ts + out.state_dur)),
+            )
+        run.next_step(
+            f"Scheduling of {thread_label(out.thread, out.tid)}",
+            view_link(run, "scheduling", "summary", tid=str(out.tid), thread=None),
+        )
 
     def tables(self, msg: pb.SchedulingInspect, run: ReportRun) -> list[Table]:
         title = f"{thread_label(msg.thread, msg.tid)}"
@@ -681,22 +802,40 @@ LIMIT :limit""", {**w.params, "ts": at, "limit": NAME_LIST_LIMIT + 1})
         if not msg.found:
             return [Table(title, ("Field", "Value"), [], empty="(no thread state known at ts)")]
         end = "(still open at the end of the trace)" if msg.state_dur < 0 else run.offset(msg.state_ts + msg.state_dur)
-        fields = [("State", f"{state_name(msg.state)} ({msg.state})" if msg.state != "Running" else "Running"),
-                  ("Since", f"{run.offset(msg.state_ts)} (ts {msg.state_ts})"),
-                  ("Until", end),
-                  ("Duration", fmt.duration(msg.state_dur) if msg.state_dur >= 0 else "-")]
+        fields = [
+            ("State", f"{state_name(msg.state)} ({msg.state})" if msg.state != "Running" else "Running"),
+            ("Since", f"{run.offset(msg.state_ts)} (ts {msg.state_ts})"),
+            ("Until", end),
+            ("Duration", fmt.duration(msg.state_dur) if msg.state_dur >= 0 else "-"),
+        ]
         if msg.state == "Running":
             fields.append(("CPU", str(msg.cpu) if msg.cpu >= 0 else "-"))
-            fields.append(("Run ended as", f"{state_name(msg.end_state)} ({msg.end_state})" if msg.end_state
-                           else "(still running)"))
+            fields.append(
+                (
+                    "Run ended as",
+                    f"{state_name(msg.end_state)} ({msg.end_state})" if msg.end_state else "(still running)",
+                )
+            )
         if msg.blocked_function:
             fields.append(("Blocked in", msg.blocked_function))
         if msg.wakeup_ts:
             fields.append(("Runnable from", run.offset(msg.wakeup_ts)))
-            fields.append(("Woken by", thread_label(msg.waker_thread, msg.waker_tid) if msg.waker_tid or
-                           msg.waker_thread else "(no wakeup: preempted, or the waker was not traced)"))
-            fields.append(("Waited for a CPU", fmt.duration(msg.wakeup_latency) if msg.wakeup_latency >= 0
-                           else "(still runnable at the end of the trace)"))
+            fields.append(
+                (
+                    "Woken by",
+                    thread_label(msg.waker_thread, msg.waker_tid)
+                    if msg.waker_tid or msg.waker_thread
+                    else "(no wakeup: preempted, or the waker was not traced)",
+                )
+            )
+            fields.append(
+                (
+                    "Waited for a CPU",
+                    fmt.duration(msg.wakeup_latency)
+                    if msg.wakeup_latency >= 0
+                    else "(still runnable at the end of the trace)",
+                )
+            )
         rows = []
         for key, value in fields:
             link = None

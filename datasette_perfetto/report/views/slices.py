@@ -6,7 +6,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from ...schema import REPORT_CELL_MIN_COUNT
 from .. import format as fmt
@@ -32,18 +32,23 @@ def fill_instance(out: pb.SliceInstance, row) -> None:
 
 
 # Views whose output the top flag sizes; links to others drop it.
-USES_TOP = {("slices", "table"), ("slices", "inspect"), ("scheduling", "summary"), ("processes", "table"),
-            ("tracks", "table"), ("counters", "list")}
+USES_TOP = {
+    ("slices", "table"),
+    ("slices", "inspect"),
+    ("scheduling", "summary"),
+    ("processes", "table"),
+    ("tracks", "table"),
+    ("counters", "list"),
+}
 
 
-def view_link(run: ReportRun, noun: str, view: str, **changes: Optional[str]) -> Link:
+def view_link(run: ReportRun, noun: str, view: str, **changes: str | None) -> Link:
     """A link to (noun, view) keeping the flags of this report that the view takes, with `changes`
     applied (None drops a flag)."""
     from . import NOUNS
 
     target = NOUNS.get(noun, {}).get(view)
-    allowed = (target.flags if target is not None else frozenset()) | (
-        {"top"} if (noun, view) in USES_TOP else set())
+    allowed = (target.flags if target is not None else frozenset()) | ({"top"} if (noun, view) in USES_TOP else set())
     params = {k: v for k, v in run.scope.to_params().items() if k in allowed}
     for key, value in changes.items():
         if value is None:
@@ -96,15 +101,17 @@ def canned_instances(columns: str, range_table: str = "range", unless: str = "",
     runs, by the flags given: the owners' tracks drive (their index also holds dur and name), else with
     `near_ts` the instants around ts (the `at` query), else the time range, else the name's index."""
     longest = f"(SELECT max(max_dur) FROM report_slice_name WHERE name IN {_CANNED_NAMES})"
-    rest = f"""
+    rest = """
     AND (:time = '' OR s.ts < range_end AND s.ts + max(s.dur, 0) >= range_start)
     AND (:min_duration = '' OR s.dur >= report_duration(:min_duration))"""
     if unless:
         rest += f"\n    AND NOT EXISTS (SELECT 1 FROM {unless})"
     no_ts = " AND :ts = ''" if near_ts else ""
-    branches = [f"""NOT {_CANNED_NO_OWNER}
+    branches = [
+        f"""NOT {_CANNED_NO_OWNER}
     AND s.track_id IN {_CANNED_OWNER_TRACKS}
-    AND +s.name IN {_CANNED_NAMES}"""]
+    AND +s.name IN {_CANNED_NAMES}"""
+    ]
     if near_ts:
         branches.append(f"""{_CANNED_NO_OWNER} AND :ts != ''
     AND s.ts BETWEEN (SELECT ts - half FROM at) - {longest} AND (SELECT ts + half FROM at)
@@ -114,9 +121,12 @@ def canned_instances(columns: str, range_table: str = "range", unless: str = "",
     AND +s.name IN {_CANNED_NAMES}""")
     branches.append(f"""{_CANNED_NO_OWNER}{no_ts} AND :time = ''
     AND s.name IN {_CANNED_NAMES}""")
-    return "\n  UNION ALL\n  ".join(f"""SELECT {columns}
+    return "\n  UNION ALL\n  ".join(
+        f"""SELECT {columns}
   FROM slice s, {range_table}
-  WHERE {branch}{rest}""" for branch in branches)
+  WHERE {branch}{rest}"""
+        for branch in branches
+    )
 
 
 class SlicesTableView(View):
@@ -125,8 +135,7 @@ class SlicesTableView(View):
     title = "Slices by name"
     description = "Count, total and maximum duration of each slice name."
     result_field = "slices_table"
-    flags = frozenset({"pid", "process", "tid", "thread", "track", "time", "name", "min_duration", "min_count",
-                       "sort"})
+    flags = frozenset({"pid", "process", "tid", "thread", "track", "time", "name", "min_duration", "min_count", "sort"})
     sorts = ("dur", "count", "max", "name")
     canned_sql = f"""WITH by_name AS (
   -- The whole trace: the per-name aggregates precomputed at import; else the slices in scope.
@@ -203,20 +212,25 @@ FROM report_slice_name
         having = Where()
         if s.min_count is not None:
             having.add("count >= :min_count", min_count=s.min_count)
-        rows = run.query("slice names, top by the sort key (with the totals in scope)", f"""WITH by_name AS (
+        rows = run.query(
+            "slice names, top by the sort key (with the totals in scope)",
+            f"""WITH by_name AS (
 {grouped}
 )
 SELECT *, count(*) OVER () AS total_names, sum(count) OVER () AS total_slices
 FROM by_name {having.sql()}
 ORDER BY {order}, name
-LIMIT :top""", {**grouped_params, **having.params, "top": s.top})
+LIMIT :top""",
+            {**grouped_params, **having.params, "top": s.top},
+        )
         out.total_rows = rows[0]["total_names"] if rows else 0
         out.total_slices = rows[0]["total_slices"] if rows else 0
         range_dur = run.range_dur()
         instances = fetch_instances(run, "the longest instance of each name", [r["max_id"] for r in rows])
         for r in rows:
-            row = out.rows.add(name=r["name"] or "", count=r["count"], total_dur=r["total_dur"] or 0,
-                               max_dur=r["max_dur"] or 0)
+            row = out.rows.add(
+                name=r["name"] or "", count=r["count"], total_dur=r["total_dur"] or 0, max_dur=r["max_dur"] or 0
+            )
             row.percent_of_trace = 100.0 * row.total_dur / range_dur
             if r["max_id"] in instances:
                 fill_instance(row.max_instance, instances[r["max_id"]])
@@ -233,8 +247,7 @@ LIMIT :top""", {**grouped_params, **having.params, "top": s.top})
         run.truncation(len(rows), out.total_rows, "slice names")
         if out.rows:
             top = out.rows[0]
-            run.next_step(f"Distribution of {top.name} durations",
-                          view_link(run, "slices", "histogram", name=top.name))
+            run.next_step(f"Distribution of {top.name} durations", view_link(run, "slices", "histogram", name=top.name))
             run.next_step(f"The longest {top.name} instance", inspect_link(run, top.max_instance))
 
     def tables(self, msg: pb.SlicesTable, run: ReportRun) -> list[Table]:
@@ -242,20 +255,30 @@ LIMIT :top""", {**grouped_params, **having.params, "top": s.top})
         for r in msg.rows:
             inst = r.max_instance
             max_text = f"{fmt.duration(r.max_dur)} @ {run.offset(inst.ts)} ({instance_where(inst)})"
-            rows.append([
-                Cell(r.name, view_link(run, "slices", "inspect", name=r.name)),
-                Cell(fmt.count(r.count), title=str(r.count)),
-                Cell(fmt.duration(r.total_dur)),
-                Cell(fmt.percent(r.percent_of_trace)),
-                Cell(max_text, inspect_link(run, inst)),
-            ])
+            rows.append(
+                [
+                    Cell(r.name, view_link(run, "slices", "inspect", name=r.name)),
+                    Cell(fmt.count(r.count), title=str(r.count)),
+                    Cell(fmt.duration(r.total_dur)),
+                    Cell(fmt.percent(r.percent_of_trace)),
+                    Cell(max_text, inspect_link(run, inst)),
+                ]
+            )
         title = f"Slices ({fmt.count(msg.total_slices)} total, {msg.total_rows} names)"
-        return [Table(title, ("Name", "Count", "Total dur", "% of trace", "Max dur"), rows,
-                      align="lrrrl", empty="(no slices in scope)")]
+        return [
+            Table(
+                title,
+                ("Name", "Count", "Total dur", "% of trace", "Max dur"),
+                rows,
+                align="lrrrl",
+                empty="(no slices in scope)",
+            )
+        ]
 
 
-def fill_duration_stats_sql(run: ReportRun, out: pb.DurationStats, name: str, min_duration, count: int,
-                            total: int, max_dur: int) -> None:
+def fill_duration_stats_sql(
+    run: ReportRun, out: pb.DurationStats, name: str, min_duration, count: int, total: int, max_dur: int
+) -> None:
     """DurationStats of one name's slices (at least min_duration long); count/total/max are known.
     min and each percentile are one step down the (name, dur) index."""
     if not count:
@@ -267,9 +290,16 @@ def fill_duration_stats_sql(run: ReportRun, out: pb.DurationStats, name: str, mi
     params = {"slice_name": name, **{f"rank_{p}": k for p, k in ranks.items()}}
     if min_duration is not None:
         params["min_duration"] = min_duration
-    row = run.query(f"duration percentiles of {name}", "SELECT " + ",\n       ".join(
-        f"(SELECT max(dur, 0) FROM slice WHERE name = :slice_name{floor} ORDER BY dur LIMIT 1 OFFSET :rank_{p})"
-        f" AS p{p}" for p in ranks), params)[0]
+    row = run.query(
+        f"duration percentiles of {name}",
+        "SELECT "
+        + ",\n       ".join(
+            f"(SELECT max(dur, 0) FROM slice WHERE name = :slice_name{floor} ORDER BY dur LIMIT 1 OFFSET :rank_{p})"
+            f" AS p{p}"
+            for p in ranks
+        ),
+        params,
+    )[0]
     out.min, out.p50, out.p95, out.p99 = row["p0"], row["p50"], row["p95"], row["p99"]
 
 
@@ -294,7 +324,7 @@ def is_narrowed(run: ReportRun) -> bool:
     return any(getattr(s, f) is not None for f in (*TRACK_FLAGS, "time", "min_duration"))
 
 
-def owner_tracks(run: ReportRun) -> Optional[Where]:
+def owner_tracks(run: ReportRun) -> Where | None:
     """The tracks the owner flags select, as a subquery (None when no owner flag is set)."""
     s = run.scope
     owner = Where()
@@ -310,11 +340,13 @@ def owner_tracks(run: ReportRun) -> Optional[Where]:
         owner.add("tr.name GLOB :track", track=s.track)
     if not owner.terms:
         return None
-    owner.terms = [f"""(
+    owner.terms = [
+        f"""(
   SELECT tr.id FROM track tr
   LEFT JOIN thread th ON th.id = tr.utid
   LEFT JOIN process p ON p.id = coalesce(tr.upid, th.upid)
-  {owner.sql().replace(chr(10), chr(10) + '  ')})"""]
+  {owner.sql().replace(chr(10), chr(10) + "  ")})"""
+    ]
     return owner
 
 
@@ -332,9 +364,12 @@ def scope_where(run: ReportRun, name: bool = True) -> Where:
         w.add(f"s.track_id IN {owner.terms[0]}", **owner.params)
     if s.time is not None:
         start, end = run.time_range()
-        w.add("s.ts < :range_end AND s.ts + max(s.dur, 0) >= :range_start\n"
-              "  AND s.ts >= :range_start - (SELECT max(max_dur) FROM report_slice_name)",
-              range_start=start, range_end=end)
+        w.add(
+            "s.ts < :range_end AND s.ts + max(s.dur, 0) >= :range_start\n"
+            "  AND s.ts >= :range_start - (SELECT max(max_dur) FROM report_slice_name)",
+            range_start=start,
+            range_end=end,
+        )
     if name and s.name is not None:
         w.add("s.name GLOB :name", name=s.name)
     if s.min_duration is not None:
@@ -352,8 +387,9 @@ class SliceName:
     max_dur: int
 
 
-def name_where(run: ReportRun, sn: SliceName, at: Optional[tuple[int, int]] = None, at_start: bool = False,
-               may_scan: bool = False) -> Where:
+def name_where(
+    run: ReportRun, sn: SliceName, at: tuple[int, int] | None = None, at_start: bool = False, may_scan: bool = False
+) -> Where:
     """WHERE terms on `slice s` for the instances of one name in scope (and, for inspect, containing
     the instants `at`, or with `at_start` starting at them).
 
@@ -370,29 +406,41 @@ def name_where(run: ReportRun, sn: SliceName, at: Optional[tuple[int, int]] = No
     owner = owner_tracks(run)
     if owner is not None:
         terms["owner"] = (f"{{+}}s.track_id IN {owner.terms[0]}", owner.params)
-        cost["owner"] = run.value("slices on the tracks in scope (to pick the index to scan)",
-                                  f"SELECT coalesce(sum(event_count), 0) FROM report_track_stats WHERE track_id IN "
-                                  f"{owner.terms[0]}", owner.params) or 0
+        cost["owner"] = (
+            run.value(
+                "slices on the tracks in scope (to pick the index to scan)",
+                f"SELECT coalesce(sum(event_count), 0) FROM report_track_stats WHERE track_id IN {owner.terms[0]}",
+                owner.params,
+            )
+            or 0
+        )
     if s.time is not None or at is not None or may_scan:
-        total = run.value("slices in the trace (to pick the index to scan)",
-                          "SELECT coalesce(sum(count), 0) FROM report_slice_name") or 0
+        total = (
+            run.value(
+                "slices in the trace (to pick the index to scan)",
+                "SELECT coalesce(sum(count), 0) FROM report_slice_name",
+            )
+            or 0
+        )
         per_ns = total / max(run.trace.dur, 1)
         if may_scan:
             cost["scan"] = total / TABLE_SCAN_SPEEDUP
         if s.time is not None:
             start, end = run.time_range()
-            terms["time"] = ("{+}s.ts < :range_end AND s.ts >= :range_start - :longest\n"
-                             "  AND s.ts + max(s.dur, 0) >= :range_start",
-                             {"range_start": start, "range_end": end, "longest": longest})
+            terms["time"] = (
+                "{+}s.ts < :range_end AND s.ts >= :range_start - :longest\n  AND s.ts + max(s.dur, 0) >= :range_start",
+                {"range_start": start, "range_end": end, "longest": longest},
+            )
             cost["time"] = per_ns * (end - start + longest)
         if at is not None and at_start:
             terms["at"] = ("{+}s.ts BETWEEN :ts_low AND :ts_high", {"ts_low": at[0], "ts_high": at[1]})
             cost["at"] = per_ns * (at[1] - at[0] + 1)
         elif at is not None:
             # Still-open slices (dur -1) contain every later instant.
-            terms["at"] = ("{+}s.ts <= :ts_high AND s.ts >= :ts_low - :longest\n"
-                           "  AND (s.dur < 0 OR s.ts + s.dur >= :ts_low)",
-                           {"ts_low": at[0], "ts_high": at[1], "longest": longest})
+            terms["at"] = (
+                "{+}s.ts <= :ts_high AND s.ts >= :ts_low - :longest\n  AND (s.dur < 0 OR s.ts + s.dur >= :ts_low)",
+                {"ts_low": at[0], "ts_high": at[1], "longest": longest},
+            )
             cost["at"] = per_ns * (at[1] - at[0] + longest)
     driver = min(cost, key=lambda k: cost[k])
     w = Where()
@@ -407,9 +455,13 @@ def fetch_instances(run: ReportRun, purpose: str, ids: list[int]) -> dict[int, A
     """Slices by id with their owners, for display."""
     if not ids:
         return {}
-    rows = run.query(purpose, f"""SELECT {INSTANCE_COLUMNS}
+    rows = run.query(
+        purpose,
+        f"""SELECT {INSTANCE_COLUMNS}
 {INSTANCE_FROM}
-WHERE s.id IN (SELECT value FROM json_each(:ids))""", {"ids": json.dumps(ids)})
+WHERE s.id IN (SELECT value FROM json_each(:ids))""",
+        {"ids": json.dumps(ids)},
+    )
     return {r["id"]: r for r in rows}
 
 
@@ -420,44 +472,73 @@ def resolve_name(run: ReportRun, view: View) -> SliceName:
     anywhere in the trace, then only those that have slices in scope.
     """
     glob = run.scope.name or ""
-    found = {r["name"]: SliceName(r["name"], r["count"], r["total_dur"], r["max_dur"]) for r in run.query(
-        "slice names matching name", """SELECT name, count, total_dur, max_dur
+    found = {
+        r["name"]: SliceName(r["name"], r["count"], r["total_dur"], r["max_dur"])
+        for r in run.query(
+            "slice names matching name",
+            """SELECT name, count, total_dur, max_dur
 FROM report_slice_name
 WHERE name = :name OR name GLOB :name
 ORDER BY name = :name DESC, name
-LIMIT :limit""", {"name": glob, "limit": NAME_LIST_LIMIT + 1})}
+LIMIT :limit""",
+            {"name": glob, "limit": NAME_LIST_LIMIT + 1},
+        )
+    }
     if glob in found:
         return found[glob]
     if len(found) > 1 and is_narrowed(run):
         w = scope_where(run, name=False)
-        found = {r["name"]: SliceName(r["name"], r["count"], r["total_dur"], r["max_dur"]) for r in run.query(
-            "slice names matching name that have slices in scope", f"""SELECT c.name, c.count, c.total_dur, c.max_dur
+        found = {
+            r["name"]: SliceName(r["name"], r["count"], r["total_dur"], r["max_dur"])
+            for r in run.query(
+                "slice names matching name that have slices in scope",
+                f"""SELECT c.name, c.count, c.total_dur, c.max_dur
 FROM report_slice_name c
 WHERE c.name GLOB :name
   AND EXISTS (SELECT 1 FROM slice s {w.sql()} AND s.name = c.name)
 ORDER BY c.name
-LIMIT :limit""", {**w.params, "name": glob, "limit": NAME_LIST_LIMIT + 1})}
+LIMIT :limit""",
+                {**w.params, "name": glob, "limit": NAME_LIST_LIMIT + 1},
+            )
+        }
     if not found:
-        raise ReportError(f"name: no slice name matches {glob!r}"
-                          + (" in this scope" if is_narrowed(run) else "")
-                          + "; see the slice names in the slices table", "name")
+        raise ReportError(
+            f"name: no slice name matches {glob!r}"
+            + (" in this scope" if is_narrowed(run) else "")
+            + "; see the slice names in the slices table",
+            "name",
+        )
     if len(found) > 1:
         shown = list(found)[:NAME_LIST_LIMIT]
         more = " and more" if len(found) > NAME_LIST_LIMIT else ""
-        raise ReportError(f"name: {glob!r} matches {len(shown)}{'+' if more else ''} slice names; {view.label()} "
-                          f"needs exactly one: {', '.join(shown)}{more}", "name", shown)
+        raise ReportError(
+            f"name: {glob!r} matches {len(shown)}{'+' if more else ''} slice names; {view.label()} "
+            f"needs exactly one: {', '.join(shown)}{more}",
+            "name",
+            shown,
+        )
     return next(iter(found.values()))
 
 
-def duration_stats(run: ReportRun, out: pb.DurationStats, w: Where, name: str,
-                   known: Optional[tuple[int, int, int]] = None, narrowed: bool = True) -> None:
+def duration_stats(
+    run: ReportRun,
+    out: pb.DurationStats,
+    w: Where,
+    name: str,
+    known: tuple[int, int, int] | None = None,
+    narrowed: bool = True,
+) -> None:
     """count/total/min/avg/max and nearest-rank p50/p95/p99 of max(dur, 0) over `slice s` under `w`
     (which selects instances of `name` only)."""
     if known is None:
-        agg = run.query("count, total and longest", f"""SELECT count(*) AS n, coalesce(sum(max(s.dur, 0)), 0) AS total,
+        agg = run.query(
+            "count, total and longest",
+            f"""SELECT count(*) AS n, coalesce(sum(max(s.dur, 0)), 0) AS total,
        max(s.dur) AS longest
 FROM slice s
-{w.sql()}""", w.params)[0]
+{w.sql()}""",
+            w.params,
+        )[0]
         known = (agg["n"], agg["total"], agg["longest"])
     if narrowed:
         stats_in_scope(run, {name: out}, w, {name: known})
@@ -468,15 +549,24 @@ FROM slice s
     # Ordering by dur is ordering by max(dur, 0) (unfinished slices, -1, come first either way), so
     # on one name the (name, dur) index serves each rank without a sort.
     ranks = {"min": 0, **{f"p{p}": percentile_index(n, p) for p in PERCENTILES}}
-    picks = ",\n       ".join(f"(SELECT max(s.dur, 0) FROM slice s {w.sql()} ORDER BY s.dur LIMIT 1 OFFSET :rank_{k})"
-                              f" AS {k}" for k in ranks)
-    row = run.query("minimum and percentiles (nearest rank)", f"SELECT {picks}",
-                    {**w.params, **{f"rank_{k}": v for k, v in ranks.items()}})[0]
+    picks = ",\n       ".join(
+        f"(SELECT max(s.dur, 0) FROM slice s {w.sql()} ORDER BY s.dur LIMIT 1 OFFSET :rank_{k}) AS {k}" for k in ranks
+    )
+    row = run.query(
+        "minimum and percentiles (nearest rank)",
+        f"SELECT {picks}",
+        {**w.params, **{f"rank_{k}": v for k, v in ranks.items()}},
+    )[0]
     _fill_stats(out, known, {0: row["min"], **{ranks[f"p{p}"]: row[f"p{p}"] for p in PERCENTILES}})
 
 
-def stats_in_scope(run: ReportRun, outs: dict[str, pb.DurationStats], w: Where,
-                   known: dict[str, tuple[int, int, int]], in_scope: Optional[int] = None) -> None:
+def stats_in_scope(
+    run: ReportRun,
+    outs: dict[str, pb.DurationStats],
+    w: Where,
+    known: dict[str, tuple[int, int, int]],
+    in_scope: int | None = None,
+) -> None:
     """Duration stats of several names in one pass over the slices in scope (`w` without a name term):
     each name's durations ranked, and only the ranks the percentiles need kept.
 
@@ -495,21 +585,30 @@ def stats_in_scope(run: ReportRun, outs: dict[str, pb.DurationStats], w: Where,
         for name in skipped:
             _fill_stats(outs[name], known[name], {}, with_ranks=False)
         if skipped:
-            run.footnote(f"Minimum and percentiles are left out for {len(skipped)} name"
-                         f"{'s' if len(skipped) != 1 else ''} with too many instances in scope to rank on this page "
-                         f"({', '.join(skipped[:3])}{', ...' if len(skipped) > 3 else ''}); the histogram of one "
-                         "name has them", view_link(run, "slices", "histogram", name=glob_escape(skipped[0])))
+            run.footnote(
+                f"Minimum and percentiles are left out for {len(skipped)} name"
+                f"{'s' if len(skipped) != 1 else ''} with too many instances in scope to rank on this page "
+                f"({', '.join(skipped[:3])}{', ...' if len(skipped) > 3 else ''}); the histogram of one "
+                "name has them",
+                view_link(run, "slices", "histogram", name=glob_escape(skipped[0])),
+            )
         known = ranked_names
-    wanted = [[name, rank] for name, (n, _, _) in known.items() if n
-              for rank in sorted({0, *(percentile_index(n, p) for p in PERCENTILES)})]
+    wanted = [
+        [name, rank]
+        for name, (n, _, _) in known.items()
+        if n
+        for rank in sorted({0, *(percentile_index(n, p) for p in PERCENTILES)})
+    ]
     if not wanted:
         return
     # +s.name: reach the names through the scope's tracks or time range, not the whole name index.
     names_term = "\n    AND +s.name IN (SELECT value FROM json_each(:names))"
-    rows = run.query("minimum and percentiles (nearest rank) of each name in scope", f"""WITH in_scope AS MATERIALIZED (
+    rows = run.query(
+        "minimum and percentiles (nearest rank) of each name in scope",
+        f"""WITH in_scope AS MATERIALIZED (
   SELECT s.name, max(s.dur, 0) AS dur
   FROM slice s
-  {w.sql().replace(chr(10), chr(10) + '  ')}{names_term}
+  {w.sql().replace(chr(10), chr(10) + "  ")}{names_term}
 ),
 ranked AS (
   SELECT name, dur, row_number() OVER (PARTITION BY name ORDER BY dur) - 1 AS rank FROM in_scope
@@ -520,7 +619,8 @@ wanted AS MATERIALIZED (
 SELECT r.name, r.rank, r.dur FROM ranked r
 WHERE r.rank IN (SELECT rank FROM wanted)
   AND EXISTS (SELECT 1 FROM wanted w WHERE w.name = r.name AND w.rank = r.rank)""",
-                     {**w.params, "names": json.dumps(list(known)), "wanted": json.dumps(wanted)})
+        {**w.params, "names": json.dumps(list(known)), "wanted": json.dumps(wanted)},
+    )
     by_name: dict[str, dict[int, int]] = {}
     for r in rows:
         by_name.setdefault(r["name"], {})[r["rank"]] = r["dur"]
@@ -529,8 +629,9 @@ WHERE r.rank IN (SELECT rank FROM wanted)
             _fill_stats(outs[name], known[name], by_name.get(name, {}))
 
 
-def _fill_stats(out: pb.DurationStats, known: tuple[int, int, int], at_rank: dict[int, Optional[int]],
-                with_ranks: bool = True) -> None:
+def _fill_stats(
+    out: pb.DurationStats, known: tuple[int, int, int], at_rank: dict[int, int | None], with_ranks: bool = True
+) -> None:
     n, total, longest = known
     out.count = n
     out.total = total
@@ -541,7 +642,7 @@ def _fill_stats(out: pb.DurationStats, known: tuple[int, int, int], at_rank: dic
         out.p50, out.p95, out.p99 = (at_rank.get(percentile_index(n, p)) or 0 for p in PERCENTILES)
 
 
-def owner_link_params(inst: pb.SliceInstance) -> dict[str, Optional[str]]:
+def owner_link_params(inst: pb.SliceInstance) -> dict[str, str | None]:
     """Flags that narrow to an instance's owner: its thread, else its process, else its track."""
     if inst.tid or inst.thread:
         return {"tid": str(inst.tid)}
@@ -610,16 +711,21 @@ DOMINANT = 3
 
 def stats_table(title: str, stats: pb.DurationStats) -> Table:
     cells = [Cell(fmt.count(stats.count), title=str(stats.count))] + [
-        Cell(fmt.duration(v), title=f"{v} ns") for v in
-        (stats.total, stats.min, stats.avg, stats.p50, stats.p95, stats.p99, stats.max)]
-    return Table(title, ("Count", "Total", "Min", "Avg", "p50", "p95", "p99", "Max"),
-                 [cells] if stats.count else [], empty="(no instances in scope)")
+        Cell(fmt.duration(v), title=f"{v} ns")
+        for v in (stats.total, stats.min, stats.avg, stats.p50, stats.p95, stats.p99, stats.max)
+    ]
+    return Table(
+        title,
+        ("Count", "Total", "Min", "Avg", "p50", "p95", "p99", "Max"),
+        [cells] if stats.count else [],
+        empty="(no instances in scope)",
+    )
 
 
 def inspect_link(run: ReportRun, inst: pb.SliceInstance) -> Link:
     """slices inspect narrowed to one instance: its name, an instant inside it and its owner (in place of
     the report's owner flags)."""
-    changes: dict[str, Optional[str]] = {flag: None for flag in TRACK_FLAGS}
+    changes: dict[str, str | None] = {flag: None for flag in TRACK_FLAGS}
     changes.update(owner_link_params(inst))
     return view_link(run, "slices", "inspect", name=inst.name, ts=run.offset(inst.ts), **changes)
 
@@ -630,22 +736,33 @@ def instance_cells(run: ReportRun, inst: pb.SliceInstance) -> list[Cell]:
     else:
         thread = f"(track {inst.track})" if inst.track else "-"
     process = f"{inst.process or '?'} [{inst.pid}]" if inst.pid or inst.process else "-"
-    return [Cell(run.offset(inst.ts), inspect_link(run, inst), title=f"ts {inst.ts}",
-                 href=run.linker.details("slice", inst.id)),
-            Cell(fmt.duration(inst.dur) if inst.dur >= 0 else "(unfinished)", title=f"{inst.dur} ns"),
-            Cell(thread), Cell(process), Cell(str(inst.depth))]
+    return [
+        Cell(
+            run.offset(inst.ts),
+            inspect_link(run, inst),
+            title=f"ts {inst.ts}",
+            href=run.linker.details("slice", inst.id),
+        ),
+        Cell(fmt.duration(inst.dur) if inst.dur >= 0 else "(unfinished)", title=f"{inst.dur} ns"),
+        Cell(thread),
+        Cell(process),
+        Cell(str(inst.depth)),
+    ]
 
 
 # -- histogram --------------------------------------------------------------------------------
+
 
 class SlicesHistogramView(View):
     noun = "slices"
     name = "histogram"
     title = "Slice duration histogram"
-    description = ("The distribution of one slice name's durations: instance counts per duration bucket, "
-                   "log-spaced when the durations span more than two orders of magnitude (the scale is "
-                   "labelled), with p50/p95/p99. name must match exactly one slice name; unfinished slices "
-                   "count as 0.")
+    description = (
+        "The distribution of one slice name's durations: instance counts per duration bucket, "
+        "log-spaced when the durations span more than two orders of magnitude (the scale is "
+        "labelled), with p50/p95/p99. name must match exactly one slice name; unfinished slices "
+        "count as 0."
+    )
     result_field = "slices_histogram"
     flags = frozenset({"pid", "process", "tid", "thread", "track", "time", "name", "min_duration", "buckets"})
     required = ("name",)
@@ -701,17 +818,25 @@ ORDER BY i"""
         name = out.name = sn.name
         w = name_where(run, sn)
         if is_narrowed(run):
-            agg = run.query("count, total, longest and shortest non-zero", f"""SELECT count(*) AS n,
+            agg = run.query(
+                "count, total, longest and shortest non-zero",
+                f"""SELECT count(*) AS n,
        coalesce(sum(max(s.dur, 0)), 0) AS total, max(s.dur) AS longest,
        min(CASE WHEN s.dur > 0 THEN s.dur END) AS shortest_positive
 FROM slice s
-{w.sql()}""", w.params)[0]
+{w.sql()}""",
+                w.params,
+            )[0]
             known = (agg["n"], agg["total"], agg["longest"])
             positive = agg["shortest_positive"]
         else:
             known = (sn.count, sn.total_dur, sn.max_dur)
-            positive = run.value("the shortest non-zero duration", f"""SELECT min(s.dur) FROM slice s
-{w.sql()} AND s.dur > 0""", w.params)
+            positive = run.value(
+                "the shortest non-zero duration",
+                f"""SELECT min(s.dur) FROM slice s
+{w.sql()} AND s.dur > 0""",
+                w.params,
+            )
         duration_stats(run, out.stats, w, name, known, is_narrowed(run))
         if not out.stats.count:
             out.scale = "linear"
@@ -721,8 +846,10 @@ FROM slice s
         if positive and high / positive > LOG_SCALE_SPREAD:
             out.scale = "log"
             step = math.log(high / positive) / buckets
-            index = ("CASE WHEN s.dur <= 0 THEN -1 "
-                     "ELSE min(:last_bucket, CAST(ln(s.dur * 1.0 / :low) / :log_step AS INTEGER)) END")
+            index = (
+                "CASE WHEN s.dur <= 0 THEN -1 "
+                "ELSE min(:last_bucket, CAST(ln(s.dur * 1.0 / :low) / :log_step AS INTEGER)) END"
+            )
             params = {"low": positive, "log_step": step}
             edges = [positive * math.exp(step * i) for i in range(buckets)] + [float(high)]
         else:
@@ -738,20 +865,31 @@ FROM slice s
             edges = [start + width * i for i in range(buckets)] + [max(start + width * buckets, high)]
             if high == low:
                 edges = [low, low]  # every instance has the same duration
-        counts = {r["bucket"]: r["count"] for r in run.query("instances per bucket", f"""SELECT {index} AS bucket,
+        counts = {
+            r["bucket"]: r["count"]
+            for r in run.query(
+                "instances per bucket",
+                f"""SELECT {index} AS bucket,
        count(*) AS count
 FROM slice s
 {w.sql()}
-GROUP BY bucket""", {**w.params, **params, "last_bucket": buckets - 1})}
+GROUP BY bucket""",
+                {**w.params, **params, "last_bucket": buckets - 1},
+            )
+        }
         if -1 in counts:
             out.buckets.add(low=0, high=0, count=counts[-1])
         for i in range(buckets):
             out.buckets.add(low=edges[i], high=edges[i + 1], count=counts.get(i, 0))
-        longest = run.query("the longest instance", f"""SELECT {INSTANCE_COLUMNS}
+        longest = run.query(
+            "the longest instance",
+            f"""SELECT {INSTANCE_COLUMNS}
 {INSTANCE_FROM}
 {w.sql()}
 ORDER BY s.dur DESC, s.id DESC
-LIMIT 1""", w.params)
+LIMIT 1""",
+            w.params,
+        )
         run.next_step(f"{name} over time", view_link(run, "slices", "timeline", name=name))
         if longest:
             inst = pb.SliceInstance()
@@ -781,13 +919,16 @@ LIMIT 1""", w.params)
 
 # -- timeline ---------------------------------------------------------------------------------
 
+
 class SlicesTimelineView(View):
     noun = "slices"
     name = "timeline"
     title = "Slice timeline"
-    description = ("One slice name over time: per bucket of the trace (or time range), the instances that "
-                   "start in it, the time they cover inside it, and the threads (or processes, tracks) with "
-                   "the most of that time. name must match exactly one slice name.")
+    description = (
+        "One slice name over time: per bucket of the trace (or time range), the instances that "
+        "start in it, the time they cover inside it, and the threads (or processes, tracks) with "
+        "the most of that time. name must match exactly one slice name."
+    )
     result_field = "slices_timeline"
     flags = frozenset({"pid", "process", "tid", "thread", "track", "time", "name", "min_duration", "buckets"})
     required = ("name",)
@@ -872,23 +1013,31 @@ ORDER BY i"""
             for label, covered in sorted(by_owner.items(), key=lambda kv: (-kv[1], kv[0]))[:DOMINANT]:
                 bucket.dominant.add(name=label, value=covered)
         busiest = max(out.buckets, key=lambda b: (b.total_dur, b.count), default=None)
-        run.next_step(f"Distribution of {name} durations",
-                      view_link(run, "slices", "histogram", name=name))
+        run.next_step(f"Distribution of {name} durations", view_link(run, "slices", "histogram", name=name))
         if busiest is not None and busiest.total_dur + busiest.count:
-            run.next_step(f"{name} instances in the busiest bucket",
-                          view_link(run, "slices", "inspect", name=name,
-                                   time=f"{run.offset(busiest.start_ts)},{run.offset(busiest.end_ts)}"))
+            run.next_step(
+                f"{name} instances in the busiest bucket",
+                view_link(
+                    run,
+                    "slices",
+                    "inspect",
+                    name=name,
+                    time=f"{run.offset(busiest.start_ts)},{run.offset(busiest.end_ts)}",
+                ),
+            )
 
     @staticmethod
     def _from_instances(run: ReportRun, sn: SliceName, start: int, end: int, buckets: int, bucket_dur: int) -> list:
         """(bucket, track_id, count, covered) from the instances: each is clipped to the range; the few that
         cross a bucket edge are split at the edges (recursively), and an instance counts in its first bucket."""
         w = name_where(run, sn, may_scan=True)
-        return run.query("time covered per bucket and track", f"""WITH RECURSIVE instance AS MATERIALIZED (
+        return run.query(
+            "time covered per bucket and track",
+            f"""WITH RECURSIVE instance AS MATERIALIZED (
   SELECT s.track_id, max(s.ts, :range_start) AS piece_start, min(s.ts + max(s.dur, 0), :range_end) AS instance_end,
          min(:last_bucket, (max(s.ts, :range_start) - :range_start) / :bucket_dur) AS bucket
   FROM slice s
-  {w.sql().replace(chr(10), chr(10) + '  ')}
+  {w.sql().replace(chr(10), chr(10) + "  ")}
 ),
 piece(bucket, track_id, piece_start, instance_end, first) AS (
   SELECT bucket, track_id, piece_start, instance_end, 1 FROM instance
@@ -905,8 +1054,9 @@ FROM (
   UNION ALL
   SELECT bucket, track_id, first, min(instance_end, :range_start + (bucket + 1) * :bucket_dur) - piece_start FROM piece
 )
-GROUP BY bucket, track_id""", {**w.params, "range_start": start, "range_end": end, "bucket_dur": bucket_dur,
-                               "last_bucket": buckets - 1})
+GROUP BY bucket, track_id""",
+            {**w.params, "range_start": start, "range_end": end, "bucket_dur": bucket_dur, "last_bucket": buckets - 1},
+        )
 
     @staticmethod
     def _from_cells(run: ReportRun, sn: SliceName, buckets: int, per_bucket_cells: int) -> list:
@@ -917,12 +1067,16 @@ GROUP BY bucket, track_id""", {**w.params, "range_start": start, "range_end": en
         owner = owner_tracks(run)
         if owner is not None:
             w.add(f"c.track_id IN {owner.terms[0]}", **owner.params)
-        return run.query("time covered per bucket and track (from the per-cell aggregates)", f"""SELECT
+        return run.query(
+            "time covered per bucket and track (from the per-cell aggregates)",
+            f"""SELECT
   min(:last_bucket, c.cell / :cells_per_bucket) AS bucket, c.track_id, sum(c.count) AS count,
   sum(c.covered) AS covered
 FROM report_slice_track_cell c
 {w.sql()}
-GROUP BY bucket, c.track_id""", {**w.params, "cells_per_bucket": per_bucket_cells, "last_bucket": buckets - 1})
+GROUP BY bucket, c.track_id""",
+            {**w.params, "cells_per_bucket": per_bucket_cells, "last_bucket": buckets - 1},
+        )
 
     def charts(self, msg: pb.SlicesTimeline, run: ReportRun) -> list[Chart]:
         bars = []
@@ -931,20 +1085,30 @@ GROUP BY bucket, c.track_id""", {**w.params, "cells_per_bucket": per_bucket_cell
             if b.dominant:
                 note += ": " + ", ".join(f"{d.name} {fmt.duration(d.value)}" for d in b.dominant)
             bars.append(Bar(run.offset(b.start_ts), b.total_dur, note))
-        return [Chart(f"{msg.name} per {fmt.duration(msg.bucket_dur)}", "linear",
-                      "bars: time covered in the bucket; started instances, top threads", bars)]
+        return [
+            Chart(
+                f"{msg.name} per {fmt.duration(msg.bucket_dur)}",
+                "linear",
+                "bars: time covered in the bucket; started instances, top threads",
+                bars,
+            )
+        ]
 
 
 def track_owners(run: ReportRun, track_ids: list[int]) -> dict[int, str]:
     """track id -> 'thread [tid]', else 'process [pid]', else the track's name."""
     if not track_ids:
         return {}
-    rows = run.query("the threads and processes of those tracks", """SELECT tr.id, tr.name AS track,
+    rows = run.query(
+        "the threads and processes of those tracks",
+        """SELECT tr.id, tr.name AS track,
        th.name AS thread, th.tid, p.name AS process, p.pid
 FROM track tr
 LEFT JOIN thread th ON th.id = tr.utid
 LEFT JOIN process p ON p.id = coalesce(tr.upid, th.upid)
-WHERE tr.id IN (SELECT value FROM json_each(:ids))""", {"ids": json.dumps(track_ids)})
+WHERE tr.id IN (SELECT value FROM json_each(:ids))""",
+        {"ids": json.dumps(track_ids)},
+    )
     out = {}
     for r in rows:
         if r["tid"] is not None:
@@ -958,15 +1122,18 @@ WHERE tr.id IN (SELECT value FROM json_each(:ids))""", {"ids": json.dumps(track_
 
 # -- inspect ----------------------------------------------------------------------------------
 
+
 class SlicesInspectView(View):
     noun = "slices"
     name = "inspect"
     title = "Slice instances"
-    description = ("The instances of one slice name: how many match, their duration percentiles and the longest "
-                   "ones with where and when they ran. Narrow with ts (the instances starting then, to the "
-                   "microsecond report output shows, else those running then), thread, tid, time, min_duration; "
-                   "when exactly one instance matches: its duration, self duration, args, ancestors and "
-                   "children. name must match exactly one slice name.")
+    description = (
+        "The instances of one slice name: how many match, their duration percentiles and the longest "
+        "ones with where and when they ran. Narrow with ts (the instances starting then, to the "
+        "microsecond report output shows, else those running then), thread, tid, time, min_duration; "
+        "when exactly one instance matches: its duration, self duration, args, ancestors and "
+        "children. name must match exactly one slice name."
+    )
     result_field = "slices_inspect"
     flags = frozenset({"pid", "process", "tid", "thread", "track", "time", "ts", "name", "min_duration"})
     required = ("name",)
@@ -1021,11 +1188,15 @@ ORDER BY s.dur DESC, s.id DESC"""
                 w = name_where(run, sn, at)
         duration_stats(run, out.stats, w, name, narrowed=is_narrowed(run) or run.scope.ts is not None)
         out.matched = out.stats.count
-        rows = run.query("the longest instances", f"""SELECT {INSTANCE_COLUMNS}, s.arg_set_id, s.parent_id
+        rows = run.query(
+            "the longest instances",
+            f"""SELECT {INSTANCE_COLUMNS}, s.arg_set_id, s.parent_id
 {INSTANCE_FROM}
 {w.sql()}
 ORDER BY s.dur DESC, s.id DESC
-LIMIT :top""", {**w.params, "top": run.scope.top})
+LIMIT :top""",
+            {**w.params, "top": run.scope.top},
+        )
         for r in rows:
             fill_instance(out.instances.add(), r)
         run.truncation(len(rows), out.matched, f"{name} instances")
@@ -1036,28 +1207,43 @@ LIMIT :top""", {**w.params, "top": run.scope.top})
         elif out.matched > 1:
             inst, runner_up = out.instances[0], out.instances[1]
             if run.scope.ts is None:
-                run.next_step(f"Only the longest ({fmt.duration(inst.dur)} at {run.offset(inst.ts)})",
-                              inspect_link(run, inst))
+                run.next_step(
+                    f"Only the longest ({fmt.duration(inst.dur)} at {run.offset(inst.ts)})", inspect_link(run, inst)
+                )
             elif inst.dur > runner_up.dur:
                 # Already at this instant: instances alike but for their duration (async tracks of one
                 # process, say) part by it.
-                run.next_step(f"Only the longest ({fmt.duration(inst.dur)})",
-                              view_link(run, "slices", "inspect", min_duration=str(inst.dur)))
-            run.next_step(f"Distribution of {name} durations",
-                          view_link(run, "slices", "histogram", name=name))
+                run.next_step(
+                    f"Only the longest ({fmt.duration(inst.dur)})",
+                    view_link(run, "slices", "inspect", min_duration=str(inst.dur)),
+                )
+            run.next_step(f"Distribution of {name} durations", view_link(run, "slices", "histogram", name=name))
 
     def _detail(self, run: ReportRun, out: pb.SlicesInspect, row) -> None:
         fill_instance(out.slice, row)
-        out.self_dur = run.value("self duration: the slice minus its children", """SELECT max(max(s.dur, 0)
+        out.self_dur = (
+            run.value(
+                "self duration: the slice minus its children",
+                """SELECT max(max(s.dur, 0)
        - coalesce((SELECT sum(max(c.dur, 0)) FROM slice c WHERE c.parent_id = s.id), 0), 0)
 FROM slice s
-WHERE s.id = :id""", {"id": row["id"]}) or 0
+WHERE s.id = :id""",
+                {"id": row["id"]},
+            )
+            or 0
+        )
         if row["arg_set_id"] is not None:
-            for a in run.query("args", """SELECT key, display_value, value_type FROM args
+            for a in run.query(
+                "args",
+                """SELECT key, display_value, value_type FROM args
 WHERE arg_set_id = :arg_set_id
-ORDER BY id""", {"arg_set_id": row["arg_set_id"]}):
+ORDER BY id""",
+                {"arg_set_id": row["arg_set_id"]},
+            ):
                 out.args.add(key=a["key"] or "", value=a["display_value"] or "", type=a["value_type"] or "")
-        for r in run.query("ancestors, outermost first", f"""WITH RECURSIVE ancestor(id) AS (
+        for r in run.query(
+            "ancestors, outermost first",
+            f"""WITH RECURSIVE ancestor(id) AS (
   SELECT parent_id FROM slice WHERE id = :id AND parent_id IS NOT NULL
   UNION ALL
   SELECT s.parent_id FROM slice s JOIN ancestor a ON s.id = a.id WHERE s.parent_id IS NOT NULL
@@ -1065,13 +1251,19 @@ ORDER BY id""", {"arg_set_id": row["arg_set_id"]}):
 SELECT {INSTANCE_COLUMNS}
 {INSTANCE_FROM}
 WHERE s.id IN (SELECT id FROM ancestor)
-ORDER BY s.depth""", {"id": row["id"]}):
+ORDER BY s.depth""",
+            {"id": row["id"]},
+        ):
             fill_instance(out.ancestors.add(), r)
-        children = run.query("children, in time order", f"""SELECT {INSTANCE_COLUMNS}, count(*) OVER () AS total
+        children = run.query(
+            "children, in time order",
+            f"""SELECT {INSTANCE_COLUMNS}, count(*) OVER () AS total
 {INSTANCE_FROM}
 WHERE s.parent_id = :id
 ORDER BY s.ts, s.id
-LIMIT :top""", {"id": row["id"], "top": run.scope.top})
+LIMIT :top""",
+            {"id": row["id"], "top": run.scope.top},
+        )
         for r in children:
             fill_instance(out.children.add(), r)
         if children:
@@ -1079,40 +1271,71 @@ LIMIT :top""", {"id": row["id"], "top": run.scope.top})
         if out.ancestors:
             parent = out.ancestors[-1]
             run.next_step(f"The parent, {parent.name}", inspect_link(run, parent))
-        run.next_step(f"Distribution of {out.name} durations",
-                      view_link(run, "slices", "histogram", name=out.name))
+        run.next_step(f"Distribution of {out.name} durations", view_link(run, "slices", "histogram", name=out.name))
 
     def tables(self, msg: pb.SlicesInspect, run: ReportRun) -> list[Table]:
-        out = [stats_table(f"{msg.name}: {msg.matched} matching instance{'s' if msg.matched != 1 else ''}",
-                           msg.stats)]
+        out = [stats_table(f"{msg.name}: {msg.matched} matching instance{'s' if msg.matched != 1 else ''}", msg.stats)]
         if msg.matched != 1:
             title = "Longest instances" if msg.matched > 1 else "Instances"
-            out.append(Table(title, ("Ts", "Dur", "Thread", "Process", "Depth"),
-                             [instance_cells(run, i) for i in msg.instances], align="rrlll",
-                             empty="(no instances in scope)"))
+            out.append(
+                Table(
+                    title,
+                    ("Ts", "Dur", "Thread", "Process", "Depth"),
+                    [instance_cells(run, i) for i in msg.instances],
+                    align="rrlll",
+                    empty="(no instances in scope)",
+                )
+            )
             return out
         inst = msg.slice
-        fields = [("Name", inst.name), ("Start", f"{run.offset(inst.ts)} (ts {inst.ts})"),
-                  ("Dur", fmt.duration(inst.dur) if inst.dur >= 0 else "(unfinished)"),
-                  ("Self dur", fmt.duration(msg.self_dur)),
-                  ("Thread", f"{inst.thread or '?'} [{inst.tid}]" if inst.tid or inst.thread else "-"),
-                  ("Process", f"{inst.process or '?'} [{inst.pid}]" if inst.pid or inst.process else "-"),
-                  ("Track", inst.track or "-"), ("Depth", str(inst.depth))]
+        fields = [
+            ("Name", inst.name),
+            ("Start", f"{run.offset(inst.ts)} (ts {inst.ts})"),
+            ("Dur", fmt.duration(inst.dur) if inst.dur >= 0 else "(unfinished)"),
+            ("Self dur", fmt.duration(msg.self_dur)),
+            ("Thread", f"{inst.thread or '?'} [{inst.tid}]" if inst.tid or inst.thread else "-"),
+            ("Process", f"{inst.process or '?'} [{inst.pid}]" if inst.pid or inst.process else "-"),
+            ("Track", inst.track or "-"),
+            ("Depth", str(inst.depth)),
+        ]
         out.append(Table("The slice", ("Field", "Value"), [[Cell(k), Cell(v)] for k, v in fields], align="ll"))
-        out.append(Table("Args", ("Key", "Value", "Type"),
-                         [[Cell(a.key), Cell(a.value), Cell(a.type)] for a in msg.args], align="lll",
-                         empty="(no args)"))
-        out.append(Table("Ancestors (outermost first)", ("Depth", "Name", "Ts", "Dur"),
-                         [self._relative(run, a) for a in msg.ancestors], align="rlrr", empty="(a root slice)"))
-        out.append(Table("Children", ("Depth", "Name", "Ts", "Dur"),
-                         [self._relative(run, c) for c in msg.children], align="rlrr", empty="(no children)"))
+        out.append(
+            Table(
+                "Args",
+                ("Key", "Value", "Type"),
+                [[Cell(a.key), Cell(a.value), Cell(a.type)] for a in msg.args],
+                align="lll",
+                empty="(no args)",
+            )
+        )
+        out.append(
+            Table(
+                "Ancestors (outermost first)",
+                ("Depth", "Name", "Ts", "Dur"),
+                [self._relative(run, a) for a in msg.ancestors],
+                align="rlrr",
+                empty="(a root slice)",
+            )
+        )
+        out.append(
+            Table(
+                "Children",
+                ("Depth", "Name", "Ts", "Dur"),
+                [self._relative(run, c) for c in msg.children],
+                align="rlrr",
+                empty="(no children)",
+            )
+        )
         return out
 
     @staticmethod
     def _relative(run: ReportRun, inst: pb.SliceInstance) -> list[Cell]:
-        return [Cell(str(inst.depth)), Cell(inst.name, inspect_link(run, inst), href=run.linker.details("slice", inst.id)),
-                Cell(run.offset(inst.ts), title=f"ts {inst.ts}"),
-                Cell(fmt.duration(inst.dur) if inst.dur >= 0 else "(unfinished)")]
+        return [
+            Cell(str(inst.depth)),
+            Cell(inst.name, inspect_link(run, inst), href=run.linker.details("slice", inst.id)),
+            Cell(run.offset(inst.ts), title=f"ts {inst.ts}"),
+            Cell(fmt.duration(inst.dur) if inst.dur >= 0 else "(unfinished)"),
+        ]
 
 
 VIEWS = [SlicesTableView(), SlicesHistogramView(), SlicesTimelineView(), SlicesInspectView()]

@@ -8,7 +8,6 @@ track, owner labels and links that carry over only the flags a target view takes
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 from .. import format as fmt
 from .. import report_pb2 as pb
@@ -46,8 +45,15 @@ def owner_where(run: ReportRun) -> Where:
     return w
 
 
-def owner_label(thread: Optional[str], tid: Optional[int], process: Optional[str], pid: Optional[int],
-                cpu: Optional[int] = None, gpu: Optional[int] = None, thread_first: bool = True) -> str:
+def owner_label(
+    thread: str | None,
+    tid: int | None,
+    process: str | None,
+    pid: int | None,
+    cpu: int | None = None,
+    gpu: int | None = None,
+    thread_first: bool = True,
+) -> str:
     """'thread CrBrowserMain [100]', 'process browser [100]', 'cpu 2', 'gpu 0' or 'global'."""
     if thread_first and tid is not None:
         return f"thread {thread or '?'} [{tid}]"
@@ -60,7 +66,7 @@ def owner_label(thread: Optional[str], tid: Optional[int], process: Optional[str
     return "global"
 
 
-def owner_params(tid: Optional[int], pid: Optional[int], cpu: Optional[int]) -> dict[str, Optional[str]]:
+def owner_params(tid: int | None, pid: int | None, cpu: int | None) -> dict[str, str | None]:
     """The flags that narrow a report to one track's owner."""
     if tid is not None:
         return {"tid": str(tid)}
@@ -79,7 +85,7 @@ def glob_escape(text: str) -> str:
     return _GLOB_SPECIAL.sub(r"[\1]", text)
 
 
-def scoped_link(run: ReportRun, noun: str, view: str = "", **changes: Optional[str]) -> Link:
+def scoped_link(run: ReportRun, noun: str, view: str = "", **changes: str | None) -> Link:
     """A link to (noun, view) keeping this report's scope flags that the target takes, plus `changes`.
 
     Flags whose meaning is per view (sort, name, min_count, ...) are not carried over.
@@ -111,10 +117,12 @@ class TracksTableView(View):
     noun = "tracks"
     name = "table"
     title = "Tracks"
-    description = ("Every track with its type, the number of events on it (slices, counter values or states) and "
-                   "the process, thread or CPU it belongs to. pid/process include the process's thread tracks; "
-                   "name and track are globs on the track name; with time, events that start in the range are "
-                   "counted.")
+    description = (
+        "Every track with its type, the number of events on it (slices, counter values or states) and "
+        "the process, thread or CPU it belongs to. pid/process include the process's thread tracks; "
+        "name and track are globs on the track name; with time, events that start in the range are "
+        "counted."
+    )
     result_field = "tracks_table"
     flags = frozenset({"pid", "process", "tid", "thread", "track", "cpu", "time", "name", "min_count", "sort"})
     sorts = ("count", "name", "type")
@@ -162,16 +170,18 @@ LIMIT coalesce(nullif(:top, ''), 10)"""
             params.update(range_start=start, range_end=end)
             in_range = "{a}.track_id = tr.id AND {a}.ts >= :range_start AND {a}.ts < :range_end"
             count_sql = f"""CASE tr.event_type
-         WHEN 'slice' THEN (SELECT count(*) FROM slice s WHERE {in_range.format(a='s')})
-         WHEN 'counter' THEN (SELECT count(*) FROM counter c WHERE {in_range.format(a='c')})
-         WHEN 'state' THEN (SELECT count(*) FROM state x WHERE {in_range.format(a='x')})
+         WHEN 'slice' THEN (SELECT count(*) FROM slice s WHERE {in_range.format(a="s")})
+         WHEN 'counter' THEN (SELECT count(*) FROM counter c WHERE {in_range.format(a="c")})
+         WHEN 'state' THEN (SELECT count(*) FROM state x WHERE {in_range.format(a="x")})
          ELSE 0 END"""
             stats_join = ""
         having = ""
         if s.min_count is not None:
             having = "WHERE event_count >= :min_count"
             params["min_count"] = s.min_count
-        rows = run.query("tracks in scope, top by the sort key", f"""WITH tracks AS (
+        rows = run.query(
+            "tracks in scope, top by the sort key",
+            f"""WITH tracks AS (
 SELECT tr.id, tr.name, tr.type, tr.event_type, {count_sql} AS event_count,
        {OWNER_COLUMNS}
 {TRACK_FROM}{stats_join}
@@ -179,13 +189,22 @@ SELECT tr.id, tr.name, tr.type, tr.event_type, {count_sql} AS event_count,
 )
 SELECT *, count(*) OVER () AS total_rows FROM tracks {having}
 ORDER BY {SORT_COLUMNS[self.sort_key(s)]}
-LIMIT :top""", {**params, "top": s.top})
+LIMIT :top""",
+            {**params, "top": s.top},
+        )
         out.total_rows = rows[0]["total_rows"] if rows else 0
         for r in rows:
-            row = out.rows.add(id=r["id"], name=r["name"] or "", type=r["type"] or "",
-                               event_type=r["event_type"] or "", event_count=r["event_count"] or 0,
-                               process=r["process"] or "", pid=r["pid"] or 0, thread=r["thread"] or "",
-                               tid=r["tid"] or 0)
+            row = out.rows.add(
+                id=r["id"],
+                name=r["name"] or "",
+                type=r["type"] or "",
+                event_type=r["event_type"] or "",
+                event_count=r["event_count"] or 0,
+                process=r["process"] or "",
+                pid=r["pid"] or 0,
+                thread=r["thread"] or "",
+                tid=r["tid"] or 0,
+            )
             if r["cpu"] is not None:
                 row.cpu = r["cpu"]
         run.truncation(len(rows), out.total_rows, "tracks")
@@ -195,7 +214,7 @@ LIMIT :top""", {**params, "top": s.top})
             if link is not None:
                 run.next_step(f"What is on the busiest track ({top.name or top.type})", link)
 
-    def _drill(self, run: ReportRun, row: pb.TracksTable.Row) -> Optional[Link]:
+    def _drill(self, run: ReportRun, row: pb.TracksTable.Row) -> Link | None:
         """Where a track's events are reported: slices table or counters timeline, narrowed to the track."""
         tid = row.tid if row.thread or row.tid else None
         pid = row.pid if row.process or row.pid else None
@@ -204,25 +223,43 @@ LIMIT :top""", {**params, "top": s.top})
             narrow = {"track": glob_escape(row.name)} if row.name else owner_params(tid, pid, None)
             return scoped_link(run, "slices", "table", **narrow) if narrow else None
         if row.event_type == "counter" and row.name and has_view("counters", "timeline"):
-            return scoped_link(run, "counters", "timeline", name=glob_escape(row.name),
-                               **owner_params(tid, pid, cpu))
+            return scoped_link(run, "counters", "timeline", name=glob_escape(row.name), **owner_params(tid, pid, cpu))
         return None
 
     def tables(self, msg: pb.TracksTable, run: ReportRun) -> list[Table]:
         rows = []
         for r in msg.rows:
-            owner = owner_label(r.thread, r.tid if r.thread or r.tid else None, r.process,
-                                r.pid if r.process or r.pid else None, r.cpu if r.HasField("cpu") else None)
-            rows.append([
-                Cell(r.name or "-", self._drill(run, r), title=f"track id {r.id}", href=run.linker.details("track", r.id)),
-                Cell(r.type),
-                Cell(r.event_type),
-                Cell(fmt.count(r.event_count), title=str(r.event_count)),
-                Cell("-" if owner == "global" else owner),
-            ])
+            owner = owner_label(
+                r.thread,
+                r.tid if r.thread or r.tid else None,
+                r.process,
+                r.pid if r.process or r.pid else None,
+                r.cpu if r.HasField("cpu") else None,
+            )
+            rows.append(
+                [
+                    Cell(
+                        r.name or "-",
+                        self._drill(run, r),
+                        title=f"track id {r.id}",
+                        href=run.linker.details("track", r.id),
+                    ),
+                    Cell(r.type),
+                    Cell(r.event_type),
+                    Cell(fmt.count(r.event_count), title=str(r.event_count)),
+                    Cell("-" if owner == "global" else owner),
+                ]
+            )
         title = f"Tracks ({msg.total_rows} in scope)"
-        return [Table(title, ("Track", "Type", "Kind", "Events", "Process/Thread"), rows, align="lllrl",
-                      empty="(no tracks in scope)")]
+        return [
+            Table(
+                title,
+                ("Track", "Type", "Kind", "Events", "Process/Thread"),
+                rows,
+                align="lllrl",
+                empty="(no tracks in scope)",
+            )
+        ]
 
 
 VIEWS = [TracksTableView()]

@@ -17,7 +17,7 @@ import time
 
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
-from datasette_perfetto.importers.proto_reader import ProtoReader
+from datasette_perfetto.importers.proto.reader import ProtoReader
 from datasette_perfetto.stats import Stats
 
 

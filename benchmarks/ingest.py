@@ -81,7 +81,7 @@ def scaled_copy(trace: str, times: int, out_path: str) -> None:
     # Imported here, not at the top: the measured process (--one) should load only what ingest does.
     from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
-    from datasette_perfetto.importers.proto_reader import ProtoReader
+    from datasette_perfetto.importers.proto.reader import ProtoReader
     from datasette_perfetto.stats import Stats
     from datasette_perfetto.trace_builder import trace_record
 

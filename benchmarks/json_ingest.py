@@ -63,7 +63,7 @@ def measure(trace: str) -> tuple[float, float, float]:
 
 def _events(trace: str):
     """The trace's events, streamed (the measuring process imports no more than ingest itself)."""
-    from datasette_perfetto.importers.json_reader import EVENT, JsonTraceReader
+    from datasette_perfetto.importers.json.reader import EVENT, JsonTraceReader
     from datasette_perfetto.ingest import open_trace
     from datasette_perfetto.stats import Stats
 

@@ -36,6 +36,15 @@ def register_routes():
 
 
 @hookimpl
+def extra_css_urls(template, view_name, datasette):
+    # The one stylesheet (static/perfetto.css): on the plugin's own pages and on the database page, which
+    # shows a trace database's summary. Datasette serves a plugin's static/ under both spellings of its name.
+    if view_name == "perfetto" or template == "database.html":
+        return [datasette.urls.static_plugins("datasette_perfetto", "perfetto.css")]
+    return None
+
+
+@hookimpl
 def render_cell(value, column, table, database, datasette):
     # Id cells of trace databases link to the details pages; runs per cell, so cell_link exits early.
     from .pages.links import cell_link

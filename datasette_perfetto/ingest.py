@@ -7,6 +7,7 @@ half-written database and never damages an existing one.
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import tempfile
@@ -15,8 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from .importers.proto_reader import looks_like_proto_trace
-from .importers.split_tokenize import SplitFailed
+from .importers.common.options import ImportOptions
+from .importers.proto.reader import looks_like_proto_trace
+from .importers.proto.split_tokenize import SplitFailed
 from .model import TraceModel
 from .stats import Stats
 from .writer import WriterError
@@ -165,11 +167,11 @@ def detect_format(head: bytes) -> str | None:
         return "json"
     # Imported here: the systrace importer loads the protobuf classes (~12 MB), which
     # JSON imports never need.
-    from .importers.systrace import looks_like_systrace
+    from .importers.systrace.importer import looks_like_systrace
 
     if looks_like_systrace(head):
         return "systrace"
-    from .importers.collapsed_stacks import looks_like_collapsed_stacks
+    from .importers.collapsed_stacks.importer import looks_like_collapsed_stacks
 
     if looks_like_collapsed_stacks(head):
         return "collapsed_stack"
@@ -178,19 +180,19 @@ def detect_format(head: bytes) -> str | None:
 
 def _importer_for(fmt: str):
     if fmt == "proto":
-        from .importers.proto_importer import ProtoImporter
+        from .importers.proto.importer import ProtoImporter
 
         return ProtoImporter
     if fmt == "systrace":
-        from .importers.systrace import SystraceImporter
+        from .importers.systrace.importer import SystraceImporter
 
         return SystraceImporter
     if fmt == "json":
-        from .importers.json_importer import JsonImporter
+        from .importers.json.importer import JsonImporter
 
         return JsonImporter
     if fmt == "collapsed_stack":
-        from .importers.collapsed_stacks import CollapsedStackImporter
+        from .importers.collapsed_stacks.importer import CollapsedStackImporter
 
         return CollapsedStackImporter
     return None
@@ -231,7 +233,6 @@ def _ingest(paths, db_path, progress: Progress, separate_writer, split_tokenize)
     os.unlink(tmp_path)
     total = max(sum(os.path.getsize(p) for p in paths if os.path.isfile(p)), 1)
     model = TraceModel.create(tmp_path, total, separate_writer)
-    model.split_tokenize = split_tokenize
     summaries: list[TraceSummary] = []
     # The importers build no reference cycles, and the cyclic collector would
     # otherwise rescan every buffered event again and again (~20% of the time).
@@ -258,7 +259,8 @@ def _ingest(paths, db_path, progress: Progress, separate_writer, split_tokenize)
 
             try:
                 with stream:
-                    importer_cls(trace).run(stream, report)
+                    options = ImportOptions(split_tokenize, reopen=functools.partial(_reopen, path))
+                    importer_cls(trace, options).run(stream, report)
             except (OSError, EOFError, zlib.error) as e:
                 raise IngestError(f"{path}: read error: {e}") from None
             if trace.packets_read == 0:
@@ -277,6 +279,11 @@ def _ingest(paths, db_path, progress: Progress, separate_writer, split_tokenize)
         gc.enable()
     os.replace(tmp_path, db_path)
     return summaries
+
+
+def _reopen(path: str) -> BinaryIO:
+    """The input at `path` opened again (the split tokenizer's helper reads it too)."""
+    return open_trace(path)[1]
 
 
 def _discard(model: TraceModel, tmp_path: str, gc_was_enabled: bool) -> None:

@@ -211,6 +211,25 @@ def _file_identity(db) -> tuple | None:
     return (db.path, True, st.st_ino, st.st_mtime_ns, st.st_size)
 
 
+def is_trace_connection(conn: sqlite3.Connection) -> bool:
+    """Whether a database has the marker tables: the one test of a trace database (pages, report, metadata)."""
+    names = {
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ({})".format(
+                ", ".join("?" for _ in MARKER_TABLES)
+            ),
+            MARKER_TABLES,
+        )
+    }
+    return names == set(MARKER_TABLES)
+
+
+def not_a_trace_database(database: str) -> str:
+    """The one message for a database that fails is_trace_connection."""
+    return f"{database} is not a trace database (no {' and '.join(MARKER_TABLES)} tables)"
+
+
 def _read_is_trace(path: str, immutable: bool) -> bool | None:
     """None when the answer is unknown for now (file locked): do not cache."""
     uri = Path(path).resolve().as_uri() + ("?immutable=1" if immutable else "?mode=ro")
@@ -219,16 +238,7 @@ def _read_is_trace(path: str, immutable: bool) -> bool | None:
     except sqlite3.Error:
         return False
     try:
-        names = {
-            r[0]
-            for r in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ({})".format(
-                    ", ".join("?" for _ in MARKER_TABLES)
-                ),
-                MARKER_TABLES,
-            )
-        }
-        return names == set(MARKER_TABLES)
+        return is_trace_connection(conn)
     except sqlite3.OperationalError as e:
         if "locked" in str(e) or "busy" in str(e):
             return None

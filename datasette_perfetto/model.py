@@ -16,6 +16,7 @@ from .stats import Stats
 from .storage import Arg, TraceStorage, to_int64
 from .trackers.dimension_tracker import DimensionDeclarations, resolve_trace, write_dimensions
 from .trackers.flow_tracker import FlowTracker
+from .trackers.machine_tracker import CpuRow, GpuRow, MachineRow
 from .trackers.process_tracker import ProcessRow, ProcessTracker, ThreadRow
 from .trackers.slice_tracker import SliceTracker
 from .trackers.state_tracker import StateTracker
@@ -174,31 +175,9 @@ class TraceContext:
 
     def add_metadata(self, name: str, value: object) -> None:
         """A value of a multi-valued key (each one its own row, key_type 'multi')."""
-        self.metadata.setdefault(name, MultiValue()).append(value)
-
-
-class CpuRow:
-    __slots__ = ("ucpu", "cpu", "cluster_id", "processor", "machine_id", "capacity", "args")
-
-    def __init__(self, ucpu: int, cpu: int, machine_id: int) -> None:
-        self.ucpu = ucpu
-        self.cpu = cpu
-        self.machine_id = machine_id
-        self.cluster_id = 0  # trace_processor's column is never NULL
-        self.processor: str | None = None
-        self.capacity: int | None = None
-        self.args: list[Arg] = []
-
-
-class GpuRow:
-    __slots__ = ("ugpu", "gpu", "machine_id", "name", "vendor", "model", "architecture", "uuid", "pci_bdf", "args")
-
-    def __init__(self, ugpu: int, gpu: int, machine_id: int) -> None:
-        self.ugpu = ugpu
-        self.gpu = gpu
-        self.machine_id = machine_id
-        self.name = self.vendor = self.model = self.architecture = self.uuid = self.pci_bdf = None
-        self.args: list[Arg] = []
+        values = self.metadata.setdefault(name, MultiValue())
+        if isinstance(values, list):
+            values.append(value)
 
 
 MAX_CPUS_PER_MACHINE = 4096
@@ -206,53 +185,6 @@ MAX_CPUS_PER_MACHINE = 4096
 
 class MultiValue(list):
     pass
-
-
-class MachineRow:
-    """A machine table row. SystemInfo fills the description (each packet sets the fields it has)."""
-
-    __slots__ = (
-        "id",
-        "raw_id",
-        "name",
-        "sysname",
-        "release",
-        "version",
-        "arch",
-        "num_cpus",
-        "android_build_fingerprint",
-        "android_device_manufacturer",
-        "android_sdk_version",
-        "system_ram_bytes",
-        "label_index",
-    )
-
-    def __init__(self, id: int, raw_id: int) -> None:
-        self.id = id
-        self.raw_id = raw_id
-        self.name = self.sysname = self.release = self.version = self.arch = None
-        self.num_cpus = self.android_build_fingerprint = self.android_device_manufacturer = None
-        self.android_sdk_version = self.system_ram_bytes = None
-        self.label_index = 0  # 0 for the host, 1..n for the others in id order (set when written)
-
-    def row(self) -> tuple:
-        ram = self.system_ram_bytes
-        return (
-            self.id,
-            self.raw_id,
-            self.name,
-            self.sysname,
-            self.release,
-            self.version,
-            self.arch,
-            self.num_cpus,
-            self.android_build_fingerprint,
-            self.android_device_manufacturer,
-            self.android_sdk_version,
-            ram,
-            round(ram / 1e9) if ram else None,
-            self.label_index,
-        )
 
 
 class TraceModel:
@@ -267,8 +199,6 @@ class TraceModel:
         self.machine_ids: dict[int, int] = {}  # raw id (TracePacket.machine_id) -> id
         self.track_dimensions: dict[int, list] = {}  # track id -> its effective dimensions (resolve_trace)
         self.traces: list[TraceContext] = []
-        # Proto traces tokenized by two processes: None for large files, True always, False never.
-        self.split_tokenize: bool | None = None
         self._add_host()
 
     @classmethod
@@ -328,7 +258,8 @@ class TraceModel:
         for ctx in contexts:
             ctx.slices.flush()
             ctx.states.finish()
-        resolve_trace(self, trace)  # counts its problems in the stats written below
+        # Counts its problems in the stats written below.
+        resolve_trace(self, trace.trace_id, [ctx.dimensions for ctx in trace.contexts()])
         self.storage.write(
             "trace_file",
             (trace.trace_id, None, os.path.basename(trace.path), trace.size, trace.trace_type, trace.trace_id),
@@ -369,10 +300,13 @@ class TraceModel:
             trace_id = None
         elif name not in MACHINE_AND_TRACE_METADATA:
             machine_id = None
+        row: tuple
         if isinstance(value, str):
             row = (name, key_type, None, value, machine_id, trace_id)
+        elif isinstance(value, (int, float)):
+            row = (name, key_type, to_int64(int(value)), None, machine_id, trace_id)
         else:
-            row = (name, key_type, to_int64(int(value)), None, machine_id, trace_id)  # type: ignore[arg-type]
+            raise TypeError(f"metadata {name}: {value!r} is neither text nor a number")
         self.storage.insert("metadata", row)
 
     def finish(self, phase: Callable[[str], None] = lambda name: None) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
-from .importers import dimensions_pb2
+from .importers.proto.dimensions_pb2 import Dimension, InternedDimensionData, TrackDescriptorDimensions
 
 __all__ = [
     "BOOTTIME",
@@ -41,7 +41,7 @@ _INTERN_FIELDS = ("event_names", "event_categories", "debug_annotation_names", "
 # Track-dimension namespaces (protos/dimensions.proto): fields the perfetto package does not know.
 _DIMENSION_INTERN_FIELDS = ("dimension_names", "dimension_string_values", "dimension_display_names")
 # A TrackDescriptor dimension: (name, int or str value) or (name, value, display name); a
-# dimensions_pb2.Dimension is written as it is (e.g. with iids that were never interned).
+# Dimension is written as it is (e.g. with iids that were never interned).
 Dimensions = Iterable[Any]
 
 
@@ -174,6 +174,7 @@ def simulate_sched(
         t.sleep_state == D if t.runs is None else any(r[2] == D for r in t.runs) for t in tasks
     ):
         raise ValueError("a task that sleeps in D needs kernel_symbols to be blocked in")
+    blocked_in = sorted(kernel_symbols) if kernel_symbols else []
     by_tid = {t.tid: t for t in tasks}
     cpu_ids = range(cpus)
     events: dict[int, list[dict]] = {cpu: [] for cpu in cpu_ids}
@@ -250,7 +251,7 @@ def simulate_sched(
                     nxt = queues[cpu].pop(0) if queues[cpu] else 0
                     switch(ts, cpu, sleep_state, nxt)
                     if sleep_state == D:
-                        caller = rng.choice(sorted(kernel_symbols))
+                        caller = rng.choice(blocked_in)
                         events[cpu].append(
                             {
                                 "timestamp": ts,
@@ -367,7 +368,7 @@ class TraceBuilder:
     def heap_graph(self, ts: int, seq_id: int = 1, **fields: Any) -> pb.TracePacket:
         """Append a TracePacket carrying an ART HeapGraph (field 56, which the perfetto package
         does not know) built from HeapGraph keyword arguments, e.g. pid, objects=[{...}], roots=[...]."""
-        from .importers.heap_graph import HEAP_GRAPH_FIELD, HeapGraph
+        from .importers.proto.heap_graph import HEAP_GRAPH_FIELD, HeapGraph
 
         payload = HeapGraph(**fields).SerializeToString()
         base = pb.TracePacket(timestamp=ts, trusted_packet_sequence_id=seq_id).SerializeToString()
@@ -423,7 +424,7 @@ class Sequence:
         self.generation += 1
         self._iids: dict[str, dict[str, int]] = {f: {} for f in _INTERN_FIELDS + _DIMENSION_INTERN_FIELDS}
         self._pending = pb.InternedData()
-        self._pending_dimensions = dimensions_pb2.InternedDimensionData()
+        self._pending_dimensions = InternedDimensionData()
         self._callstacks = CallstackTable()
         self._sampled: tuple[int, int, int] | None = None  # (pid, tid, last sample in us) of stack_samples
         self._needs_clear = True
@@ -508,9 +509,9 @@ class Sequence:
         """Writes TrackDescriptor.dimensions (field 21, unknown to the perfetto package) into `desc`."""
         if not dimensions:
             return
-        out = dimensions_pb2.TrackDescriptorDimensions()
+        out = TrackDescriptorDimensions()
         for item in dimensions:
-            if isinstance(item, dimensions_pb2.Dimension):
+            if isinstance(item, Dimension):
                 out.dimensions.append(item)
                 continue
             name, value, *display = item
@@ -860,7 +861,7 @@ def _args(rng: random.Random, name: str, depth: int) -> dict[str, Any]:
 
 
 def _slice_tree(rng: random.Random, name: str, ts: int, dur: int, depth: int = 0) -> dict:
-    node = {
+    node: dict[str, Any] = {
         "name": name,
         "ts": ts,
         "dur": dur,

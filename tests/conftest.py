@@ -9,6 +9,7 @@ before `datasette.cli` is imported, since that import is what runs the
 
 from __future__ import annotations
 
+import contextvars
 import sqlite3
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from datasette.plugins import pm
 
 import datasette_perfetto
 from datasette_perfetto.compat import is_datasette_1
-from datasette_perfetto.ingest import ingest
+from datasette_perfetto.ingest import ingest, ingest_bytes
 from datasette_perfetto.trace_builder import build_demo_trace
 
 if not pm.is_registered(datasette_perfetto):
@@ -63,7 +64,8 @@ class TraceDB:
         return {t: self.count(t) for t in tables}
 
     def stat(self, name: str) -> int:
-        return self.one("SELECT sum(value) FROM stats WHERE name = ?", (name,))
+        """A stat's value summed over its indices, machines and inputs (0 when never counted)."""
+        return self.one("SELECT coalesce(sum(value), 0) FROM stats WHERE name = ?", (name,))
 
 
 @pytest.fixture(scope="session")
@@ -115,6 +117,13 @@ def v8_db(tmp_path_factory) -> TraceDB:
     return TraceDB(path)
 
 
+def ingest_built(tmp_path: Path, builder, db_class: type[TraceDB] = TraceDB) -> TraceDB:
+    """Ingest a TraceBuilder's trace into `tmp_path`/t.db."""
+    db = tmp_path / "t.db"
+    ingest_bytes(builder.to_bytes(), str(db))
+    return db_class(db)
+
+
 @pytest.fixture
 def ingest_data(tmp_path):
     """ingest_data(data, name="trace.pftrace") -> (summaries, TraceDB) for in-memory trace bytes."""
@@ -129,8 +138,25 @@ def ingest_data(tmp_path):
     return run
 
 
+_SERVED: dict[tuple[str, ...], Datasette] = {}
+
+
+def served(*paths) -> Datasette:
+    """One Datasette per set of database files for the whole session, as Datasette's own tests share
+    their app clients: pages only read, so tests can share it (and its connections and startup). A test
+    that changes a served file, or needs settings or permissions, makes its own (`datasette_with`)."""
+    key = tuple(str(p) for p in paths)
+    if key not in _SERVED:
+        # Made in an empty context: Datasette 1.0's pytest plugin closes every instance a test creates
+        # (it tracks them through a context variable), and this one outlives the test.
+        _SERVED[key] = contextvars.Context().run(Datasette, list(key))
+    return _SERVED[key]
+
+
 async def get_json(ds, url: str) -> dict:
-    """A report page's JSON, which must have answered 200."""
+    """A page's JSON, which must have answered 200; `ds` is a Datasette or a database file to serve."""
+    if not isinstance(ds, Datasette):
+        ds = served(ds)
     response = await ds.client.get(url)
     assert response.status_code == 200, response.text
     return response.json()

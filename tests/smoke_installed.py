@@ -5,7 +5,7 @@ folder outside the checkout: `python /path/to/tests/smoke_installed.py SHARED_TR
 It checks that the package it imports is the installed one, ingests the demo trace
 and a real trace, serves both with `datasette perfetto serve`, and requests the
 report overview, every noun's default view, the tracks list, one details page of
-each kind, one canned query and `.json` twins; every answer must be a 200.
+each kind, one canned query, `.json` twins and the stylesheet; every answer must be a 200.
 """
 
 from __future__ import annotations
@@ -119,6 +119,14 @@ def main() -> None:
                     if status != 200:
                         fail(f"GET {url} answered {status}")
                     checked += 1
+            # The stylesheet, under both spellings of the plugin's name (pages link the underscore one).
+            for url in (
+                "/-/static-plugins/datasette_perfetto/perfetto.css",
+                "/-/static-plugins/datasette-perfetto/perfetto.css",
+            ):
+                if get(base + url) != 200:
+                    fail(f"GET {url}: the installed package does not ship static/perfetto.css")
+                checked += 1
             other = "chrome_startup"
             status = get(f"{base}/demo/-/report/slices?baseline={other}")
             if status != 200:

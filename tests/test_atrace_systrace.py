@@ -9,9 +9,9 @@ import zlib
 import pytest
 from conftest import TraceDB
 
-from datasette_perfetto.importers import systrace
-from datasette_perfetto.importers.atrace import UNSUPPORTED, TracePoint, parse_marker
-from datasette_perfetto.importers.systrace import raw_prev_state, tokenize_line
+from datasette_perfetto.importers.proto.atrace import UNSUPPORTED, TracePoint, parse_marker
+from datasette_perfetto.importers.systrace import importer as systrace
+from datasette_perfetto.importers.systrace.importer import raw_prev_state, tokenize_line
 from datasette_perfetto.ingest import IngestError, detect_format, ingest, ingest_bytes
 from datasette_perfetto.trace_builder import TraceBuilder
 
@@ -33,10 +33,6 @@ def ingest_text(tmp_path, text: str | bytes, name: str = "trace.txt") -> TraceDB
     db = tmp_path / "t.db"
     ingest([str(path)], str(db))
     return TraceDB(db)
-
-
-def stat(db: TraceDB, name: str) -> int:
-    return db.one("SELECT coalesce(sum(value), 0) FROM stats WHERE name = ?", (name,))
 
 
 def compressor_idx(column: str) -> str:
@@ -138,7 +134,7 @@ def test_print_markers_make_thread_slices_counters_and_instants(tmp_path):
     assert args_of(db, counters[0][5]) == {"utid": utid[11]}
     assert args_of(db, counters[1][5]) == {"utid": utid[12]}
     assert db.one("SELECT upid FROM thread WHERE tid = 12") is None  # counters never tie pid to tgid
-    assert stat(db, "systrace_parse_failure") == 1
+    assert db.stat("systrace_parse_failure") == 1
 
 
 def test_async_slices_use_compressed_process_tracks(tmp_path):
@@ -272,7 +268,7 @@ def test_kernel_tracing_mark_write_variants(tmp_path):
         "SELECT t.name, c.value, p.pid FROM counter c JOIN process_counter_track t ON c.track_id = t.id "
         "JOIN process p USING (upid) ORDER BY c.ts"
     ) == [("sde", 7.0, 50), ("zero_counter", 9.0, 50)]
-    assert stat(db, "systrace_parse_failure") == 2
+    assert db.stat("systrace_parse_failure") == 2
 
 
 def test_print_closes_an_open_sys_write(tmp_path):
@@ -299,7 +295,7 @@ def test_print_closes_an_open_sys_write(tmp_path):
     ]
     assert args_of(db, rows[0][4]) == {"args[0]": 3, "args[1]": 4096}
     assert args_of(db, rows[2][4]) == {"ret": -4}
-    assert stat(db, "truncated_sys_write_duration") == 1
+    assert db.stat("truncated_sys_write_duration") == 1
 
 
 def test_syscalls_without_an_architecture_are_numbered(tmp_path):
@@ -412,7 +408,7 @@ def test_systrace_lines_become_the_same_rows_as_ftrace_events(tmp_path):
     assert db.one("SELECT name FROM thread WHERE tid = 60") == "kworker/1:2"
     assert db.one("SELECT name FROM thread WHERE tid = 0") == "swapper"
     # The garbage line and the one cut short are counted; the rest is imported.
-    assert stat(db, "systrace_parse_failure") == 2
+    assert db.stat("systrace_parse_failure") == 2
     assert db.one("SELECT str_value FROM metadata WHERE name = 'trace_type'") == "systrace"
 
 
@@ -459,7 +455,7 @@ def test_atrace_capture_with_preamble_cpus_header_and_tgid(tmp_path):
     assert db.rows(
         "SELECT t.tid, t.name, p.pid FROM thread t JOIN process p USING (upid) WHERE t.tid > 0 ORDER BY t.tid"
     ) == [(598, "surfaceflinger", 598), (610, "binder:598_2", 598)]
-    assert stat(db, "systrace_parse_failure") == 0
+    assert db.stat("systrace_parse_failure") == 0
 
 
 def test_compressed_atrace_capture(tmp_path):
@@ -476,7 +472,7 @@ def test_compressed_capture_cut_short_keeps_its_complete_lines(tmp_path):
     packed = zlib.compress(body.encode())
     db = ingest_text(tmp_path, b"TRACE:\n" + packed[: len(packed) // 2])
     assert 0 < db.count("slice") < 2000
-    assert stat(db, "compressed_file_truncated") == 1
+    assert db.stat("compressed_file_truncated") == 1
 
 
 def test_gzipped_systrace(tmp_path):
@@ -530,13 +526,13 @@ def test_an_endless_line_is_dropped_not_held(tmp_path, monkeypatch):
     )
     db = ingest_text(tmp_path, text)
     assert db.rows("SELECT name FROM slice ORDER BY ts") == [("before",), ("after",)]
-    assert stat(db, "systrace_parse_failure") == 1
+    assert db.stat("systrace_parse_failure") == 1
 
 
 def test_systrace_of_only_garbage_imports_empty_with_stats(tmp_path):
     db = ingest_text(tmp_path, " not a trace line\n still not one\n")
     assert db.count("slice") == 0
-    assert stat(db, "systrace_parse_failure") == 2
+    assert db.stat("systrace_parse_failure") == 2
 
 
 def test_empty_systrace_header_only(tmp_path):

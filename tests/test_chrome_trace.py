@@ -9,7 +9,7 @@ from conftest import TraceDB
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 from shared_data import TRACES
 
-from datasette_perfetto.importers.proto_reader import ProtoReader
+from datasette_perfetto.importers.proto.reader import ProtoReader
 from datasette_perfetto.ingest import ingest
 from datasette_perfetto.stats import Stats
 

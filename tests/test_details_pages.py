@@ -24,8 +24,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import datasette_with, sql_path
-from datasette.app import Datasette
+from conftest import datasette_with, served, sql_path
 
 from datasette_perfetto.ingest import ingest_bytes
 from datasette_perfetto.trace_builder import TraceBuilder, process_uuid
@@ -183,7 +182,7 @@ def old_db(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def ds(trainer_db):
-    return Datasette([str(trainer_db)])
+    return served(trainer_db)
 
 
 def ids(db: Path, sql: str, params: tuple = ()) -> list:
@@ -272,7 +271,7 @@ async def test_track_page_shows_effective_dimensions_with_their_declaration(ds, 
     )
     r = await ds.client.get(f"/trainer/-/track/{main_track}")
     assert r.status_code == 200
-    rows = table(r.text, "pp-dimensions-table")
+    rows = table(r.text, "perfetto-dimensions-table")
     assert texts(rows)[0] == [
         "Dimension",
         "Type",
@@ -292,7 +291,7 @@ async def test_track_page_shows_effective_dimensions_with_their_declaration(ds, 
     assert texts([by_name["machine"]])[0][5:] == ["this track", "no", "yes"]
     # The raw value of a process/thread dimension is the upid/utid, linked; its display name is the name.
     assert by_name["process"][2][1] == ["/trainer/-/process/1"] and by_name["process"][3][0] == "trainer"
-    assert "rank 0" in r.text.split('class="pp-subtitle"', 1)[1][:40]  # the subtitle under the title
+    assert "rank 0" in r.text.split('class="perfetto-subtitle"', 1)[1][:40]  # the subtitle under the title
     data = (await ds.client.get(f"/trainer/-/track/{main_track}.json")).json()
     assert data["dimensions_available"] is True
     assert [
@@ -314,7 +313,7 @@ async def test_track_page_hierarchy_string_dimension_and_counter_events(ds, trai
     (child,) = ids(trainer_db, "SELECT id FROM track WHERE name = 'child'")
     page = (await ds.client.get(f"/trainer/-/track/{child}")).text
     assert_escaped(page)
-    shard = next(row for row in table(page, "pp-dimensions-table") if row[0][0] == "shard")
+    shard = next(row for row in table(page, "perfetto-dimensions-table") if row[0][0] == "shard")
     assert [text for text, _ in shard][:3] == ["shard", "string", HOSTILE_SHARD]
     assert shard[5][1] == [f"/trainer/-/track/{parent}"] and shard[6][0] == "yes"
     assert f'href="/trainer/-/track/{parent}"' in page.split("Parent chain")[1]
@@ -340,7 +339,7 @@ async def test_slice_page_args_parent_chain_children_flows_and_owner(ds, trainer
     chain = page.split("Parent chain")[1].split("</ol>")[0]
     assert chain.index(f'/trainer/-/slice/{step}"') < chain.index(f'/trainer/-/slice/{forward}"')
     assert 'href="/trainer/-/thread/2"' in page and 'href="/trainer/-/process/1"' in page
-    assert ["rank", "int", "3"] == texts(table(page, "pp-dimensions-table"))[-1][:3]
+    assert ["rank", "int", "3"] == texts(table(page, "perfetto-dimensions-table"))[-1][:3]
     data = (await ds.client.get(f"/trainer/-/slice/{hostile}.json")).json()
     assert data["slice"]["name"] == HOSTILE_SLICE and data["slice"]["ts"] == 1_200 and data["slice"]["dur"] == 100
     assert data["args"] == [{"key": "debug.note", "value_type": "string", "value": HOSTILE_ARG}]
@@ -360,7 +359,7 @@ async def test_thread_page_tracks_dimensions_and_longest_slices(ds, trainer_db):
     page = (await ds.client.get(f"/trainer/-/thread/{utid}")).text
     assert_escaped(page)
     assert 'href="/trainer/-/process/1"' in page
-    dims = texts(table(page, "pp-dimensions-table"))
+    dims = texts(table(page, "perfetto-dimensions-table"))
     assert dims[0][-1] == "Tracks" and [row[0] for row in dims[1:]] == ["machine", "process", "thread", "rank"]
     assert dims[-1][2] == "3" and dims[-1][6:] == ["yes", "no", "1 of 1"]
     data = (await ds.client.get(f"/trainer/-/thread/{utid}.json")).json()
@@ -370,7 +369,7 @@ async def test_thread_page_tracks_dimensions_and_longest_slices(ds, trainer_db):
     (io,) = ids(trainer_db, "SELECT id FROM thread WHERE name = 'io'")
     io_page = (await ds.client.get(f"/trainer/-/thread/{io}")).text
     assert_escaped(io_page)
-    rank = texts(table(io_page, "pp-dimensions-table"))[-1]
+    rank = texts(table(io_page, "perfetto-dimensions-table"))[-1]
     assert rank[:5] == ["rank", "int", "4", HOSTILE_DISPLAY, "rank 1"]  # a display name replaces only the label
     assert "&lt;b&gt;east&lt;/b&gt; &amp; co" in io_page
 
@@ -379,7 +378,7 @@ async def test_thread_page_tracks_dimensions_and_longest_slices(ds, trainer_db):
 async def test_process_page_threads_tracks_and_grouped_dimensions(ds, trainer_db):
     page = (await ds.client.get("/trainer/-/process/1")).text
     assert_escaped(page)
-    threads = texts(table(page, "pp-threads-table"))
+    threads = texts(table(page, "perfetto-threads-table"))
     assert [row[:2] for row in threads[1:]] == [["(no name)", "10"], ["main", "11"], [HOSTILE_THREAD, "12"]]
     expected_tracks = ids(
         trainer_db,
@@ -390,7 +389,7 @@ async def test_process_page_threads_tracks_and_grouped_dimensions(ds, trainer_db
     rank = next(d for d in data["dimensions"] if d["name"] == "rank")
     # Declared on the process track, inherited by the other four tracks of the process and its threads.
     assert (rank["value"], rank["track_count"], rank["inherited_count"]) == (3, 5, 4)
-    dims = texts(table(page, "pp-dimensions-table"))
+    dims = texts(table(page, "perfetto-dimensions-table"))
     row = next(r for r in dims if r[0] == "rank")
     assert row[5].startswith("trainer") and row[6:] == ["on 4 of 5", "no", "5 of 5"]
     # Synthesized on each track: one row for the value, not one per track.
@@ -409,7 +408,7 @@ async def test_tracks_page_lists_every_track_with_subtitle_owner_and_count(ds, t
     r = await ds.client.get("/trainer/-/tracks")
     assert r.status_code == 200
     assert_escaped(r.text)
-    rows = table(r.text, "pp-tracks-table")
+    rows = table(r.text, "perfetto-tracks-table")
     assert texts(rows)[0] == ["Track", "Subtitle", "Type", "Kind", "Owner", "Events", "Id"]
     all_ids = ids(trainer_db, "SELECT id FROM track")
     assert sorted(int(row[6][0]) for row in rows[1:]) == sorted(all_ids)
@@ -438,16 +437,23 @@ async def test_tracks_page_filters_and_pages(ds, trainer_db):
     assert (await ds.client.get("/trainer/-/tracks.json?name=%25")).json()["total"] == 0
     assert (await ds.client.get("/trainer/-/tracks.json?type=thread_execution")).json()["total"] == 3
     first = await ds.client.get("/trainer/-/tracks?limit=3")
-    assert len(table(first.text, "pp-tracks-table")) == 4
+    assert len(table(first.text, "perfetto-tracks-table")) == 4
     assert "Tracks 1–3 of 8" in first.text
     assert (
         'href="/trainer/-/tracks?limit=3&amp;offset=3"' in first.text and "Show more: the next 3 tracks" in first.text
     )
+    # Paged as Datasette's table JSON: `next` is the next page's token, `next_url` its URL; null on the last page.
+    page = (await ds.client.get("/trainer/-/tracks.json?limit=3")).json()
+    assert page["next"] == "3" and page["next_url"] == "http://localhost/trainer/-/tracks.json?limit=3&offset=3"
     seen = []
     for offset in (0, 3, 6):
         page = (await ds.client.get(f"/trainer/-/tracks.json?limit=3&offset={offset}")).json()
         seen += [t["id"] for t in page["tracks"]]
-    assert sorted(seen) == sorted(ids(trainer_db, "SELECT id FROM track")) and page["next_offset"] is None
+    assert (
+        sorted(seen) == sorted(ids(trainer_db, "SELECT id FROM track"))
+        and page["next"] is None
+        and page["next_url"] is None
+    )
     busiest = (await ds.client.get("/trainer/-/tracks.json?sort=events&limit=1")).json()["tracks"][0]
     assert (busiest["title"], busiest["event_count"]) == ("main", 3)
 
@@ -521,9 +527,9 @@ async def test_permissions_are_checked(trainer_db):
 
 @pytest.mark.asyncio
 async def test_database_without_dimension_tables_shows_everything_else(old_db):
-    ds = Datasette([str(old_db)])
+    ds = served(old_db)
     page = (await ds.client.get("/old/-/track/0")).text
-    assert "has no <code>track_dimension</code> table" in page and "pp-dimensions-table" not in page
+    assert "has no <code>track_dimension</code> table" in page and "perfetto-dimensions-table" not in page
     assert "First events" in page and "Source args" in page
     data = (await ds.client.get("/old/-/track/0.json")).json()
     assert data["dimensions"] is None and data["dimensions_available"] is False
@@ -532,7 +538,7 @@ async def test_database_without_dimension_tables_shows_everything_else(old_db):
         r = await ds.client.get(path)
         assert r.status_code == 200 and "has no <code>track_dimension</code> table" in r.text, path
     page = (await ds.client.get("/old/-/tracks")).text
-    assert "no track subtitles" in page and len(table(page, "pp-tracks-table")) == 9
+    assert "no track subtitles" in page and len(table(page, "perfetto-tracks-table")) == 9
     tracks = (await ds.client.get("/old/-/tracks.json")).json()
     assert tracks["total"] == 8 and tracks["subtitles_available"] is False
     # Event counts without the report's precomputed table: counted per track.
@@ -541,8 +547,7 @@ async def test_database_without_dimension_tables_shows_everything_else(old_db):
     conn.commit()
     conn.close()
     counts = {
-        t["title"]: t["event_count"]
-        for t in (await Datasette([str(old_db)]).client.get("/old/-/tracks.json")).json()["tracks"]
+        t["title"]: t["event_count"] for t in (await served(old_db).client.get("/old/-/tracks.json")).json()["tracks"]
     }
     assert counts["main"] == 3 and counts["mem"] == 2 and counts["child"] == 1
 
@@ -551,7 +556,7 @@ async def test_database_without_dimension_tables_shows_everything_else(old_db):
 async def test_not_a_trace_database_is_400(tmp_path):
     plain = tmp_path / "plain.db"
     sqlite3.connect(plain).execute("CREATE TABLE t (x)")
-    r = await Datasette([str(plain)]).client.get("/plain/-/tracks.json")
+    r = await served(plain).client.get("/plain/-/tracks.json")
     assert r.status_code == 400 and "not a trace database" in r.json()["error"]
 
 
@@ -589,7 +594,7 @@ async def test_other_databases_are_not_linked(tmp_path):
     conn.execute("INSERT INTO t VALUES (5, 6)")
     conn.commit()
     conn.close()
-    page = (await Datasette([str(plain)]).client.get("/plain/t")).text
+    page = (await served(plain).client.get("/plain/t")).text
     assert "/-/track/" not in page and "/-/thread/" not in page
 
 
@@ -672,7 +677,7 @@ def test_track_page_in_headless_chromium(trainer_db, tmp_path):
         server.terminate()
         server.wait(timeout=30)
     # The DOM after Chromium loaded and parsed the page: the dimensions table with its rows, not hidden.
-    rows = table(dom, "pp-dimensions-table")
+    rows = table(dom, "perfetto-dimensions-table")
     assert texts(rows)[0][:3] == ["Dimension", "Type", "Value"]
     assert ["rank", "int", "3"] in [r[:3] for r in texts(rows)]
     section = dom.split('id="dimensions"')[0].rsplit("<section", 1)[1]

@@ -11,7 +11,7 @@ from pathlib import Path
 from conftest import TraceDB
 from shared_data import CASES, TRACES
 
-from datasette_perfetto.importers.dimensions_pb2 import Dimension
+from datasette_perfetto.importers.proto.dimensions_pb2 import Dimension
 from datasette_perfetto.ingest import ingest
 from datasette_perfetto.trace_builder import TraceBuilder
 
@@ -60,15 +60,18 @@ def test_generated_module_matches_the_proto(tmp_path):
             "grpc_tools.protoc",
             f"-I{ROOT / 'protos'}",
             f"--python_out={tmp_path}",
+            f"--pyi_out={tmp_path}",
             str(ROOT / "protos" / "dimensions.proto"),
         ],
         check=True,
     )
-    committed = (ROOT / "datasette_perfetto" / "importers" / "dimensions_pb2.py").read_text()
-    assert (tmp_path / "dimensions_pb2.py").read_text() == committed, (
-        "dimensions_pb2.py is stale; regenerate: python -m grpc_tools.protoc -Iprotos "
-        "--python_out=datasette_perfetto/importers protos/dimensions.proto"
-    )
+    for generated in ("dimensions_pb2.py", "dimensions_pb2.pyi"):  # the module and its type stub
+        committed = (ROOT / "datasette_perfetto" / "importers" / "proto" / generated).read_text()
+        assert (tmp_path / generated).read_text() == committed, (
+            f"{generated} is stale; regenerate: python -m grpc_tools.protoc -Iprotos "
+            "--python_out=datasette_perfetto/importers/proto --pyi_out=datasette_perfetto/importers/proto "
+            "protos/dimensions.proto"
+        )
 
 
 def test_dimensions_overlay_the_perfetto_messages():
@@ -76,7 +79,7 @@ def test_dimensions_overlay_the_perfetto_messages():
     fields) and read back with the overlay messages from the same bytes."""
     from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
-    from datasette_perfetto.importers.dimensions_pb2 import InternedDimensionData, TrackDescriptorDimensions
+    from datasette_perfetto.importers.proto.dimensions_pb2 import InternedDimensionData, TrackDescriptorDimensions
 
     b = TraceBuilder()
     b.sequence(1).track(7, "t", dimensions=[("rank", 3), ("zone", "east", "East zone")])

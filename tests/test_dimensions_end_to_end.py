@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from datasette.app import Datasette
+from conftest import served
 from shared_data import TRACES
 
 from datasette_perfetto.ingest import ingest
@@ -22,7 +22,7 @@ def ddp_db(tmp_path_factory):
 
 @pytest.mark.asyncio
 async def test_rank_subtitles_on_the_tracks_page(ddp_db):
-    ds = Datasette([str(ddp_db)])
+    ds = served(ddp_db)
     page = (await ds.client.get("/ddp/-/tracks?_size=1000")).text
     assert "rank 0" in page and "rank 1" in page
 
@@ -38,7 +38,7 @@ async def test_track_details_show_the_inherited_rank(ddp_db):
     ).fetchone()
     conn.close()
     assert trace_id == 1  # rank 1 is the second input
-    ds = Datasette([str(ddp_db)])
+    ds = served(ddp_db)
     data = (await ds.client.get(f"/ddp/-/track/{track_id}.json")).json()
     text = str(data)
     assert "rank" in text and "rank 1" in text

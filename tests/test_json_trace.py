@@ -16,11 +16,12 @@ from conftest import TraceDB
 from shared_data import TRACES
 
 from datasette_perfetto.functions import register_functions
-from datasette_perfetto.importers import json_reader
-from datasette_perfetto.importers import sorter as sorter_module
-from datasette_perfetto.importers.json_importer import BadValue, add_json_args, to_ns
-from datasette_perfetto.importers.json_reader import JsonTraceReader
-from datasette_perfetto.importers.sorter import Sorter
+from datasette_perfetto.importers.common import sorter as sorter_module
+from datasette_perfetto.importers.common.json_args import add_json_args
+from datasette_perfetto.importers.common.sorter import Sorter
+from datasette_perfetto.importers.json import reader as json_reader
+from datasette_perfetto.importers.json.importer import BadValue, to_ns
+from datasette_perfetto.importers.json.reader import JsonTraceReader
 from datasette_perfetto.ingest import IngestError, ingest
 from datasette_perfetto.stats import REGISTRY, Stats
 

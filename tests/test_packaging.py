@@ -31,5 +31,6 @@ def test_package_data_patterns_match_the_files_the_plugin_reads():
     shipped = {f for pattern in patterns for f in PACKAGE.glob(pattern)}
     # Every template Datasette may render, and the data files read at run time.
     assert set((PACKAGE / "templates").glob("*.html")) <= shipped
+    assert set((PACKAGE / "static").glob("*")) <= shipped  # the stylesheet, served by Datasette from static/
     assert PACKAGE / "stats.tsv" in shipped
     assert PACKAGE / "protos" / "report.proto" in shipped

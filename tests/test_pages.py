@@ -6,8 +6,7 @@ import html
 import sqlite3
 
 import pytest
-from conftest import sql_path, sql_rows
-from datasette.app import Datasette
+from conftest import served, sql_path, sql_rows
 
 from datasette_perfetto.ingest import ingest_bytes
 from datasette_perfetto.trace_builder import TraceBuilder
@@ -29,7 +28,7 @@ def hostile_trace() -> bytes:
 
 @pytest.mark.asyncio
 async def test_database_page_shows_the_trace_summary(demo_db):
-    ds = Datasette([str(demo_db.path)])
+    ds = served(demo_db.path)
     page = (await ds.client.get("/demo")).text
     assert "perfetto-summary" in page
     assert "demo.pftrace" in page
@@ -46,7 +45,7 @@ async def test_sql_pages_do_not_compute_the_summary(demo_db, monkeypatch):
     calls = []
     real = summary.trace_summary
     monkeypatch.setattr(summary, "trace_summary", lambda conn: calls.append(1) or real(conn))
-    ds = Datasette([str(demo_db.path)])
+    ds = served(demo_db.path)
     for path in (sql_path("demo") + "?sql=select+1", "/demo/slices_table"):
         response = await ds.client.get(path)
         assert response.status_code == 200 and "perfetto-summary" not in response.text, path
@@ -58,7 +57,7 @@ async def test_sql_pages_do_not_compute_the_summary(demo_db, monkeypatch):
 async def test_summary_lists_import_problems(tmp_path, demo_bytes):
     path = tmp_path / "cut.db"
     ingest_bytes(demo_bytes[: len(demo_bytes) - 7], str(path))
-    ds = Datasette([str(path)])
+    ds = served(path)
     page = (await ds.client.get("/cut")).text
     assert "proto_tokenizer_truncated_packet = 1 (data_loss)" in page
     assert 'href="/cut/stats?value__gt=0"' in page
@@ -71,7 +70,7 @@ async def test_non_trace_database_page_has_no_summary(tmp_path):
     conn.execute("CREATE TABLE t (x)")
     conn.commit()
     conn.close()
-    ds = Datasette([str(path)])
+    ds = served(path)
     response = await ds.client.get("/plain")
     assert response.status_code == 200 and "perfetto-summary" not in response.text
 
@@ -80,7 +79,7 @@ async def test_non_trace_database_page_has_no_summary(tmp_path):
 async def test_hostile_names_are_escaped(tmp_path):
     path = tmp_path / "hostile.db"
     ingest_bytes(hostile_trace(), str(path))
-    ds = Datasette([str(path)])
+    ds = served(path)
     for url in ("/hostile", "/hostile/process", "/hostile/thread", "/hostile/slice", "/hostile/args"):
         page = (await ds.client.get(url)).text
         assert "<script>alert" not in page and "<img src=x" not in page and "<b>bold</b>" not in page, url
@@ -92,7 +91,7 @@ async def test_hostile_names_are_escaped(tmp_path):
 
 @pytest.mark.asyncio
 async def test_extract_arg_in_ad_hoc_sql(demo_db):
-    ds = Datasette([str(demo_db.path)])
+    ds = served(demo_db.path)
     rows = await sql_rows(
         ds,
         "demo",

@@ -1,5 +1,5 @@
 """Ingest on two cores: SQLite writes in a child process (writer.py) and proto traces tokenized
-by a forked helper that takes some packet sequences (importers/split_tokenize.py).
+by a forked helper that takes some packet sequences (importers/proto/split_tokenize.py).
 
 Large inputs use both by default; these tests force them on for small traces too, and check that
 the database is the one a single process writes, row for row, and that every failure of the extra
@@ -19,7 +19,8 @@ from shared_data import CASES, TRACES
 from datasette_perfetto import ingest as ingest_module
 from datasette_perfetto import schema, writer
 from datasette_perfetto.conformance import load_passing_list, run_case
-from datasette_perfetto.importers import proto_importer, split_tokenize
+from datasette_perfetto.importers.proto import importer as proto_importer
+from datasette_perfetto.importers.proto import split_tokenize
 from datasette_perfetto.ingest import IngestError, ingest
 from datasette_perfetto.trace_builder import TraceBuilder
 

@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
-from datasette_perfetto.importers.dominators import dominator_tree
+from datasette_perfetto.importers.proto.dominators import dominator_tree
 from datasette_perfetto.ingest import IngestError, detect_format, ingest, ingest_bytes
 from datasette_perfetto.trace_builder import TraceBuilder, build_demo_trace
 

@@ -20,7 +20,7 @@ def test_text_json_and_sql(demo_db):
     text = report(db, "slices", "--top", "2")
     assert text.exit_code == 0 and "URLRequest" in text.output and "--top 50" in text.output
     data = json.loads(report(db, "slices", "--name", "Raster", "--format", "json").output)
-    assert data["slices_table"]["rows"][0]["count"] == "48"
+    assert data["slices_table"]["rows"][0]["count"] == 48
     assert "FROM report_slice_name" in report(db, "slices", "--format", "sql").output
 
 

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from pathlib import Path
 
 import pytest
-from conftest import ingest_case
-from datasette.app import Datasette
+from conftest import get_json, ingest_case, served
 from shared_data import CASES
 
 from datasette_perfetto.ingest import ingest_bytes
@@ -72,12 +70,6 @@ def sql(path, query: str, params=()):
         conn.close()
 
 
-async def get_json(path: Path, url: str) -> dict:
-    response = await Datasette([str(path)]).client.get(url)
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
 # -- list --------------------------------------------------------------------------------------------
 
 
@@ -94,12 +86,12 @@ async def test_list_rows_match_sql_per_track(demo_db):
         for r in rows
     ] == [(i, n, c, lo, pytest.approx(avg), hi, pid) for i, n, c, lo, avg, hi, pid in expected]
     assert rows[0]["scope"] == "process renderer [200]" and rows[0]["unit"] == "bytes"
-    assert data["counters_list"]["total_rows"] == "5"  # with the two displays' RefreshRate and the phone's
+    assert data["counters_list"]["total_rows"] == 5  # with the two displays' RefreshRate and the phone's
 
 
 @pytest.mark.asyncio
 async def test_list_html_shows_numbers_and_drill_down_links(demo_db):
-    page = (await Datasette([str(demo_db.path)]).client.get("/demo/-/report/counters")).text
+    page = (await served(demo_db.path).client.get("/demo/-/report/counters")).text
     assert "Counters (5 tracks in scope)" in page
     assert ">MemoryUsage</a>" in page and "151.4M" in page and "196.4M" in page and ">bytes<" in page
     # A row's name opens its timeline narrowed to the row's owner; its scope opens inspect.
@@ -170,14 +162,12 @@ async def test_timeline_holds_values_and_combines_tracks(synth):
     tl = data["counters_timeline"]
     assert [b["value"] for b in tl["buckets"]] == [300] * 5
     assert all(b["has_value"] and not b.get("count") for b in tl["buckets"])
-    assert [(t["scope"], t.get("count", "0")) for t in tl["tracks"]] == [("process alpha [10]", "0")]
+    assert [(t["scope"], t["count"]) for t in tl["tracks"]] == [("process alpha [10]", 0)]
 
 
 @pytest.mark.asyncio
 async def test_timeline_html_draws_a_labelled_chart(demo_db):
-    page = (
-        await Datasette([str(demo_db.path)]).client.get("/demo/-/report/counters/timeline?name=MemoryUsage&buckets=10")
-    ).text
+    page = (await served(demo_db.path).client.get("/demo/-/report/counters/timeline?name=MemoryUsage&buckets=10")).text
     assert "<svg" in page and "MemoryUsage over time" in page and "(linear scale" in page
     assert "154.0M" in page  # the first bucket's average: (151.4M + ... ) / 4, as checked against SQL above
 
@@ -221,7 +211,7 @@ async def test_histogram_uses_log_buckets_for_values_spanning_orders_of_magnitud
     assert edges[0] == 9 and edges[-1] == 1000
     assert edges[1] / edges[0] == pytest.approx(edges[2] / edges[1]) == pytest.approx((1000 / 9) ** (1 / 3))
     assert sum(int(b.get("count", 0)) for b in h["buckets"]) == 5
-    text = (await Datasette([str(rss)]).client.get("/rss/-/report/counters/histogram.txt?name=mem.rss.file")).text
+    text = (await served(rss).client.get("/rss/-/report/counters/histogram.txt?name=mem.rss.file")).text
     assert "log-spaced buckets" in text
     # One process: its own samples only.
     data = await get_json(rss, "/rss/-/report/counters/histogram.json?name=mem.rss.file&pid=10")
@@ -254,9 +244,7 @@ async def test_inspect_value_at_ts_is_the_last_sample_at_or_before_it(demo_db):
     # The samples around ts: five at or before it, five after, in time order.
     around = [int(s["ts"]) for s in i["samples"]]
     assert len(around) == 10 and around == sorted(around) and around[4] == at_ts and around[5] > ts
-    text = (
-        await Datasette([str(demo_db.path)]).client.get("/demo/-/report/counters/inspect.txt?name=MemoryUsage&ts=1s")
-    ).text
+    text = (await served(demo_db.path).client.get("/demo/-/report/counters/inspect.txt?name=MemoryUsage&ts=1s")).text
     assert f"{int(at_value):,} bytes (sampled at" in text and "<- value at ts" in text
 
 
@@ -273,7 +261,7 @@ async def test_inspect_lists_each_track_when_several_match(synth):
     assert int(i["stats"]["count"]) == 5  # pooled over both tracks
     narrow = [s for s in data["next_steps"] if "inspect" in s["url"]]
     assert narrow and "pid=" in narrow[0]["url"]
-    page = (await Datasette([str(synth)]).client.get("/synth/-/report/counters/inspect?name=mem&ts=1.5us")).text
+    page = (await served(synth).client.get("/synth/-/report/counters/inspect?name=mem&ts=1.5us")).text
     assert (
         "mem: 2 tracks" in page and 'href="/synth/-/report/counters/inspect?ts=1.5us&amp;name=mem&amp;pid=10"' in page
     )
@@ -320,7 +308,7 @@ async def test_cpu_counters_from_a_real_trace(cpufreq):
     ],
 )
 async def test_bad_requests_are_400_with_a_json_error(synth, url, message, options):
-    response = await Datasette([str(synth)]).client.get(url)
+    response = await served(synth).client.get(url)
     assert response.status_code == 400
     body = response.json()
     assert body["ok"] is False and message in body["error"], body
@@ -330,14 +318,14 @@ async def test_bad_requests_are_400_with_a_json_error(synth, url, message, optio
 
 @pytest.mark.asyncio
 async def test_error_page_lists_the_choices(synth):
-    response = await Datasette([str(synth)]).client.get("/synth/-/report/counters/timeline?name=mem*")
+    response = await served(synth).client.get("/synth/-/report/counters/timeline?name=mem*")
     assert response.status_code == 400
     assert "mem_peak" in response.text and "matches 2 counter names" in response.text
 
 
 @pytest.mark.asyncio
 async def test_every_link_on_counter_pages_works(synth):
-    ds = Datasette([str(synth)])
+    ds = served(synth)
     seen: set[str] = set()
     pages = [
         "/synth/-/report/counters",
@@ -360,7 +348,7 @@ async def test_every_link_on_counter_pages_works(synth):
 @pytest.mark.asyncio
 @pytest.mark.parametrize("query", ["", "time=0.5s,1.5s&min_count=5&sort=name", "pid=100", "name=Mem*&sort=max"])
 async def test_canned_query_gives_the_rows_of_the_report(demo_db, query):
-    ds = Datasette([str(demo_db.path)])
+    ds = served(demo_db.path)
     report = (await ds.client.get(f"/demo/-/report/counters.json?{query}")).json()["counters_list"]["rows"]
     canned = (await ds.client.get(f"/demo/counters_list.json?_shape=array&{query}")).json()
     assert [(r["track_id"], r["count"]) for r in canned] == [(int(r["track_id"]), int(r["count"])) for r in report]
@@ -369,7 +357,7 @@ async def test_canned_query_gives_the_rows_of_the_report(demo_db, query):
 
 @pytest.mark.asyncio
 async def test_series_canned_queries_agree_with_the_reports(demo_db):
-    ds = Datasette([str(demo_db.path)])
+    ds = served(demo_db.path)
     query = "name=MemoryUsage&buckets=10&time=0.2s,1.8s"
     report = (await ds.client.get(f"/demo/-/report/counters/timeline.json?{query}")).json()["counters_timeline"]
     canned = (await ds.client.get(f"/demo/counters_timeline.json?_shape=array&{query}")).json()

@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import datasette_with, sql_path
-from datasette.app import Datasette
+from conftest import datasette_with, served, sql_path
 from datasette.cli import cli
 from diff_traces import build_diff_trace
 from shared_data import TRACES
@@ -205,23 +204,23 @@ def test_slices_diff_json_deltas_match_sql_on_each_database(demo_pair):
             else "unchanged"
         )
         assert r["change"] == expected, r["name"]
-        assert ("baseline" in r) == (r["name"] in base) and ("target" in r) == (r["name"] in target)
+        assert (r["baseline"] is not None) == (r["name"] in base) and (r["target"] is not None) == (r["name"] in target)
     by_name = {r["name"]: r for r in rows}
-    assert by_name["Raster"]["total_dur_delta"] == "60000000" and "count_delta" not in by_name["Raster"]
-    assert by_name["LegacyDecode"]["baseline"]["total_dur"] == "60000000"
+    assert by_name["Raster"]["total_dur_delta"] == 60000000 and by_name["Raster"]["count_delta"] == 0
+    assert by_name["LegacyDecode"]["baseline"]["total_dur"] == 60000000
     summary = data["slices_table_diff"]["summary"]
     assert summary == {
         "sort": "dur",
         "sort_column": "total_dur",
-        "total_rows": "49",
-        "added": "1",
-        "removed": "1",
-        "changed": "1",
-        "unchanged": "46",
-        "baseline_total_rows": "48",
-        "target_total_rows": "48",
-        "baseline_joined_rows": "48",
-        "target_joined_rows": "48",
+        "total_rows": 49,
+        "added": 1,
+        "removed": 1,
+        "changed": 1,
+        "unchanged": 46,
+        "baseline_total_rows": 48,
+        "target_total_rows": 48,
+        "baseline_joined_rows": 48,
+        "target_joined_rows": 48,
     }
     # Both traces described; each side's queries ran on its own database.
     assert data["context"]["database"] == "target.db" and data["baseline"]["database"] == "base.db"
@@ -268,7 +267,7 @@ def test_scheduling_diff_joins_threads_by_name(sched_pair):
         assert int(r.get("runnable_delta", 0)) == int(t.get("runnable", 0)) - int(b.get("runnable", 0))
     deltas = [abs(int(r.get("cpu_time_delta", 0))) for r in rows]
     assert deltas == sorted(deltas, reverse=True)
-    assert data["scheduling_summary_diff"]["baseline_cpu_count"] == "2"
+    assert data["scheduling_summary_diff"]["baseline_cpu_count"] == 2
 
 
 def test_overview_diff_is_a_digest_of_movements(demo_pair):
@@ -280,10 +279,10 @@ def test_overview_diff_is_a_digest_of_movements(demo_pair):
     assert [(r["name"], r["owner"], r["change"]) for r in overview["counters"]["rows"]] == [
         ("DecodeQueueDepth", "process browser", "added")
     ]
-    assert [(r["name"], r["slice_count_delta"]) for r in overview["processes"]["rows"]] == [("browser", "1")]
+    assert [(r["name"], r["slice_count_delta"]) for r in overview["processes"]["rows"]] == [("browser", 1)]
     assert overview["processes"]["summary"]["sort"] == "cpu"  # the demo's scheduling data, on both sides
     # The same schedule on both sides: no CPU time moved; every thread sleeps through the target's extra time.
-    assert {r.get("cpu_time_delta", "0") for r in overview["scheduling"]["rows"]} == {"0"}
+    assert {r["cpu_time_delta"] for r in overview["scheduling"]["rows"]} == {0}
     assert {a["noun"] for a in overview["absent"]} == {"stack-samples", "heap-profile", "heap-dump"}
     text = to_text(result)
     assert "Stack Samples: (not compared: no baseline diff for this noun yet)" in text
@@ -313,7 +312,7 @@ def test_identical_traces_diff_to_unchanged(demo_pair):
         )
     )
     summary = data["slices_table_diff"]["summary"]
-    assert summary["unchanged"] == summary["total_rows"] == "48"
+    assert summary["unchanged"] == summary["total_rows"] == 48
     assert not any(f["text"].startswith("the baseline") for f in data.get("footnotes", []))
 
 
@@ -362,7 +361,7 @@ def test_run_report_alone_refuses_baseline(demo_db):
 
 @pytest.fixture
 def pair_ds(demo_pair):
-    return Datasette([str(demo_pair[0]), str(demo_pair[1])])
+    return served(demo_pair[0], demo_pair[1])
 
 
 @pytest.mark.web
@@ -373,10 +372,13 @@ async def test_diff_page_html(pair_ds):
     page = r.text
     assert "<span>target target 2.4s</span><span>baseline base 2s</span>" in page
     # Marked in text and coloured: the change column and the signed deltas.
-    assert '<td class="align-l diff-added" title="only in the target">added</td>' in page
-    assert '<td class="align-l diff-removed" title="only in the baseline">removed</td>' in page
-    assert '<td class="align-r diff-up">+120ms</td>' in page and '<td class="align-r diff-down">-60ms</td>' in page
-    assert '<td class="align-l diff-up" title="relative to the baseline">+42%</td>' in page
+    assert '<td class="perfetto-align-l perfetto-diff-added" title="only in the target">added</td>' in page
+    assert '<td class="perfetto-align-l perfetto-diff-removed" title="only in the baseline">removed</td>' in page
+    assert (
+        '<td class="perfetto-align-r perfetto-diff-up">+120ms</td>' in page
+        and '<td class="perfetto-align-r perfetto-diff-down">-60ms</td>' in page
+    )
+    assert '<td class="perfetto-align-l perfetto-diff-up" title="relative to the baseline">+42%</td>' in page
     # A removed name links into the baseline's single-trace report, the others into the target's.
     assert '<a href="/base/-/report/slices/inspect?name=LegacyDecode">LegacyDecode</a>' in page
     assert '<a href="/target/-/report/slices/inspect?name=BitmapDecode">BitmapDecode</a>' in page
@@ -446,7 +448,7 @@ async def test_diff_json_and_text_over_http(pair_ds):
 async def test_bad_diff_requests_are_400(demo_pair, tmp_path, path, message):
     plain = tmp_path / "plain.db"
     sqlite3.connect(plain).execute("CREATE TABLE t (x)")
-    ds = Datasette([str(demo_pair[0]), str(demo_pair[1]), str(plain)])
+    ds = served(demo_pair[0], demo_pair[1], plain)
     r = await ds.client.get(path)
     assert r.status_code == 400, r.text
     assert message in r.json()["error"]
@@ -459,7 +461,7 @@ async def test_bad_diff_requests_are_400(demo_pair, tmp_path, path, message):
 async def test_unknown_baseline_lists_only_trace_databases(demo_pair, tmp_path):
     plain = tmp_path / "plain.db"
     sqlite3.connect(plain).execute("CREATE TABLE t (x)")
-    ds = Datasette([str(demo_pair[0]), str(demo_pair[1]), str(plain)])
+    ds = served(demo_pair[0], demo_pair[1], plain)
     body = (await ds.client.get("/target/-/report/slices.json?baseline=nope")).json()
     assert body["error"] == "baseline: no database named 'nope' is served; trace databases: base"
     assert body["options"] == ["base"]
@@ -570,7 +572,7 @@ def test_cli_diff_runs_without_a_server_and_exits_zero(demo_pair):
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["overview_diff"]["slices"]["summary"]["added"] == "1"
+    assert json.loads(done.stdout)["overview_diff"]["slices"]["summary"]["added"] == 1
 
 
 @pytest.mark.parametrize(
@@ -616,11 +618,11 @@ def test_pytorch_ranks_diff_reads_sensibly(tmp_path):
     rows = {r["name"]: r for r in data["slices_table_diff"]["rows"]}
     # The collective both ranks run: same count, different time.
     all_reduce = rows["gloo:all_reduce"]
-    assert all_reduce["change"] == "changed" and "count_delta" not in all_reduce
+    assert all_reduce["change"] == "changed" and all_reduce["count_delta"] == 0
     assert all_reduce["baseline"]["count"] == all_reduce["target"]["count"]
     # Names embedding object addresses pair up as added/removed; a footnote says why.
     summary = data["slices_table_diff"]["summary"]
-    assert summary["added"] == summary["removed"] != "0"
+    assert summary["added"] == summary["removed"] != 0
     note = next(f["text"] for f in data["footnotes"] if "except for numbers" in f["text"])
     assert note.startswith(f"{summary['added']} added slice names match a removed one except for numbers")
     processes = to_json(diff(dbs, "processes", "table"))["processes_table_diff"]

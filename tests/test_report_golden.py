@@ -20,7 +20,7 @@ from datasette_perfetto.functions import register_functions
 from datasette_perfetto.report import report_pb2
 from datasette_perfetto.report.base import Linker
 from datasette_perfetto.report.engine import run_report
-from datasette_perfetto.report.render import to_json, to_text
+from datasette_perfetto.report.render import message_json, to_json, to_text
 from datasette_perfetto.report.views import NOUNS
 
 GOLDEN = Path(__file__).parent / "golden" / "report"
@@ -156,6 +156,6 @@ def test_sched_trace_json_output_parses_as_report_proto(sched_db, case):
 def check_json(data: dict) -> None:
     # Round-trips through the schema: every key is a field of report.proto, nothing is lost.
     message = json_format.ParseDict(json.loads(json.dumps(data)), report_pb2.Report())
-    assert json_format.MessageToDict(message, preserving_proto_field_name=True) == data
+    assert message_json(message) == data
     assert message.WhichOneof("result") is not None
     assert message.queries, "every report shows the SQL it ran"

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import random
+import re
 import sqlite3
 import string
 
 import pytest
-from conftest import datasette_with, query_names, sql_path
-from datasette.app import Datasette
+from click.testing import CliRunner
+from conftest import datasette_with, query_names, served, sql_path
+from datasette.cli import cli as datasette_cli
 
 from datasette_perfetto.ingest import ingest_bytes
 from datasette_perfetto.report.canned import canned_queries
 from datasette_perfetto.report.views import NOUNS
 from datasette_perfetto.trace_builder import TraceBuilder
+from datasette_perfetto.web import Page
 
 pytestmark = pytest.mark.web  # served by Datasette: ./dev test runs these on 0.65 and 1.0
 
@@ -35,7 +39,7 @@ def hostile_trace() -> bytes:
 
 @pytest.fixture
 def demo_ds(demo_db):
-    return Datasette([str(demo_db.path)])
+    return served(demo_db.path)
 
 
 @pytest.mark.asyncio
@@ -113,13 +117,79 @@ async def test_bad_requests_are_400_with_the_reason(demo_ds, path, message):
 
 
 @pytest.mark.asyncio
-async def test_unknown_database_is_404_and_non_trace_database_is_400(tmp_path):
+async def test_json_integers_are_numbers_and_zeros_are_present(demo_ds, demo_db):
+    r = await demo_ds.client.get("/demo/-/report/slices.json?top=100")
+    start = demo_db.one("SELECT start_ts FROM trace_bounds")
+    assert f'"trace_start_ts": {start},' in r.text  # an int64 as a JSON number, not a string
+    rows = {row["name"]: row for row in r.json()["slices_table"]["rows"]}
+    instant = rows["InputEvent"]  # instants: a name whose total is 0
+    assert (instant["total_dur"], instant["max_dur"], instant["count"]) == (0, 0, 12)
+    assert set(instant) == set(rows["URLRequest"])  # every field present, zero or not
+    # The CLI's JSON is the same rendering.
+    cli = json.loads(
+        CliRunner()
+        .invoke(datasette_cli, ["perfetto", "report", str(demo_db.path), "slices", "--top", "100", "--format", "json"])
+        .output
+    )
+    assert cli["slices_table"] == r.json()["slices_table"]
+
+
+@pytest.mark.asyncio
+async def test_errors_are_the_same_on_every_page(tmp_path, demo_db):
     plain = tmp_path / "plain.db"
     sqlite3.connect(plain).execute("CREATE TABLE t (x)")
-    ds = Datasette([str(plain)])
-    assert (await ds.client.get("/nope/-/report")).status_code == 404
-    r = await ds.client.get("/plain/-/report.json")
-    assert r.status_code == 400 and "not a trace database" in r.json()["error"]
+    ds = served(plain, demo_db.path)
+    message = "plain is not a trace database (no slice and trace_bounds tables)"
+    for path in ("/plain/-/report", "/plain/-/tracks", "/plain/-/track/1", "/plain/-/slice/1"):
+        assert (await ds.client.get(path.replace("plain", "nope"))).status_code == 404, path
+        r = await ds.client.get(path + ".json")
+        assert r.status_code == 400 and r.json() == {
+            "ok": False,
+            "error": message,
+            "status": 400,
+            "parameter": None,
+            "options": [],
+        }, path
+        html = await ds.client.get(path)
+        assert html.status_code == 400 and message in html.text, path
+    baseline = await ds.client.get("/demo/-/report/slices.json?baseline=plain")
+    assert baseline.status_code == 400 and baseline.json()["error"] == message
+    text = await ds.client.get("/plain/-/report/slices.txt")
+    assert (text.status_code, text.text) == (400, f"error: {message}\n")
+    # A bad parameter: 400 with the parameter and its valid values, on the report and the tracks list alike.
+    for path, parameter in (("/demo/-/report/slices.json?sort=x", "sort"), ("/demo/-/tracks.json?sort=x", "sort")):
+        r = await ds.client.get(path)
+        error = r.json()
+        assert r.status_code == 400 and (error["ok"], error["status"], error["parameter"]) == (False, 400, parameter)
+        assert "x" not in error["options"] and error["options"], path
+
+
+@pytest.mark.asyncio
+async def test_a_page_over_the_time_limit_is_503(demo_db, monkeypatch):
+    # Only the plugin's queries get the 1 ms limit: Datasette 1.0 runs its own permission SQL under the setting.
+    monkeypatch.setattr(Page, "time_limit_ms", property(lambda page: 1))
+    ds = served(demo_db.path)
+    r = await ds.client.get("/demo/-/report.json")
+    assert r.status_code == 503 and r.json()["status"] == 503
+    assert "took longer than the 1 ms query limit (the sql_time_limit_ms setting)" in r.json()["error"]
+    html = await ds.client.get("/demo/-/report")
+    assert html.status_code == 503 and "sql_time_limit_ms" in html.text
+
+
+@pytest.mark.asyncio
+async def test_pages_share_one_stylesheet(demo_ds):
+    css = await demo_ds.client.get("/-/static-plugins/datasette_perfetto/perfetto.css")
+    assert css.status_code == 200 and ".perfetto-report-table" in css.text and ".perfetto-fields" in css.text
+    link = '<link rel="stylesheet" href="/-/static-plugins/datasette_perfetto/perfetto.css">'
+    assert link in (await demo_ds.client.get("/demo")).text  # the trace summary on the database page
+    for path in ("/demo/-/report", "/demo/-/report/slices", "/demo/-/report/nope", "/demo/-/tracks", "/demo/-/track/0"):
+        page = (await demo_ds.client.get(path)).text
+        assert link in page and "<style" not in page, path
+        content = page.split('<section class="content">')[1].split("<footer")[0]
+        classes = {c for attr in re.findall(r'class="([^"]*)"', content) for c in attr.split()}
+        # Ours are prefixed; the rest are Datasette's own.
+        others = {c for c in classes if not c.startswith("perfetto-")}
+        assert others <= {"table-wrapper", "rows-and-columns", "crumbs", "message-error"}, (path, others)
 
 
 @pytest.mark.asyncio
@@ -138,7 +208,7 @@ async def test_permissions_are_checked(demo_db):
 
 @pytest.mark.asyncio
 async def test_sql_links_and_canned_queries_need_execute_sql(demo_db):
-    open_ds = Datasette([str(demo_db.path)])
+    open_ds = served(demo_db.path)
     assert (await open_ds.client.get("/demo/slices_table.json?_shape=array&name=Raster")).json()[0]["count"] == 48
     assert sorted(canned_queries()) == await query_names(open_ds, "demo")  # listed
     closed = datasette_with([demo_db.path], {"allow_sql": {"id": "root"}})
@@ -175,7 +245,7 @@ async def test_canned_query_takes_report_flag_syntax(demo_ds, demo_db):
 async def test_hostile_names_are_escaped_and_intact(tmp_path):
     path = tmp_path / "hostile.db"
     ingest_bytes(hostile_trace(), str(path))
-    ds = Datasette([str(path)])
+    ds = served(path)
     page = (await ds.client.get("/hostile/-/report/slices?top=50")).text
     assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
     assert "<script>alert" not in page

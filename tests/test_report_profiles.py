@@ -11,8 +11,7 @@ import sqlite3
 from collections import Counter
 
 import pytest
-from conftest import V8_PROFILE
-from datasette.app import Datasette
+from conftest import V8_PROFILE, served
 from google.protobuf import json_format
 
 from datasette_perfetto.functions import register_functions
@@ -382,7 +381,7 @@ def test_views_say_not_present_without_data_or_tables(profile_db, sched_db):
 @pytest.mark.web
 @pytest.mark.asyncio
 async def test_html_has_an_escaped_svg_flame_graph(profile_db):
-    ds = Datasette([str(profile_db)])
+    ds = served(profile_db)
     page = (await ds.client.get("/profile/-/report/stack-samples/top-down")).text
     assert "<svg" in page and "Flame graph" in page and "<title>main: 20 samples (100.0%)" in page
     assert "<script>alert" not in page and "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&amp;amp;" in page
@@ -398,7 +397,7 @@ async def test_html_has_an_escaped_svg_flame_graph(profile_db):
         r = await ds.client.get(path)
         assert r.status_code == 200 and "<script>alert" not in r.text, path
     data = (await ds.client.get("/profile/-/report/stack-samples/bottom-up.json?name=rec")).json()
-    assert data["stack_samples_bottom_up"]["nodes"][0]["total_value"] == "6"
+    assert data["stack_samples_bottom_up"]["nodes"][0]["total_value"] == 6
     canned = (await ds.client.get("/profile/heap_dump_types.json?_shape=array")).json()
     assert {r["type"]: r["live_objects"] for r in canned} == {"Node": 2, HOSTILE: 2}
     canned = (await ds.client.get("/profile/heap_profile_functions.json?_shape=array&sort=total")).json()

@@ -17,15 +17,17 @@ def test_generated_module_matches_the_proto(tmp_path):
             "grpc_tools.protoc",
             f"-I{ROOT / 'protos'}",
             f"--python_out={tmp_path}",
+            f"--pyi_out={tmp_path}",
             str(ROOT / "protos" / "report.proto"),
         ],
         check=True,
     )
-    committed = (ROOT / "datasette_perfetto" / "report" / "report_pb2.py").read_text()
-    assert (tmp_path / "report_pb2.py").read_text() == committed, (
-        "report_pb2.py is stale; regenerate: python -m grpc_tools.protoc -Iprotos "
-        "--python_out=datasette_perfetto/report protos/report.proto"
-    )
+    for generated in ("report_pb2.py", "report_pb2.pyi"):  # the module and its type stub
+        committed = (ROOT / "datasette_perfetto" / "report" / generated).read_text()
+        assert (tmp_path / generated).read_text() == committed, (
+            f"{generated} is stale; regenerate: python -m grpc_tools.protoc -Iprotos "
+            "--python_out=datasette_perfetto/report --pyi_out=datasette_perfetto/report protos/report.proto"
+        )
 
 
 def test_every_view_fills_a_report_field():

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import pytest
-from conftest import get_error, get_json
-from datasette.app import Datasette
+from conftest import get_error, get_json, served
 
 pytestmark = pytest.mark.web  # served by Datasette: ./dev test runs these on 0.65 and 1.0
 
 
 @pytest.fixture
 def ds(sched_db):
-    return Datasette([str(sched_db.path)])
+    return served(sched_db.path)
 
 
 def bounds(db) -> tuple[int, int]:
@@ -51,9 +50,9 @@ async def test_summary_per_thread_matches_sql(ds, sched_db):
     rows = data["scheduling_summary"]["rows"]
     assert [int(r["cpu_time"]) for r in rows] == sorted((c for c, _, _ in want.values()), reverse=True)
     top = rows[0]
-    assert (top["name"], top["process"], top["pid"]) == ("Worker-1", "com.example.app", "1000")
+    assert (top["name"], top["process"], top["pid"]) == ("Worker-1", "com.example.app", 1000)
     assert top["percent_of_trace"] == pytest.approx(100 * int(top["cpu_time"]) / (end - start))
-    assert data["scheduling_summary"]["cpu_count"] == "2"
+    assert data["scheduling_summary"]["cpu_count"] == 2
 
 
 @pytest.mark.asyncio
@@ -101,7 +100,7 @@ async def test_summary_on_one_cpu(ds, sched_db):
     rows = data["scheduling_summary"]["rows"]
     assert {int(r["tid"]): int(r["cpu_time"]) for r in rows} == cpu_time
     assert [int(r["runnable"]) for r in rows] == sorted((int(r["runnable"]) for r in rows), reverse=True)
-    assert data["scheduling_summary"]["cpu_count"] == "1"
+    assert data["scheduling_summary"]["cpu_count"] == 1
 
 
 @pytest.mark.asyncio
@@ -117,13 +116,13 @@ async def test_summary_html_and_errors(ds):
 
 @pytest.mark.asyncio
 async def test_trace_without_scheduling_data(v8_db):
-    ds = Datasette([str(v8_db.path)])  # a Chrome JSON trace: no kernel data
+    ds = served(v8_db.path)  # a Chrome JSON trace: no kernel data
     data = await get_json(ds, "/v8/-/report/scheduling.json")
-    assert "rows" not in data["scheduling_summary"] and "cpu_count" not in data["scheduling_summary"]
+    assert data["scheduling_summary"]["rows"] == [] and data["scheduling_summary"]["cpu_count"] == 0
     page = (await ds.client.get("/v8/-/report/scheduling")).text
     assert "no scheduling data in this trace" in page
     overview = (await get_json(ds, "/v8/-/report.json"))["overview"]
-    assert "scheduling" not in overview
+    assert overview["scheduling"] is None
     assert {"noun": "scheduling", "reason": "not present in this trace"} in overview["absent"]
 
 
@@ -134,7 +133,7 @@ async def test_trace_without_scheduling_data(v8_db):
 async def test_timeline_load_per_bucket_matches_sql(ds, sched_db):
     data = (await get_json(ds, "/sched/-/report/scheduling/timeline.json?buckets=10"))["scheduling_timeline"]
     start, end = bounds(sched_db)
-    assert data["cpu_count"] == "2" and int(data["bucket_dur"]) == 100_000_000
+    assert data["cpu_count"] == 2 and int(data["bucket_dur"]) == 100_000_000
     busy_total = 0
     for b in data["buckets"]:
         lo, hi = int(b["start_ts"]), int(b["end_ts"])
@@ -167,7 +166,7 @@ async def test_timeline_of_one_thread_and_one_cpu(ds, sched_db):
         "JOIN thread t USING (utid) WHERE t.tid = 1002"
     )
     one_cpu = (await get_json(ds, "/sched/-/report/scheduling/timeline.json?cpu=0"))["scheduling_timeline"]
-    assert one_cpu["cpu_count"] == "1"
+    assert one_cpu["cpu_count"] == 1
     assert all(0 <= b.get("value", 0) <= 1 for b in one_cpu["buckets"])
     page = (await ds.client.get("/sched/-/report/scheduling/timeline")).text
     assert "<svg" in page and "linear scale" in page and "CPU load per 50ms (2 CPUs)" in page
@@ -197,7 +196,7 @@ async def test_inspect_a_sleeping_thread_says_who_woke_it(ds, sched_db):
     )[0]
     assert (int(data["wakeup_ts"]), int(data["waker_tid"]), data["waker_thread"]) == (wake_ts, waker, "surfaceflinger")
     assert int(data.get("wakeup_latency", 0)) == wake_dur
-    assert data["cpu"] == "-1" and data["found"] is True
+    assert data["cpu"] == -1 and data["found"] is True
 
 
 @pytest.mark.asyncio
@@ -255,9 +254,9 @@ async def test_inspect_a_reused_tid_picks_the_thread_alive_at_ts(tmp_path):
     )
     path = tmp_path / "reuse.db"
     ingest_bytes(b.to_bytes(), str(path))
-    ds = Datasette([str(path)])
+    ds = served(path)
     # Raw timestamps (no unit) are absolute nanoseconds.
     first = (await get_json(ds, "/reuse/-/report/scheduling/inspect.json?tid=50&ts=250"))["scheduling_inspect"]
     assert (first["thread"], first["state"]) == ("first", "S")
     second = (await get_json(ds, "/reuse/-/report/scheduling/inspect.json?tid=50&ts=450"))["scheduling_inspect"]
-    assert (second["thread"], second["state"], second["state_ts"]) == ("second", "Running", "400")
+    assert (second["thread"], second["state"], second["state_ts"]) == ("second", "Running", 400)

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import get_error, get_json
-from datasette.app import Datasette
+from conftest import get_error, get_json, served
 
 from datasette_perfetto.report.base import percentile_index
 from datasette_perfetto.report.format import offset
@@ -14,7 +13,7 @@ pytestmark = pytest.mark.web  # served by Datasette: ./dev test runs these on 0.
 
 @pytest.fixture
 def ds(demo_db):
-    return Datasette([str(demo_db.path)])
+    return served(demo_db.path)
 
 
 def durations(db, name: str, where: str = "", params: tuple = ()) -> list[int]:
@@ -104,7 +103,7 @@ async def test_single_series_views_need_exactly_one_name(ds):
     # Scoping narrows the glob: only one M* name has slices on IOThread.
     data = await get_json(ds, "/demo/-/report/slices/histogram.json?name=M*&thread=IOThread")
     assert data["slices_histogram"]["name"] == "Mojo::Dispatch"
-    assert data["slices_histogram"]["stats"]["count"] == "18"
+    assert data["slices_histogram"]["stats"]["count"] == 18
 
 
 @pytest.mark.asyncio
@@ -121,9 +120,9 @@ async def test_glob_characters_in_a_name_match_it_exactly(tmp_path):
         seq.slice_end(ts + 1_000, track)
     path = tmp_path / "glob.db"
     ingest_bytes(b.to_bytes(), str(path))
-    ds = Datasette([str(path)])
+    ds = served(path)
     data = await get_json(ds, "/glob/-/report/slices/inspect.json?name=Task%5B1%5D")
-    assert data["slices_inspect"]["name"] == "Task[1]" and data["slices_inspect"]["matched"] == "2"
+    assert data["slices_inspect"]["name"] == "Task[1]" and data["slices_inspect"]["matched"] == 2
 
 
 # -- timeline ------------------------------------------------------------------------------------------
@@ -180,7 +179,7 @@ async def test_inspect_many_instances_lists_the_longest_with_coordinates(ds, dem
     shown = [int(i["dur"]) for i in inspect["instances"]]
     assert shown == sorted(durs, reverse=True)[:5]
     assert all(i["thread"] and int(i["tid"]) and int(i["ts"]) for i in inspect["instances"])
-    assert "slice" not in inspect  # several matched: no single-instance detail
+    assert inspect["slice"] is None  # several matched: no single-instance detail
     assert any("34 more ThreadPool::RunTask instances" in f["text"] for f in data["footnotes"])
 
 
@@ -189,7 +188,7 @@ async def test_inspect_one_instance_shows_args_self_time_ancestors_and_children(
     inspect = (
         await get_json(ds, "/demo/-/report/slices/inspect.json?name=LayoutView::Layout&ts=370ms&thread=CrBrowserMain")
     )["slices_inspect"]
-    assert inspect["matched"] == "1"
+    assert inspect["matched"] == 1
     sid = int(inspect["slice"]["id"])
     dur, arg_set_id, parent_id = demo_db.rows("SELECT dur, arg_set_id, parent_id FROM slice WHERE id = ?", (sid,))[0]
     assert int(inspect["slice"]["dur"]) == dur
@@ -220,7 +219,7 @@ async def test_every_max_instance_link_of_the_slices_table_finds_that_instance(d
         else:
             params["pid"] = inst["pid"]
         inspect = (await ds.client.get("/demo/-/report/slices/inspect.json", params=params)).json()["slices_inspect"]
-        assert inspect["matched"] == "1", (params, inspect)
+        assert inspect["matched"] == 1, (params, inspect)
         assert inspect["slice"]["id"] == inst["id"]
 
 
@@ -237,7 +236,7 @@ async def test_inspect_html_links_each_instance_to_its_narrowed_inspect(ds):
 @pytest.mark.asyncio
 async def test_inspect_with_no_instance_at_ts_offers_every_instance(ds):
     data = await get_json(ds, "/demo/-/report/slices/inspect.json?name=URLRequest&ts=1ns")
-    assert "matched" not in data["slices_inspect"] and "instances" not in data["slices_inspect"]  # zero
+    assert data["slices_inspect"]["matched"] == 0 and data["slices_inspect"]["instances"] == []
     assert [s["command"] for s in data["next_steps"]] == [
         "datasette perfetto report demo.db slices inspect --name URLRequest",
         "datasette perfetto report demo.db slices inspect --name URLRequest --ts 1ns --format sql",
@@ -263,15 +262,15 @@ async def test_inspect_at_a_start_prefers_instances_starting_then(tmp_path):
         seq.slice_end(end, track)
     path = tmp_path / "jobs.db"
     ingest_bytes(b.to_bytes(), str(path))
-    ds = Datasette([str(path)])
+    ds = served(path)
     # The trace starts at 1ms: the two Jobs starting at 2ms are at offset 1ms.
     at_start = await get_json(ds, "/jobs/-/report/slices/inspect.json?name=Job&ts=1ms&pid=7")
-    assert at_start["slices_inspect"]["matched"] == "2"
-    assert [i["dur"] for i in at_start["slices_inspect"]["instances"]] == ["3000000", "1000000"]
+    assert at_start["slices_inspect"]["matched"] == 2
+    assert [i["dur"] for i in at_start["slices_inspect"]["instances"]] == [3000000, 1000000]
     step = at_start["next_steps"][0]
     assert step["url"] == "/jobs/-/report/slices/inspect?name=Job&ts=1ms&pid=7&min_duration=3000000"
     only = await get_json(ds, step["url"].replace("inspect?", "inspect.json?"))
-    assert only["slices_inspect"]["matched"] == "1" and only["slices_inspect"]["slice"]["dur"] == "3000000"
+    assert only["slices_inspect"]["matched"] == 1 and only["slices_inspect"]["slice"]["dur"] == 3000000
     # An instant where none starts: the ones running then.
     running = await get_json(ds, "/jobs/-/report/slices/inspect.json?name=Job&ts=1.5ms&pid=7")
-    assert running["slices_inspect"]["matched"] == "3"
+    assert running["slices_inspect"]["matched"] == 3

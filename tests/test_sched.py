@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from conftest import TraceDB
+from conftest import ingest_built
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
-from datasette_perfetto.ingest import ingest_bytes
 from datasette_perfetto.trace_builder import TraceBuilder
 from datasette_perfetto.trackers.sched_tracker import task_state_string
 
@@ -31,12 +30,6 @@ def waking(ts, waker_pid, pid, comm):
     return {"timestamp": ts, "pid": waker_pid, "sched_waking": dict(pid=pid, comm=comm, prio=120, target_cpu=0)}
 
 
-def ingest(tmp_path, builder: TraceBuilder) -> TraceDB:
-    db = tmp_path / "t.db"
-    ingest_bytes(builder.to_bytes(), str(db))
-    return TraceDB(db)
-
-
 @pytest.fixture
 def two_cpu_db(tmp_path):
     b = TraceBuilder()
@@ -49,7 +42,7 @@ def two_cpu_db(tmp_path):
         switch(600, 10, "worker", 2, 0, "swapper/0"),
     )  # worker blocks (D)
     b.ftrace(1, switch(150, 0, "swapper/1", 0, 20, "other"))  # still running at the end
-    return ingest(tmp_path, b)
+    return ingest_built(tmp_path, b)
 
 
 def test_sched_slices_per_cpu(two_cpu_db):
@@ -102,7 +95,7 @@ def test_thread_states_follow_switches_and_wakeups(two_cpu_db):
 def test_spurious_wakeup_of_running_thread(tmp_path):
     b = TraceBuilder()
     b.ftrace(0, switch(100, 0, "swapper/0", 0, 10, "a"), waking(150, 0, 10, "a"))
-    db = ingest(tmp_path, b)
+    db = ingest_built(tmp_path, b)
     assert db.rows("SELECT ts, thread_state_id FROM spurious_sched_wakeup") == [
         (150, db.one("SELECT id FROM thread_state WHERE state = 'Running'"))
     ]
@@ -112,7 +105,7 @@ def test_spurious_wakeup_of_running_thread(tmp_path):
 def test_mismatched_switch_is_counted_and_slice_left_open(tmp_path):
     b = TraceBuilder()
     b.ftrace(0, switch(100, 0, "swapper/0", 0, 10, "a"), switch(200, 99, "b", 1, 11, "c"))
-    db = ingest(tmp_path, b)
+    db = ingest_built(tmp_path, b)
     assert db.one("SELECT value FROM stats WHERE name = 'mismatched_sched_switch_tids'") == 1
     assert db.rows("SELECT ts, dur FROM sched ORDER BY ts") == [(100, -1), (200, -1)]
 
@@ -130,7 +123,7 @@ def test_fork_clone_rename_and_free(tmp_path):
         {"timestamp": 600, "pid": 201, "task_rename": dict(pid=201, oldcomm="x", newcomm="reused")},
         {"timestamp": 700, "pid": 200, "task_newtask": dict(pid=300, comm="child", clone_flags=0x11)},
     )
-    db = ingest(tmp_path, b)
+    db = ingest_built(tmp_path, b)
     procs = db.rows(
         "SELECT p.pid, p.name, p.start_ts, pp.pid FROM process p LEFT JOIN process pp "
         "ON pp.upid = p.parent_upid WHERE p.pid IN (200, 300) ORDER BY p.pid"
@@ -166,7 +159,7 @@ def test_blocked_reason_sets_io_wait_and_function(tmp_path):
         switch(200, 10, "a", 2, 0, "swapper/0"),
         {"timestamp": 201, "pid": 0, "sched_blocked_reason": dict(pid=10, caller=5, io_wait=1)},
     )
-    db = ingest(tmp_path, b)
+    db = ingest_built(tmp_path, b)
     assert db.rows("SELECT state, io_wait, blocked_function FROM thread_state WHERE state = 'D'") == [
         ("D", 1, "do_sys_poll")
     ]
@@ -189,7 +182,7 @@ def test_compact_sched(tmp_path):
         waking_common_flags=[0x10],
     )
     b.ftrace(0, compact_sched=compact)
-    db = ingest(tmp_path, b)
+    db = ingest_built(tmp_path, b)
     # The first switch of a cpu only says who runs: no slice, counted.
     assert db.one("SELECT value FROM stats WHERE name = 'compact_sched_switch_skipped'") == 1
     assert db.rows("SELECT ts, dur, t.name, end_state, priority FROM sched JOIN thread t USING (utid) ORDER BY ts") == [
@@ -212,7 +205,7 @@ def test_bundle_without_cpu_is_counted_rest_imported(tmp_path):
         ),
     )
     b.ftrace(0, switch(100, 0, "swapper/0", 0, 10, "a"))
-    db = ingest(tmp_path, b)
+    db = ingest_built(tmp_path, b)
     assert db.one("SELECT value FROM stats WHERE name = 'ftrace_bundle_tokenizer_errors'") == 1
     assert db.rows("SELECT ts FROM sched") == [(100,)]
 

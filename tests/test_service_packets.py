@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-from conftest import TraceDB
+from conftest import ingest_built
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
-from datasette_perfetto.ingest import ingest_bytes
 from datasette_perfetto.trace_builder import TraceBuilder
-
-
-def ingest(tmp_path, b: TraceBuilder) -> TraceDB:
-    ingest_bytes(b.to_bytes(), str(tmp_path / "t.db"))
-    return TraceDB(tmp_path / "t.db")
 
 
 def test_concurrent_sessions_become_state_tracks(tmp_path):
@@ -28,7 +22,7 @@ def test_concurrent_sessions_become_state_tracks(tmp_path):
             trusted_packet_sequence_id=1,
             concurrent_session_event=S(state=state, session_id=sid, session_name=name, consumer_uid=1000),
         )
-    db = ingest(tmp_path, b)
+    db = ingest_built(tmp_path, b)
     rows = db.rows(
         "SELECT t.name, s.ts, s.dur, s.value FROM state s JOIN track t ON t.id = s.track_id "
         "WHERE t.type = 'concurrent_tracing_sessions' ORDER BY t.name, s.ts"
@@ -62,7 +56,7 @@ def test_ftrace_stats_begin_end_and_delta(tmp_path):
                 unknown_ftrace_events=errors,
             ),
         )
-    db = ingest(tmp_path, b)
+    db = ingest_built(tmp_path, b)
     got = dict(db.rows("SELECT name, value FROM stats WHERE name LIKE 'ftrace_cpu_overrun%' AND idx = 1"))
     assert got == {"ftrace_cpu_overrun_begin": 2, "ftrace_cpu_overrun_end": 7, "ftrace_cpu_overrun_delta": 5}
     assert db.one("SELECT value FROM stats WHERE name = 'ftrace_setup_errors'") == 1

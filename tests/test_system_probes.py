@@ -6,11 +6,10 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from conftest import TraceDB
+from conftest import TraceDB, ingest_built
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from datasette_perfetto.functions import register_functions
-from datasette_perfetto.ingest import ingest_bytes
 from datasette_perfetto.trace_builder import TraceBuilder
 
 CLONE_THREAD = 0x10000
@@ -26,16 +25,6 @@ class FunctionsDB(TraceDB):
             return conn.execute(sql, params).fetchall()
         finally:
             conn.close()
-
-
-def ingest(tmp_path, builder: TraceBuilder) -> FunctionsDB:
-    db = tmp_path / "t.db"
-    ingest_bytes(builder.to_bytes(), str(db))
-    return FunctionsDB(db)
-
-
-def stat(db: TraceDB, name: str) -> int:
-    return db.one("SELECT coalesce(sum(value), 0) FROM stats WHERE name = ?", (name,))
 
 
 def counters(db: TraceDB, where: str = "1", params: tuple = ()) -> list[tuple]:
@@ -75,7 +64,7 @@ def tree_db(tmp_path):
     )
     # The same pid seen again with another parent: reparented, the first parent stays.
     b.packet(timestamp=20, process_tree=dict(processes=[dict(pid=100, ppid=7, cmdline=["/system/bin/app", "--flag"])]))
-    return ingest(tmp_path, b)
+    return ingest_built(tmp_path, b, FunctionsDB)
 
 
 def test_process_tree_names_and_command_lines(tree_db):
@@ -88,7 +77,7 @@ def test_process_tree_names_and_command_lines(tree_db):
         (101, "com.example.app", "com.example.app service", 1),
     ]
     assert tree_db.rows("SELECT count(*) FROM process WHERE pid = 102") == [(0,)]
-    assert stat(tree_db, "process_tracker_parent_pid_changed") == 1
+    assert tree_db.stat("process_tracker_parent_pid_changed") == 1
     # Parents named in a tree exist as processes of their own.
     assert tree_db.rows("SELECT pid FROM process WHERE pid IN (1, 2) ORDER BY pid") == [(1,), (2,)]
 
@@ -111,7 +100,7 @@ def test_pid_reuse_after_free_makes_a_new_process(tmp_path):
     b.packet(timestamp=1, process_tree=dict(processes=[dict(pid=300, ppid=1, cmdline=["first"])]))
     b.ftrace(0, free(20, 300, "first"))
     b.packet(timestamp=40, process_tree=dict(processes=[dict(pid=300, ppid=1, cmdline=["second"])]))
-    db = ingest(tmp_path, b)
+    db = ingest_built(tmp_path, b, FunctionsDB)
     assert db.rows("SELECT name, end_ts FROM process WHERE pid = 300 ORDER BY upid") == [
         ("first", 20),
         ("second", None),
@@ -129,7 +118,7 @@ def test_thread_joins_its_creators_process_once_known(tmp_path):
         timestamp=15,
         process_tree=dict(processes=[dict(pid=20, ppid=1, cmdline=["proc"])], threads=[dict(tid=21, tgid=20)]),
     )
-    db = ingest(tmp_path, b)
+    db = ingest_built(tmp_path, b, FunctionsDB)
     assert db.rows("""SELECT t.tid, p.pid, t.start_ts, t.is_main_thread FROM thread t JOIN process p USING (upid)
                       WHERE t.tid IN (21, 22) ORDER BY t.tid""") == [(21, 20, None, 0), (22, 20, 12, 0)]
 
@@ -158,7 +147,7 @@ def test_process_stats_counters(tmp_path):
                 ]
             ),
         )
-    db = ingest(tmp_path, b)
+    db = ingest_built(tmp_path, b, FunctionsDB)
     rows = db.rows("""SELECT t.type, t.name, c.value, p.pid FROM counter c
                       JOIN process_counter_track t ON c.track_id = t.id JOIN process p USING (upid)
                       WHERE c.ts = 200 ORDER BY t.name""")
@@ -207,7 +196,7 @@ def sys_db(tmp_path):
     # A meminfo key from a newer recorder: counted, the rest of the packet imported.
     unknown_key = S.FromString(bytes([0x0A, 0x05, 0x08, 0xC8, 0x01, 0x10, 0x05]))  # meminfo {key: 200 value: 5}
     b.packet(timestamp=3000, sys_stats=unknown_key)
-    return ingest(tmp_path, b)
+    return ingest_built(tmp_path, b, FunctionsDB)
 
 
 def test_sys_stats_global_counters(sys_db):
@@ -228,8 +217,8 @@ def test_sys_stats_global_counters(sys_db):
         ("mem.buddyinfo[0][Normal][4 kB]",),
         ("mem.buddyinfo[0][Normal][8 kB]",),
     ]
-    assert stat(sys_db, "meminfo_unknown_keys") == 1
-    assert stat(sys_db, "invalid_cpu_times") == 1
+    assert sys_db.stat("meminfo_unknown_keys") == 1
+    assert sys_db.stat("invalid_cpu_times") == 1
 
 
 def test_sys_stats_cpu_and_gpu_counters(sys_db):
@@ -294,7 +283,7 @@ def test_cpu_info_clusters_by_capacity_then_frequency(tmp_path):
             ]
         )
     )
-    db = ingest(tmp_path, b)
+    db = ingest_built(tmp_path, b, FunctionsDB)
     assert db.rows("SELECT cpu, cluster_id, capacity, processor FROM cpu ORDER BY cpu") == [
         (0, 1, 512, "Core"),
         (1, 0, 160, "Core"),
@@ -312,16 +301,16 @@ def test_cpu_info_clusters_by_capacity_then_frequency(tmp_path):
                              extract_arg(arg_set_id, 'cpu_features.raw_bitmap'), extract_arg(arg_set_id, 'arm_cpu_part')
                       FROM cpu WHERE cpu = 2""") == [(1, 1, 3 | (1 << 40), 0xD05)]
     assert db.one("SELECT arg_set_id FROM cpu WHERE cpu = 0") is None
-    assert stat(db, "cpu_info_unknown_cpu_features") == 1
+    assert db.stat("cpu_info_unknown_cpu_features") == 1
 
 
 def test_cpu_info_without_capacities_uses_max_frequency(tmp_path):
     b = TraceBuilder()
     b.packet(cpu_info=pb.CpuInfo(cpus=[cpu([100, 300]), cpu([500]), cpu([300], capacity=1)]))
     b.packet(cpu_info=pb.CpuInfo())  # an unreadable /proc/cpuinfo
-    db = ingest(tmp_path, b)
+    db = ingest_built(tmp_path, b, FunctionsDB)
     assert db.rows("SELECT cpu, cluster_id, capacity FROM cpu ORDER BY cpu") == [(0, 0, None), (1, 1, None), (2, 0, 1)]
-    assert stat(db, "cpu_info_empty") == 1
+    assert db.stat("cpu_info_empty") == 1
 
 
 def test_gpu_info(tmp_path):
@@ -338,7 +327,7 @@ def test_gpu_info(tmp_path):
             ]
         )
     )
-    db = ingest(tmp_path, b)
+    db = ingest_built(tmp_path, b, FunctionsDB)
     assert db.rows("SELECT gpu, name, vendor, model, uuid, extract_arg(arg_set_id, 'driver') FROM gpu") == [
         (0, "G1", "V", None, "01ab", "1.2")
     ]
@@ -355,7 +344,7 @@ def test_cpu_frequency_and_idle(tmp_path):
         {"timestamp": 20, "pid": 0, "cpu_idle": dict(cpu_id=3, state=1)},
         {"timestamp": 30, "pid": 0, "cpu_idle": dict(cpu_id=3, state=4294967295)},
     )
-    db = ingest(tmp_path, b)
+    db = ingest_built(tmp_path, b, FunctionsDB)
     assert db.rows("""SELECT c.ts, t.name, t.cpu, c.value FROM counter c JOIN cpu_counter_track t
                       ON c.track_id = t.id ORDER BY c.ts""") == [
         (10, "cpufreq", 3, 1200),
@@ -379,7 +368,7 @@ def test_rss_stat_goes_to_the_process_learnt_later(tmp_path):
     b.packet(
         timestamp=8, process_tree=dict(processes=[dict(pid=60, ppid=1, cmdline=["p"])], threads=[dict(tid=61, tgid=60)])
     )
-    db = ingest(tmp_path, b)
+    db = ingest_built(tmp_path, b, FunctionsDB)
     assert db.rows("""SELECT c.ts, t.name, p.pid, c.value, extract_arg(c.arg_set_id, 'utid') IS NOT NULL
                       FROM counter c JOIN process_counter_track t ON c.track_id = t.id
                       JOIN process p USING (upid)""") == [(5, "mem.rss.anon", 60, 100, 1)]
@@ -405,11 +394,11 @@ def test_rss_stat_for_a_foreign_mm_uses_its_owner_while_alive(tmp_path):
         rss(105, 11, 10, curr=0, mm_id=88),  # never seen: dropped
         rss(106, 11, -1),
     )  # negative sizes are dropped
-    db = ingest(tmp_path, b)
+    db = ingest_built(tmp_path, b, FunctionsDB)
     assert db.rows("""SELECT c.ts, p.pid FROM counter c JOIN process_counter_track t ON c.track_id = t.id
                       JOIN process p USING (upid) ORDER BY c.ts""") == [(100, 10), (102, 10)]
-    assert stat(db, "rss_stat_unknown_thread_for_mm_id") == 2
-    assert stat(db, "rss_stat_negative_size") == 1
+    assert db.stat("rss_stat_unknown_thread_for_mm_id") == 2
+    assert db.stat("rss_stat_negative_size") == 1
 
 
 def test_ion_oom_and_thermal(tmp_path):
@@ -422,7 +411,7 @@ def test_ion_oom_and_thermal(tmp_path):
         {"timestamp": 8, "pid": 0, "thermal_temperature": dict(thermal_zone="skin", temp=35)},
         {"timestamp": 9, "pid": 0, "clock_set_rate": dict(name="gpu_clk", state=500)},
     )
-    db = ingest(tmp_path, b)
+    db = ingest_built(tmp_path, b, FunctionsDB)
     assert counters(db) == [
         (5, "ion", "mem.ion.system", 100),
         (5, "ion_change", "mem.ion_change.system", 10),
@@ -445,7 +434,7 @@ def test_irqs_are_slices_on_cpu_tracks(tmp_path):
         {"timestamp": 20, "pid": 5, "softirq_entry": dict(vec=3)},
         {"timestamp": 26, "pid": 5, "softirq_exit": dict(vec=3)},
     )
-    db = ingest(tmp_path, b)
+    db = ingest_built(tmp_path, b, FunctionsDB)
     assert db.rows("""SELECT s.ts, s.dur, s.category, s.name, t.name, t.cpu,
                              coalesce(extract_arg(s.arg_set_id, 'ret'), extract_arg(s.arg_set_id, 'vec'))
                       FROM slice s JOIN cpu_track t ON s.track_id = t.id ORDER BY s.ts""") == [
@@ -459,7 +448,7 @@ def test_generic_kernel_and_gpu_frequency_packets(tmp_path):
     b.packet(timestamp=100, generic_kernel_cpu_freq_event=dict(cpu=2, freq_hz=1_500_000_000))
     b.packet(timestamp=200, generic_gpu_frequency_event=dict(gpu_id=1, frequency_khz=800_000))
     b.ftrace(0, {"timestamp": 300, "pid": 0, "cpu_frequency": dict(cpu_id=2, state=1_700_000)})
-    db = ingest(tmp_path, b)
+    db = ingest_built(tmp_path, b, FunctionsDB)
     # The generic and ftrace frequencies of a CPU share its one cpufreq track.
     assert db.rows("""SELECT c.ts, t.name, t.cpu, c.value FROM counter c JOIN cpu_counter_track t
                       ON c.track_id = t.id ORDER BY c.ts""") == [

@@ -8,8 +8,8 @@ import sqlite3
 import pytest
 
 from datasette_perfetto.functions import fnv1a_hash, register_functions, str_split, to_timecode, unhex
-from datasette_perfetto.importers.clock_tracker import ClockTracker
-from datasette_perfetto.importers.sorter import Sorter
+from datasette_perfetto.importers.common.sorter import Sorter
+from datasette_perfetto.importers.proto.clock_tracker import ClockTracker
 from datasette_perfetto.stats import Stats
 from datasette_perfetto.storage import TraceStorage
 from datasette_perfetto.trackers.slice_tracker import SliceTracker, _merge_args
@@ -191,7 +191,7 @@ def test_pure_functions():
 
 def test_merge_batches_equals_sorting_everything():
     """Random sorted sources cut into random batches (empty ones too) merge into one sorted order."""
-    from datasette_perfetto.importers.sorter import merge_batches
+    from datasette_perfetto.importers.common.sorter import merge_batches
 
     rng = random.Random(3)
     for _ in range(300):

@@ -2,8 +2,9 @@
 
 Each shows a row's usual fields plus the effective track dimensions (canonical name, raw typed value,
 display name, where it was declared) from `track_dimension` when the database has it. One module per page
-(tracks.py, track.py, slice.py, thread.py, process.py), shared SQL in data.py, request handling in web.py,
-URLs and the `render_cell` links in links.py; templates are templates/perfetto_{page}.html.
+(tracks.py, track.py, slice.py, thread.py, process.py), shared SQL (and the one tracks list) in data.py,
+routes in web.py (on the plugin's request pipeline, datasette_perfetto/web.py), URLs and the `render_cell`
+links in links.py; templates are templates/perfetto_{page}.html.
 """
 
 from .web import DETAILS_ROUTE, TRACKS_ROUTE, details_page, tracks_page

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +34,9 @@ DIMENSION_ORDER = (
     "WHEN 'thread' THEN 4 ELSE 5 END, d.name"
 )
 
-# A track's title: its name, else its thread's or process's name (thread tracks are often unnamed).
+# track → its thread → the process of the track or of its thread. A track's title is its name, else its
+# thread's or process's name (thread tracks are often unnamed). Joined on id (= utid, upid): the row id, where
+# utid and upid are computed columns no index can serve.
 TRACK_FROM = """FROM track tr
 LEFT JOIN thread th ON th.id = tr.utid
 LEFT JOIN process p ON p.id = coalesce(tr.upid, th.upid)"""
@@ -46,8 +48,10 @@ CROSS JOIN track tr ON tr.id = page.value
 LEFT JOIN thread th ON th.id = tr.utid
 LEFT JOIN process p ON p.id = coalesce(tr.upid, th.upid)"""
 
-# The CPU or GPU a track belongs to, from its trace_processor dimension args (cpu_counter_track's join).
-_DIM_ARG = "(SELECT a.int_value FROM args a WHERE a.arg_set_id = tr.dimension_arg_set_id AND a.key = '{key}')"
+# The CPU or GPU a track belongs to is one of its trace_processor dimension args (the cpu_counter_track and
+# gpu_counter_track views' join).
+CPU_SQL = "(SELECT a.int_value FROM args a WHERE a.arg_set_id = tr.dimension_arg_set_id AND a.key = 'cpu')"
+GPU_SQL = "(SELECT a.int_value FROM args a WHERE a.arg_set_id = tr.dimension_arg_set_id AND a.key = 'gpu')"
 
 
 class Schema:
@@ -102,6 +106,11 @@ def trace_start(conn: sqlite3.Connection) -> int:
 # -- tracks --------------------------------------------------------------------------------------
 
 
+# Runs one query of a page: (purpose, sql, params) -> rows (dicts or sqlite3.Row). The report's records each query
+# it runs (ReportRun.query).
+Execute = Callable[[str, str, dict[str, Any]], Iterable[Any]]
+
+
 @dataclass
 class TrackQuery:
     """A list of tracks: which (a WHERE over TRACK_FROM's aliases), in which order, how many."""
@@ -111,39 +120,59 @@ class TrackQuery:
     order: str = "tr.id"
     limit: int = 100
     offset: int = 0
+    count_range: tuple[int, int] | None = None  # count only the events that start in [start, end)
+    min_count: int | None = None  # only tracks with at least this many events (counted as above)
 
 
-def _event_count_sql(schema: Schema) -> tuple[str, str]:
-    """(expression, join) for a track's event count: precomputed when the report's table exists, else counted
-    on the (track_id, ts) indexes, which is cheap for the one page of tracks it runs on."""
-    if schema.has_track_stats:
+def _event_count_sql(schema: Schema, count_range: tuple[int, int] | None = None) -> tuple[str, str]:
+    """(expression, join) for a track's event count: precomputed when the report's table exists and the whole
+    trace is counted, else counted on the (track_id, ts) indexes (:range_start/:range_end bound for a range)."""
+    if count_range is None and schema.has_track_stats:
         return "coalesce(st.event_count, 0)", "\nLEFT JOIN report_track_stats st ON st.track_id = tr.id"
+    in_range = " AND {a}.ts >= :range_start AND {a}.ts < :range_end" if count_range is not None else ""
     return (
-        """CASE tr.event_type
-    WHEN 'slice' THEN (SELECT count(*) FROM slice s WHERE s.track_id = tr.id)
-    WHEN 'counter' THEN (SELECT count(*) FROM counter c WHERE c.track_id = tr.id)
-    WHEN 'state' THEN (SELECT count(*) FROM state x WHERE x.track_id = tr.id)
+        f"""CASE tr.event_type
+    WHEN 'slice' THEN (SELECT count(*) FROM slice s WHERE s.track_id = tr.id{in_range.format(a="s")})
+    WHEN 'counter' THEN (SELECT count(*) FROM counter c WHERE c.track_id = tr.id{in_range.format(a="c")})
+    WHEN 'state' THEN (SELECT count(*) FROM state x WHERE x.track_id = tr.id{in_range.format(a="x")})
     ELSE 0 END""",
         "",
     )
 
 
-def track_rows(conn: sqlite3.Connection, schema: Schema, query: TrackQuery) -> tuple[list[dict], int]:
-    """One page of track summaries (id, title, subtitle, type, owner, event count) and the total matched.
+def track_rows(
+    conn: sqlite3.Connection, schema: Schema, query: TrackQuery, execute: Execute | None = None
+) -> tuple[list[dict[str, Any]], int]:
+    """One page of track summaries (id, name, title, subtitle, type, owner, CPU/GPU, event count) and the total
+    matched: the one tracks list, of the tracks page, the details pages and the report's tracks table.
 
     The page's ids are chosen first (sorting reads only the sort keys), then only those tracks get their
-    per-track lookups (event counts, CPU/GPU dimension args, subtitles)."""
+    per-track lookups (event counts, CPU/GPU dimension args, subtitles). `execute` runs each query (default:
+    on `conn`)."""
+
+    def run(purpose: str, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        found = execute(purpose, sql, params) if execute else rows(conn, sql, params)
+        return [dict(r) for r in found]
+
     params = dict(query.params or {})
-    where = f"\nWHERE {query.where}" if query.where else ""
-    total = conn.execute(f"SELECT count(*) {TRACK_FROM}{where}", params).fetchone()[0]
-    count_sql, stats_join = _event_count_sql(schema)
-    by_count = "event_count" in query.order
+    count_sql, stats_join = _event_count_sql(schema, query.count_range)
+    if query.count_range is not None:
+        params.update(range_start=query.count_range[0], range_end=query.count_range[1])
+    terms = [query.where] if query.where else []
+    if query.min_count is not None:
+        terms.append(f"{count_sql} >= :min_count")
+        params["min_count"] = query.min_count
+    counted = query.min_count is not None or "event_count" in query.order
+    join = stats_join if counted else ""
+    where = "\nWHERE " + " AND ".join(f"({t})" if len(terms) > 1 else t for t in terms) if terms else ""
+    total = run("tracks in scope", f"SELECT count(*) AS total {TRACK_FROM}{join}{where}", params)[0]["total"]
     page_ids = [
-        r[0]
-        for r in conn.execute(
+        r["id"]
+        for r in run(
+            "one page of them, by the sort key",
             f"""SELECT tr.id, coalesce(tr.name, th.name, p.name) AS title,
-       {count_sql if by_count else 0} AS event_count
-{TRACK_FROM}{stats_join if by_count else ""}{where}
+       {count_sql if counted else 0} AS event_count
+{TRACK_FROM}{join}{where}
 ORDER BY {query.order}
 LIMIT :page_limit OFFSET :page_offset""",
             {**params, "page_limit": query.limit, "page_offset": query.offset},
@@ -151,12 +180,14 @@ LIMIT :page_limit OFFSET :page_offset""",
     ]
     if not page_ids:
         return [], total
-    ids = {"ids": _json_ids(page_ids)}
-    found = rows(
-        conn,
+    ids: dict[str, Any] = {"ids": _json_ids(page_ids)}
+    if query.count_range is not None:
+        ids.update(range_start=query.count_range[0], range_end=query.count_range[1])
+    found = run(
+        "their titles, owners and event counts",
         f"""SELECT tr.id, tr.name, coalesce(tr.name, th.name, p.name) AS title, tr.type, tr.event_type,
        tr.parent_id, tr.utid, th.tid, th.name AS thread_name, coalesce(tr.upid, th.upid) AS upid, p.pid,
-       p.name AS process_name, {_DIM_ARG.format(key="cpu")} AS cpu, {_DIM_ARG.format(key="gpu")} AS gpu,
+       p.name AS process_name, {CPU_SQL} AS cpu, {GPU_SQL} AS gpu,
        {count_sql} AS event_count
 {_PAGE_FROM}{stats_join}
 ORDER BY page.key""",
@@ -165,12 +196,14 @@ ORDER BY page.key""",
     # Subtitles in one lookup for the page rather than a join: one pass even if track_subtitle has no index.
     subtitles: dict[int, str] = {}
     if schema.has_subtitles:
-        subtitles = dict(
-            conn.execute(
+        subtitles = {
+            r["track_id"]: r["subtitle"]
+            for r in run(
+                "their subtitles",
                 "SELECT track_id, subtitle FROM track_subtitle WHERE track_id IN (SELECT value FROM json_each(:ids))",
-                ids,
-            ).fetchall()
-        )
+                {"ids": ids["ids"]},
+            )
+        }
     for r in found:
         r["subtitle"] = subtitles.get(r["id"])
     return found, total

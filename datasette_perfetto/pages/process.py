@@ -5,9 +5,9 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from ..web import PageError
 from . import data
 from .tracks import SORTS
-from .web import PageNotFound
 
 MAX_THREADS = 500
 MAX_TRACKS = 500
@@ -22,7 +22,7 @@ PROCESS_TRACKS = (
 def compute(conn: sqlite3.Connection, schema: data.Schema, upid: int) -> dict[str, Any]:
     process = data.one(conn, "SELECT * FROM process WHERE id = :upid", {"upid": upid})
     if process is None:
-        raise PageNotFound(f"No process with upid {upid} in this database")
+        raise PageError(f"No process with upid {upid} in this database", status=404)
     process["machine_name"] = data.machine_name(conn, schema, process.get("machine_id"))
     parent = None
     if process.get("parent_upid") is not None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from ..web import PageError
 from . import data
-from .web import PageNotFound
 
 MAX_CHILDREN = 200
 MAX_FLOWS = 100
@@ -25,7 +25,7 @@ def compute(conn: sqlite3.Connection, schema: data.Schema, slice_id: int) -> dic
         {"id": slice_id},
     )
     if found is None:
-        raise PageNotFound(f"No slice with id {slice_id} in this database")
+        raise PageError(f"No slice with id {slice_id} in this database", status=404)
     track = data.one(
         conn,
         f"""SELECT tr.id, tr.name, coalesce(tr.name, th.name, p.name) AS title, tr.type,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from ..web import PageError
 from . import data
 from .tracks import SORTS
-from .web import PageNotFound
 
 MAX_TRACKS = 500
 TOP_SLICES = 20
@@ -18,7 +18,7 @@ THREAD_TRACKS = "SELECT id FROM track WHERE utid = :utid"
 def compute(conn: sqlite3.Connection, schema: data.Schema, utid: int) -> dict[str, Any]:
     thread = data.one(conn, "SELECT * FROM thread WHERE id = :utid", {"utid": utid})
     if thread is None:
-        raise PageNotFound(f"No thread with utid {utid} in this database")
+        raise PageError(f"No thread with utid {utid} in this database", status=404)
     thread["machine_name"] = data.machine_name(conn, schema, thread.get("machine_id"))
     tracks, track_count = data.track_rows(
         conn,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from ..web import PageError
 from . import data
-from .web import PageNotFound
 
 EDGE_EVENTS = 5  # events shown at each end of the track
 MAX_CHILDREN = 200
@@ -23,7 +23,7 @@ WHERE tr.id = :id""",
         {"id": track_id},
     )
     if track is None:
-        raise PageNotFound(f"No track with id {track_id} in this database")
+        raise PageError(f"No track with id {track_id} in this database", status=404)
     track["trace_file"] = data.trace_file_name(conn, schema, track.get("trace_id"))
     track["machine_name"] = data.machine_name(conn, schema, track.get("machine_id"))
     track["subtitle"] = data.subtitle(conn, schema, track_id)

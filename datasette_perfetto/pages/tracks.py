@@ -9,8 +9,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from ..web import PageError
 from . import data
-from .web import PageBadRequest
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
@@ -29,12 +29,16 @@ PARAMS = ("name", "type", "sort", "limit", "offset")
 def compute(conn: sqlite3.Connection, schema: data.Schema, args) -> dict[str, Any]:
     unknown = sorted(k for k in args.keys() if k not in PARAMS and not k.startswith("_"))
     if unknown:
-        raise PageBadRequest(f"unknown parameter {unknown[0]!r}; the tracks page takes {', '.join(PARAMS)}")
+        raise PageError(
+            f"unknown parameter {unknown[0]!r}; the tracks page takes {', '.join(PARAMS)}",
+            param=unknown[0],
+            options=PARAMS,
+        )
     name = args.get("name") or ""
     track_type = args.get("type") or ""
     sort = args.get("sort") or "owner"
     if sort not in SORTS:
-        raise PageBadRequest(f"sort: {sort!r} is not one of {', '.join(SORTS)}")
+        raise PageError(f"sort: {sort!r} is not one of {', '.join(SORTS)}", param="sort", options=list(SORTS))
     limit = _integer(args.get("limit"), "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
     offset = _integer(args.get("offset"), "offset", 0, 0, 2**62)
 
@@ -56,8 +60,8 @@ def compute(conn: sqlite3.Connection, schema: data.Schema, args) -> dict[str, An
         "filters": {"name": name, "type": track_type, "sort": sort, "limit": limit, "offset": offset},
         "total": total,
         "tracks": tracks,
-        "next_offset": offset + limit if offset + limit < total else None,
-        "previous_offset": max(offset - limit, 0) if offset > 0 else None,
+        # Datasette's pagination: `next` is the token for the next page (here its offset), null on the last.
+        "next": str(offset + limit) if offset + limit < total else None,
         "types": types,
         "sorts": list(SORTS),
         "subtitles_available": schema.has_subtitles,
@@ -70,9 +74,9 @@ def _integer(text, name: str, default: int, low: int, high: int) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise PageBadRequest(f"{name}: {text!r} is not an integer") from None
+        raise PageError(f"{name}: {text!r} is not an integer", param=name) from None
     if not low <= value <= high:
-        raise PageBadRequest(f"{name}: must be between {low} and {high}")
+        raise PageError(f"{name}: must be between {low} and {high}", param=name)
     return value
 
 

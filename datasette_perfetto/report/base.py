@@ -9,6 +9,7 @@ are four renderings of the one `Report` message plus the view's tables.
 
 from __future__ import annotations
 
+import json
 import shlex
 import sqlite3
 import zlib
@@ -89,6 +90,10 @@ class Cell:
     title: str | None = None  # hover text in HTML
     css: str = ""  # an extra HTML class (diff deltas: colour on top of the +/- and added/removed text)
     href: str | None = None  # a details page (/{db}/-/slice/{id}, ...): Linker.details; HTML only
+
+
+# The empty text of a table whose noun's data the trace does not have at all.
+NOT_PRESENT = "(not present in this trace)"
 
 
 @dataclass
@@ -187,7 +192,7 @@ class ReportRun:
         self.queries: list[pb.Query] = parent.queries if parent else []
         self.footnotes: list[pb.Footnote] = parent.footnotes if parent else []
         self.next_steps: list[pb.NextStep] = []
-        self.trace = parent.trace if parent else self._trace_info()
+        self.trace: TraceInfo = parent.trace if parent else self._trace_info()
         # Set for a side of a diff: rows are only joined, so per-row extras (percentiles) are skipped.
         self.lean: bool = parent.lean if parent else False
 
@@ -212,6 +217,15 @@ class ReportRun:
     def value(self, purpose: str, sql: str, params: dict[str, Any] | None = None) -> Any:
         rows = self.query(purpose, sql, params)
         return rows[0][0] if rows else None
+
+    def has_tables(self, *names: str) -> bool:
+        """Whether the database has these tables or views (a profile table may not exist before its importer)."""
+        found = self.value(
+            "are the tables there",
+            "SELECT count(*) FROM sqlite_master WHERE name IN (SELECT value FROM json_each(:names))",
+            {"names": json.dumps(list(names))},
+        )
+        return found == len(names)
 
     def _trace_info(self) -> TraceInfo:
         row = self.query(
@@ -307,6 +321,7 @@ class View:
     flags: frozenset[str] = frozenset()  # flags it accepts besides top
     required: tuple[str, ...] = ()
     sorts: tuple[str, ...] = ()  # valid sort keys, default first
+    uses_top = False  # whether top sizes its output: links from other views carry top only then
     # The view's main query with every flag an optional :named parameter (empty = not set),
     # registered as the canned query `{noun}_{view}` so it can be shared and edited in Datasette.
     canned_sql: str = ""
@@ -358,10 +373,18 @@ class View:
         return []
 
 
-def glob_filter(column: str, param: str) -> str:
-    return f"{column} GLOB :{param}"
-
-
 def percentile_index(n: int, p: float) -> int:
     """Nearest-rank index into n sorted values."""
     return min(n - 1, max(0, int(round(p / 100 * (n - 1)))))
+
+
+@dataclass
+class ReportResult:
+    """One report, computed: its message, the view that made it and the run that recorded its queries."""
+
+    report: pb.Report
+    view: View
+    run: ReportRun
+
+    def result_message(self) -> Any:
+        return getattr(self.report, self.view.result_field)

@@ -4,22 +4,11 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from . import report_pb2 as pb
-from .base import Link, Linker, ReportRun, View
+from .base import Link, Linker, ReportResult, ReportRun
 from .scope import ReportError, Scope
 from .views import find_view
-
-
-@dataclass
-class ReportResult:
-    report: pb.Report
-    view: View
-    run: ReportRun
-
-    def result_message(self):
-        return getattr(self.report, self.view.result_field)
 
 
 def run_report(

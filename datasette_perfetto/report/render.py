@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, Protocol
 
-from google.protobuf import json_format
+from google.protobuf.descriptor import FieldDescriptor, OneofDescriptor
+from google.protobuf.message import Message
 
 from . import format as fmt
-from .base import Chart, Table
-from .engine import ReportResult
-from .scope import FLAGS, ReportError
+from .base import Chart, ReportResult, Table
+from .scope import FLAGS
 
 BAR_WIDTH = 40
 
@@ -102,7 +102,45 @@ def to_text(result: ReportResult) -> str:
 
 
 def to_json(result: ReportResult) -> dict[str, Any]:
-    return json_format.MessageToDict(result.report, preserving_proto_field_name=True)
+    """The report as JSON: every field by its proto name, present even when zero (null when an optional field
+    or message is unset), integers as numbers. Protobuf's own JSON mapping writes int64 as strings and drops
+    zeros, so a client would need the schema to read it; only the chosen result of `oneof result` appears."""
+    return message_json(result.report)
+
+
+def message_json(message: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for field in message.DESCRIPTOR.fields:
+        oneof = field.containing_oneof
+        if oneof is not None and not _is_synthetic(oneof) and message.WhichOneof(oneof.name) != field.name:
+            continue
+        value = getattr(message, field.name)
+        if field.message_type is not None and field.message_type.GetOptions().map_entry:
+            value_field = field.message_type.fields_by_name["value"]
+            out[field.name] = {k: _value_json(value_field, v) for k, v in value.items()}
+        elif field.is_repeated:
+            out[field.name] = [_value_json(field, v) for v in value]
+        elif field.has_presence and not message.HasField(field.name):
+            out[field.name] = None
+        else:
+            out[field.name] = _value_json(field, value)
+    return out
+
+
+def _value_json(field: FieldDescriptor, value: Any) -> Any:
+    if field.message_type is not None:
+        return message_json(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return _NON_FINITE[str(value)]  # JSON has no NaN or infinity: protobuf's spelling
+    return value
+
+
+_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+def _is_synthetic(oneof: OneofDescriptor) -> bool:
+    """The oneof protoc makes for a proto3 `optional` field (it tracks presence; it is no choice)."""
+    return len(oneof.fields) == 1 and oneof.name == "_" + oneof.fields[0].name
 
 
 def to_sql(result: ReportResult) -> str:
@@ -117,5 +155,13 @@ def to_sql(result: ReportResult) -> str:
     return "\n".join(out)
 
 
-def error_json(error: ReportError) -> dict[str, Any]:
+class RequestError(Protocol):
+    """What an error JSON object is made from: ReportError, and the web pages' PageError."""
+
+    message: str
+    param: str | None
+    options: list[str]
+
+
+def error_json(error: RequestError) -> dict[str, Any]:
     return {"ok": False, "error": error.message, "parameter": error.param, "options": error.options}

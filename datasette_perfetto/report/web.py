@@ -1,81 +1,56 @@
-"""The report pages: `/{db}/-/report[/{noun}[/{view}]][.json|.txt|.sql]`."""
+"""The report pages, `/{db}/-/report[/{noun}[/{view}]][.json|.txt|.sql]`, on the plugin's request pipeline
+(datasette_perfetto/web.py): the report or diff computed, then rendered in the format asked for."""
 
 from __future__ import annotations
 
-import sqlite3
 from urllib.parse import urlencode
 
-from ..compat import can, sql_editor_url
+from ..compat import sql_editor_url
+from ..metadata import trace_database_names
+from ..web import FORMAT_SUFFIX, Page, PageError, serve
 from .base import Link, Linker
-from .diff import compute_side, is_trace_connection, join, prepare, with_baseline
+from .diff import compute_side, join, prepare, with_baseline
 from .engine import run_report
-from .render import error_json, to_json, to_sql, to_text
+from .render import to_json, to_sql, to_text
 from .scope import ReportError
 
-ROUTE = r"^/(?P<database>[^/]+)/-/report(?:/(?P<noun>[^/.]+)(?:/(?P<view>[^/.]+))?)?(?:\.(?P<format>json|txt|sql))?$"
+ROUTE = r"^/(?P<database>[^/]+)/-/report(?:/(?P<noun>[^/.]+)(?:/(?P<view>[^/.]+))?)?" + FORMAT_SUFFIX
 
 
 async def report_page(request, datasette):
-    from datasette.utils import tilde_decode
-    from datasette.utils.asgi import Forbidden, NotFound, Response
+    base = datasette.urls.path(f"/{request.url_vars['database']}/-/report")
+    return await serve(request, datasette, lambda page: _respond(page, base), lambda _: {"nouns": _noun_links(base)})
 
-    route = tilde_decode(request.url_vars["database"])
-    try:
-        db = datasette.get_database(route=route)
-    except KeyError:
-        raise NotFound(f"Database not found: {route}") from None
-    actor = request.actor
-    if not await can(datasette, actor, "view-instance") or not await can(datasette, actor, "view-database", db.name):
-        raise Forbidden("You do not have permission to view this database")
-    sql_allowed = await can(datasette, actor, "execute-sql", db.name)
-    fmt = request.url_vars.get("format") or "html"
+
+async def _respond(page: Page, base: str):
+    from datasette.utils.asgi import Response
+
+    request, datasette, db = page.request, page.datasette, page.db
+    sql_allowed = await page.can("execute-sql", db.name)
     noun, view = request.url_vars.get("noun"), request.url_vars.get("view")
     params = {k: request.args.getlist(k) for k in request.args.keys()}
-
-    base = datasette.urls.path(f"/{request.url_vars['database']}/-/report")
 
     def sql_url(sql: str, bound: dict) -> str:
         return sql_editor_url(datasette, db.name, sql, bound)
 
     linker = Linker(base, f"{db.name}.db", sql_url if sql_allowed else None)
-
-    def compute(conn: sqlite3.Connection):
-        repeated = [k for k, values in params.items() if len(values) > 1]
-        if repeated:
-            raise ReportError(f"{repeated[0]}: given more than once", repeated[0])
-        flags = {k: values[0] for k, values in params.items()}
-        if not _is_trace_connection(conn):
-            raise ReportError(f"{db.name} is not a trace database (no slice and trace_bounds tables)")
-        from datasette.utils import sqlite_timelimit
-
-        with sqlite_timelimit(conn, datasette.setting("sql_time_limit_ms")):
-            return run_report(conn, noun, view, flags, linker)
-
     try:
-        baseline = _single_value(params, "baseline")
-        if baseline:
-            result = await _diff(datasette, actor, db, noun, view, params, linker)
+        flags = _flags(params)
+        if flags.get("baseline", "").strip():
+            result = await _diff(page, noun, view, flags, linker)
         else:
-            result = await db.execute_fn(compute)
+            result = await page.run(lambda conn: run_report(conn, noun, view, flags, linker))
     except ReportError as e:
-        return await _error(datasette, request, e, fmt, db.name, base, 400)
-    except sqlite3.OperationalError as e:
-        if "interrupted" in str(e):
-            error = ReportError(
-                f"this report took longer than the {datasette.setting('sql_time_limit_ms')} ms "
-                f"query limit; narrow it with time=, name= or a process/thread flag"
-            )
-            return await _error(datasette, request, error, fmt, db.name, base, 503)
-        raise
-    if fmt == "json":
+        raise PageError(e.message, 400, e.param, e.options) from None
+    if page.format == "json":
         return Response.json(to_json(result))
-    if fmt == "txt":
+    if page.format == "txt":
         return Response.text(to_text(result))
-    if fmt == "sql":
+    if page.format == "sql":
         return Response.text(to_sql(result))
     msg = result.result_message()
-    picker = await _baseline_picker(datasette, actor, db.name, result.view, params)
-    html = await datasette.render_template(
+    picker = await _baseline_picker(page, result.view, params)
+    return await page.render(
         "perfetto_report.html",
         {
             "database": db.name,
@@ -95,83 +70,59 @@ async def report_page(request, datasette):
             "baseline_picker": picker,
             "single_pages": _single_pages(result),
         },
-        request=request,
-        view_name="perfetto_report",
     )
-    return Response.html(html)
 
 
-def _single_value(params: dict[str, list[str]], key: str) -> str:
-    values = params.get(key) or []
-    if len(values) > 1:
-        raise ReportError(f"{key}: given more than once", key)
-    return values[0].strip() if values else ""
-
-
-async def trace_databases(datasette, actor) -> list[str]:
-    """The trace databases served that the actor may view (the baseline choices)."""
-    names = []
-    for name, database in list(datasette.databases.items()):
-        if name == "_internal" or not await can(datasette, actor, "view-database", name):
-            continue
-        try:
-            if await database.execute_fn(is_trace_connection):
-                names.append(name)
-        except sqlite3.DatabaseError:  # not SQLite, or unreadable: not a choice
-            continue
-    return names
-
-
-async def _diff(datasette, actor, db, noun, view, params: dict[str, list[str]], linker: Linker):
-    """The report of `db` against the database named by baseline=: each side computed on its own
-    database's connection, then joined. Both databases must be visible to the actor."""
-    from datasette.utils import sqlite_timelimit
-    from datasette.utils.asgi import Forbidden
-
+def _flags(params: dict[str, list[str]]) -> dict[str, str]:
+    """One value per flag: a flag given twice is a bad request."""
     repeated = [k for k, values in params.items() if len(values) > 1]
     if repeated:
         raise ReportError(f"{repeated[0]}: given more than once", repeated[0])
-    plan = prepare(noun, view, {k: values[0] for k, values in params.items()})
+    return {k: values[0] for k, values in params.items()}
+
+
+async def trace_databases(page: Page) -> list[str]:
+    """The trace databases served that the actor may view (the baseline choices)."""
+    return [name for name in trace_database_names(page.datasette) if await page.can("view-database", name)]
+
+
+async def _diff(page: Page, noun, view, flags: dict[str, str], linker: Linker):
+    """The report of the page's database against the database named by baseline=: each side computed on its own
+    database's connection, then joined. Both databases must be visible to the actor."""
+    from datasette.utils.asgi import Forbidden
+
+    datasette, db = page.datasette, page.db
+    plan = prepare(noun, view, flags)
     name = plan.scope.baseline or ""
     other = datasette.databases.get(name) if name != "_internal" else None
     if other is None:
-        served = [n for n in await trace_databases(datasette, actor) if n != db.name]
+        served = [n for n in await trace_databases(page) if n != db.name]
         raise ReportError(
             f"baseline: no database named {name!r} is served; trace databases: "
             f"{', '.join(served) or '(no other trace database)'}",
             "baseline",
             served,
         )
-    if not await can(datasette, actor, "view-database", name):
+    if not await page.can("view-database", name):
         raise Forbidden("You do not have permission to view the baseline database")
-    base_sql = await can(datasette, actor, "execute-sql", name)
-    other_url = datasette.urls.database(name)
+    base_sql = await page.can("execute-sql", name)
 
     def other_sql_url(sql: str, bound: dict) -> str:
         return sql_editor_url(datasette, name, sql, bound)
 
-    base_linker = Linker(other_url + "/-/report", f"{name}.db", other_sql_url if base_sql else None)
-    limit = datasette.setting("sql_time_limit_ms")
-
-    def side(database, side_linker):
-        def compute(conn: sqlite3.Connection):
-            with sqlite_timelimit(conn, limit):
-                return compute_side(conn, plan, side_linker, database.name)
-
-        return compute
-
+    base_linker = Linker(datasette.urls.database(name) + "/-/report", f"{name}.db", other_sql_url if base_sql else None)
     # One side after the other: run together they would share the CPU and each could hit the time limit.
-    target = await db.execute_fn(side(db, linker))
-    baseline = await other.execute_fn(side(other, base_linker))
+    target = await page.run(lambda conn: compute_side(conn, plan, linker, db.name))
+    baseline = await page.run(lambda conn: compute_side(conn, plan, base_linker, name), db=other)
     return join(plan, baseline, target, with_baseline(linker, base_linker))
 
 
-async def _baseline_picker(datasette, actor, database: str, view, params: dict[str, list[str]]):
+async def _baseline_picker(page: Page, view, params: dict[str, list[str]]):
     """The form choosing a baseline, on the views that take one: the other trace databases served."""
     if not _takes_baseline(view):
         return None
     current = (params.get("baseline") or [""])[0]
-    choices = [n for n in await trace_databases(datasette, actor) if n != database]
+    choices = [n for n in await trace_databases(page) if n != page.db.name]
     if not choices and not current:
         return None
     hidden = [(k, values[0]) for k, values in params.items() if k != "baseline" and values]
@@ -214,13 +165,6 @@ def _bar_pixels(value: float, top: float, scale: str) -> int:
     return bar_length(value, top, scale) * 460 // BAR_WIDTH
 
 
-def _is_trace_connection(conn: sqlite3.Connection) -> bool:
-    found = conn.execute(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('slice', 'trace_bounds', 'trace_file')"
-    ).fetchone()[0]
-    return found == 3
-
-
 def _context_parts(result) -> list[str]:
     from .render import context_line
 
@@ -237,26 +181,3 @@ def _noun_links(base: str) -> list[tuple[str, str]]:
     from .views import NOUNS
 
     return [("overview", base)] + [(noun, f"{base}/{noun}") for noun in NOUNS]
-
-
-async def _error(datasette, request, error: ReportError, fmt: str, database: str, base: str, status: int):
-    from datasette.utils.asgi import Response
-
-    if fmt == "json":
-        return Response.json(error_json(error), status=status)
-    if fmt in ("txt", "sql"):
-        options = f"\nvalid options: {', '.join(error.options)}" if error.options else ""
-        return Response.text(f"error: {error.message}{options}\n", status=status)
-    html = await datasette.render_template(
-        "perfetto_report_error.html",
-        {
-            "database": database,
-            "error": error,
-            "base": base,
-            "nouns": _noun_links(base),
-            "status": status,
-        },
-        request=request,
-        view_name="perfetto_report",
-    )
-    return Response.html(html, status=status)

@@ -24,12 +24,13 @@ Synthesized dimensions have no declaring track (declaring_track_id NULL).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..stats import Stats
-
-if TYPE_CHECKING:
-    from ..model import TraceContext, TraceModel
+from ..storage import TraceStorage
+from .machine_tracker import CpuRow, GpuRow, MachineRow
+from .process_tracker import ProcessRow, ThreadRow
+from .track_tracker import TrackRow
 
 Value = int | str
 
@@ -140,150 +141,26 @@ class DimensionDeclarations:
                 self.by_track.setdefault(track_id, []).append((depth, d))
 
 
-# -- TrackDescriptor.dimensions (proto traces) ------------------------------------
-
-# InternedData fields of the three dimension namespaces (see protos/dimensions.proto).
-I_DIMENSION_NAMES, I_DIMENSION_STRING_VALUES, I_DIMENSION_DISPLAY_NAMES = 52, 53, 54
-INTERNED_DIMENSION_FIELDS = frozenset((I_DIMENSION_NAMES, I_DIMENSION_STRING_VALUES, I_DIMENSION_DISPLAY_NAMES))
-TRACK_DESCRIPTOR_DIMENSIONS = 21
-
-
-def _text(raw: bytes) -> str:
-    return raw.decode("utf-8", "backslashreplace")
-
-
-def intern_dimension_strings(interned_bytes: bytes, tables: dict, stats: Stats) -> None:
-    """Adds the dimension strings of an InternedData (its bytes) to a sequence's interned tables."""
-    # Imported here: JSON imports use this module but never load protobuf.
-    from ..importers.dimensions_pb2 import InternedDimensionData
-
-    data = InternedDimensionData.FromString(interned_bytes)
-    for number, entries in (
-        (I_DIMENSION_NAMES, data.dimension_names),
-        (I_DIMENSION_STRING_VALUES, data.dimension_string_values),
-        (I_DIMENSION_DISPLAY_NAMES, data.dimension_display_names),
-    ):
-        if not entries:
-            continue
-        table = tables.setdefault(number, {})
-        for e in entries:
-            if not e.iid:
-                stats.inc("interned_data_tokenizer_errors")
-                continue
-            table[e.iid] = _text(e.str)
-
-
-class DescriptorDimensions:
-    """Dimensions declared by TrackDescriptors, by descriptor uuid, resolved from
-    their interned iids while the sequence state is at hand (tokenize time)."""
-
-    def __init__(self, stats: Stats) -> None:
-        self.stats = stats
-        self.by_uuid: dict[int, dict[str, tuple[Value, str | None]]] = {}
-
-    def read(self, uuid: int, descriptor_bytes: bytes, tables: dict) -> None:
-        """Declarations in a TrackDescriptor (its bytes); `tables` is the sequence's interned data."""
-        from ..importers.dimensions_pb2 import TrackDescriptorDimensions
-
-        stats = self.stats
-        names = tables.get(I_DIMENSION_NAMES, {})
-        values = tables.get(I_DIMENSION_STRING_VALUES, {})
-        displays = tables.get(I_DIMENSION_DISPLAY_NAMES, {})
-        for dim in TrackDescriptorDimensions.FromString(descriptor_bytes).dimensions:
-            name = names.get(dim.name_iid) if dim.name_iid else None
-            kind = dim.WhichOneof("value")
-            if kind == "int_value":
-                value: Value | None = dim.int_value
-            elif kind == "string_value_iid":
-                value = values.get(dim.string_value_iid)
-            else:
-                value = None
-            if not dim.name_iid or kind is None:
-                stats.inc("dimension_invalid_declaration")  # no name or no value: nothing to declare
-                continue
-            if name is None or value is None:
-                stats.inc("dimension_unknown_iid")
-                continue
-            display = None
-            if dim.HasField("display_name_iid"):
-                display = displays.get(dim.display_name_iid)
-                if display is None:
-                    stats.inc("dimension_unknown_iid")  # the value still applies, unlabelled
-            self._declare(uuid, name, value, display)
-
-    def _declare(self, uuid: int, name: str, value: Value, display: str | None) -> None:
-        declared = self.by_uuid.setdefault(uuid, {})
-        previous = declared.get(name)
-        if previous is None:
-            if name in LABEL_TEMPLATES:
-                self.stats.inc("dimension_reserved_name")
-                declared[name] = (None, None)  # remembered so a re-emitted descriptor is not counted again
-                return
-            declared[name] = (value, display)
-        elif previous[0] is None:
-            return
-        elif not same_value(previous[0], value):
-            # Descriptors are re-emitted (after each incremental-state reset): the first value stands.
-            self.stats.inc("dimension_conflicting_value")
-        elif previous[1] is None and display is not None:
-            declared[name] = (value, display)
-
-    def attach(self, parser, declarations: DimensionDeclarations) -> None:
-        """Turns the per-uuid declarations into process, thread and track-set
-        declarations once every track exists (the track-event parser's finish)."""
-        if not self.by_uuid:
-            return
-        children: dict[int, list[int]] = {}
-        for uuid, r in parser.reservations.items():
-            if r.parent_uuid and r.parent_uuid != uuid:
-                children.setdefault(r.parent_uuid, []).append(uuid)
-        for uuid in sorted(self.by_uuid):
-            declared = [(n, v, d) for n, (v, d) in self.by_uuid[uuid].items() if v is not None]
-            if not declared:
-                continue
-            resolved = parser.resolve(uuid)
-            if resolved is None:
-                continue  # an invalid descriptor (loop, too deep): counted when resolved
-            scope, owner, is_root = resolved
-            if is_root:
-                track_id = parser.descriptor_track_id(uuid)
-                declare = declarations.on_thread if scope == "thread" else declarations.on_process
-                for name, value, display in declared:
-                    declare(owner, name, value, display, track_id)
-                continue
-            own = parser.tracks_of_descriptor(uuid)
-            if not own:
-                continue  # nothing on this track or below it
-            subtree = set(own)
-            depth = _depth(parser.reservations, uuid)
-            stack, seen = list(children.get(uuid, ())), {uuid}
-            while stack:
-                child = stack.pop()
-                if child in seen:
-                    continue
-                seen.add(child)
-                subtree.update(parser.tracks_of_descriptor(child))
-                stack.extend(children.get(child, ()))
-            for name, value, display in declared:
-                declarations.on_tracks(sorted(subtree), depth, name, value, display, min(own))
-
-
-def _depth(reservations: dict, uuid: int) -> int:
-    depth, seen = 0, {uuid}
-    r = reservations.get(uuid)
-    while r is not None and r.parent_uuid and r.parent_uuid not in seen:
-        seen.add(r.parent_uuid)
-        depth += 1
-        r = reservations.get(r.parent_uuid)
-    return depth
-
-
 def same_value(a: Value, b: Value) -> bool:
     """Typed equality: the integer 3 and the string "3" are different values."""
     return type(a) is type(b) and a == b
 
 
 # -- resolution ------------------------------------------------------------------
+
+
+class DimensionSources(Protocol):
+    """What the resolution reads and writes of the database-wide state (model.TraceModel,
+    which calls this module: a structural type, so this module does not import it)."""
+
+    storage: TraceStorage
+    machines: list[MachineRow]
+    cpus: dict[int, CpuRow]
+    gpus: dict[tuple[int, int], GpuRow]
+    processes: dict[int, ProcessRow]
+    threads: dict[int, ThreadRow]
+    tracks: dict[int, TrackRow]
+    track_dimensions: dict[int, list[_Effective]]
 
 
 class _Effective:
@@ -304,28 +181,28 @@ def _sort_key(value: Value) -> tuple:
     return (1, value) if isinstance(value, str) else (0, value)
 
 
-def resolve_trace(model: TraceModel, trace: TraceContext) -> None:
+def resolve_trace(model: DimensionSources, trace_id: int, declarations: Iterable[DimensionDeclarations]) -> None:
     """The effective dimensions of every track of one input file (once its import is
     complete, before its stats are written), well-known first, then custom ones in
-    the order they apply; kept in model.track_dimensions until the database is written."""
+    the order they apply (`declarations`: the file's, per machine); kept in
+    model.track_dimensions until the database is written."""
     by_process: dict[int, list[Declaration]] = {}
     by_thread: dict[int, list[Declaration]] = {}
     by_track: dict[int, list[tuple[int, Declaration]]] = {}
-    for context in trace.contexts():
-        d = context.dimensions
-        for upid, decls in d.by_process.items():
-            by_process.setdefault(upid, []).extend(decls)
-        for utid, decls in d.by_thread.items():
-            by_thread.setdefault(utid, []).extend(decls)
-        for track_id, decls in d.by_track.items():
-            by_track.setdefault(track_id, []).extend(decls)
+    for source in declarations:
+        for process, decls in source.by_process.items():
+            by_process.setdefault(process, []).extend(decls)
+        for thread, decls in source.by_thread.items():
+            by_thread.setdefault(thread, []).extend(decls)
+        for track_id, track_decls in source.by_track.items():
+            by_track.setdefault(track_id, []).extend(track_decls)
     machines = {m.id: m for m in model.machines}
     gpus_by_ugpu = {g.ugpu: g for g in model.gpus.values()}
     gpu_names = {(g.machine_id, g.gpu): g.name for g in model.gpus.values()}
     conflicts_counted: set[int] = set()
     out = model.track_dimensions
     for track in sorted(model.tracks.values(), key=lambda t: t.id):
-        if track.trace_id != trace.trace_id or track.id in out:
+        if track.trace_id != trace_id or track.id in out:
             continue
         tid = track.id
         machine = machines.get(track.machine_id)
@@ -343,8 +220,8 @@ def resolve_trace(model: TraceModel, trace: TraceContext) -> None:
         cpu = dims.get("cpu")
         if isinstance(cpu, int):
             eff["cpu"] = _Effective("cpu", cpu, None, None, 0, 1, SOURCE_SYNTHESIZED)
-        utid = track.utid
-        upid = track.upid
+        utid: int | None = track.utid
+        upid: int | None = track.upid
         if upid is None and utid is not None and utid in model.threads:
             upid = model.threads[utid].upid
         if upid is not None and upid in model.processes:
@@ -372,7 +249,7 @@ def resolve_trace(model: TraceModel, trace: TraceContext) -> None:
         out[tid] = list(eff.values())
 
 
-def write_dimensions(model: TraceModel) -> None:
+def write_dimensions(model: DimensionSources) -> None:
     """track_dimension, dimension and track_subtitle, from the resolved dimensions."""
     storage = model.storage
     effective = model.track_dimensions

@@ -103,7 +103,7 @@ class SchedTracker:
         return p
 
     def start_slice(self, ucpu: int, ts: int, utid: int, prio: int) -> list:
-        row = [self.storage.reserve_id("sched"), ts, -1, utid, None, prio, ucpu]
+        row: list = [self.storage.reserve_id("sched"), ts, -1, utid, None, prio, ucpu]
         self.unwritten[row[S_ID]] = row
         return row
 

@@ -49,6 +49,7 @@ class StackProfileTracker:
         params = (build_id, exact_offset, start_offset, start, end, load_bias, name)
         # A process' own address range is its own mapping; everything else (empty
         # ranges, the kernel, mappings seen without a process) is shared by parameters.
+        key: tuple
         if identity is not None and upid is not None and start != end:
             key = ("user", upid, identity)
         else:

@@ -1,48 +1,28 @@
-"""The noun table: noun -> its views, default first (the RFC's grammar)."""
+"""The registry of nouns: each noun's module holds its views (VIEWS, the default view first) and the
+diffs of its table views (DIFFS). Adding a noun is its module and a line in NOUN_MODULES."""
 
 from __future__ import annotations
 
-import importlib
-
 from ..base import View
+from ..diff_spec import DiffSpec
+from ..links import LINKABLE_VIEWS
 from ..scope import ReportError
+from . import counters, heap_dump, heap_profile, processes, scheduling, slices, stack_samples, tracks
 
-# One module per noun, each with a VIEWS list (modules not written yet are skipped).
-_MODULES = (
-    "processes",
-    "tracks",
-    "slices",
-    "stack_samples",
-    "heap_profile",
-    "heap_dump",
-    "scheduling",
-    "counters",
-    "absent",
-)
+# In the RFC's order, the order the report's navigation lists them in.
+NOUN_MODULES = (processes, tracks, slices, stack_samples, heap_profile, heap_dump, scheduling, counters)
 
-# Nouns in the RFC's order; each maps view name -> view, the default view first.
-NOUN_ORDER = ("processes", "tracks", "slices", "stack-samples", "heap-profile", "heap-dump", "scheduling", "counters")
-
-
-def _registry() -> dict[str, dict[str, View]]:
-    table: dict[str, dict[str, View]] = {}
-    for name in _MODULES:
-        try:
-            module = importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as e:
-            if e.name != f"{__name__}.{name}":
-                raise
-            continue
-        for view in module.VIEWS:
-            table.setdefault(view.noun, {})[view.name] = view
-    return {noun: table[noun] for noun in NOUN_ORDER if noun in table}
-
-
-NOUNS = _registry()
+# noun -> view name -> view
+NOUNS: dict[str, dict[str, View]] = {module.VIEWS[0].noun: {v.name: v for v in module.VIEWS} for module in NOUN_MODULES}
+LINKABLE_VIEWS.update(NOUNS)
+# (noun, view) -> how that table view is compared with a baseline
+DIFF_SPECS: dict[tuple[str, str], DiffSpec] = {
+    (spec.noun, spec.view): spec for module in NOUN_MODULES for spec in module.DIFFS
+}
 
 
 def find_view(noun: str | None, view: str | None) -> View:
-    from .overview import OVERVIEW
+    from .overview import OVERVIEW  # the overview reads the registry
 
     if not noun:
         if view:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import heapq
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from .. import report_pb2 as pb
-from ..base import Cell, Flame, FlameBox, Link, ReportRun, Table
+from ..base import NOT_PRESENT, Cell, Flame, FlameBox, Link, ReportRun, Table, View
+from ..links import glob_escape
 
 # A node's priority is its total% times DECAY per indent level: deep detail never crowds out a big sibling.
 DECAY = 0.8
@@ -112,6 +114,7 @@ ORDER BY symbol_set_id, id DESC""",
     total_value = total_count = 0
     for cid, parent, _, symbol_set, name, matches, value, count in map(tuple, rows):
         named = symbols.get(symbol_set) if symbol_set is not None else None
+        names: tuple[str, ...]
         if named is None:
             names = (name or UNNAMED,)
             if matches:
@@ -127,6 +130,28 @@ ORDER BY symbol_set_id, id DESC""",
     return Callsites(sites, order, frozenset(matched), total_value, total_count)
 
 
+class TreeNode(Protocol):
+    """A call tree node: Node (top-down, built in full) or CallerNode (bottom-up, expanded on demand)."""
+
+    name: str
+    depth: int
+    self_value: int
+    self_count: int
+    total_value: int
+    total_count: int
+
+    @property
+    def children(self) -> Mapping[str, TreeNode]: ...
+
+
+def shown_children(node: TreeNode) -> list[TreeNode]:
+    """Children with weight, biggest first (ties by name, so output is stable)."""
+    return sorted(
+        (c for c in node.children.values() if c.total_value or c.total_count),
+        key=lambda c: (-c.total_value, -c.total_count, c.name),
+    )
+
+
 class Node:
     __slots__ = ("name", "depth", "parent", "children", "self_value", "self_count", "total_value", "total_count")
 
@@ -137,20 +162,13 @@ class Node:
         self.children: dict[str, Node] = {}
         self.self_value = self.self_count = self.total_value = self.total_count = 0
 
-    def shown_children(self) -> list[Node]:
-        """Children with weight, biggest first (ties by name, so output is stable)."""
-        return sorted(
-            (c for c in self.children.values() if c.total_value or c.total_count),
-            key=lambda c: (-c.total_value, -c.total_count, c.name),
-        )
-
 
 def top_down(cs: Callsites, only_matching: bool = False) -> Node:
     """The callee tree under a virtual root (whose children are the outermost functions). With
     only_matching, only stacks containing a function matching the name glob count."""
     root = Node("", -1)
-    node_of: dict[int, Node] = {}
-    hit: dict[int, bool] = {}
+    node_of: dict[int | None, Node] = {}  # None: above the outermost callsites
+    hit: dict[int | None, bool] = {}
     created: list[Node] = []  # parents before children
     matched = cs.matched
     for cid in cs.order:
@@ -176,6 +194,7 @@ def top_down(cs: Callsites, only_matching: bool = False) -> Node:
         node.total_value, node.total_count = node.self_value, node.self_count
     for node in reversed(created):
         parent = node.parent
+        assert parent is not None  # only the root has none, and it is not in `created`
         parent.total_value += node.total_value
         parent.total_count += node.total_count
     return root
@@ -197,7 +216,9 @@ class CallerNode:
         "_children",
     )
 
-    def __init__(self, name: str, depth: int, cs: Callsites, entries: list) -> None:
+    def __init__(
+        self, name: str, depth: int, cs: Callsites, entries: list, children: dict[str, CallerNode] | None = None
+    ) -> None:
         self.name = name
         self.depth = depth
         self.cs = cs
@@ -207,7 +228,7 @@ class CallerNode:
         self.total_count = sum(e[3] for e in entries)
         self.self_value = sum(e[2] for e in entries if e[4])
         self.self_count = sum(e[3] for e in entries if e[4])
-        self._children: dict[str, CallerNode] | None = None
+        self._children = children
 
     @property
     def children(self) -> dict[str, CallerNode]:
@@ -225,15 +246,13 @@ class CallerNode:
             self._children = {name: CallerNode(name, self.depth + 1, self.cs, group) for name, group in groups.items()}
         return self._children
 
-    shown_children = Node.shown_children
 
-
-def bottom_up(cs: Callsites, roots_matching: bool = False) -> Node:
+def bottom_up(cs: Callsites, roots_matching: bool = False) -> CallerNode:
     """The caller tree: roots are the functions at the top of the stack (with roots_matching: the
     innermost function of each stack that matches the name glob), children their callers. Each stack
     counts once, at one root, so a recursive function is never counted twice."""
     sites, matched = cs.sites, cs.matched
-    nearest: dict[int, tuple[int, int] | None] = {}  # callsite -> innermost matching (callsite, index)
+    nearest: dict[int | None, tuple[int, int] | None] = {}  # callsite -> innermost matching (callsite, index)
     groups: dict[str, list] = {}
     for cid in cs.order:
         site = sites[cid]
@@ -248,9 +267,7 @@ def bottom_up(cs: Callsites, roots_matching: bool = False) -> Node:
             continue
         at, pos = start
         groups.setdefault(sites[at].names[pos], []).append((at, pos, site.value, site.count, at == cid and pos == last))
-    root = Node("", -1)
-    root.children = {name: CallerNode(name, 0, cs, group) for name, group in groups.items()}  # type: ignore
-    return root
+    return CallerNode("", -1, cs, [], {name: CallerNode(name, 0, cs, group) for name, group in groups.items()})
 
 
 @dataclass
@@ -263,12 +280,12 @@ class FunctionTotals:
     total_unreleased: int = 0
 
 
-def function_totals(tree: Node) -> dict[str, FunctionTotals]:
+def function_totals(tree: TreeNode) -> dict[str, FunctionTotals]:
     """Per function name: self from the nodes named so, total from the outermost such node on each path
     (so a recursive function counts each sample once)."""
     out: dict[str, FunctionTotals] = {}
     active: dict[str, int] = {}
-    stack: list[tuple[Node, bool]] = [(c, False) for c in tree.children.values()]
+    stack: list[tuple[TreeNode, bool]] = [(c, False) for c in tree.children.values()]
     while stack:
         node, leaving = stack.pop()
         if leaving:
@@ -308,7 +325,7 @@ def percent(part: int, whole: int) -> float:
 
 
 def fill_tree(
-    out: pb.CallTree, root: Node, max_lines: int, unit: str, total_value: int, count_nodes: bool = True
+    out: pb.CallTree, root: TreeNode, max_lines: int, unit: str, total_value: int, count_nodes: bool = True
 ) -> None:
     """The tree pruned to max_lines nodes, best-first by total% with a depth decay, in display order.
     count_nodes: count the whole tree (top-down, built in full); bottom-up trees are built lazily."""
@@ -318,14 +335,14 @@ def fill_tree(
     if count_nodes:
         out.total_nodes = _count(root)
 
-    def weight(node: Node) -> float:
+    def weight(node: TreeNode) -> float:
         return percent(node.total_value, total_value) if total_value else float(node.total_count)
 
     # Selection: a node becomes a candidate once its parent is shown; the best candidate goes in next.
     shown: set[int] = set()
-    candidates: list[tuple[float, int, Node, int]] = []
+    candidates: list[tuple[float, int, TreeNode, int]] = []
     seq = 0
-    roots = root.shown_children()
+    roots = shown_children(root)
     for node in roots:
         heapq.heappush(candidates, (-weight(node), seq, node, 0))
         seq += 1
@@ -333,7 +350,7 @@ def fill_tree(
         _, _, node, indent = heapq.heappop(candidates)
         shown.add(id(node))
         indent_of[id(node)] = indent
-        children = node.shown_children()
+        children = shown_children(node)
         # A single child continues its parent's line of calls: same indent.
         child_indent = indent if len(children) == 1 else indent + 1
         for child in children:
@@ -341,11 +358,11 @@ def fill_tree(
             seq += 1
 
     # Display: pre-order over the shown nodes, biggest sibling first.
-    walk: list[tuple[Node, int]] = [(n, -1) for n in reversed(roots) if id(n) in shown]
+    walk: list[tuple[TreeNode, int]] = [(n, -1) for n in reversed(roots) if id(n) in shown]
     while walk:
         node, parent = walk.pop()
         index = len(out.nodes)
-        children = node.shown_children()
+        children = shown_children(node)
         hidden = [c for c in children if id(c) not in shown]
         out.nodes.add(
             name=node.name,
@@ -369,25 +386,6 @@ def fill_tree(
     out.hidden_roots_max_percent = max((percent(n.total_value, total_value) for n in hidden_roots), default=0.0)
 
 
-def fill_call_tree(view, run: ReportRun, out: pb.CallTree, cs: Callsites, unit: str, functions_step: str) -> None:
-    """A top-down or bottom-up view's compute(): the tree of `cs` in `unit`s, its footnote and
-    next steps. `view` has the call-tree view's noun, bottom flag and function_link()."""
-    s = run.scope
-    if view.bottom:
-        tree = bottom_up(cs, roots_matching=s.name is not None)
-        if s.name is not None:
-            out.roots = s.name
-    else:
-        tree = top_down(cs, only_matching=s.name is not None)
-    fill_tree(out, tree, s.max_lines, unit, cs.total_value, count_nodes=not view.bottom)
-    tree_footnote(run, out)
-    if out.nodes:
-        heaviest = max(out.nodes, key=lambda n: (n.self_value, -n.depth))
-        if not view.bottom:
-            run.next_step(f"Who calls {heaviest.name or UNNAMED}", view.function_link(run, "bottom-up", heaviest.name))
-        run.next_step(functions_step, run.link(view.noun, "functions", max_lines=None))
-
-
 def tree_footnote(run: ReportRun, out: pb.CallTree) -> None:
     """The footnote for nodes max_lines hid, linking to the same tree with a bigger budget."""
     if not (out.hidden_roots or any(n.hidden_children for n in out.nodes)):
@@ -401,7 +399,7 @@ def tree_footnote(run: ReportRun, out: pb.CallTree) -> None:
     )
 
 
-def _count(root: Node) -> int:
+def _count(root: TreeNode) -> int:
     """Nodes with weight in the whole tree (their ancestors have weight too)."""
     n, stack = 0, [root]
     while stack:
@@ -532,18 +530,129 @@ def sorted_functions(
     return rows
 
 
-__all__ = [
-    "load_callsites",
-    "top_down",
-    "bottom_up",
-    "function_totals",
-    "fill_tree",
-    "tree_table",
-    "tree_flame",
-    "tree_footnote",
-    "fill_call_tree",
-    "sorted_functions",
-    "percent",
-    "byte_size",
-    "UNNAMED",
-]
+# -- the views ------------------------------------------------------------------------------------------
+
+
+class MayBeAbsent(Protocol):
+    not_present: bool
+
+
+class CallstackView(View):
+    """A view of a noun measured on callstacks: stack-samples (samples) or heap-profile (bytes allocated)."""
+
+    empty = ""  # a table's text when nothing is in scope
+
+    def absent(self, run: ReportRun, out: MayBeAbsent) -> bool:
+        """Marks `out` not present when the trace has none of the noun's data."""
+        if self.has_data(run):
+            return False
+        out.not_present = True
+        return True
+
+    def empty_text(self, msg: MayBeAbsent) -> str:
+        return NOT_PRESENT if msg.not_present else self.empty
+
+    def function_link(self, run: ReportRun, view: str, name: str) -> Link:
+        return run.link(self.noun, view, name=glob_escape(name), top=None, sort=None, min_count=None, max_lines=None)
+
+    def functions_steps(self, run: ReportRun, top: str | None, tree: str) -> None:
+        """The next steps of a functions view whose first row is the function `top`."""
+        if top is not None:
+            run.next_step(f"Who calls {top}", self.function_link(run, "bottom-up", top))
+            run.next_step(tree, run.link(self.noun, "top-down", top=None, sort=None, min_count=None))
+
+
+class CallTreeView(CallstackView):
+    """A top-down or bottom-up call tree, pruned to max_lines nodes, as a table and a flame graph."""
+
+    bottom = False  # bottom-up: children are callers
+    unit = ""  # what a node's value counts
+    heading = ""  # the table title's first words
+    headers: tuple[str, ...] = ()  # the value columns, then Function
+    flame_width = ""  # what a flame box's width stands for
+    functions_step = ""  # the next step to the noun's functions view
+
+    def callsites(self, run: ReportRun) -> Callsites:
+        """The callsites in scope with their values."""
+        raise NotImplementedError
+
+    def total_text(self, total_value: int) -> str:
+        raise NotImplementedError
+
+    def value_cells(self, n: pb.CallTree.Node) -> list[Cell]:
+        raise NotImplementedError
+
+    def describe(self, n: pb.CallTree.Node) -> str:
+        """A flame box's hover text."""
+        raise NotImplementedError
+
+    def compute(self, run: ReportRun, out: pb.CallTree) -> None:
+        if self.absent(run, out):
+            return
+        cs = self.callsites(run)
+        s = run.scope
+        tree: TreeNode
+        if self.bottom:
+            tree = bottom_up(cs, roots_matching=s.name is not None)
+            if s.name is not None:
+                out.roots = s.name
+        else:
+            tree = top_down(cs, only_matching=s.name is not None)
+        fill_tree(out, tree, s.max_lines, self.unit, cs.total_value, count_nodes=not self.bottom)
+        tree_footnote(run, out)
+        if out.nodes:
+            heaviest = max(out.nodes, key=lambda n: (n.self_value, -n.depth))
+            if not self.bottom:
+                run.next_step(
+                    f"Who calls {heaviest.name or UNNAMED}", self.function_link(run, "bottom-up", heaviest.name)
+                )
+            run.next_step(self.functions_step, run.link(self.noun, "functions", max_lines=None))
+
+    def tables(self, msg: pb.CallTree, run: ReportRun) -> list[Table]:
+        what = "callers" if self.bottom else "callees"
+        return [
+            tree_table(
+                msg,
+                f"{self.heading} {self.name} ({self.total_text(msg.total_value)}; children are {what})",
+                self.headers,
+                self.value_cells,
+                lambda name: self.function_link(run, "bottom-up", name),
+                self.empty_text(msg),
+            )
+        ]
+
+    def flames(self, msg: pb.CallTree, run: ReportRun) -> list[Flame]:
+        if not msg.nodes:
+            return []
+        kind = "callers below" if self.bottom else "callees below"
+        return [
+            tree_flame(
+                msg,
+                f"Flame graph ({kind}; width = {self.flame_width})",
+                self.describe,
+                lambda name: self.function_link(run, "bottom-up", name),
+            )
+        ]
+
+
+def tree_canned_sql(weight: str, self_columns: str) -> str:
+    """A tree view's canned query: the `weight` CTE's callsites (columns callsite_id and values) with every
+    callsite above them, their functions and `self_columns` (of the weight row w); the report builds and
+    prunes the tree from these rows."""
+    return f"""WITH RECURSIVE
+weight AS (
+{weight}
+),
+chain(id) AS (
+  SELECT callsite_id FROM weight
+  UNION
+  SELECT c.parent_id FROM chain JOIN stack_profile_callsite c ON c.id = chain.id WHERE c.parent_id IS NOT NULL
+)
+SELECT c.id AS callsite_id, c.parent_id, c.depth, coalesce(nullif(coalesce(f.deobfuscated_name, f.name), ''),
+       '(unnamed)') AS function, {self_columns},
+       (:name = '' OR coalesce(f.deobfuscated_name, f.name) GLOB :name) AS matches_name
+FROM chain
+JOIN stack_profile_callsite c ON c.id = chain.id
+JOIN stack_profile_frame f ON f.id = c.frame_id
+LEFT JOIN weight w ON w.callsite_id = c.id
+ORDER BY c.depth, c.id"""

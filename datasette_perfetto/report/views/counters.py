@@ -13,25 +13,20 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Callable
+import sqlite3
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 
 from .. import format as fmt
 from .. import report_pb2 as pb
 from ..base import Bar, Cell, Chart, ReportRun, Table, View, percentile_index
-from ..filters import Where
+from ..diff_spec import DiffSpec, Measure, diff_link, optional_field, owner_key
+from ..filters import CANNED_RANGE, CANNED_TOP, Where, canned_sort
+from ..links import glob_escape, owner_params, scoped_link
 from ..scope import MAX_TOP, ReportError
-from .tracks import (
-    CPU_SQL,
-    GPU_SQL,
-    OWNER_COLUMNS,
-    TRACK_FROM,
-    glob_escape,
-    has_view,
-    owner_label,
-    owner_params,
-    owner_where,
-    scoped_link,
-)
+from .tracks import CANNED_NAME, CANNED_OWNER, GPU_SQL, OWNER_COLUMNS, TRACK_FROM, owner_label, owner_where
 
 SERIES_FLAGS = frozenset({"pid", "process", "tid", "thread", "cpu", "track", "time", "name"})
 SCOPE_NOTE = (
@@ -62,9 +57,7 @@ def counter_where(run: ReportRun, with_name: bool = True) -> Where:
     """Counter tracks in the run's scope (aliases as in TRACK_FROM)."""
     w = Where()
     w.add("tr.event_type = 'counter'")
-    scoped = owner_where(run)
-    w.terms += scoped.terms
-    w.params.update(scoped.params)
+    w.extend(owner_where(run))
     if with_name and run.scope.name is not None:
         w.add("tr.name GLOB :name", name=run.scope.name)
     return w
@@ -84,39 +77,30 @@ def sample_range(run: ReportRun, alias: str = "c") -> tuple[str, dict]:
     return (f" AND {alias}.ts >= :range_start AND {alias}.ts < :range_end", {"range_start": start, "range_end": end})
 
 
-def resolve_name(run: ReportRun) -> str:
-    """The one counter name `name` matches in scope; a ReportError listing the choices otherwise."""
-    w = counter_where(run)
-    names = [
+def _counter_names(run: ReportRun, purpose: str, w: Where, limit: int) -> list[str]:
+    return [
         r[0]
         for r in run.query(
-            "counter names matching name",
+            purpose,
             f"""SELECT DISTINCT tr.name
 {TRACK_FROM}
 {w.sql()}
 ORDER BY tr.name
-LIMIT {MAX_NAMES_LISTED + 1}""",
+LIMIT {limit}""",
             w.params,
         )
     ]
+
+
+def resolve_name(run: ReportRun) -> str:
+    """The one counter name `name` matches in scope; a ReportError listing the choices otherwise."""
+    names = _counter_names(run, "counter names matching name", counter_where(run), MAX_NAMES_LISTED + 1)
     glob = run.scope.name
     if len(names) == 1:
         return names[0]
     if not names:
-        w = counter_where(run, with_name=False)
-        options = [
-            r[0]
-            for r in run.query(
-                "counter names in scope",
-                f"""SELECT DISTINCT tr.name
-{TRACK_FROM}
-{w.sql()}
-ORDER BY tr.name
-LIMIT {MAX_NAMES_LISTED}""",
-                w.params,
-            )
-            if r[0] is not None
-        ]
+        in_scope = _counter_names(run, "counter names in scope", counter_where(run, with_name=False), MAX_NAMES_LISTED)
+        options = [name for name in in_scope if name is not None]
         scoped = any(getattr(run.scope, f) is not None for f in ("pid", "process", "tid", "thread", "cpu", "track"))
         where = " in this scope" if scoped else ""
         raise ReportError(
@@ -143,7 +127,7 @@ def track_stats(
     limit: int,
     min_count: int | None = None,
     keep_empty: bool = False,
-):
+) -> tuple[list[sqlite3.Row], int]:
     """Counter tracks under `w` with sample count/min/avg/max over the range, and the total row count.
 
     keep_empty keeps tracks with no samples in the range (count 0), as a series' track list does.
@@ -185,7 +169,7 @@ LIMIT :top""",
     return rows, (rows[0]["total_rows"] if rows else 0)
 
 
-def fill_track_row(out: pb.CountersList.Row, r) -> None:
+def fill_track_row(out: pb.CountersList.Row, r: sqlite3.Row) -> None:
     out.track_id = r["track_id"]
     out.name = r["name"] or ""
     out.track_type = r["type"] or ""
@@ -212,7 +196,9 @@ def row_owner(row: pb.CountersList.Row) -> dict[str, str | None]:
     return owner_params(tid, None if tid is not None else pid, row.cpu if row.HasField("cpu") else None)
 
 
-def series_tracks(run: ReportRun, counter_name: str, out_tracks) -> dict[int, str]:
+def series_tracks(
+    run: ReportRun, counter_name: str, out_tracks: RepeatedCompositeFieldContainer[pb.CountersList.Row]
+) -> dict[int, str]:
     """Fills the series' tracks (top by sample count); returns every track's scope label by id."""
     rows, total = track_stats(
         run, series_where(run, counter_name), f"tracks of {counter_name}", LIST_SORTS["count"], MAX_TOP, keep_empty=True
@@ -223,7 +209,7 @@ def series_tracks(run: ReportRun, counter_name: str, out_tracks) -> dict[int, st
     return {r["track_id"]: owner_label(r["thread"], r["tid"], r["process"], r["pid"], r["cpu"], r["gpu"]) for r in rows}
 
 
-def unit_of(tracks) -> str:
+def unit_of(tracks: Iterable[pb.CountersList.Row]) -> str:
     """The series' unit for labels ('count' says nothing, so it is left out)."""
     return next((t.unit for t in tracks if t.unit and t.unit != "count"), "")
 
@@ -307,7 +293,7 @@ ORDER BY c.value""",
     ]
 
 
-def tracks_table(tracks, fmt_value: Callable[[float], str], title: str) -> Table:
+def tracks_table(tracks: Iterable[pb.CountersList.Row], fmt_value: Callable[[float], str], title: str) -> Table:
     rows = [
         [Cell(t.scope), Cell(t.track_type), Cell(t.unit or "-"), Cell(fmt.count(t.count), title=str(t.count))]
         + [Cell(fmt_value(v) if t.count else "-") for v in (t.min, t.avg, t.max)]
@@ -322,20 +308,11 @@ def tracks_table(tracks, fmt_value: Callable[[float], str], title: str) -> Table
 
 # Canned queries: every flag an optional parameter ('' = not set). A series is every counter track whose
 # name matches the name glob in scope (the report also insists the glob names a single counter).
-CANNED_RANGE = """range AS (
-  SELECT coalesce((SELECT report_range_start(:time)), trace_start()) AS range_start,
-         coalesce((SELECT report_range_end(:time)), trace_end()) AS range_end
-)"""
 CANNED_SERIES = f"""series AS (
   SELECT tr.id
   {TRACK_FROM.replace(chr(10), chr(10) + "  ")}
   WHERE tr.event_type = 'counter' AND tr.name GLOB :name
-    AND (:pid = '' OR p.pid = :pid)
-    AND (:process = '' OR p.name GLOB :process)
-    AND (:tid = '' OR th.tid = :tid)
-    AND (:thread = '' OR th.name GLOB :thread)
-    AND (:cpu = '' OR {CPU_SQL} = CAST(:cpu AS INTEGER))
-    AND (:track = '' OR tr.name GLOB :track)
+    AND {CANNED_OWNER}
 )"""
 CANNED_SAMPLES = """samples AS (
   SELECT c.track_id, c.ts, c.value
@@ -357,19 +334,15 @@ class CountersListView(View):
         "in the range count."
     )
     result_field = "counters_list"
+    uses_top = True
     flags = frozenset({"pid", "process", "tid", "thread", "cpu", "track", "time", "name", "min_count", "sort"})
     sorts = tuple(LIST_SORTS)
     canned_sql = f"""WITH tracks AS (
   SELECT {TRACK_COLUMNS}
   {TRACK_FROM.replace(chr(10), chr(10) + "  ")}
   WHERE tr.event_type = 'counter'
-    AND (:pid = '' OR p.pid = :pid)
-    AND (:process = '' OR p.name GLOB :process)
-    AND (:tid = '' OR th.tid = :tid)
-    AND (:thread = '' OR th.name GLOB :thread)
-    AND (:cpu = '' OR {CPU_SQL} = CAST(:cpu AS INTEGER))
-    AND (:track = '' OR tr.name GLOB :track)
-    AND (:name = '' OR tr.name GLOB :name)
+    AND {CANNED_OWNER}
+    AND {CANNED_NAME}
 ),
 stats AS (
   -- The whole trace: precomputed at import; a time range: counted from the samples.
@@ -387,9 +360,9 @@ stats AS (
 SELECT t.*, s.count, s.min, s.avg, s.max
 FROM tracks t JOIN stats s ON s.track_id = t.track_id
 WHERE s.count >= coalesce(CAST(nullif(:min_count, '') AS INTEGER), 0)
-ORDER BY CASE coalesce(nullif(:sort, ''), 'count') WHEN 'count' THEN -s.count WHEN 'max' THEN -s.max
+ORDER BY CASE {canned_sort(sorts[0])} WHEN 'count' THEN -s.count WHEN 'max' THEN -s.max
                                                    WHEN 'avg' THEN -s.avg END, t.name, t.track_id
-LIMIT coalesce(nullif(:top, ''), 10)"""
+LIMIT {CANNED_TOP}"""
 
     def has_data(self, run: ReportRun) -> bool:
         return bool(run.value("any counter values", "SELECT EXISTS(SELECT 1 FROM counter)"))
@@ -410,11 +383,10 @@ LIMIT coalesce(nullif(:top, ''), 10)"""
         if out.rows:
             top = out.rows[0]
             narrow = row_owner(top)
-            if has_view("counters", "timeline"):
-                run.next_step(
-                    f"{top.name} ({top.scope}) over time",
-                    scoped_link(run, "counters", "timeline", name=glob_escape(top.name), **narrow),
-                )
+            run.next_step(
+                f"{top.name} ({top.scope}) over time",
+                scoped_link(run, "counters", "timeline", name=glob_escape(top.name), **narrow),
+            )
             run.next_step(
                 f"Distribution of {top.name} ({top.scope}) values",
                 scoped_link(run, "counters", "histogram", name=glob_escape(top.name), **narrow),
@@ -462,6 +434,7 @@ class CountersTimelineView(View):
         "the mean over the tracks and its highest tracks are named."
     )
     result_field = "counters_timeline"
+    uses_top = True
     flags = SERIES_FLAGS | {"buckets"}
     required = ("name",)
     canned_sql = f"""-- The samples in each bucket, pooled over the series' tracks. The report also carries each
@@ -542,7 +515,7 @@ FROM ({series}) s""",
     @staticmethod
     def _fill(
         out: pb.CountersTimeline,
-        rows,
+        rows: list[sqlite3.Row],
         held: dict[int, float],
         labels: dict[int, str],
         start: int,
@@ -551,7 +524,7 @@ FROM ({series}) s""",
         end: int,
     ) -> None:
         """Carries each track's value across buckets without samples, then combines the tracks per bucket."""
-        by_track: dict[int, dict[int, object]] = {}
+        by_track: dict[int, dict[int, sqlite3.Row]] = {}
         for r in rows:
             by_track.setdefault(r["track_id"], {})[r["bucket"]] = r
         tracks = sorted(set(by_track) | set(held))
@@ -564,14 +537,14 @@ FROM ({series}) s""",
             lows: list[float] = []
             highs: list[float] = []
             for t in tracks:
-                r = by_track.get(t, {}).get(i)
+                sampled = by_track.get(t, {}).get(i)
                 before = current[t]
-                if r is not None:
-                    avg, lo, hi = r["avg"], r["min"], r["max"]
-                    if before is not None and r["first_ts"] > b_start:
+                if sampled is not None:
+                    avg, lo, hi = sampled["avg"], sampled["min"], sampled["max"]
+                    if before is not None and sampled["first_ts"] > b_start:
                         lo, hi = min(lo, before), max(hi, before)
-                    current[t] = r["last_value"]
-                    bucket.count += r["count"]
+                    current[t] = sampled["last_value"]
+                    bucket.count += sampled["count"]
                 elif before is not None:
                     avg = lo = hi = before
                 else:
@@ -623,6 +596,7 @@ class CountersHistogramView(View):
         "which. JSON adds p50/p95/p99. " + SCOPE_NOTE + " The samples of all its tracks are pooled."
     )
     result_field = "counters_histogram"
+    uses_top = True
     flags = SERIES_FLAGS | {"buckets"}
     required = ("name",)
     canned_sql = f"""-- Linear buckets; the report uses log-spaced ones when the values span more than 100x.
@@ -669,10 +643,10 @@ ORDER BY bucket"""
             for i in range(n):
                 out.buckets.add(low=edges[i], high=edges[i + 1], count=positions[i + 1] - positions[i])
         run.next_step(f"{name}: stats and delta", scoped_link(run, "counters", "inspect", name=glob_escape(name)))
-        if has_view("counters", "timeline"):
-            run.next_step(f"{name} over time", scoped_link(run, "counters", "timeline", name=glob_escape(name)))
+        run.next_step(f"{name} over time", scoped_link(run, "counters", "timeline", name=glob_escape(name)))
 
     def charts(self, msg: pb.CountersHistogram, run: ReportRun) -> list[Chart]:
+        label: Callable[[float], str]
         if msg.scale == "log":
             label = fmt.count
         else:
@@ -722,6 +696,7 @@ class CountersInspectView(View):
         "samples around ts."
     )
     result_field = "counters_inspect"
+    uses_top = True
     flags = SERIES_FLAGS | {"ts"}
     required = ("name",)
     canned_sql = f"""WITH {CANNED_RANGE},
@@ -739,7 +714,7 @@ SELECT tr.id AS track_id, tr.name, {OWNER_COLUMNS},
 {TRACK_FROM}
 WHERE tr.id IN (SELECT id FROM series)
 ORDER BY count DESC, tr.id
-LIMIT coalesce(nullif(:top, ''), 10)"""
+LIMIT {CANNED_TOP}"""
 
     def compute(self, run: ReportRun, out: pb.CountersInspect) -> None:
         out.name = name = resolve_name(run)
@@ -796,10 +771,9 @@ ORDER BY c.ts LIMIT 1""",
                         run, "counters", "inspect", name=glob_escape(name), ts=exact_offset(peak[0][0], run.trace.start)
                     ),
                 )
-        if has_view("counters", "timeline"):
-            run.next_step(f"{name} over time", scoped_link(run, "counters", "timeline", name=glob_escape(name)))
+        run.next_step(f"{name} over time", scoped_link(run, "counters", "timeline", name=glob_escape(name)))
 
-    def _points(self, run: ReportRun, name: str, ts: int | None, track_ids: list[int]) -> dict[int, object]:
+    def _points(self, run: ReportRun, name: str, ts: int | None, track_ids: list[int]) -> dict[int, sqlite3.Row]:
         """Per track: the sample at or before ts, and the first and last samples in the range."""
         if not track_ids:
             return {}
@@ -942,4 +916,41 @@ ORDER BY ts, id""",
         return out
 
 
+class CountersDiff(DiffSpec):
+    noun, view, field = "counters", "list", "counters_list_diff"
+    title, what = "Counters", "counters"
+    key_fields, key_headers = ("name", "owner"), ("Counter", "Owner")
+    measures = (
+        Measure("count", "samples", "count"),
+        Measure("avg", "avg", "value", "avg"),
+        Measure("min", "min", "value", "min"),
+        Measure("max", "max", "value", "max"),
+    )
+    sorts = {"count": "count", "avg": "avg", "max": "max", "name": ""}
+    display = ("count", "avg")
+    row_filters = {"min_count": "count"}
+    summed_ids = ("track_id", "pid", "tid", "scope")
+
+    def key(self, row: Any) -> tuple[str, ...]:
+        return (
+            row.name,
+            owner_key(
+                row.process, row.pid, row.thread, row.tid, optional_field(row, "cpu"), optional_field(row, "gpu")
+            ),
+        )
+
+    def key_cells(self, row: Any, run: ReportRun, out: Any) -> list[Cell]:
+        sample = row.target if row.HasField("target") else row.baseline
+        owner: dict[str, str | None] = {}
+        if sample.thread or sample.tid:
+            owner = {"thread": glob_escape(sample.thread)} if sample.thread else {}
+        elif sample.process:
+            owner = {"process": glob_escape(sample.process)}
+        elif sample.HasField("cpu"):
+            owner = {"cpu": str(sample.cpu)}
+        link = diff_link(run, row, "counters", "timeline", name=glob_escape(row.name), **owner)
+        return [Cell(row.name, link), Cell(row.owner)]
+
+
 VIEWS = [CountersListView(), CountersTimelineView(), CountersHistogramView(), CountersInspectView()]
+DIFFS = [CountersDiff()]

@@ -4,13 +4,15 @@ heap_graph_class, with retained sizes from the heap_graph_dominator tree compute
 from __future__ import annotations
 
 import json
+import sqlite3
 
 from .. import format as fmt
 from .. import report_pb2 as pb
-from ..base import Cell, ReportRun, Table, View
-from ..filters import owner_terms
+from ..base import NOT_PRESENT, Cell, ReportRun, Table, View
+from ..diff_spec import DiffSpec
+from ..filters import CANNED_TOP, PROCESS_FLAGS, canned_sort, in_canned_range, optional_terms, owner_terms
+from ..links import glob_escape
 from .calltree import byte_size, percent
-from .stack_samples import NOT_PRESENT, _escape_glob, table_exists
 
 SORT_KEYS = {
     "retained": lambda r: (-r[1][0], -r[1][2], r[0]),
@@ -29,17 +31,15 @@ class TypesView(View):
         "object of the type went away) and live (reachable) objects."
     )
     result_field = "heap_dump_types"
+    uses_top = True
     flags = frozenset({"pid", "process", "time", "name", "min_count", "sort"})
     sorts = ("retained", "count", "self", "name")
-    canned_sql = """WITH dump AS (
+    canned_sql = f"""WITH dump AS (
   -- The latest dump of each process in scope.
   SELECT o.upid, max(o.graph_sample_ts) AS ts
   FROM heap_graph_object o
   LEFT JOIN process p ON p.id = o.upid
-  WHERE (:pid = '' OR p.pid = :pid)
-    AND (:process = '' OR p.name GLOB :process)
-    AND (:time = '' OR (o.graph_sample_ts >= (SELECT report_range_start(:time))
-                        AND o.graph_sample_ts < (SELECT report_range_end(:time))))
+  WHERE {optional_terms((*PROCESS_FLAGS, "time"), time=in_canned_range("o.graph_sample_ts"))}
   GROUP BY o.upid
 )
 -- Retained size here sums each object's retained size: objects of a type dominated by another of the same type
@@ -53,12 +53,12 @@ LEFT JOIN heap_graph_dominator d ON d.object_id = o.id
 WHERE o.reachable AND (:name = '' OR coalesce(c.deobfuscated_name, c.name, '(unknown type)') GLOB :name)
 GROUP BY 1
 HAVING count(*) >= CAST(coalesce(nullif(:min_count, ''), 0) AS INTEGER)
-ORDER BY CASE coalesce(nullif(:sort, ''), 'retained') WHEN 'retained' THEN -sum(d.retained_size)
+ORDER BY CASE {canned_sort(sorts[0])} WHEN 'retained' THEN -sum(d.retained_size)
          WHEN 'count' THEN -count(*) WHEN 'self' THEN -sum(o.self_size) END, 1
-LIMIT coalesce(nullif(:top, ''), 10)"""
+LIMIT {CANNED_TOP}"""
 
     def has_data(self, run: ReportRun) -> bool:
-        return table_exists(run, "heap_graph_object", "heap_graph_class") and bool(
+        return run.has_tables("heap_graph_object", "heap_graph_class") and bool(
             run.value("any heap graph object", "SELECT EXISTS(SELECT 1 FROM heap_graph_object)")
         )
 
@@ -85,7 +85,7 @@ GROUP BY o.upid""",
         )
         out.dump_count = len(dumps)
         out.skipped_dumps = sum(d["dumps"] - 1 for d in dumps)
-        out.has_dominators = table_exists(run, "heap_graph_dominator")
+        out.has_dominators = run.has_tables("heap_graph_dominator")
         if not dumps:
             return
         chosen = [[d["upid"], d["ts"]] for d in dumps]
@@ -150,12 +150,12 @@ WHERE value GLOB :name""",
             )
         if out.rows:
             top = out.rows[0].name
-            run.next_step(f"Only {top}", run.link(self.noun, self.name, name=_escape_glob(top)))
+            run.next_step(f"Only {top}", run.link(self.noun, self.name, name=glob_escape(top)))
 
     def tables(self, msg: pb.HeapDumpTypes, run: ReportRun) -> list[Table]:
         rows = [
             [
-                Cell(r.name, run.link(self.noun, self.name, name=_escape_glob(r.name))),
+                Cell(r.name, run.link(self.noun, self.name, name=glob_escape(r.name))),
                 Cell(
                     byte_size(r.retained_size) if msg.has_dominators else "-",
                     title=f"{r.retained_size} bytes ({r.retained_percent:.1f}% of the reachable heap)",
@@ -179,7 +179,7 @@ WHERE value GLOB :name""",
         ]
 
 
-def _by_type(objects) -> dict[str, list[int]]:
+def _by_type(objects: list[sqlite3.Row]) -> dict[str, list[int]]:
     """type -> [retained, live objects, self size, native size]. An object's retained size counts for its type
     only when no object above it in the dominator tree has the same type (it is already in that one's)."""
     out: dict[str, list[int]] = {}
@@ -213,3 +213,4 @@ def _by_type(objects) -> dict[str, list[int]]:
 
 
 VIEWS = [TypesView()]
+DIFFS: list[DiffSpec] = []

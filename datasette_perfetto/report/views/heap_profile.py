@@ -6,25 +6,25 @@ from __future__ import annotations
 
 from .. import format as fmt
 from .. import report_pb2 as pb
-from ..base import Cell, Flame, Link, ReportRun, Table, View
-from ..filters import Where, owner_terms
+from ..base import Cell, ReportRun, Table
+from ..diff_spec import DiffSpec
+from ..filters import CANNED_TOP, PROCESS_FLAGS, Where, canned_sort, in_canned_range, optional_terms, owner_terms
 from .calltree import (
     UNNAMED,
     Callsites,
+    CallstackView,
+    CallTreeView,
     byte_size,
-    fill_call_tree,
     function_ctes,
     function_totals,
     load_callsites,
     percent,
     sorted_functions,
     top_down,
-    tree_flame,
-    tree_table,
+    tree_canned_sql,
 )
-from .stack_samples import NOT_PRESENT, _escape_glob, table_exists
 
-SCOPE_FLAGS = frozenset({"pid", "process", "time", "name"})
+SCOPE_FLAGS = frozenset({*PROCESS_FLAGS, "time", "name"})
 
 
 def allocation_where(run: ReportRun) -> tuple[str, Where]:
@@ -61,25 +61,26 @@ GROUP BY a.callsite_id""",
     return cs, unreleased
 
 
-class HeapProfileBase(View):
+def canned_allocations(callsite: str) -> str:
+    """The canned queries' bytes and allocations per callsite in scope (`callsite`: its column, maybe renamed)."""
+    return f"""  SELECT {callsite}, sum(max(a.size, 0)) AS bytes, sum(max(a.count, 0)) AS allocations
+  FROM heap_profile_allocation a
+  LEFT JOIN process p ON p.id = a.upid
+  WHERE {optional_terms((*PROCESS_FLAGS, "time"), time=in_canned_range("a.ts"))}
+  GROUP BY a.callsite_id"""
+
+
+class HeapProfileView(CallstackView):
     noun = "heap-profile"
+    empty = "(no allocations in scope)"
 
     def has_data(self, run: ReportRun) -> bool:
-        return table_exists(run, "heap_profile_allocation", "stack_profile_callsite") and bool(
+        return run.has_tables("heap_profile_allocation", "stack_profile_callsite") and bool(
             run.value("any heap allocation", "SELECT EXISTS(SELECT 1 FROM heap_profile_allocation)")
         )
 
-    def absent(self, run: ReportRun, out) -> bool:
-        if self.has_data(run):
-            return False
-        out.not_present = True
-        return True
 
-    def function_link(self, run: ReportRun, view: str, name: str) -> Link | None:
-        return run.link(self.noun, view, name=_escape_glob(name), top=None, sort=None, min_count=None, max_lines=None)
-
-
-class FunctionsView(HeapProfileBase):
+class FunctionsView(HeapProfileView):
     name = "functions"
     title = "Heap profile by function"
     description = (
@@ -87,17 +88,12 @@ class FunctionsView(HeapProfileBase):
         "anywhere in the stack; count and average size of its own allocations."
     )
     result_field = "heap_profile_functions"
+    uses_top = True
     flags = SCOPE_FLAGS | {"min_count", "sort"}
     sorts = ("self", "total", "count", "name")
     canned_sql = f"""WITH RECURSIVE
 allocated AS (
-  SELECT a.callsite_id AS leaf, sum(max(a.size, 0)) AS bytes, sum(max(a.count, 0)) AS allocations
-  FROM heap_profile_allocation a
-  LEFT JOIN process p ON p.id = a.upid
-  WHERE (:pid = '' OR p.pid = :pid)
-    AND (:process = '' OR p.name GLOB :process)
-    AND (:time = '' OR (a.ts >= (SELECT report_range_start(:time)) AND a.ts < (SELECT report_range_end(:time))))
-  GROUP BY a.callsite_id
+{canned_allocations("a.callsite_id AS leaf")}
 ),
 {function_ctes("allocated")}
 totals AS (
@@ -115,13 +111,13 @@ SELECT t.name AS function, coalesce(sf.self_bytes, 0) AS self_bytes, t.total_byt
 FROM totals t LEFT JOIN selfs sf ON sf.name = t.name
 WHERE (:name = '' OR t.name GLOB :name)
   AND t.total_count >= CAST(coalesce(nullif(:min_count, ''), 0) AS INTEGER)
-ORDER BY CASE coalesce(nullif(:sort, ''), 'self') WHEN 'self' THEN -coalesce(sf.self_bytes, 0)
+ORDER BY CASE {canned_sort(sorts[0])} WHEN 'self' THEN -coalesce(sf.self_bytes, 0)
                                                  WHEN 'total' THEN -t.total_bytes
                                                  WHEN 'count' THEN -coalesce(sf.self_count, 0) END,
-         CASE coalesce(nullif(:sort, ''), 'self') WHEN 'self' THEN -t.total_bytes
+         CASE {canned_sort(sorts[0])} WHEN 'self' THEN -t.total_bytes
                                                  WHEN 'total' THEN -coalesce(sf.self_bytes, 0)
                                                  WHEN 'count' THEN -t.total_count END, t.name
-LIMIT coalesce(nullif(:top, ''), 10)"""
+LIMIT {CANNED_TOP}"""
 
     def compute(self, run: ReportRun, out: pb.HeapFunctions) -> None:
         if self.absent(run, out):
@@ -157,13 +153,7 @@ LIMIT coalesce(nullif(:top, ''), 10)"""
                 total_unreleased_bytes=t.total_unreleased,
             )
         run.truncation(min(len(rows), s.top), len(rows), "functions")
-        if out.rows:
-            top = out.rows[0]
-            run.next_step(f"Who calls {top.name}", self.function_link(run, "bottom-up", top.name))
-            run.next_step(
-                "The allocation call tree, top-down",
-                run.link(self.noun, "top-down", top=None, sort=None, min_count=None),
-            )
+        self.functions_steps(run, out.rows[0].name if out.rows else None, "The allocation call tree, top-down")
 
     def tables(self, msg: pb.HeapFunctions, run: ReportRun) -> list[Table]:
         rows = [
@@ -182,86 +172,42 @@ LIMIT coalesce(nullif(:top, ''), 10)"""
                 f"{msg.total_rows} functions)",
                 ("Function", "Self bytes", "Total bytes", "Count", "Avg size"),
                 rows,
-                empty=NOT_PRESENT if msg.not_present else "(no allocations in scope)",
+                empty=self.empty_text(msg),
             )
         ]
 
 
-class TreeView(HeapProfileBase):
+class TreeView(HeapProfileView, CallTreeView):
     flags = SCOPE_FLAGS | {"max_lines"}
-    bottom = False
-    # The tree's input: bytes and allocations per callsite in scope, with every callsite above them.
-    # The report builds and prunes the tree from these rows.
-    canned_sql = """WITH RECURSIVE
-weight AS (
-  SELECT a.callsite_id, sum(max(a.size, 0)) AS bytes, sum(max(a.count, 0)) AS allocations
-  FROM heap_profile_allocation a
-  LEFT JOIN process p ON p.id = a.upid
-  WHERE (:pid = '' OR p.pid = :pid)
-    AND (:process = '' OR p.name GLOB :process)
-    AND (:time = '' OR (a.ts >= (SELECT report_range_start(:time)) AND a.ts < (SELECT report_range_end(:time))))
-  GROUP BY a.callsite_id
-),
-chain(id) AS (
-  SELECT callsite_id FROM weight
-  UNION
-  SELECT c.parent_id FROM chain JOIN stack_profile_callsite c ON c.id = chain.id WHERE c.parent_id IS NOT NULL
-)
-SELECT c.id AS callsite_id, c.parent_id, c.depth, coalesce(nullif(coalesce(f.deobfuscated_name, f.name), ''),
-       '(unnamed)') AS function, coalesce(w.bytes, 0) AS self_bytes, coalesce(w.allocations, 0) AS self_count,
-       (:name = '' OR coalesce(f.deobfuscated_name, f.name) GLOB :name) AS matches_name
-FROM chain
-JOIN stack_profile_callsite c ON c.id = chain.id
-JOIN stack_profile_frame f ON f.id = c.frame_id
-LEFT JOIN weight w ON w.callsite_id = c.id
-ORDER BY c.depth, c.id"""
+    unit = "bytes"
+    heading = "Heap Profile"
+    headers = ("Self bytes", "Total bytes", "Total%", "Count", "Function")
+    flame_width = "bytes allocated"
+    functions_step = "Allocations by function"
+    canned_sql = tree_canned_sql(
+        canned_allocations("a.callsite_id"),
+        "coalesce(w.bytes, 0) AS self_bytes, coalesce(w.allocations, 0) AS self_count",
+    )
 
-    def compute(self, run: ReportRun, out: pb.CallTree) -> None:
-        if self.absent(run, out):
-            return
-        fill_call_tree(self, run, out, load_allocations(run)[0], "bytes", "Allocations by function")
+    def callsites(self, run: ReportRun) -> Callsites:
+        return load_allocations(run)[0]
 
-    def tables(self, msg: pb.CallTree, run: ReportRun) -> list[Table]:
-        def cells(n: pb.CallTree.Node) -> list[Cell]:
-            return [
-                Cell(byte_size(n.self_value), title=f"{n.self_value} bytes ({n.self_percent:.1f}%)"),
-                Cell(byte_size(n.total_value), title=f"{n.total_value} bytes"),
-                Cell(fmt.percent(n.total_percent)),
-                Cell(fmt.number(n.total_count), title=f"{n.self_count} self, {n.total_count} total"),
-            ]
+    def total_text(self, total_value: int) -> str:
+        return f"{byte_size(total_value)} allocated"
 
-        what = "callers" if self.bottom else "callees"
-        title = f"Heap Profile {self.name} ({byte_size(msg.total_value)} allocated; children are {what})"
+    def value_cells(self, n: pb.CallTree.Node) -> list[Cell]:
         return [
-            tree_table(
-                msg,
-                title,
-                ("Self bytes", "Total bytes", "Total%", "Count", "Function"),
-                cells,
-                lambda name: self.function_link(run, "bottom-up", name),
-                NOT_PRESENT if msg.not_present else "(no allocations in scope)",
-            )
+            Cell(byte_size(n.self_value), title=f"{n.self_value} bytes ({n.self_percent:.1f}%)"),
+            Cell(byte_size(n.total_value), title=f"{n.total_value} bytes"),
+            Cell(fmt.percent(n.total_percent)),
+            Cell(fmt.number(n.total_count), title=f"{n.self_count} self, {n.total_count} total"),
         ]
 
-    def flames(self, msg: pb.CallTree, run: ReportRun) -> list[Flame]:
-        if not msg.nodes:
-            return []
-
-        def describe(n: pb.CallTree.Node) -> str:
-            return (
-                f"{n.name or UNNAMED}: {byte_size(n.total_value)} allocated ({n.total_percent:.1f}%) in "
-                f"{n.total_count} allocations, self {byte_size(n.self_value)} ({n.self_percent:.1f}%)"
-            )
-
-        kind = "callers below" if self.bottom else "callees below"
-        return [
-            tree_flame(
-                msg,
-                f"Flame graph ({kind}; width = bytes allocated)",
-                describe,
-                lambda name: self.function_link(run, "bottom-up", name),
-            )
-        ]
+    def describe(self, n: pb.CallTree.Node) -> str:
+        return (
+            f"{n.name or UNNAMED}: {byte_size(n.total_value)} allocated ({n.total_percent:.1f}%) in "
+            f"{n.total_count} allocations, self {byte_size(n.self_value)} ({n.self_percent:.1f}%)"
+        )
 
 
 class TopDownView(TreeView):
@@ -286,3 +232,4 @@ class BottomUpView(TreeView):
 
 
 VIEWS = [FunctionsView(), TopDownView(), BottomUpView()]
+DIFFS: list[DiffSpec] = []

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from .. import report_pb2 as pb
 from ..base import ReportRun, Table, View
+from . import NOUNS
 
 # (noun, view, Overview field) in the order the overview shows them.
 SECTIONS = (
@@ -25,27 +28,17 @@ class OverviewView(View):
     result_field = "overview"
     flags = frozenset({"pid", "process", "tid", "thread", "track", "cpu", "time", "min_duration", "min_count"})
 
-    def _sections(self):
-        from . import NOUNS
-
+    def _sections(self) -> Iterator[tuple[str, View, str]]:
         for noun, view, field in SECTIONS:
-            found = NOUNS.get(noun, {}).get(view)
-            if found is not None:
-                yield noun, found, field
+            yield noun, NOUNS[noun][view], field
 
     def compute(self, run: ReportRun, out: pb.Overview) -> None:
-        from .absent import NOT_YET
-
-        shown = set()
         for noun, view, field in self._sections():
             if not view.has_data(run):
                 out.absent.add(noun=noun, reason="not present in this trace")
                 continue
             view.compute(run.section(noun, view.name, view.flags | {"top"}), getattr(out, field))
-            shown.add(noun)
             run.next_step(f"{noun}: {view.title}", run.link(noun, view.name))
-        for noun in NOT_YET:
-            out.absent.add(noun=noun, reason="not present in this trace")
 
     def tables(self, msg: pb.Overview, run: ReportRun) -> list[Table]:
         out: list[Table] = []

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+from typing import Any
 
 from .. import format as fmt
 from .. import report_pb2 as pb
-from ..base import REAL_PROCESS, Cell, ReportRun, Table, View
-from ..filters import Where
-from .tracks import has_view, scoped_link
+from ..base import REAL_PROCESS, Cell, Link, ReportRun, Table, View
+from ..diff_spec import DiffSpec, Measure, diff_link
+from ..filters import CANNED_TOP, PROCESS_FLAGS, Where, canned_sort, optional_terms, owner_terms
+from ..links import glob_escape, scoped_link
 
 TOP_THREADS = 3
 
@@ -53,6 +56,14 @@ def _slice_counts(run: ReportRun, params: dict) -> str:
   WHERE tr.event_type = 'slice'"""
 
 
+# Slices per process from track_slices(utid, upid, slice_count): a thread track's process is its thread's.
+PROCESS_SLICES = """process_slices AS (
+  SELECT coalesce(ts.upid, th.upid) AS upid, sum(ts.slice_count) AS slice_count
+  FROM track_slices ts LEFT JOIN thread th ON th.id = ts.utid
+  GROUP BY 1
+)"""
+
+
 class ProcessesTableView(View):
     noun = "processes"
     name = "table"
@@ -65,6 +76,7 @@ class ProcessesTableView(View):
         "with time, CPU time is clipped to the range and slices that start in it are counted."
     )
     result_field = "processes_table"
+    uses_top = True
     flags = frozenset({"pid", "process", "name", "time", "min_count", "sort"})
     sorts = ("cpu", "slices", "threads", "name", "pid")
     canned_sql = f"""WITH range AS (
@@ -93,11 +105,7 @@ track_slices AS (
            AS slice_count
   FROM track tr WHERE tr.event_type = 'slice'
 ),
-process_slices AS (
-  SELECT coalesce(ts.upid, th.upid) AS upid, sum(ts.slice_count) AS slice_count
-  FROM track_slices ts LEFT JOIN thread th ON th.id = ts.utid
-  GROUP BY 1
-),
+{PROCESS_SLICES},
 processes AS (
   SELECT p.id AS upid, p.pid, p.name,
          (SELECT count(*) FROM thread t WHERE t.upid = p.id) AS thread_count,
@@ -108,20 +116,18 @@ processes AS (
   LEFT JOIN process_cpu c ON c.upid = p.id
   LEFT JOIN process_slices ps ON ps.upid = p.id, range
   WHERE {REAL_PROCESS.format(p="p")}
-    AND (:pid = '' OR p.pid = :pid)
-    AND (:process = '' OR p.name GLOB :process)
-    AND (:name = '' OR p.name GLOB :name)
+    AND {optional_terms((*PROCESS_FLAGS, "name"), name="p.name GLOB :name")}
 )
 SELECT * FROM processes
 WHERE slice_count >= coalesce(CAST(nullif(:min_count, '') AS INTEGER), 0)
-ORDER BY CASE coalesce(nullif(:sort, ''), 'cpu') WHEN 'cpu' THEN -cpu_time WHEN 'slices' THEN -slice_count
+ORDER BY CASE {canned_sort(sorts[0])} WHEN 'cpu' THEN -cpu_time WHEN 'slices' THEN -slice_count
                                                  WHEN 'threads' THEN -thread_count END,
-         CASE coalesce(nullif(:sort, ''), 'cpu') WHEN 'name' THEN name IS NULL END,
-         CASE coalesce(nullif(:sort, ''), 'cpu') WHEN 'name' THEN name END,
-         CASE WHEN coalesce(nullif(:sort, ''), 'cpu') IN ('cpu', 'slices', 'threads') THEN -cpu_time END,
-         CASE WHEN coalesce(nullif(:sort, ''), 'cpu') IN ('cpu', 'slices', 'threads') THEN -slice_count END,
+         CASE {canned_sort(sorts[0])} WHEN 'name' THEN name IS NULL END,
+         CASE {canned_sort(sorts[0])} WHEN 'name' THEN name END,
+         CASE WHEN {canned_sort(sorts[0])} IN ('cpu', 'slices', 'threads') THEN -cpu_time END,
+         CASE WHEN {canned_sort(sorts[0])} IN ('cpu', 'slices', 'threads') THEN -slice_count END,
          pid, upid
-LIMIT coalesce(nullif(:top, ''), 10)"""
+LIMIT {CANNED_TOP}"""
 
     def has_data(self, run: ReportRun) -> bool:
         real = REAL_PROCESS.format(p="p")
@@ -134,10 +140,7 @@ LIMIT coalesce(nullif(:top, ''), 10)"""
         params: dict = {}
         w = Where()
         w.add(REAL_PROCESS.format(p="p"))
-        if s.pid is not None:
-            w.add("p.pid = :pid", pid=s.pid)
-        if s.process is not None:
-            w.add("p.name GLOB :process", process=s.process)
+        w.extend(owner_terms(run, threads=False))
         if s.name is not None:
             w.add("p.name GLOB :name", name=s.name)
         params.update(w.params)
@@ -158,11 +161,7 @@ process_cpu AS (
 track_slices AS (
   {_slice_counts(run, params)}
 ),
-process_slices AS (
-  SELECT coalesce(ts.upid, th.upid) AS upid, sum(ts.slice_count) AS slice_count
-  FROM track_slices ts LEFT JOIN thread th ON th.id = ts.utid
-  GROUP BY 1
-),
+{PROCESS_SLICES},
 processes AS (
   SELECT p.id AS upid, p.pid, p.name,
          (SELECT count(*) FROM thread t WHERE t.upid = p.id) AS thread_count,
@@ -236,7 +235,7 @@ ORDER BY upid, rank""",
             value = t["cpu_time"] if has_sched else t["slice_count"]
             by_upid[t["upid"]].top_threads.add(name=f"{t['name'] or '?'} [{t['tid']}]", value=value)
 
-    def _orphans(self, run: ReportRun, first_row) -> None:
+    def _orphans(self, run: ReportRun, first_row: sqlite3.Row | None) -> None:
         """Threads that ran but belong to no known process: a footnote, not silently dropped."""
         if first_row is None:  # no process rows to carry the figures: ask for them alone
             params: dict = {}
@@ -250,7 +249,7 @@ FROM thread_cpu tc JOIN thread th ON th.id = tc.utid
 WHERE th.upid IS NULL AND tc.cpu_time > 0""",
                 params,
             )[0]
-        if first_row["orphan_threads"] and has_view("scheduling", "summary"):
+        if first_row["orphan_threads"]:
             n = first_row["orphan_threads"]
             run.footnote(
                 f"{n} thread{'' if n == 1 else 's'} with no known process ran for "
@@ -260,20 +259,19 @@ WHERE th.upid IS NULL AND tc.cpu_time > 0""",
 
     def _next_steps(self, run: ReportRun, top: pb.ProcessesTable.Row, has_sched: bool) -> None:
         label = f"{top.name or '?'} [{top.pid}]"
-        if top.slice_count and has_view("slices", "table"):
+        if top.slice_count:
             run.next_step(f"Slices of {label}", scoped_link(run, "slices", "table", pid=str(top.pid)))
-        if has_sched and has_view("scheduling", "summary"):
+        if has_sched:
             run.next_step(
                 f"Scheduling of {label}'s threads", scoped_link(run, "scheduling", "summary", pid=str(top.pid))
             )
         run.next_step(f"Tracks of {label}", scoped_link(run, "tracks", "table", pid=str(top.pid)))
-        if has_view("counters", "list"):
-            run.next_step(f"Counters of {label}", scoped_link(run, "counters", "list", pid=str(top.pid)))
+        run.next_step(f"Counters of {label}", scoped_link(run, "counters", "list", pid=str(top.pid)))
 
-    def _drill(self, run: ReportRun, row: pb.ProcessesTable.Row, has_sched: bool):
-        if row.slice_count and has_view("slices", "table"):
+    def _drill(self, run: ReportRun, row: pb.ProcessesTable.Row, has_sched: bool) -> Link:
+        if row.slice_count:
             return scoped_link(run, "slices", "table", pid=str(row.pid))
-        if has_sched and row.cpu_time and has_view("scheduling", "summary"):
+        if has_sched and row.cpu_time:
             return scoped_link(run, "scheduling", "summary", pid=str(row.pid))
         return scoped_link(run, "tracks", "table", pid=str(row.pid))
 
@@ -314,4 +312,47 @@ WHERE th.upid IS NULL AND tc.cpu_time > 0""",
         ]
 
 
+class ProcessesDiff(DiffSpec):
+    noun, view, field = "processes", "table", "processes_table_diff"
+    title, what = "Processes", "process names"
+    key_fields, key_headers = ("name",), ("Process",)
+    measures = (
+        Measure("cpu_time", "CPU", "duration"),
+        Measure("slice_count", "slices", "count"),
+        Measure("thread_count", "threads", "count"),
+        Measure("percent_of_trace", "% of trace", "percent"),
+    )
+    sorts = {"cpu": "cpu_time", "slices": "slice_count", "threads": "thread_count", "name": ""}
+    display = ("cpu_time", "slice_count")
+    row_filters = {"min_count": "slice_count"}
+    summed_ids = ("upid", "pid", "top_threads")
+
+    def key(self, row: Any) -> tuple[str, ...]:
+        return (row.name,)
+
+    @staticmethod
+    def _has_sched(msg: Any) -> bool:
+        return msg is not None and msg.top_threads_by == "cpu_time"
+
+    def default_sort(self, base_msg: Any, target_msg: Any) -> str:
+        # Without scheduling data on either side every CPU time is 0: slices move instead.
+        return "cpu" if self._has_sched(base_msg) or self._has_sched(target_msg) else "slices"
+
+    def display_of(self, out: Any) -> tuple[str, ...]:
+        return self.display if out.top_threads_by == "cpu_time" else ("slice_count", "thread_count")
+
+    def fill_extra(self, out: Any, base_msg: Any, target_msg: Any) -> None:
+        sched = self._has_sched(base_msg) or self._has_sched(target_msg)
+        out.top_threads_by = "cpu_time" if sched else "slice_count"
+
+    def key_cells(self, row: Any, run: ReportRun, out: Any) -> list[Cell]:
+        return [
+            Cell(
+                row.name or "(no name)",
+                diff_link(run, row, "processes", "table", process=glob_escape(row.name)) if row.name else None,
+            )
+        ]
+
+
 VIEWS = [ProcessesTableView()]
+DIFFS = [ProcessesDiff()]

@@ -7,12 +7,31 @@ and a row still open at the end of the trace (dur -1) lasts to the end of the ra
 
 from __future__ import annotations
 
+import sqlite3
+from typing import Any
+
 from .. import format as fmt
 from .. import report_pb2 as pb
 from ..base import Bar, Cell, Chart, Link, ReportRun, Table, View
-from ..filters import Where, owner_terms
+from ..diff_spec import DiffSpec, Measure, diff_link
+from ..filters import (
+    CANNED_NICE,
+    CANNED_RANGE,
+    CANNED_TOP,
+    OWNER_FLAGS,
+    PROCESS_FLAGS,
+    THREAD_FLAGS,
+    Where,
+    canned_sort,
+    flag_terms,
+    optional_terms,
+    owner_terms,
+    subquery,
+    unset,
+)
+from ..links import glob_escape, view_link
 from ..scope import ReportError
-from .slices import CANNED_NICE, CANNED_RANGE, bucket_range, cells_per_bucket, view_link
+from .slices import bucket_range, cells_per_bucket
 
 RUNNABLE_STATES = ("R", "R+")
 # Dead tasks (X, Z, x) are neither runnable nor sleeping; every other non-running state sleeps.
@@ -81,16 +100,7 @@ def in_range(run: ReportRun, alias: str) -> str:
 
 def thread_filter(run: ReportRun) -> Where | None:
     """The threads the pid/process/tid/thread flags select, as a subquery of utids (None: every thread)."""
-    w = owner_terms(run)
-    if not w.terms:
-        return None
-    w.terms = [
-        f"""(
-  SELECT th.id FROM thread th
-  LEFT JOIN process p ON p.id = th.upid
-  {w.sql().replace(chr(10), chr(10) + "  ")})"""
-    ]
-    return w
+    return subquery(owner_terms(run), "SELECT th.id FROM thread th\nLEFT JOIN process p ON p.id = th.upid")
 
 
 def cpu_filter(run: ReportRun, alias: str) -> Where | None:
@@ -129,10 +139,9 @@ def has_sched(run: ReportRun) -> bool:
 CANNED_END = "CASE WHEN {a}.dur < 0 THEN range_end ELSE {a}.ts + {a}.dur END"
 CANNED_CLIPPED = f"max(min({CANNED_END}, range_end) - max({{a}}.ts, range_start), 0)"
 CANNED_ON_CPU = "(:cpu = '' OR {a}.ucpu IN (SELECT id FROM cpu WHERE cpu = CAST(:cpu AS INTEGER)))"
-CANNED_THREADS = """(:pid = '' AND :process = '' AND :tid = '' AND :thread = ''
-       OR {a}.utid IN (SELECT th.id FROM thread th LEFT JOIN process p ON p.id = th.upid
-                       WHERE (:pid = '' OR p.pid = :pid) AND (:process = '' OR p.name GLOB :process)
-                         AND (:tid = '' OR th.tid = :tid) AND (:thread = '' OR th.name GLOB :thread)))"""
+CANNED_THREADS = f"""({unset(OWNER_FLAGS)}
+       OR {{a}}.utid IN (SELECT th.id FROM thread th LEFT JOIN process p ON p.id = th.upid
+                       WHERE {optional_terms(OWNER_FLAGS, " " * 25)}))"""
 
 
 # -- summary ----------------------------------------------------------------------------------
@@ -149,6 +158,7 @@ class SchedulingSummaryView(View):
         "that CPU and the threads that ran there; min_duration hides rows with less CPU time."
     )
     result_field = "scheduling_summary"
+    uses_top = True
     flags = frozenset({"pid", "process", "tid", "thread", "cpu", "time", "sort", "group_by", "min_duration"})
     sorts = ("cpu", "runnable", "sleeping", "name")
     canned_sql = f"""WITH {CANNED_RANGE},
@@ -197,10 +207,10 @@ SELECT name, tid, pid, process, cpu_time, runnable, sleeping,
        round(100.0 * cpu_time / max(range_end - range_start, 1), 1) AS percent_of_trace
 FROM grouped, range
 WHERE :min_duration = '' OR cpu_time >= report_duration(:min_duration)
-ORDER BY CASE coalesce(nullif(:sort, ''), 'cpu') WHEN 'cpu' THEN -cpu_time WHEN 'runnable' THEN -runnable
+ORDER BY CASE {canned_sort(sorts[0])} WHEN 'cpu' THEN -cpu_time WHEN 'runnable' THEN -runnable
                                                WHEN 'sleeping' THEN -sleeping END,
          CASE WHEN :sort = 'name' THEN name IS NULL END, CASE WHEN :sort = 'name' THEN name END, key
-LIMIT coalesce(nullif(:top, ''), 10)"""
+LIMIT {CANNED_TOP}"""
 
     def has_data(self, run: ReportRun) -> bool:
         return has_sched(run)
@@ -585,6 +595,14 @@ per_thread AS (
 # -- inspect ----------------------------------------------------------------------------------
 
 
+# A thread's states with their CPU and waker (the inspect view reads those around ts).
+_STATE_ROWS = """  SELECT x.id, x.ts, x.dur, x.state, x.ucpu, c.cpu, x.blocked_function, x.io_wait, x.waker_utid,
+         w.name AS waker, w.tid AS waker_tid
+  FROM thread_state x
+  LEFT JOIN cpu c ON c.id = x.ucpu
+  LEFT JOIN thread w ON w.id = x.waker_utid"""
+
+
 class SchedulingInspectView(View):
     noun = "scheduling"
     name = "inspect"
@@ -597,7 +615,7 @@ class SchedulingInspectView(View):
     result_field = "scheduling_inspect"
     flags = frozenset({"pid", "process", "tid", "thread", "ts"})
     required = ("ts",)
-    canned_sql = """-- The thread's states around ts, the one at ts marked: state, CPU, how a run ended, the kernel
+    canned_sql = f"""-- The thread's states around ts, the one at ts marked: state, CPU, how a run ended, the kernel
 -- function it blocked in and who woke it. The report reads from them why the thread was (not) running
 -- then; among several matching threads it takes the one alive at ts (and fails if that is not one).
 WITH at AS (SELECT (SELECT report_time(:ts)) AS ts),
@@ -605,8 +623,7 @@ picked AS (
   SELECT th.id AS utid
   FROM thread th LEFT JOIN process p ON p.id = th.upid, at
   WHERE th.id != 0 AND (:tid != '' OR :thread != '')
-    AND (:tid = '' OR th.tid = :tid) AND (:thread = '' OR th.name GLOB :thread)
-    AND (:pid = '' OR p.pid = :pid) AND (:process = '' OR p.name GLOB :process)
+    AND {optional_terms(THREAD_FLAGS + PROCESS_FLAGS)}
   ORDER BY (th.start_ts IS NULL OR th.start_ts <= at.ts) AND (th.end_ts IS NULL OR th.end_ts > at.ts)
              AND coalesce((SELECT x.dur < 0 OR x.ts + x.dur > at.ts FROM thread_state x
                            WHERE x.utid = th.id AND x.ts <= at.ts ORDER BY x.ts DESC LIMIT 1), 0) DESC,
@@ -656,24 +673,16 @@ ORDER BY x.ts, x.id"""
         out.pid = thread["pid"] or 0
         states = run.query(
             "the thread's states around ts",
-            """WITH here AS (
+            f"""WITH here AS (
   SELECT id, ts FROM thread_state WHERE utid = :utid AND ts <= :ts ORDER BY ts DESC, id DESC LIMIT 1
 )
 SELECT * FROM (
-  SELECT x.id, x.ts, x.dur, x.state, x.ucpu, c.cpu, x.blocked_function, x.io_wait, x.waker_utid,
-         w.name AS waker, w.tid AS waker_tid
-  FROM thread_state x
-  LEFT JOIN cpu c ON c.id = x.ucpu
-  LEFT JOIN thread w ON w.id = x.waker_utid
+{_STATE_ROWS}
   WHERE x.utid = :utid AND (x.ts, x.id) < (SELECT ts, id FROM here) ORDER BY x.ts DESC, x.id DESC LIMIT 2
 )
 UNION ALL
 SELECT * FROM (
-  SELECT x.id, x.ts, x.dur, x.state, x.ucpu, c.cpu, x.blocked_function, x.io_wait, x.waker_utid,
-         w.name AS waker, w.tid AS waker_tid
-  FROM thread_state x
-  LEFT JOIN cpu c ON c.id = x.ucpu
-  LEFT JOIN thread w ON w.id = x.waker_utid
+{_STATE_ROWS}
   WHERE x.utid = :utid AND (x.ts, x.id) >= (SELECT ts, id FROM here) ORDER BY x.ts, x.id LIMIT 3
 )
 ORDER BY ts, id""",
@@ -726,19 +735,11 @@ LIMIT 1""",
                 out.wakeup_latency = wake["dur"]  # runnable until the next Running
         self._next_steps(run, out)
 
-    def _thread(self, run: ReportRun, at: int):
+    def _thread(self, run: ReportRun, at: int) -> sqlite3.Row:
         """The one thread the flags select; among several (a reused tid, a shared name), the one alive
         at ts; else a ReportError listing them."""
         s = run.scope
-        w = Where()
-        if s.tid is not None:
-            w.add("th.tid = :tid", tid=s.tid)
-        if s.thread is not None:
-            w.add("th.name GLOB :thread", thread=s.thread)
-        if s.pid is not None:
-            w.add("p.pid = :pid", pid=s.pid)
-        if s.process is not None:
-            w.add("p.name GLOB :process", process=s.process)
+        w = flag_terms(run, THREAD_FLAGS + PROCESS_FLAGS)  # threads first: the thread is what is looked for
         w.add("th.id != 0")
         found = run.query(
             "threads matching the flags",
@@ -845,4 +846,59 @@ LIMIT :limit""",
         return [Table(title, ("Field", "Value"), rows, align="ll")]
 
 
+class SchedulingDiff(DiffSpec):
+    noun, view, field = "scheduling", "summary", "scheduling_summary_diff"
+    title, what = "Scheduling", "threads"
+    key_fields, key_headers = ("name", "process"), ("Thread", "Process")
+    measures = (
+        Measure("cpu_time", "CPU", "duration"),
+        Measure("runnable", "runnable", "duration"),
+        Measure("sleeping", "sleeping", "duration"),
+        Measure("percent_of_trace", "% of trace", "percent"),
+    )
+    sorts = {"cpu": "cpu_time", "runnable": "runnable", "sleeping": "sleeping", "name": ""}
+    display = ("cpu_time", "runnable")
+    row_filters = {"min_duration": "cpu_time"}
+    summed_ids = ("tid", "pid")
+
+    def key(self, row: Any) -> tuple[str, ...]:
+        return (row.name, row.process)
+
+    def fill_extra(self, out: Any, base_msg: Any, target_msg: Any) -> None:
+        msg = target_msg if target_msg is not None else base_msg
+        out.group_by = msg.group_by if msg is not None else "thread"
+        out.baseline_cpu_count = base_msg.cpu_count if base_msg is not None else 0
+        out.target_cpu_count = target_msg.cpu_count if target_msg is not None else 0
+
+    def what_of(self, out: Any) -> str:
+        return "processes" if out.group_by == "process" else "threads"
+
+    def table(self, out: Any, run: ReportRun, moved_only: bool = False) -> Table:
+        table = super().table(out, run, moved_only)
+        if out.group_by == "process":  # the key is the process: no thread column
+            table.headers = ("Process",) + tuple(table.headers[2:])
+            table.rows = [row[1:] for row in table.rows]
+            table.align = table.align[1:]
+        return table
+
+    def key_cells(self, row: Any, run: ReportRun, out: Any) -> list[Cell]:
+        if out.group_by == "process":
+            link = (
+                diff_link(run, row, "scheduling", "summary", process=glob_escape(row.name), group_by=None)
+                if row.name != "(no process)"
+                else None
+            )
+            return [Cell(""), Cell(row.name, link)]
+        link = diff_link(
+            run,
+            row,
+            "scheduling",
+            "timeline",
+            thread=glob_escape(row.name),
+            **({"process": glob_escape(row.process)} if row.process else {}),
+        )
+        return [Cell(row.name or "?", link if row.name else None), Cell(row.process or "-")]
+
+
 VIEWS = [SchedulingSummaryView(), SchedulingTimelineView(), SchedulingInspectView()]
+DIFFS = [SchedulingDiff()]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import math
-import re
+import sqlite3
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,13 +13,35 @@ from ...schema import REPORT_CELL_MIN_COUNT
 from .. import format as fmt
 from .. import report_pb2 as pb
 from ..base import Bar, Cell, Chart, Link, ReportRun, Table, View, percentile_index
-from ..filters import SLICE_FROM, Where
+from ..diff_spec import DiffSpec, Measure, diff_link
+from ..filters import (
+    CANNED_NICE,
+    CANNED_RANGE,
+    CANNED_TOP,
+    TRACK_FLAGS,
+    Where,
+    canned_sort,
+    flag_terms,
+    optional_terms,
+    subquery,
+    unset,
+)
+from ..links import glob_escape, view_link
 from ..scope import ReportError
 
+# slice → its track → the track's thread and process (a thread track's process is its thread's). Joined on
+# the tables' ids: utid/upid are generated aliases with no index, which costs an automatic index per query.
+SLICE_FROM = """FROM slice s
+JOIN track tr ON tr.id = s.track_id
+LEFT JOIN thread th ON th.id = tr.utid
+LEFT JOIN process p ON p.id = coalesce(tr.upid, th.upid)"""
+
+# The flags every slices view takes.
+SCOPE_FLAGS = frozenset({*TRACK_FLAGS, "time", "name", "min_duration"})
 SORT_COLUMNS = {"dur": "total_dur DESC", "count": "count DESC", "max": "max_dur DESC", "name": "name"}
 
 
-def fill_instance(out: pb.SliceInstance, row) -> None:
+def fill_instance(out: pb.SliceInstance, row: sqlite3.Row) -> None:
     out.id = row["id"]
     out.ts = row["ts"]
     out.dur = row["dur"]
@@ -29,33 +52,6 @@ def fill_instance(out: pb.SliceInstance, row) -> None:
     out.tid = row["tid"] or 0
     out.process = row["process"] or ""
     out.pid = row["pid"] or 0
-
-
-# Views whose output the top flag sizes; links to others drop it.
-USES_TOP = {
-    ("slices", "table"),
-    ("slices", "inspect"),
-    ("scheduling", "summary"),
-    ("processes", "table"),
-    ("tracks", "table"),
-    ("counters", "list"),
-}
-
-
-def view_link(run: ReportRun, noun: str, view: str, **changes: str | None) -> Link:
-    """A link to (noun, view) keeping the flags of this report that the view takes, with `changes`
-    applied (None drops a flag)."""
-    from . import NOUNS
-
-    target = NOUNS.get(noun, {}).get(view)
-    allowed = (target.flags if target is not None else frozenset()) | ({"top"} if (noun, view) in USES_TOP else set())
-    params = {k: v for k, v in run.scope.to_params().items() if k in allowed}
-    for key, value in changes.items():
-        if value is None:
-            params.pop(key, None)
-        else:
-            params[key] = str(value)
-    return Link.to(noun, view, params)
 
 
 def instance_where(inst: pb.SliceInstance) -> str:
@@ -69,27 +65,15 @@ def instance_where(inst: pb.SliceInstance) -> str:
 
 # -- canned queries: each view's SQL with every flag an optional :named parameter ('' = not set) ----------
 
-CANNED_RANGE = """range AS (
-  SELECT coalesce((SELECT report_range_start(:time)), trace_start()) AS range_start,
-         coalesce((SELECT report_range_end(:time)), trace_end()) AS range_end
-)"""
-# The smallest 1, 2, 2.5 or 5 x 10^k not below a value is the smallest `nice` row not below it (bucket widths).
-CANNED_NICE = """power(v) AS (SELECT 1 UNION ALL SELECT v * 10 FROM power WHERE v < 100000000000000000),
-nice(v) AS (
-  SELECT p.v * m.c / 10 FROM power p, (SELECT 10 AS c UNION ALL SELECT 20 UNION ALL SELECT 25 UNION ALL SELECT 50) m
-  WHERE p.v * m.c % 10 = 0
-)"""
-_CANNED_NO_OWNER = "(:pid = '' AND :process = '' AND :tid = '' AND :thread = '' AND :track = '')"
+_CANNED_NO_OWNER = f"({unset(TRACK_FLAGS)})"
 # The names `name` selects: the name equal to it, else every name the glob matches (the report needs
 # exactly one and fails otherwise; here they are pooled).
 _CANNED_NAMES = """(SELECT c.name FROM report_slice_name c WHERE c.name = :name
                      OR (c.name GLOB :name AND NOT EXISTS (SELECT 1 FROM report_slice_name e WHERE e.name = :name)))"""
-_CANNED_OWNER_TRACKS = """(SELECT tr.id FROM track tr
+_CANNED_OWNER_TRACKS = f"""(SELECT tr.id FROM track tr
                        LEFT JOIN thread th ON th.id = tr.utid
                        LEFT JOIN process p ON p.id = coalesce(tr.upid, th.upid)
-                       WHERE (:pid = '' OR p.pid = :pid) AND (:process = '' OR p.name GLOB :process)
-                         AND (:tid = '' OR th.tid = :tid) AND (:thread = '' OR th.name GLOB :thread)
-                         AND (:track = '' OR tr.name GLOB :track))"""
+                       WHERE {optional_terms(TRACK_FLAGS, " " * 25)})"""
 # An instance clipped to the range and the bucket it starts in (timeline, with layout).
 _CANNED_PIECE_COLUMNS = """max(s.ts, range_start) AS piece_start, min(s.ts + max(s.dur, 0), range_end) AS instance_end,
          min(n - 1, (max(s.ts, range_start) - range_start) / bucket_dur) AS bucket"""
@@ -129,13 +113,23 @@ def canned_instances(columns: str, range_table: str = "range", unless: str = "",
     )
 
 
+# The flags on a slice s and its owners (as SLICE_FROM joins them).
+_CANNED_SLICE_TERMS = optional_terms(
+    (*TRACK_FLAGS, "time", "name", "min_duration"),
+    time="(s.ts < (SELECT report_range_end(:time)) AND s.ts + max(s.dur, 0) >= (SELECT report_range_start(:time)))",
+    name="s.name GLOB :name",
+    min_duration="s.dur >= report_duration(:min_duration)",
+)
+
+
 class SlicesTableView(View):
     noun = "slices"
     name = "table"
     title = "Slices by name"
     description = "Count, total and maximum duration of each slice name."
     result_field = "slices_table"
-    flags = frozenset({"pid", "process", "tid", "thread", "track", "time", "name", "min_duration", "min_count", "sort"})
+    uses_top = True
+    flags = SCOPE_FLAGS | {"min_count", "sort"}
     sorts = ("dur", "count", "max", "name")
     canned_sql = f"""WITH by_name AS (
   -- The whole trace: the per-name aggregates precomputed at import; else the slices in scope.
@@ -146,15 +140,7 @@ class SlicesTableView(View):
   SELECT s.name, count(*), sum(max(s.dur, 0)), max(s.dur), s.id
   {SLICE_FROM.replace(chr(10), chr(10) + "  ")}
   WHERE NOT ({_CANNED_NO_OWNER} AND :time = '' AND :min_duration = '')
-    AND (:pid = '' OR p.pid = :pid)
-    AND (:process = '' OR p.name GLOB :process)
-    AND (:tid = '' OR th.tid = :tid)
-    AND (:thread = '' OR th.name GLOB :thread)
-    AND (:track = '' OR tr.name GLOB :track)
-    AND (:time = '' OR (s.ts < (SELECT report_range_end(:time))
-                        AND s.ts + max(s.dur, 0) >= (SELECT report_range_start(:time))))
-    AND (:name = '' OR s.name GLOB :name)
-    AND (:min_duration = '' OR s.dur >= report_duration(:min_duration))
+    AND {_CANNED_SLICE_TERMS}
   GROUP BY s.name
 )
 SELECT b.name, b.count, b.total_dur,
@@ -167,9 +153,9 @@ LEFT JOIN slice m ON m.id = b.max_slice_id
 LEFT JOIN track tr ON tr.id = m.track_id
 LEFT JOIN thread th ON th.id = tr.utid
 WHERE b.count >= CAST(coalesce(nullif(:min_count, ''), 0) AS INTEGER)
-ORDER BY CASE coalesce(nullif(:sort, ''), 'dur') WHEN 'dur' THEN -b.total_dur WHEN 'count' THEN -b.count
+ORDER BY CASE {canned_sort(sorts[0])} WHEN 'dur' THEN -b.total_dur WHEN 'count' THEN -b.count
                                                 WHEN 'max' THEN -b.max_dur END, b.name
-LIMIT coalesce(nullif(:top, ''), 10)"""
+LIMIT {CANNED_TOP}"""
 
     def has_data(self, run: ReportRun) -> bool:
         return bool(run.value("any slice", "SELECT EXISTS(SELECT 1 FROM slice)"))
@@ -276,46 +262,10 @@ LIMIT :top""",
         ]
 
 
-def fill_duration_stats_sql(
-    run: ReportRun, out: pb.DurationStats, name: str, min_duration, count: int, total: int, max_dur: int
-) -> None:
-    """DurationStats of one name's slices (at least min_duration long); count/total/max are known.
-    min and each percentile are one step down the (name, dur) index."""
-    if not count:
-        return
-    out.count, out.total, out.max = count, total, max(max_dur, 0)
-    out.avg = total // count
-    ranks = {p: percentile_index(count, p) for p in (0, 50, 95, 99)}
-    floor = " AND dur >= :min_duration" if min_duration is not None else ""
-    params = {"slice_name": name, **{f"rank_{p}": k for p, k in ranks.items()}}
-    if min_duration is not None:
-        params["min_duration"] = min_duration
-    row = run.query(
-        f"duration percentiles of {name}",
-        "SELECT "
-        + ",\n       ".join(
-            f"(SELECT max(dur, 0) FROM slice WHERE name = :slice_name{floor} ORDER BY dur LIMIT 1 OFFSET :rank_{p})"
-            f" AS p{p}"
-            for p in ranks
-        ),
-        params,
-    )[0]
-    out.min, out.p50, out.p95, out.p99 = row["p0"], row["p50"], row["p95"], row["p99"]
-
-
 # -- shared by the slices views ---------------------------------------------------------------
-
-# The owner of a slice's track: its thread, else its process (a thread track's process is the thread's).
-# Joined on the tables' ids (utid/upid are unindexed aliases).
-INSTANCE_FROM = """FROM slice s
-JOIN track tr ON tr.id = s.track_id
-LEFT JOIN thread th ON th.id = tr.utid
-LEFT JOIN process p ON p.id = coalesce(tr.upid, th.upid)"""
 
 INSTANCE_COLUMNS = """s.id, s.ts, s.dur, s.name, s.depth, tr.name AS track, th.name AS thread, th.tid,
        p.name AS process, p.pid"""
-
-TRACK_FLAGS = ("pid", "process", "tid", "thread", "track")
 
 
 def is_narrowed(run: ReportRun) -> bool:
@@ -326,28 +276,12 @@ def is_narrowed(run: ReportRun) -> bool:
 
 def owner_tracks(run: ReportRun) -> Where | None:
     """The tracks the owner flags select, as a subquery (None when no owner flag is set)."""
-    s = run.scope
-    owner = Where()
-    if s.pid is not None:
-        owner.add("p.pid = :pid", pid=s.pid)
-    if s.process is not None:
-        owner.add("p.name GLOB :process", process=s.process)
-    if s.tid is not None:
-        owner.add("th.tid = :tid", tid=s.tid)
-    if s.thread is not None:
-        owner.add("th.name GLOB :thread", thread=s.thread)
-    if s.track is not None:
-        owner.add("tr.name GLOB :track", track=s.track)
-    if not owner.terms:
-        return None
-    owner.terms = [
-        f"""(
-  SELECT tr.id FROM track tr
-  LEFT JOIN thread th ON th.id = tr.utid
-  LEFT JOIN process p ON p.id = coalesce(tr.upid, th.upid)
-  {owner.sql().replace(chr(10), chr(10) + "  ")})"""
-    ]
-    return owner
+    return subquery(
+        flag_terms(run, TRACK_FLAGS),
+        """SELECT tr.id FROM track tr
+LEFT JOIN thread th ON th.id = tr.utid
+LEFT JOIN process p ON p.id = coalesce(tr.upid, th.upid)""",
+    )
 
 
 def scope_where(run: ReportRun, name: bool = True) -> Where:
@@ -401,7 +335,7 @@ def name_where(
     """
     s = run.scope
     terms: dict[str, tuple[str, dict]] = {"name": ("{+}s.name = :slice_name", {"slice_name": sn.name})}
-    cost = {"name": sn.count}
+    cost: dict[str, float] = {"name": sn.count}
     longest = max(sn.max_dur or 0, 0)
     owner = owner_tracks(run)
     if owner is not None:
@@ -458,7 +392,7 @@ def fetch_instances(run: ReportRun, purpose: str, ids: list[int]) -> dict[int, A
     rows = run.query(
         purpose,
         f"""SELECT {INSTANCE_COLUMNS}
-{INSTANCE_FROM}
+{SLICE_FROM}
 WHERE s.id IN (SELECT value FROM json_each(:ids))""",
         {"ids": json.dumps(ids)},
     )
@@ -630,7 +564,7 @@ WHERE r.rank IN (SELECT rank FROM wanted)
 
 
 def _fill_stats(
-    out: pb.DurationStats, known: tuple[int, int, int], at_rank: dict[int, int | None], with_ranks: bool = True
+    out: pb.DurationStats, known: tuple[int, int, int], at_rank: Mapping[int, int | None], with_ranks: bool = True
 ) -> None:
     n, total, longest = known
     out.count = n
@@ -649,11 +583,6 @@ def owner_link_params(inst: pb.SliceInstance) -> dict[str, str | None]:
     if inst.pid or inst.process:
         return {"pid": str(inst.pid)}
     return {"track": glob_escape(inst.track)} if inst.track else {}
-
-
-def glob_escape(text: str) -> str:
-    """A glob matching exactly `text`."""
-    return re.sub(r"([*?\[])", r"[\1]", text)
 
 
 def ts_window(run: ReportRun) -> tuple[int, int]:
@@ -764,7 +693,7 @@ class SlicesHistogramView(View):
         "count as 0."
     )
     result_field = "slices_histogram"
-    flags = frozenset({"pid", "process", "tid", "thread", "track", "time", "name", "min_duration", "buckets"})
+    flags = SCOPE_FLAGS | {"buckets"}
     required = ("name",)
     canned_sql = f"""WITH RECURSIVE {CANNED_RANGE},
 {CANNED_NICE},
@@ -884,7 +813,7 @@ GROUP BY bucket""",
         longest = run.query(
             "the longest instance",
             f"""SELECT {INSTANCE_COLUMNS}
-{INSTANCE_FROM}
+{SLICE_FROM}
 {w.sql()}
 ORDER BY s.dur DESC, s.id DESC
 LIMIT 1""",
@@ -930,7 +859,7 @@ class SlicesTimelineView(View):
         "the most of that time. name must match exactly one slice name."
     )
     result_field = "slices_timeline"
-    flags = frozenset({"pid", "process", "tid", "thread", "track", "time", "name", "min_duration", "buckets"})
+    flags = SCOPE_FLAGS | {"buckets"}
     required = ("name",)
     canned_sql = f"""-- Per bucket the instances starting in it and the time they cover inside it; the report also
 -- names the threads with the most of that time.
@@ -1135,7 +1064,8 @@ class SlicesInspectView(View):
         "children. name must match exactly one slice name."
     )
     result_field = "slices_inspect"
-    flags = frozenset({"pid", "process", "tid", "thread", "track", "time", "ts", "name", "min_duration"})
+    uses_top = True
+    flags = SCOPE_FLAGS | {"ts"}
     required = ("name",)
     canned_sql = f"""-- The matching instances, longest first, with how many match. ts picks those starting then
 -- (an offset in s or ms covers the microsecond around it), else those running then. The report
@@ -1163,7 +1093,7 @@ picked AS (
 longest AS (
   SELECT id, count(*) OVER () AS matched FROM picked
   ORDER BY dur DESC, id DESC
-  LIMIT coalesce(nullif(:top, ''), 10)
+  LIMIT {CANNED_TOP}
 )
 SELECT {INSTANCE_COLUMNS}, longest.matched
 FROM longest
@@ -1191,7 +1121,7 @@ ORDER BY s.dur DESC, s.id DESC"""
         rows = run.query(
             "the longest instances",
             f"""SELECT {INSTANCE_COLUMNS}, s.arg_set_id, s.parent_id
-{INSTANCE_FROM}
+{SLICE_FROM}
 {w.sql()}
 ORDER BY s.dur DESC, s.id DESC
 LIMIT :top""",
@@ -1219,7 +1149,7 @@ LIMIT :top""",
                 )
             run.next_step(f"Distribution of {name} durations", view_link(run, "slices", "histogram", name=name))
 
-    def _detail(self, run: ReportRun, out: pb.SlicesInspect, row) -> None:
+    def _detail(self, run: ReportRun, out: pb.SlicesInspect, row: sqlite3.Row) -> None:
         fill_instance(out.slice, row)
         out.self_dur = (
             run.value(
@@ -1249,7 +1179,7 @@ ORDER BY id""",
   SELECT s.parent_id FROM slice s JOIN ancestor a ON s.id = a.id WHERE s.parent_id IS NOT NULL
 )
 SELECT {INSTANCE_COLUMNS}
-{INSTANCE_FROM}
+{SLICE_FROM}
 WHERE s.id IN (SELECT id FROM ancestor)
 ORDER BY s.depth""",
             {"id": row["id"]},
@@ -1258,7 +1188,7 @@ ORDER BY s.depth""",
         children = run.query(
             "children, in time order",
             f"""SELECT {INSTANCE_COLUMNS}, count(*) OVER () AS total
-{INSTANCE_FROM}
+{SLICE_FROM}
 WHERE s.parent_id = :id
 ORDER BY s.ts, s.id
 LIMIT :top""",
@@ -1308,34 +1238,49 @@ LIMIT :top""",
                 empty="(no args)",
             )
         )
-        out.append(
-            Table(
-                "Ancestors (outermost first)",
-                ("Depth", "Name", "Ts", "Dur"),
-                [self._relative(run, a) for a in msg.ancestors],
-                align="rlrr",
-                empty="(a root slice)",
-            )
-        )
-        out.append(
-            Table(
-                "Children",
-                ("Depth", "Name", "Ts", "Dur"),
-                [self._relative(run, c) for c in msg.children],
-                align="rlrr",
-                empty="(no children)",
-            )
-        )
+        out.append(self._relatives(run, "Ancestors (outermost first)", msg.ancestors, "(a root slice)"))
+        out.append(self._relatives(run, "Children", msg.children, "(no children)"))
         return out
 
     @staticmethod
-    def _relative(run: ReportRun, inst: pb.SliceInstance) -> list[Cell]:
-        return [
-            Cell(str(inst.depth)),
-            Cell(inst.name, inspect_link(run, inst), href=run.linker.details("slice", inst.id)),
-            Cell(run.offset(inst.ts), title=f"ts {inst.ts}"),
-            Cell(fmt.duration(inst.dur) if inst.dur >= 0 else "(unfinished)"),
+    def _relatives(run: ReportRun, title: str, instances: Iterable[pb.SliceInstance], empty: str) -> Table:
+        rows = [
+            [
+                Cell(str(inst.depth)),
+                Cell(inst.name, inspect_link(run, inst), href=run.linker.details("slice", inst.id)),
+                Cell(run.offset(inst.ts), title=f"ts {inst.ts}"),
+                Cell(fmt.duration(inst.dur) if inst.dur >= 0 else "(unfinished)"),
+            ]
+            for inst in instances
         ]
+        return Table(title, ("Depth", "Name", "Ts", "Dur"), rows, align="rlrr", empty=empty)
+
+
+class SlicesDiff(DiffSpec):
+    noun, view, field = "slices", "table", "slices_table_diff"
+    title, what = "Slices", "slice names"
+    key_fields, key_headers = ("name",), ("Name",)
+    measures = (
+        Measure("count", "count", "count"),
+        Measure("total_dur", "dur", "duration"),
+        Measure("percent_of_trace", "% of trace", "percent"),
+        Measure("max_dur", "max", "duration", "max"),
+    )
+    sorts = {"dur": "total_dur", "count": "count", "max": "max_dur", "name": ""}
+    display = ("total_dur", "count")
+    row_filters = {"min_count": "count"}
+    counts_rows = False
+
+    def key(self, row: Any) -> tuple[str, ...]:
+        return (row.name,)
+
+    def fill_extra(self, out: Any, base_msg: Any, target_msg: Any) -> None:
+        out.baseline_total_slices = base_msg.total_slices if base_msg is not None else 0
+        out.target_total_slices = target_msg.total_slices if target_msg is not None else 0
+
+    def key_cells(self, row: Any, run: ReportRun, out: Any) -> list[Cell]:
+        return [Cell(row.name, diff_link(run, row, "slices", "inspect", name=row.name))]
 
 
 VIEWS = [SlicesTableView(), SlicesHistogramView(), SlicesTimelineView(), SlicesInspectView()]
+DIFFS = [SlicesDiff()]

@@ -3,28 +3,25 @@ V8, Chrome, perf, simpleperf; trace_processor's stack_sample with its callsites)
 
 from __future__ import annotations
 
-import json
-
 from .. import format as fmt
 from .. import report_pb2 as pb
-from ..base import Cell, Flame, Link, ReportRun, Table, View
-from ..filters import Where, owner_terms
+from ..base import Cell, ReportRun, Table
+from ..diff_spec import DiffSpec
+from ..filters import CANNED_TOP, OWNER_FLAGS, Where, canned_sort, in_canned_range, optional_terms, owner_terms
 from .calltree import (
     UNNAMED,
     Callsites,
-    fill_call_tree,
+    CallstackView,
+    CallTreeView,
     function_ctes,
     function_totals,
     load_callsites,
     percent,
     sorted_functions,
     top_down,
-    tree_flame,
-    tree_table,
+    tree_canned_sql,
 )
 
-NOT_PRESENT = "(not present in this trace)"
-OWNER_FLAGS = ("pid", "process", "tid", "thread")
 SCOPE_FLAGS = frozenset({*OWNER_FLAGS, "time", "name"})
 
 # A sample → its task context → the thread and process sampled.
@@ -32,16 +29,6 @@ SAMPLE_FROM = """FROM stack_sample s
 LEFT JOIN profiler_task_context tc ON tc.id = s.task_context_id
 LEFT JOIN thread th ON th.id = tc.utid
 LEFT JOIN process p ON p.id = coalesce(tc.upid, th.upid)"""
-
-
-def table_exists(run: ReportRun, *names: str) -> bool:
-    """Whether the database has these tables or views (a heap table may not exist before its importer)."""
-    found = run.value(
-        "are the tables there",
-        "SELECT count(*) FROM sqlite_master WHERE name IN (SELECT value FROM json_each(:names))",
-        {"names": json.dumps(list(names))},
-    )
-    return found == len(names)
 
 
 def sample_where(run: ReportRun) -> tuple[str, Where]:
@@ -52,6 +39,14 @@ def sample_where(run: ReportRun) -> tuple[str, Where]:
         start, end = run.time_range()
         w.add("s.ts >= :range_start AND s.ts < :range_end", range_start=start, range_end=end)
     return (SAMPLE_FROM if any(getattr(s, f) is not None for f in OWNER_FLAGS) else "FROM stack_sample s"), w
+
+
+def canned_samples(callsite: str) -> str:
+    """The canned queries' samples per callsite in scope (`callsite`: the callsite column, maybe renamed)."""
+    return f"""  SELECT {callsite}, count(*) AS samples
+  {SAMPLE_FROM.replace(chr(10), chr(10) + "  ")}
+  WHERE {optional_terms((*OWNER_FLAGS, "time"), time=in_canned_range("s.ts"))}
+  GROUP BY s.callsite_id"""
 
 
 def load_samples(run: ReportRun) -> Callsites:
@@ -73,38 +68,24 @@ GROUP BY callsite_id"""
 
 
 def has_aggregate_samples(run: ReportRun) -> bool:
-    return table_exists(run, "aggregate_sample") and bool(
+    return run.has_tables("aggregate_sample") and bool(
         run.value("any weighted (collapsed-stack) sample", "SELECT EXISTS(SELECT 1 FROM aggregate_sample)")
     )
 
 
-class StackSamplesBase(View):
+class StackSamplesView(CallstackView):
     noun = "stack-samples"
+    empty = "(no stack samples in scope)"
 
     def has_data(self, run: ReportRun) -> bool:
         return (
-            table_exists(run, "profiler_sample", "stack_profile_callsite")
+            run.has_tables("profiler_sample", "stack_profile_callsite")
             and bool(run.value("any stack sample", "SELECT EXISTS(SELECT 1 FROM stack_sample)"))
             or has_aggregate_samples(run)
         )
 
-    def absent(self, run: ReportRun, out) -> bool:
-        """Marks `out` not present when the trace has no stack samples at all."""
-        if self.has_data(run):
-            return False
-        out.not_present = True
-        return True
 
-    def function_link(self, run: ReportRun, view: str, name: str) -> Link | None:
-        return run.link(self.noun, view, name=_escape_glob(name), top=None, sort=None, min_count=None, max_lines=None)
-
-
-def _escape_glob(name: str) -> str:
-    """A glob matching exactly this name (GLOB's special characters in brackets)."""
-    return "".join(f"[{c}]" if c in "*?[" else c for c in name)
-
-
-class FunctionsView(StackSamplesBase):
+class FunctionsView(StackSamplesView):
     name = "functions"
     title = "Stack samples by function"
     description = (
@@ -112,21 +93,12 @@ class FunctionsView(StackSamplesBase):
         "anywhere in the stack (a recursive function counts once per sample)."
     )
     result_field = "stack_samples_functions"
+    uses_top = True
     flags = SCOPE_FLAGS | {"min_count", "sort"}
     sorts = ("self", "total", "name")
     canned_sql = f"""WITH RECURSIVE
 sampled AS (
-  SELECT s.callsite_id AS leaf, count(*) AS samples
-  FROM stack_sample s
-  LEFT JOIN profiler_task_context tc ON tc.id = s.task_context_id
-  LEFT JOIN thread th ON th.id = tc.utid
-  LEFT JOIN process p ON p.id = coalesce(tc.upid, th.upid)
-  WHERE (:pid = '' OR p.pid = :pid)
-    AND (:process = '' OR p.name GLOB :process)
-    AND (:tid = '' OR th.tid = :tid)
-    AND (:thread = '' OR th.name GLOB :thread)
-    AND (:time = '' OR (s.ts >= (SELECT report_range_start(:time)) AND s.ts < (SELECT report_range_end(:time))))
-  GROUP BY s.callsite_id
+{canned_samples("s.callsite_id AS leaf")}
 ),
 {function_ctes("sampled")}
 totals AS (
@@ -142,9 +114,9 @@ SELECT t.name AS function, coalesce(sf.self, 0) AS self_samples, t.total AS tota
 FROM totals t LEFT JOIN selfs sf ON sf.name = t.name
 WHERE (:name = '' OR t.name GLOB :name)
   AND t.total >= CAST(coalesce(nullif(:min_count, ''), 0) AS INTEGER)
-ORDER BY CASE coalesce(nullif(:sort, ''), 'self') WHEN 'self' THEN -coalesce(sf.self, 0) WHEN 'total' THEN -t.total
-         END, CASE coalesce(nullif(:sort, ''), 'self') WHEN 'self' THEN -t.total END, t.name
-LIMIT coalesce(nullif(:top, ''), 10)"""
+ORDER BY CASE {canned_sort(sorts[0])} WHEN 'self' THEN -coalesce(sf.self, 0) WHEN 'total' THEN -t.total
+         END, CASE {canned_sort(sorts[0])} WHEN 'self' THEN -t.total END, t.name
+LIMIT {CANNED_TOP}"""
 
     def compute(self, run: ReportRun, out: pb.StackFunctions) -> None:
         if self.absent(run, out):
@@ -166,12 +138,7 @@ LIMIT coalesce(nullif(:top, ''), 10)"""
                 total_percent=percent(t.total_value, cs.total_value),
             )
         run.truncation(min(len(rows), s.top), len(rows), "functions")
-        if out.rows:
-            top = out.rows[0]
-            run.next_step(f"Who calls {top.name}", self.function_link(run, "bottom-up", top.name))
-            run.next_step(
-                "The call tree, top-down", run.link(self.noun, "top-down", top=None, sort=None, min_count=None)
-            )
+        self.functions_steps(run, out.rows[0].name if out.rows else None, "The call tree, top-down")
 
     def tables(self, msg: pb.StackFunctions, run: ReportRun) -> list[Table]:
         rows = [
@@ -188,89 +155,38 @@ LIMIT coalesce(nullif(:top, ''), 10)"""
                 f"Stack Samples ({fmt.number(msg.total_samples)} total, {msg.total_rows} functions)",
                 ("Function", "Self%", "Total%", "Samples"),
                 rows,
-                empty=NOT_PRESENT if msg.not_present else "(no stack samples in scope)",
+                empty=self.empty_text(msg),
             )
         ]
 
 
-class TreeView(StackSamplesBase):
+class TreeView(StackSamplesView, CallTreeView):
     flags = SCOPE_FLAGS | {"max_lines"}
-    bottom = False
-    # The tree's input: samples per callsite in scope, with every callsite above them (parent, function).
-    # The report builds and prunes the tree from these rows.
-    canned_sql = """WITH RECURSIVE
-weight AS (
-  SELECT s.callsite_id, count(*) AS samples
-  FROM stack_sample s
-  LEFT JOIN profiler_task_context tc ON tc.id = s.task_context_id
-  LEFT JOIN thread th ON th.id = tc.utid
-  LEFT JOIN process p ON p.id = coalesce(tc.upid, th.upid)
-  WHERE (:pid = '' OR p.pid = :pid)
-    AND (:process = '' OR p.name GLOB :process)
-    AND (:tid = '' OR th.tid = :tid)
-    AND (:thread = '' OR th.name GLOB :thread)
-    AND (:time = '' OR (s.ts >= (SELECT report_range_start(:time)) AND s.ts < (SELECT report_range_end(:time))))
-  GROUP BY s.callsite_id
-),
-chain(id) AS (
-  SELECT callsite_id FROM weight
-  UNION
-  SELECT c.parent_id FROM chain JOIN stack_profile_callsite c ON c.id = chain.id WHERE c.parent_id IS NOT NULL
-)
-SELECT c.id AS callsite_id, c.parent_id, c.depth, coalesce(nullif(coalesce(f.deobfuscated_name, f.name), ''),
-       '(unnamed)') AS function, coalesce(w.samples, 0) AS self_samples,
-       (:name = '' OR coalesce(f.deobfuscated_name, f.name) GLOB :name) AS matches_name
-FROM chain
-JOIN stack_profile_callsite c ON c.id = chain.id
-JOIN stack_profile_frame f ON f.id = c.frame_id
-LEFT JOIN weight w ON w.callsite_id = c.id
-ORDER BY c.depth, c.id"""
+    unit = "samples"
+    heading = "Stack Samples"
+    headers = ("Self%", "Total%", "Samples", "Function")
+    flame_width = "samples"
+    functions_step = "Samples by function"
+    canned_sql = tree_canned_sql(canned_samples("s.callsite_id"), "coalesce(w.samples, 0) AS self_samples")
 
-    def compute(self, run: ReportRun, out: pb.CallTree) -> None:
-        if self.absent(run, out):
-            return
-        fill_call_tree(self, run, out, load_samples(run), "samples", "Samples by function")
+    def callsites(self, run: ReportRun) -> Callsites:
+        return load_samples(run)
 
-    def tables(self, msg: pb.CallTree, run: ReportRun) -> list[Table]:
-        def cells(n: pb.CallTree.Node) -> list[Cell]:
-            return [
-                Cell(fmt.percent(n.self_percent)),
-                Cell(fmt.percent(n.total_percent)),
-                Cell(fmt.number(n.total_value), title=f"{n.self_value} self, {n.total_value} total"),
-            ]
+    def total_text(self, total_value: int) -> str:
+        return f"{fmt.number(total_value)} samples"
 
-        what = "callers" if self.bottom else "callees"
-        title = f"Stack Samples {self.name} ({fmt.number(msg.total_value)} samples; children are {what})"
+    def value_cells(self, n: pb.CallTree.Node) -> list[Cell]:
         return [
-            tree_table(
-                msg,
-                title,
-                ("Self%", "Total%", "Samples", "Function"),
-                cells,
-                lambda name: self.function_link(run, "bottom-up", name),
-                NOT_PRESENT if msg.not_present else "(no stack samples in scope)",
-            )
+            Cell(fmt.percent(n.self_percent)),
+            Cell(fmt.percent(n.total_percent)),
+            Cell(fmt.number(n.total_value), title=f"{n.self_value} self, {n.total_value} total"),
         ]
 
-    def flames(self, msg: pb.CallTree, run: ReportRun) -> list[Flame]:
-        if not msg.nodes:
-            return []
-
-        def describe(n: pb.CallTree.Node) -> str:
-            return (
-                f"{n.name or UNNAMED}: {n.total_value} samples ({n.total_percent:.1f}%), "
-                f"self {n.self_value} ({n.self_percent:.1f}%)"
-            )
-
-        kind = "callers below" if self.bottom else "callees below"
-        return [
-            tree_flame(
-                msg,
-                f"Flame graph ({kind}; width = samples)",
-                describe,
-                lambda name: self.function_link(run, "bottom-up", name),
-            )
-        ]
+    def describe(self, n: pb.CallTree.Node) -> str:
+        return (
+            f"{n.name or UNNAMED}: {n.total_value} samples ({n.total_percent:.1f}%), "
+            f"self {n.self_value} ({n.self_percent:.1f}%)"
+        )
 
 
 class TopDownView(TreeView):
@@ -295,3 +211,4 @@ class BottomUpView(TreeView):
 
 
 VIEWS = [FunctionsView(), TopDownView(), BottomUpView()]
+DIFFS: list[DiffSpec] = []

@@ -1,33 +1,28 @@
 """The `tracks` noun: every timeline track, what is on it and whose it is.
 
-Also the track helpers the `processes` and `counters` views share: the owner
-joins (a thread track's process is its thread's), the CPU/GPU dimension of a
-track, owner labels and links that carry over only the flags a target view takes.
+Also the track helpers the `counters` views share: the owner joins (a thread track's
+process is its thread's), the CPU/GPU dimension of a track and owner labels.
 """
 
 from __future__ import annotations
 
-import re
+from typing import Any
 
+from ...pages import data
+from ...pages.data import CPU_SQL, GPU_SQL, TRACK_FROM  # noqa: F401 (GPU_SQL: counters.py imports it from here)
 from .. import format as fmt
 from .. import report_pb2 as pb
 from ..base import Cell, Link, ReportRun, Table, View
-from ..filters import Where, owner_terms
+from ..diff_spec import DiffSpec, Measure, diff_link, optional_field, owner_key
+from ..filters import CANNED_TOP, OWNER_FLAGS, Where, canned_sort, optional, optional_terms, owner_terms
+from ..links import glob_escape, owner_params, scoped_link
 
-# track → its thread → the process of the track or of its thread (as slices' SLICE_FROM). Joined on
-# id (= utid, upid): the row id, where utid and upid are computed columns no index can serve.
-TRACK_FROM = """FROM track tr
-LEFT JOIN thread th ON th.id = tr.utid
-LEFT JOIN process p ON p.id = coalesce(tr.upid, th.upid)"""
-
-# A track's CPU or GPU is one of its dimensions (cpu_counter_track / gpu_counter_track views).
-CPU_SQL = "(SELECT a.int_value FROM args a WHERE a.arg_set_id = tr.dimension_arg_set_id AND a.key = 'cpu')"
-GPU_SQL = "(SELECT a.int_value FROM args a WHERE a.arg_set_id = tr.dimension_arg_set_id AND a.key = 'gpu')"
-
+# The track joins and CPU/GPU dimensions are the tracks list's (pages/data.py), which this view renders.
 OWNER_COLUMNS = f"""p.name AS process, p.pid, th.name AS thread, th.tid, {CPU_SQL} AS cpu"""
 
-# Flags whose meaning differs between views (a process name here, a slice name there): never carried over.
-VIEW_LOCAL_FLAGS = frozenset({"sort", "name", "min_count"})
+# The owner flags and name (a glob on the track name) as a canned query's optional terms on TRACK_FROM.
+CANNED_OWNER = optional_terms((*OWNER_FLAGS, "cpu", "track"), cpu=f"{CPU_SQL} = CAST(:cpu AS INTEGER)")
+CANNED_NAME = optional("name", "tr.name GLOB :name")
 
 
 def owner_where(run: ReportRun) -> Where:
@@ -66,51 +61,11 @@ def owner_label(
     return "global"
 
 
-def owner_params(tid: int | None, pid: int | None, cpu: int | None) -> dict[str, str | None]:
-    """The flags that narrow a report to one track's owner."""
-    if tid is not None:
-        return {"tid": str(tid)}
-    if pid is not None:
-        return {"pid": str(pid)}
-    if cpu is not None:
-        return {"cpu": str(cpu)}
-    return {}
-
-
-_GLOB_SPECIAL = re.compile(r"([*?\[])")
-
-
-def glob_escape(text: str) -> str:
-    """A glob matching exactly `text` (names go into name=/track= links, which are globs)."""
-    return _GLOB_SPECIAL.sub(r"[\1]", text)
-
-
-def scoped_link(run: ReportRun, noun: str, view: str = "", **changes: str | None) -> Link:
-    """A link to (noun, view) keeping this report's scope flags that the target takes, plus `changes`.
-
-    Flags whose meaning is per view (sort, name, min_count, ...) are not carried over.
-    """
-    from . import NOUNS
-
-    views = NOUNS.get(noun, {})
-    target = views.get(view) if view else next(iter(views.values()), None)
-    allowed = (target.flags | {"top"}) if target is not None else frozenset({"top"})
-    params = {k: v for k, v in run.scope.to_params().items() if k in allowed and k not in VIEW_LOCAL_FLAGS}
-    for key, value in changes.items():
-        if value is None:
-            params.pop(key, None)
-        elif key in allowed:
-            params[key] = str(value)
-    return Link.to(noun, view, params)
-
-
-def has_view(noun: str, view: str) -> bool:
-    from . import NOUNS
-
-    return view in NOUNS.get(noun, {})
-
-
-SORT_COLUMNS = {"count": "event_count DESC, id", "name": "name IS NULL, name, id", "type": "type, event_count DESC, id"}
+SORT_COLUMNS = {
+    "count": "event_count DESC, tr.id",
+    "name": "tr.name IS NULL, tr.name, tr.id",
+    "type": "tr.type, event_count DESC, tr.id",
+}
 
 
 class TracksTableView(View):
@@ -124,6 +79,7 @@ class TracksTableView(View):
         "counted."
     )
     result_field = "tracks_table"
+    uses_top = True
     flags = frozenset({"pid", "process", "tid", "thread", "track", "cpu", "time", "name", "min_count", "sort"})
     sorts = ("count", "name", "type")
     canned_sql = f"""WITH tracks AS (
@@ -139,60 +95,37 @@ class TracksTableView(View):
          {OWNER_COLUMNS}
   {TRACK_FROM.replace(chr(10), chr(10) + "  ")}
   LEFT JOIN report_track_stats st ON st.track_id = tr.id
-  WHERE (:pid = '' OR p.pid = :pid)
-    AND (:process = '' OR p.name GLOB :process)
-    AND (:tid = '' OR th.tid = :tid)
-    AND (:thread = '' OR th.name GLOB :thread)
-    AND (:cpu = '' OR {CPU_SQL} = CAST(:cpu AS INTEGER))
-    AND (:track = '' OR tr.name GLOB :track)
-    AND (:name = '' OR tr.name GLOB :name)
+  WHERE {CANNED_OWNER}
+    AND {CANNED_NAME}
 )
 SELECT * FROM tracks
 WHERE event_count >= coalesce(CAST(nullif(:min_count, '') AS INTEGER), 0)
-ORDER BY CASE coalesce(nullif(:sort, ''), 'count') WHEN 'count' THEN -event_count END,
-         CASE coalesce(nullif(:sort, ''), 'count') WHEN 'name' THEN name IS NULL END,
-         CASE coalesce(nullif(:sort, ''), 'count') WHEN 'name' THEN name WHEN 'type' THEN type END,
-         CASE coalesce(nullif(:sort, ''), 'count') WHEN 'type' THEN -event_count END, id
-LIMIT coalesce(nullif(:top, ''), 10)"""
+ORDER BY CASE {canned_sort(sorts[0])} WHEN 'count' THEN -event_count END,
+         CASE {canned_sort(sorts[0])} WHEN 'name' THEN name IS NULL END,
+         CASE {canned_sort(sorts[0])} WHEN 'name' THEN name WHEN 'type' THEN type END,
+         CASE {canned_sort(sorts[0])} WHEN 'type' THEN -event_count END, id
+LIMIT {CANNED_TOP}"""
 
     def compute(self, run: ReportRun, out: pb.TracksTable) -> None:
+        """The tracks list of the tracks page (data.track_rows), in scope, top by the sort key; each of its
+        queries recorded. With time, the events that start in the range are counted (index range counts)."""
         s = run.scope
         w = owner_where(run)
         if s.name is not None:
             w.add("tr.name GLOB :name", name=s.name)
-        params = dict(w.params)
-        if s.time is None:
-            count_sql = "coalesce(st.event_count, 0)"
-            stats_join = "\nLEFT JOIN report_track_stats st ON st.track_id = tr.id"
-        else:
-            # Events that start in the range: an index range count on (track_id, ts) per track.
-            start, end = run.time_range()
-            params.update(range_start=start, range_end=end)
-            in_range = "{a}.track_id = tr.id AND {a}.ts >= :range_start AND {a}.ts < :range_end"
-            count_sql = f"""CASE tr.event_type
-         WHEN 'slice' THEN (SELECT count(*) FROM slice s WHERE {in_range.format(a="s")})
-         WHEN 'counter' THEN (SELECT count(*) FROM counter c WHERE {in_range.format(a="c")})
-         WHEN 'state' THEN (SELECT count(*) FROM state x WHERE {in_range.format(a="x")})
-         ELSE 0 END"""
-            stats_join = ""
-        having = ""
-        if s.min_count is not None:
-            having = "WHERE event_count >= :min_count"
-            params["min_count"] = s.min_count
-        rows = run.query(
-            "tracks in scope, top by the sort key",
-            f"""WITH tracks AS (
-SELECT tr.id, tr.name, tr.type, tr.event_type, {count_sql} AS event_count,
-       {OWNER_COLUMNS}
-{TRACK_FROM}{stats_join}
-{w.sql()}
-)
-SELECT *, count(*) OVER () AS total_rows FROM tracks {having}
-ORDER BY {SORT_COLUMNS[self.sort_key(s)]}
-LIMIT :top""",
-            {**params, "top": s.top},
+        rows, out.total_rows = data.track_rows(
+            run.conn,
+            data.Schema(run.conn),
+            data.TrackQuery(
+                where="\n  AND ".join(w.terms),
+                params=w.params,
+                order=SORT_COLUMNS[self.sort_key(s)],
+                limit=s.top,
+                count_range=run.time_range() if s.time is not None else None,
+                min_count=s.min_count,
+            ),
+            run.query,
         )
-        out.total_rows = rows[0]["total_rows"] if rows else 0
         for r in rows:
             row = out.rows.add(
                 id=r["id"],
@@ -200,9 +133,9 @@ LIMIT :top""",
                 type=r["type"] or "",
                 event_type=r["event_type"] or "",
                 event_count=r["event_count"] or 0,
-                process=r["process"] or "",
+                process=r["process_name"] or "",
                 pid=r["pid"] or 0,
-                thread=r["thread"] or "",
+                thread=r["thread_name"] or "",
                 tid=r["tid"] or 0,
             )
             if r["cpu"] is not None:
@@ -219,10 +152,10 @@ LIMIT :top""",
         tid = row.tid if row.thread or row.tid else None
         pid = row.pid if row.process or row.pid else None
         cpu = row.cpu if row.HasField("cpu") else None
-        if row.event_type == "slice" and has_view("slices", "table"):
+        if row.event_type == "slice":
             narrow = {"track": glob_escape(row.name)} if row.name else owner_params(tid, pid, None)
             return scoped_link(run, "slices", "table", **narrow) if narrow else None
-        if row.event_type == "counter" and row.name and has_view("counters", "timeline"):
+        if row.event_type == "counter" and row.name:
             return scoped_link(run, "counters", "timeline", name=glob_escape(row.name), **owner_params(tid, pid, cpu))
         return None
 
@@ -262,4 +195,27 @@ LIMIT :top""",
         ]
 
 
+class TracksDiff(DiffSpec):
+    noun, view, field = "tracks", "table", "tracks_table_diff"
+    title, what = "Tracks", "tracks"
+    key_fields, key_headers = ("name", "type", "owner"), ("Track", "Type", "Owner")
+    measures = (Measure("event_count", "events", "count"),)
+    sorts = {"count": "event_count", "name": ""}
+    display = ("event_count",)
+    row_filters = {"min_count": "event_count"}
+    summed_ids = ("id", "pid", "tid")
+
+    def key(self, row: Any) -> tuple[str, ...]:
+        return (
+            row.name,
+            row.type,
+            owner_key(row.process, row.pid, row.thread, row.tid, optional_field(row, "cpu"), None),
+        )
+
+    def key_cells(self, row: Any, run: ReportRun, out: Any) -> list[Cell]:
+        link = diff_link(run, row, "tracks", "table", track=glob_escape(row.name)) if row.name else None
+        return [Cell(row.name or "-", link), Cell(row.type), Cell(row.owner)]
+
+
 VIEWS = [TracksTableView()]
+DIFFS = [TracksDiff()]

@@ -1,0 +1,17 @@
+"""What ingest() tells every importer beyond its input: one dataclass, so an option is added in one place."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import BinaryIO
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    # Tokenize a proto trace in two processes (proto/split_tokenize.py): True always,
+    # False never, None for large inputs.
+    split_tokenize: bool | None = None
+    # Opens the input again from its start (inflated like the stream the importer reads):
+    # the split helper process reads the file too. None: the input cannot be reopened.
+    reopen: Callable[[], BinaryIO] | None = None

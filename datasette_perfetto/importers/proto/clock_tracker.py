@@ -1,0 +1,179 @@
+"""Converts timestamps from any clock in the trace to the trace clock.
+
+ClockSnapshot packets say what several clocks read at one instant. Clocks
+that appear together in a snapshot are joined by an edge; a timestamp is
+converted along the shortest path of edges, each hop using the most recent
+snapshot at or before the timestamp (the first one if none is earlier).
+Clock ids 64..127 are scoped to their packet sequence.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import deque
+
+from ...stats import Stats
+
+BOOTTIME = 6
+BUILTIN_CLOCK_NAMES = {
+    1: "REALTIME",
+    2: "REALTIME_COARSE",
+    3: "MONOTONIC",
+    4: "MONOTONIC_COARSE",
+    5: "MONOTONIC_RAW",
+    6: "BOOTTIME",
+}
+
+# A clock key is the clock id, or (sequence id, clock id) for sequence-scoped clocks.
+ClockKey = object
+
+
+def clock_key(clock_id: int, seq_id: int) -> ClockKey:
+    return (seq_id, clock_id) if 64 <= clock_id < 128 else clock_id
+
+
+class _Hop:
+    """Snapshot pairs (src_ns, dst_ns) between two clocks, sorted by src."""
+
+    __slots__ = ("src", "dst")
+
+    def __init__(self) -> None:
+        self.src: list[int] = []
+        self.dst: list[int] = []
+
+    def add(self, s: int, d: int) -> None:
+        i = bisect.bisect_right(self.src, s)
+        self.src.insert(i, s)
+        self.dst.insert(i, d)
+
+    def convert(self, ts: int) -> int:
+        i = bisect.bisect_right(self.src, ts) - 1
+        if i < 0:
+            i = 0
+        return self.dst[i] + (ts - self.src[i])
+
+
+def _identity(ts: int) -> int:
+    return ts
+
+
+class ClockTracker:
+    def __init__(self, stats: Stats) -> None:
+        self.stats = stats
+        self.trace_clock = BOOTTIME
+        self.trace_clock_fixed = False
+        self._hops: dict[tuple, _Hop] = {}
+        self._neighbours: dict[ClockKey, set] = {}
+        self._paths: dict[ClockKey, list[_Hop] | None] = {}
+        # Incremental clocks: key -> (last value in units, unit multiplier).
+        self.incremental: dict[ClockKey, list[int]] = {}
+        # An incremental clock that is not sequence-scoped: every packet on it moves it.
+        self.global_incremental = False
+        self._converters: dict = {}  # clock key -> fast ts converter, until the next snapshot
+        self.users: list = []  # sequence states caching a converter; reset on every snapshot
+        self.snapshot_rows: list[tuple] = []  # (snapshot_id, clock_id, clock_name, clock_value_ns)
+        self.snapshot_count = 0
+
+    def set_trace_clock(self, clock_id: int) -> None:
+        if not self.trace_clock_fixed:
+            self.trace_clock = clock_id
+            self.trace_clock_fixed = True
+            self._paths.clear()
+            self._converters.clear()
+
+    def add_snapshot(self, clocks: list[tuple[int, int, bool, int]], seq_id: int) -> None:
+        """clocks: (clock_id, timestamp in the clock's units, is_incremental, unit_multiplier_ns)."""
+        values: list[tuple[ClockKey, int]] = []
+        snapshot_id = self.snapshot_count
+        self.snapshot_count += 1
+        for clock_id, timestamp, is_incremental, multiplier in clocks:
+            key = clock_key(clock_id, seq_id)
+            multiplier = multiplier or 1
+            if is_incremental:
+                self.incremental[key] = [timestamp, multiplier]
+                if not isinstance(key, tuple):
+                    self.global_incremental = True
+            values.append((key, timestamp * multiplier))
+            self.snapshot_rows.append(
+                (snapshot_id, clock_id, BUILTIN_CLOCK_NAMES.get(clock_id), timestamp * multiplier)
+            )
+        self._converters.clear()
+        for user in self.users:
+            user.clock = None
+        self.users.clear()
+        for a, va in values:
+            for b, vb in values:
+                if a == b:
+                    continue
+                hop = self._hops.get((a, b))
+                if hop is None:
+                    hop = self._hops[(a, b)] = _Hop()
+                    self._neighbours.setdefault(a, set()).add(b)
+                    self._paths.clear()
+                hop.add(va, vb)
+
+    def resolve_incremental(self, key: ClockKey, delta: int) -> int:
+        """Applies a delta on an incremental clock (a key of `incremental`); returns ns on that clock."""
+        state = self.incremental[key]
+        state[0] += delta
+        return state[0] * state[1]
+
+    def converter(self, key: ClockKey):
+        """A function ts -> trace time (None if impossible) for one clock; cached until the next snapshot."""
+        conv = self._converters.get(key)
+        if conv is None:
+            conv = self._converters[key] = self._make_converter(key)
+        return conv
+
+    def _make_converter(self, key: ClockKey):
+        if key == self.trace_clock:
+            return _identity
+        path = self._paths.get(key)
+        if path is None:
+            path = self._paths[key] = self._find_path(key)
+        if path is None or len(path) != 1:
+            return lambda ts: self.to_trace_time(key, ts)
+        hop = path[0]
+        if len(hop.src) == 1:
+            offset = hop.dst[0] - hop.src[0]
+            return lambda ts: ts + offset
+        return hop.convert
+
+    def to_trace_time(self, key: ClockKey, ts: int, quiet: bool = False) -> int | None:
+        if key == self.trace_clock:
+            return ts
+        try:
+            path = self._paths[key]
+        except KeyError:
+            path = self._paths[key] = self._find_path(key)
+        if path is None:
+            if quiet:
+                return None
+            if key not in self._neighbours:
+                if self.snapshot_count == 0 and key == BOOTTIME:
+                    return ts  # no snapshots at all: BOOTTIME is the trace clock
+                self.stats.inc("clock_sync_failure_unknown_source_clock")
+            else:
+                self.stats.inc("clock_sync_failure_no_path")
+            return None
+        for hop in path:
+            ts = hop.convert(ts)
+        return ts
+
+    def _find_path(self, src: ClockKey) -> list[_Hop] | None:
+        target = self.trace_clock
+        prev: dict = {src: None}
+        queue = deque([src])
+        while queue:
+            node = queue.popleft()
+            if node == target:
+                path = []
+                while prev[node] is not None:
+                    path.append(self._hops[(prev[node], node)])
+                    node = prev[node]
+                return path[::-1]
+            for nxt in self._neighbours.get(node, ()):
+                if nxt not in prev:
+                    prev[nxt] = node
+                    queue.append(nxt)
+        return None

@@ -1,0 +1,117 @@
+"""Kernel events (ftrace) and sorted packet data: dispatch to per-event handlers.
+
+The tokenizer turns each FtraceEvent into a sorter event
+`(EV_FTRACE, cpu, serialized FtraceEvent)`, and each TracePacket payload that
+must be parsed in timestamp order into `(EV_PACKET, oneof name, serialized
+payload)`. At parse time `FtraceParser` decodes the event and calls the
+handler registered for its oneof field (packet_handlers.py), as
+trace_processor's FtraceParser switches on the event's field id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from google.protobuf.message import DecodeError
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+from ..common.event_kinds import EV_COMPACT_SCHED, EV_FTRACE, EV_MACHINE
+
+# Imported for their handlers, which register themselves in packet_handlers.
+from . import (  # noqa: F401
+    atrace,
+    concurrent_sessions,
+    ftrace_counters,
+    ftrace_sched,
+    ftrace_stats,
+    ftrace_syscalls,
+    system_probes,
+)
+from .packet_handlers import COMPACT_SCHED_HANDLERS, FTRACE_HANDLERS, PACKET_HANDLERS, HandlerContext
+
+
+class FtraceParser(HandlerContext):
+    """Parses sorted kernel events and sorted packets of one trace: decodes each and calls
+    the handler registered for it, with this object as its HandlerContext."""
+
+    def parse_ftrace(self, ts: int, event: tuple) -> None:
+        """event: (EV_FTRACE, cpu, serialized FtraceEvent[, value resolved at tokenize time])."""
+        try:
+            ev = pb.FtraceEvent.FromString(event[2])
+        except DecodeError:
+            self.stats.inc("ftrace_bundle_tokenizer_errors")
+            return
+        self.parse_ftrace_event(ts, event[1], ev, *event[3:])
+
+    def parse_ftrace_event(self, ts: int, cpu: int, ev, *resolved) -> None:
+        kind = ev.WhichOneof("event")
+        if kind is None:
+            return
+        if kind != "sched_switch":
+            # trace_processor records every other event in its raw table first, which
+            # gives the emitting task a thread (and the cpu a row) before the event's own logic.
+            self.trace.processes.get_or_create_live_thread(ev.pid)
+            self.trace.cpu(cpu)
+        handler = FTRACE_HANDLERS.get(kind)
+        if handler is None:
+            return  # an event we keep no table for (trace_processor keeps it only in ftrace_event)
+        handler(self, ts, cpu, ev.pid, getattr(ev, kind), *resolved)
+
+    def parse_compact_sched(self, ts: int, event: tuple) -> None:
+        _, cpu, kind, *fields = event
+        COMPACT_SCHED_HANDLERS[kind](self, ts, cpu, *fields)
+
+    def parse_packet(self, ts: int, event: tuple) -> None:
+        _, kind, raw = event
+        payload_class, handler = PACKET_HANDLERS[kind]
+        try:
+            payload = payload_class.FromString(raw)
+        except DecodeError:
+            self.stats.inc("proto_packet_parse_errors")
+            return
+        handler(self, ts, payload)
+
+
+def queue_of(event: tuple) -> int:
+    """trace_processor's sorter queue: one per CPU for kernel events, 0 for the rest."""
+    kind = event[0]
+    if kind == EV_MACHINE:
+        return (event[1] + 1) * 4096 + queue_of(event[2])  # another machine's queues come after the host's
+    return event[1] + 1 if kind == EV_FTRACE or kind == EV_COMPACT_SCHED else 0
+
+
+def order_ties_by_queue(events: Iterator[tuple[int, tuple]]) -> Iterator[tuple[int, tuple]]:
+    """Reorders events that share a timestamp the way trace_processor's sorter
+    emits them. It merges per-CPU queues by draining the queue with the
+    smallest head while its events are <= every other head, so at a tie the
+    queue it was already draining goes first, then the others by CPU order.
+    Per-CPU interleavings at equal timestamps change sched/thread_state row
+    order, which queries without a full ORDER BY see."""
+    current = -1
+    group: list[tuple[int, tuple]] = []
+    group_ts = None
+    for item in events:
+        if item[0] != group_ts:
+            if group:
+                current = yield from _emit_group(group, current)
+                group = []
+            group_ts = item[0]
+        group.append(item)
+    if group:
+        yield from _emit_group(group, current)
+
+
+def _emit_group(group: list[tuple[int, tuple]], current: int):
+    if len(group) == 1:
+        yield group[0]
+        return queue_of(group[0][1])
+    by_queue: dict[int, list] = {}
+    for item in group:
+        by_queue.setdefault(queue_of(item[1]), []).append(item)
+    order = sorted(by_queue)
+    if current in by_queue:
+        order.remove(current)
+        order.insert(0, current)
+    for q in order:
+        yield from by_queue[q]
+    return order[-1]

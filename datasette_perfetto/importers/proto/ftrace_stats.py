@@ -1,0 +1,58 @@
+"""FtraceStats packets (written by traced_probes at the start and end of a
+trace) → the ftrace_cpu_* / ftrace_kprobe_* / ftrace_setup_errors stats, as
+trace_processor's FtraceParser::ParseFtraceStats records them."""
+
+from __future__ import annotations
+
+from .packet_handlers import HandlerContext, packet_handler
+
+START_OF_TRACE, END_OF_TRACE = 1, 2
+FTRACE_STATUS_ABI_ZERO_DATA_LENGTH = 12
+INT64_MAX = (1 << 63) - 1
+
+# FtraceCpuStats field -> stat name stem (ftrace_cpu_<stem>_begin/_end/_delta)
+CPU_STATS = (
+    ("entries", "entries"),
+    ("overrun", "overrun"),
+    ("commit_overrun", "commit_overrun"),
+    ("bytes_read", "bytes"),
+    ("dropped_events", "dropped_events"),
+    ("read_events", "read_events"),
+)
+
+
+@packet_handler("ftrace_stats")
+def _ftrace_stats(parser: HandlerContext, ts: int, evt) -> None:
+    stats = parser.stats
+    if evt.phase not in (START_OF_TRACE, END_OF_TRACE):
+        return  # an unknown phase: nothing to compare against
+    is_end = evt.phase == END_OF_TRACE
+    suffix = "_end" if is_end else "_begin"
+    for cpu_stats in evt.cpu_stats:
+        cpu = cpu_stats.cpu
+        for field, stem in CPU_STATS:
+            value = getattr(cpu_stats, field)
+            stats.set(f"ftrace_cpu_{stem}{suffix}", value, cpu)
+            if is_end and (f"ftrace_cpu_{stem}_begin", cpu) in stats.indexed:
+                stats.set(f"ftrace_cpu_{stem}_delta", value - stats.get(f"ftrace_cpu_{stem}_begin", cpu), cpu)
+        stats.set(f"ftrace_cpu_now_ts{suffix}", int(cpu_stats.now_ts * 1e9), cpu)
+        oldest = cpu_stats.oldest_event_ts * 1e9  # can be huge when the kernel's value wrapped
+        stats.set(f"ftrace_cpu_oldest_event_ts{suffix}", INT64_MAX if oldest >= INT64_MAX else int(oldest), cpu)
+    kprobes = evt.kprobe_stats
+    for what, value in (("hits", kprobes.hits), ("misses", kprobes.misses)):
+        stats.set(f"ftrace_kprobe_{what}{suffix}", value)
+        begin = stats.get(f"ftrace_kprobe_{what}_begin")
+        if is_end and begin:
+            stats.set(f"ftrace_kprobe_{what}_delta", value - begin)
+    if not is_end:
+        errors = (
+            len(evt.failed_ftrace_events)
+            + len(evt.unknown_ftrace_events)
+            + bool(evt.atrace_errors)
+            + bool(evt.exclusive_feature_error)
+        )
+        if errors:
+            stats.inc("ftrace_setup_errors", errors)
+    for code in evt.ftrace_parse_errors:
+        if code == FTRACE_STATUS_ABI_ZERO_DATA_LENGTH:
+            stats.inc("ftrace_abi_errors_skipped_zero_data_length")

@@ -1,0 +1,883 @@
+"""Perfetto protobuf traces: tokenizer (packets → sorted events) and parsers.
+
+Two phases, as in trace_processor:
+1. Tokenize, in file order: per-sequence state (incremental state, interned
+   data, packet defaults, thread descriptors), clock conversion, track
+   descriptor reservations and incremental counter values. Each event is
+   reduced to a self-contained tuple of plain values and pushed to the sorter.
+2. Parse, in timestamp order: trackers build processes, threads, tracks,
+   slices, flows, counters and states.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+from typing import BinaryIO
+
+from google.protobuf.message import DecodeError
+from google.protobuf.unknown_fields import UnknownFieldSet
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+from ...model import TraceContext, format_uuid
+from ...stats import REGISTRY as STATS
+from ...stats import Stats
+from ...storage import to_int64
+from ..common.event_kinds import (
+    EV_ATRACE,
+    EV_COMPACT_SCHED,
+    EV_DESCRIPTOR,
+    EV_FTRACE,
+    EV_MACHINE,
+    EV_PACKET,
+    EV_PROFILE,
+    EV_THREAD_DESCRIPTOR,
+)
+from ..common.options import ImportOptions
+from ..common.sorter import Sorter
+from ..common.streams import file_position
+from ..common.values import text
+from .atrace import AtraceParser
+from .clock_tracker import BOOTTIME, ClockTracker, clock_key
+from .descriptor_dimensions import (
+    INTERNED_DIMENSION_FIELDS,
+    TRACK_DESCRIPTOR_DIMENSIONS,
+    DescriptorDimensions,
+    intern_dimension_strings,
+)
+from .ftrace import FtraceParser, order_ties_by_queue
+from .ftrace_tokenizer import FtraceTokenizer
+from .packet_handlers import PACKET_HANDLERS
+from .profiles import ProfileParser, ProfileTokenizer
+from .reader import ProtoReader, inflate_packets, scan_simple_track_event
+from .sequence_state import INTERNED_FIELDS, SequenceState
+from .split_tokenize import HELPER, MAIN, OwnedContext, SequenceClaims, SequenceSplit, split_wanted, start_helper
+from .track_descriptor import Reservation, reservation_from
+from .track_event_parser import TrackEventParser
+from .track_event_tokenizer import tokenize_track_event
+
+# Sorter streams: at equal timestamps, descriptors (0) are parsed before track events (1).
+TRACK_EVENT_STREAM = 1
+
+# TracePacket.previous_packet_dropped: bit 0 says packets were lost (the old
+# boolean); the bits above it say why.
+DATA_LOSS_CAUSES = {
+    2: "read_gap",
+    4: "chunk_corrupted",
+    8: "orphan_continuation",
+    16: "reassembly_gap",
+    32: "reassembly_broken_chain",
+    64: "overwrite",
+    128: "writer_abort",
+    256: "smb_full",
+}
+
+SEQ_INCREMENTAL_STATE_CLEARED = 1
+SEQ_NEEDS_INCREMENTAL_STATE = 2
+
+TracePacket = pb.TracePacket
+
+
+class _MachineSorter:
+    """A remote machine's view of the file's sorter: its events are wrapped with the
+    machine's index so the parse phase hands them to that machine's parsers."""
+
+    __slots__ = ("sorter", "index")
+
+    def __init__(self, sorter: Sorter, index: int) -> None:
+        self.sorter = sorter
+        self.index = index
+
+    def push(self, ts: int, event: tuple, stream: int = 0) -> None:
+        self.sorter.push(ts, (EV_MACHINE, self.index, event), stream)
+
+
+class _Discarded:
+    """Where the split helper's events other than its own track events go: they are the importer's."""
+
+    __slots__ = ()
+
+    def push(self, ts: int, event: tuple, stream: int = 0) -> None:
+        pass
+
+
+class ProtoImporter:
+    def __init__(
+        self, trace: TraceContext, options: ImportOptions | None = None, sorter: Sorter | _MachineSorter | None = None
+    ) -> None:
+        self.trace = trace
+        self.options = options if options is not None else ImportOptions()
+        self.stats = trace.stats
+        self.clocks = ClockTracker(self.stats)
+        self.sequences: dict[int, SequenceState] = {}
+        # Track events go here; other machines' importers push into the host's sorter through a _MachineSorter.
+        self.sorter: Sorter | _MachineSorter = sorter if sorter is not None else Sorter()
+        # Events other than track events (descriptors, ftrace, packets parsed in order, ...).
+        self.queue: Sorter | _MachineSorter | _Discarded = self.sorter
+        self.reservations: dict[int, Reservation] = {}
+        # Counter uuid -> (unit multiplier, incremental); reservations are final
+        # once seen (a conflicting re-declaration is rejected), so this can cache.
+        self.counter_specs: dict[int, tuple] = {}
+        self.first_packet_sequences: set[int] = set()
+        self.parser = TrackEventParser(trace, self.reservations, self.first_packet_sequences)
+        self.atrace = AtraceParser(trace, self.parser.thread_track)
+        self.ftrace = FtraceParser(trace, self.parser.thread_track)
+        self.ftrace.clocks = self.clocks  # packets carrying raw clock values convert them at parse time
+        self.ftrace_tokenizer = FtraceTokenizer(trace, self.clocks, self.push)
+        self.last_ts = 0
+        self.chrome_metadata_packets = 0
+        self.profiles = ProfileTokenizer(self)
+        self.profile_parser = ProfileParser(trace, self.profiles)
+        self._handlers = self._handler_table()
+        self.descriptor_dimensions = DescriptorDimensions(self.stats)
+        # Multi-machine traces (TracePacket.machine_id): one importer per other machine,
+        # sharing this one's sorter. `adopted` is the raw id of a machine the host context
+        # took over (0: none), decided at the first packet from another machine.
+        self.machine_importers: dict[int, ProtoImporter] = {}
+        self.machine_by_index: list[ProtoImporter] = []
+        self.adopted: int | None = None
+        self.host_used = False
+        # Tokenizing split with a forked helper process (split_tokenize.py); None: this process does it all.
+        self.split: SequenceSplit | None = None
+        # What tokenize_track_event reads (stats, clocks, reservations).
+        self.te_context: ProtoImporter | OwnedContext = self
+        self.skips_others = False  # the split helper: skips the plain track-event packets of the importer's sequences
+        self.packet_index = 0  # packets seen so far, inner ones of compressed_packets included (split only)
+
+    def run(self, stream: BinaryIO, progress: Callable[[float], None]) -> None:
+        """Imports the trace; progress(f) reports the share done, f from 0 to 1
+        (reading the file is the first half, parsing the sorted events the second)."""
+        helper = None
+        reopen = self.options.reopen
+        if reopen is not None and split_wanted(self.options.split_tokenize, self.trace.size):
+            helper, claims = start_helper(self, reopen)  # the child starts from this same, still empty, state
+            self.split = SequenceSplit(MAIN, claims)
+        try:
+            self.tokenize_all(stream, progress)
+            if helper is not None:
+                stats, misses, runs, count = helper.result()
+                self.stats.add(stats)
+                self.sequence_misses += misses
+                self._file_sorter().take_over(runs, count)
+                helper.discard_runs()
+        except BaseException:
+            if helper is not None:
+                helper.stop()
+            raise
+        self.parse_all(progress)
+
+    # -- the split helper's side (split_tokenize.SplitTokenizer) ----------------
+    def become_helper(self, claims: SequenceClaims, sorter: Sorter) -> None:
+        """In the forked helper: tokenize only the track events of the sequences it
+        owns, into `sorter`; keep the rest of the tokenizer state as the importer
+        does, silently."""
+        split = self.split = SequenceSplit(HELPER, claims)
+        self.sorter = sorter
+        self.queue = _Discarded()  # every other event is the importer's
+        self.skips_others = True
+        self.trace.model.storage.writer = None  # the parent's: never to be written from here
+        self.te_context = OwnedContext(self)  # stats of the owned events, reported to the importer
+        self._handlers = {
+            "track_descriptor": self._track_descriptor,
+            "thread_descriptor": self._thread_descriptor,
+            "ftrace_events": lambda p, seq, ts: self.ftrace_tokenizer.bundle_clock(p.ftrace_events, seq),
+            "streaming_profile_packet": lambda p, seq, ts: split.pin_to_main(seq),
+        }
+
+    def helper_share(self) -> tuple[Stats, int]:
+        """In the helper, after tokenize_all: the stats its own track events counted, and
+        the interned lookups it missed (made only while tokenizing track events: all its own)."""
+        return self.te_context.stats, self.sequence_misses
+
+    def tokenize_all(self, stream: BinaryIO, progress: Callable[[float], None] = lambda f: None) -> None:
+        """The first phase: every packet of the file, in file order."""
+        reader = ProtoReader(stream, self.stats)
+        size = max(self.trace.size, 1)
+        position = file_position(stream)
+        n = 0
+        split, sorter = self.split, self._file_sorter()
+        for item in reader.scanned():
+            n += 1
+            if split is not None:
+                # Sort keys carry the packet's place in the file, so the two processes' events
+                # merge in the order one process would have queued them.
+                self.packet_index += 1
+                sorter.arrival_base = self.packet_index << 32
+            if type(item) is tuple:  # the common track-event packet, already read
+                self.host_used = True  # no machine_id: a host packet
+                self._tokenize_simple(*item)
+            else:
+                self._tokenize_packet_bytes(item)
+            if n & 0x3FFF == 0:
+                progress(0.5 * min(position() / size, 1.0))
+        self.trace.packets_read += n
+        progress(0.5)
+        self.sequence_misses = sum(seq.misses for seq in self.sequences.values())
+
+    def parse_all(self, progress: Callable[[float], None]) -> None:
+        """The second phase: every tokenized event, in timestamp order."""
+        for importer in (self, *self.machine_by_index):
+            misses = (
+                self.sequence_misses if importer is self else sum(seq.misses for seq in importer.sequences.values())
+            )
+            if misses:
+                importer.stats.inc("interned_data_tokenizer_errors", misses)
+        self.trace.metadata["trace_time_clock_id"] = self.clocks.trace_clock
+        parse_track_event, parse_atrace = self.parser.parse, self.atrace.parse
+        parse_ftrace, parse_packet = self.ftrace.parse_ftrace, self.ftrace.parse_packet
+        machines = self.machine_by_index
+        sorter = self._file_sorter()
+        total = max(sorter.count, 1)
+        events = sorter.drain()
+        if any(importer.ftrace_tokenizer.has_kernel_events for importer in (self, *machines)):
+            events = order_ties_by_queue(events)
+        for i, (ts, event) in enumerate(events):
+            kind = event[0]
+            if kind <= EV_THREAD_DESCRIPTOR:  # track events and descriptors: nearly every event
+                parse_track_event(ts, event)
+            elif kind == EV_FTRACE:
+                parse_ftrace(ts, event)
+            elif kind == EV_COMPACT_SCHED:
+                self.ftrace.parse_compact_sched(ts, event)
+            elif kind == EV_PACKET:
+                parse_packet(ts, event)
+            elif kind == EV_ATRACE:
+                parse_atrace(ts, event)
+            elif kind == EV_MACHINE:
+                machines[event[1]].parse_event(ts, event[2])
+            elif kind == EV_PROFILE:
+                self.profile_parser.parse(ts, event)
+            if i & 0x3FFF == 0:
+                progress(0.5 + 0.5 * i / total)
+        progress(1.0)
+        for importer in (self, *machines):
+            importer.finish_parsing()
+
+    def parse_event(self, ts: int, event: tuple) -> None:
+        """One sorted event of this importer (the file's parse loop inlines this for its own)."""
+        kind = event[0]
+        if kind == EV_FTRACE:
+            self.ftrace.parse_ftrace(ts, event)
+        elif kind == EV_COMPACT_SCHED:
+            self.ftrace.parse_compact_sched(ts, event)
+        elif kind == EV_PACKET:
+            self.ftrace.parse_packet(ts, event)
+        elif kind == EV_ATRACE:
+            self.atrace.parse(ts, event)
+        elif kind == EV_PROFILE:
+            self.profile_parser.parse(ts, event)
+        else:
+            self.parser.parse(ts, event)
+
+    def finish_parsing(self) -> None:
+        self.parser.finish()
+        self.ftrace.finish()
+        self.profile_parser.finish()
+        self.descriptor_dimensions.attach(self.parser, self.trace.dimensions)
+        self._write_clock_snapshots()
+
+    # -- tokenizer -------------------------------------------------------------
+    def tokenize(self, data: bytes) -> None:
+        """One packet (tokenize_all reads the file's; this is for packets inside others)."""
+        if self.split is not None:
+            self.packet_index += 1
+            self._file_sorter().arrival_base = self.packet_index << 32
+        simple = scan_simple_track_event(data)
+        if simple is not None:
+            self.host_used = True  # no machine_id: a host packet
+            self._tokenize_simple(*simple)
+            return
+        self._tokenize_packet_bytes(data)
+
+    def _tokenize_packet_bytes(self, data: bytes) -> None:
+        """tokenize() for a packet that is not a plain track event."""
+        try:
+            packet = TracePacket.FromString(data)
+        except DecodeError:
+            self.stats.inc("proto_packet_parse_errors")
+            return
+        # Attribute reads and HasField() are the cheapest upb accessors; this
+        # is the hot loop, so the common path touches as few fields as it can.
+        kind = packet.WhichOneof("data")
+        if kind == "compressed_packets":
+            for inner in inflate_packets(packet.compressed_packets, self.stats):
+                self.tokenize(inner)
+            return
+        if packet.machine_id:
+            if self.split is not None and self.split.role == HELPER:
+                return  # other machines' packets are all the importer's
+            importer = self._machine_importer(packet.machine_id)
+            if importer is not None:
+                importer.tokenize_packet(packet, kind)
+                return
+            self.tokenize_packet(packet, kind, splittable=False)
+            return
+        elif not self.host_used and kind != "synchronization_marker":
+            self.host_used = True
+        self.tokenize_packet(packet, kind)
+
+    def _machine_importer(self, raw_machine_id: int) -> ProtoImporter | None:
+        """The importer for packets from machine `raw_machine_id`; None when the host context takes them."""
+        if self.adopted is None:
+            # A trace whose packets all come from one machine keeps it as the host
+            # row (trace_processor's adoption), if nothing was on the host before.
+            adopt = not self.host_used and self.trace.model.adopt_machine(raw_machine_id)
+            self.adopted = raw_machine_id if adopt else 0
+        if raw_machine_id == self.adopted:
+            return None
+        importer = self.machine_importers.get(raw_machine_id)
+        if importer is None:
+            context = self.trace.for_machine(raw_machine_id)
+            importer = ProtoImporter(context, sorter=_MachineSorter(self._file_sorter(), len(self.machine_by_index)))
+            self.machine_importers[raw_machine_id] = importer
+            self.machine_by_index.append(importer)
+        return importer
+
+    def tokenize_packet(self, packet, kind: str | None, splittable: bool = True) -> None:
+        """tokenize() for a decoded packet of this importer's machine (`splittable`: its track
+        event may be the helper's; not for packets the helper skips)."""
+        seq = self._packet_sequence(packet)
+        if packet.sequence_flags & SEQ_NEEDS_INCREMENTAL_STATE and self._lacks_state(seq):
+            return
+        if packet.HasField("trace_packet_defaults"):
+            self._set_defaults(seq, packet.trace_packet_defaults)
+        if packet.HasField("interned_data"):
+            if seq.valid:
+                self._intern(seq, packet.interned_data)
+            else:
+                self.stats.inc("interned_data_skipped_incremental_state_invalid")
+        if kind == "clock_snapshot":
+            self._clock_snapshot(packet.clock_snapshot, seq.seq_id)
+            return
+        has_ts = packet.HasField("timestamp")
+        if has_ts:
+            clock_id = packet.timestamp_clock_id if packet.HasField("timestamp_clock_id") else None
+            ts = self._trace_time(packet.timestamp, clock_id, seq)
+            if ts is None:
+                return
+        else:
+            ts = self.last_ts
+        if kind == "track_event":
+            self._track_event_packet(packet, seq, ts if has_ts else None, splittable)
+            return
+        handler = self._handlers.get(kind)
+        if handler is not None:
+            handler(packet, seq, ts)
+        elif kind in PACKET_HANDLERS:
+            # Parsed in timestamp order with everything else (process trees, stats, ...).
+            self.push(ts, (EV_PACKET, kind, getattr(packet, kind).SerializeToString()))
+
+    def _packet_sequence(self, packet) -> SequenceState:
+        """The packet's sequence state, after the packet's effect on it (loss, clearing)."""
+        seq_id = packet.trusted_packet_sequence_id
+        seq = self.sequences.get(seq_id)
+        if seq is None:
+            seq = self.sequences[seq_id] = SequenceState(seq_id)
+        elif packet.previous_packet_dropped and packet.HasField("trusted_packet_sequence_id"):
+            # The first packet of a sequence may say so without anything being lost to us.
+            seq.dropped += 1
+            causes = packet.previous_packet_dropped
+            for bit in DATA_LOSS_CAUSES:
+                if causes & bit:
+                    seq.loss_causes[bit] = seq.loss_causes.get(bit, 0) + 1
+        if packet.incremental_state_cleared or packet.sequence_flags & SEQ_INCREMENTAL_STATE_CLEARED:
+            seq.clear()
+        elif packet.previous_packet_dropped:
+            seq.valid = False
+        if packet.first_packet_on_sequence:
+            self.first_packet_sequences.add(seq_id)
+        return seq
+
+    def _track_event_packet(self, packet, seq: SequenceState, ts: int | None, splittable: bool) -> None:
+        if not packet.HasField("trusted_packet_sequence_id"):
+            self.stats.inc("track_event_missing_sequence_id")
+            return
+        if splittable and self.split is not None:
+            self._tokenize_split(self.split, packet.track_event.SerializeToString(), seq, ts)
+            return
+        tokenized = tokenize_track_event(self, packet.track_event.SerializeToString(), seq, ts)
+        if tokenized is not None:
+            self.sorter.push(tokenized[0], tokenized[1], TRACK_EVENT_STREAM)
+
+    def _tokenize_simple(self, ts_raw: int | None, seq_id: int | None, flags: int, event: bytes) -> None:
+        """tokenize() for the common packet: a TrackEvent with nothing but a timestamp,
+        sequence id and flags beside it, read straight from the bytes (no TracePacket)."""
+        if seq_id is None:
+            self.stats.inc("track_event_missing_sequence_id")
+            return
+        seq = self.sequences.get(seq_id)
+        if seq is None:
+            seq = self.sequences[seq_id] = SequenceState(seq_id)
+        elif self.skips_others and seq.split_owner == MAIN and not self.clocks.global_incremental:
+            # The split helper, on a sequence it does not tokenize: nothing here changes any
+            # state its own sequences need (their clocks are their own), and the importer counts.
+            return
+        if flags & SEQ_INCREMENTAL_STATE_CLEARED:
+            seq.clear()
+        if flags & SEQ_NEEDS_INCREMENTAL_STATE:
+            if seq.valid:
+                seq.needs_state += 1  # _lacks_state's bookkeeping, inline for the hot path
+            elif self._lacks_state(seq):
+                return
+        if ts_raw is None:
+            ts = None
+        else:
+            clock = seq.clock
+            # The sequence's cached default clock, when not incremental: _trace_time's fast path, inline.
+            ts = clock[1](ts_raw) if clock is not None and clock[2] is None else None
+            if ts is None or ts < 0:
+                ts = self._trace_time(ts_raw, None, seq)
+                if ts is None:
+                    return
+            else:
+                self.last_ts = ts
+        split = self.split
+        if split is not None:
+            owner = seq.split_owner
+            if owner is None:
+                owner = split.owner(seq)
+            if owner != split.role:
+                return
+        tokenized = tokenize_track_event(self.te_context, event, seq, ts)
+        if tokenized is not None:
+            self.sorter.push(tokenized[0], tokenized[1], TRACK_EVENT_STREAM)
+
+    def _tokenize_split(self, split: SequenceSplit, event: bytes, seq: SequenceState, ts: int | None) -> None:
+        """A track event when the helper shares the work: tokenized by whichever process owns
+        its sequence (_tokenize_simple inlines this)."""
+        owner = seq.split_owner
+        if owner is None:
+            owner = split.owner(seq)
+        if owner == split.role:
+            tokenized = tokenize_track_event(self.te_context, event, seq, ts)
+            if tokenized is not None:
+                self.sorter.push(tokenized[0], tokenized[1], TRACK_EVENT_STREAM)
+
+    def _file_sorter(self) -> Sorter:
+        """The file's sorter, for what only the importer ingest() runs does (other machines'
+        importers share its sorter through a _MachineSorter)."""
+        assert isinstance(self.sorter, Sorter)
+        return self.sorter
+
+    def push(self, ts: int, event: tuple) -> None:
+        """Queues a parse-phase event other than a track event."""
+        self.queue.push(ts, event)
+
+    def _streaming_profile_packet(self, packet, seq: SequenceState, ts: int) -> None:
+        if self.split is not None:
+            # Its samples continue the delta timestamps of the sequence's track events,
+            # and only the importer sees these packets: the importer owns the sequence.
+            self.split.pin_to_main(seq)
+        self.profiles.streaming_profile(packet, seq, ts)
+
+    def _handler_table(self) -> dict:
+        """TracePacket `data` oneof name -> handler(packet, seq, ts) for everything but track events."""
+        return {
+            "track_descriptor": self._track_descriptor,
+            "thread_descriptor": self._thread_descriptor,
+            "process_descriptor": self._process_descriptor,
+            "ftrace_events": lambda p, seq, ts: self.ftrace_tokenizer.bundle(p.ftrace_events, seq),
+            "track_event_range_of_interest": lambda p, seq, ts: self._range_of_interest(p),
+            "system_info": lambda p, seq, ts: self._system_info(p.system_info),
+            "trace_config": lambda p, seq, ts: self._trace_config(p.trace_config),
+            "trace_uuid": lambda p, seq, ts: self._trace_uuid(p.trace_uuid),
+            "service_event": lambda p, seq, ts: self._service_event(p.service_event, ts),
+            "translation_table": lambda p, seq, ts: self._translation_table(p.translation_table),
+            "trace_stats": lambda p, seq, ts: self._trace_stats(p.trace_stats),
+            "trace_attributes": lambda p, seq, ts: self._trace_attributes(p.trace_attributes),
+            "chrome_metadata": lambda p, seq, ts: self._chrome_metadata(p.chrome_metadata),
+            **self.profiles.handlers(),  # perf, StackSample, heapprofd, heap graphs
+            "streaming_profile_packet": self._streaming_profile_packet,  # Chrome's sampler
+        }
+
+    def _process_descriptor(self, packet, seq: SequenceState, ts: int) -> None:
+        pd = packet.process_descriptor
+        self.push(
+            ts,
+            (
+                EV_DESCRIPTOR,
+                None,
+                pd.pid,
+                None,
+                None,
+                [text(c) for c in pd.cmdline],
+                text(pd.process_name) or None,
+                None,
+                None,
+                None,
+                None,
+            ),
+        )
+
+    def _range_of_interest(self, packet) -> None:
+        roi = packet.track_event_range_of_interest
+        if not roi.HasField("start_us"):
+            self.stats.inc("track_event_range_of_interest_missing_start_us")
+            return
+        self.parser.range_of_interest_ns = roi.start_us * 1000
+        self.trace.set_metadata("range_of_interest_start_us", roi.start_us)
+
+    def _trace_stats(self, trace_stats) -> None:
+        """The tracing service's own counters (traced_*, traced_buf_*[buffer], filter_*),
+        and per-buffer packet-loss stats for the sequences that wrote to each buffer."""
+        for fd, value in trace_stats.ListFields():
+            name = f"traced_{fd.name}"
+            if name in STATS and not STATS[name].indexed and isinstance(value, int):
+                self.stats.set(name, value)
+        for buffer, buffer_stats in enumerate(trace_stats.buffer_stats):
+            for fd, value in buffer_stats.ListFields():
+                name = f"traced_buf_{fd.name}"
+                if name in STATS and STATS[name].indexed:
+                    self.stats.set(name, value, idx=buffer)
+        if trace_stats.HasField("filter_stats"):
+            fs = trace_stats.filter_stats
+            for fd, value in fs.ListFields():
+                if fd.name == "bytes_discarded_per_buffer":
+                    for buffer, discarded in enumerate(value):
+                        self.stats.set("traced_buf_bytes_filtered_out", discarded, idx=buffer)
+                elif f"filter_{fd.name}" in STATS:
+                    self.stats.set(f"filter_{fd.name}", value)
+        for writer in trace_stats.writer_stats:
+            seq = self.sequences.get(writer.sequence_id)
+            if seq is None:
+                continue
+            buffer = writer.buffer
+            self.stats.inc("traced_buf_sequence_packet_loss", seq.dropped, idx=buffer)
+            if seq.needs_state_skipped and seq.needs_state_skipped == seq.needs_state:
+                self.stats.inc("traced_buf_incremental_sequences_dropped", 1, idx=buffer)
+            else:
+                self.stats.inc("traced_buf_incremental_sequences_dropped", 0, idx=buffer)
+            for bit, count in seq.loss_causes.items():
+                self.stats.inc(f"traced_buf_data_loss_{DATA_LOSS_CAUSES[bit]}", count, idx=buffer)
+
+    def _translation_table(self, table) -> None:
+        if table.HasField("slice_name"):
+            self.trace.slice_name_map.update(
+                (text(k), text(v)) for k, v in table.slice_name.raw_to_deobfuscated_name.items()
+            )
+        if table.HasField("process_track_name"):
+            self.trace.process_track_name_map.update(
+                (text(k), text(v)) for k, v in table.process_track_name.raw_to_deobfuscated_name.items()
+            )
+
+    def _chrome_metadata(self, m) -> None:
+        """Chrome's metadata packet → metadata cr-<letter>-* (a letter per packet) and cr-*."""
+        prefix = f"cr-{chr(ord('a') + self.chrome_metadata_packets % 26)}-"
+        self.chrome_metadata_packets += 1
+        meta = self.trace.set_metadata
+        if m.HasField("chrome_version_code"):
+            meta(prefix + "playstore_version_code", m.chrome_version_code)
+        if m.HasField("enabled_categories"):
+            meta(prefix + "enabled_categories", text(m.enabled_categories))
+        if m.field_trial_hashes:
+            meta(
+                prefix + "field_trial_hashes",
+                "".join(f"{{ name: {h.name}, group: {h.group} }} " for h in m.field_trial_hashes),
+            )
+        if m.HasField("app_package_name"):
+            meta(prefix + "package-name", text(m.app_package_name))
+        if m.HasField("app_version"):
+            meta(prefix + "product-version", text(m.app_version))
+        if m.HasField("channel"):
+            meta(prefix + "channel", m.channel)
+        if m.HasField("os_name"):
+            meta(prefix + "os-name", text(m.os_name))
+        if m.HasField("background_tracing_metadata"):
+            btm = m.background_tracing_metadata
+            meta("cr-background_tracing_metadata", base64.b64encode(btm.SerializeToString()).decode("ascii"))
+            if btm.HasField("scenario_name_hash"):
+                meta("cr-scenario_name_hash", btm.scenario_name_hash)
+            if btm.HasField("triggered_rule") and btm.triggered_rule.HasField("name_hash"):
+                meta("cr-triggered_rule_name_hash", btm.triggered_rule.name_hash)
+
+    def _trace_attributes(self, attributes) -> None:
+        """User-declared key/values (TraceConfig or TracePacket) → metadata trace_attribute.<key>."""
+        for attribute in attributes.attribute:
+            value = attribute.long_value if attribute.HasField("long_value") else text(attribute.string_value)
+            self.trace.set_metadata(f"trace_attribute.{text(attribute.key)}", value)
+
+    def _trace_config(self, config) -> None:
+        self.trace.set_metadata("trace_config_pbtxt", str(config)[:100_000])
+        if (config.trace_uuid_msb or config.trace_uuid_lsb) and "trace_uuid" not in self.trace.metadata:
+            self.trace.set_metadata("trace_uuid", format_uuid(config.trace_uuid_msb, config.trace_uuid_lsb))
+        if config.HasField("trace_attributes"):
+            self._trace_attributes(config.trace_attributes)
+        if config.unique_session_name:
+            self.trace.set_metadata("unique_session_name", text(config.unique_session_name))
+
+    def _trace_uuid(self, u) -> None:
+        if u.msb or u.lsb:
+            self.trace.set_metadata("trace_uuid", format_uuid(u.msb, u.lsb))
+
+    def _service_event(self, ev, ts: int) -> None:
+        if ev.HasField("slow_starting_data_sources"):
+            for ds in ev.slow_starting_data_sources.data_source:
+                self.trace.add_metadata(
+                    "slow_start_data_source", f"{text(ds.producer_name)} {text(ds.data_source_name)}"
+                )
+        if ev.tracing_started:
+            self.trace.set_metadata("tracing_started_ns", ts)
+        if ev.all_data_sources_started:
+            self.trace.set_metadata("all_data_source_started_ns", ts)
+        if ev.tracing_disabled:
+            self.trace.set_metadata("tracing_disabled_ns", ts)
+
+    def _lacks_state(self, seq: SequenceState) -> bool:
+        """For a packet that needs incremental state: True (dropped, counted) if its sequence has none."""
+        seq.needs_state += 1
+        if seq.valid:
+            return False
+        seq.needs_state_skipped += 1
+        self.stats.inc("packet_skipped_seq_needs_incremental_state_invalid")
+        return True
+
+    def _trace_time(self, raw: int, packet_clock_id: int | None, seq: SequenceState) -> int | None:
+        """A packet timestamp on the trace clock (None, counted, if it cannot be converted).
+        Packets on the sequence's default clock use its cached converter."""
+        clock = seq.clock
+        if clock is None or packet_clock_id is not None:
+            return self._convert(raw, packet_clock_id, seq)
+        _, converter, incremental = clock
+        if incremental is not None:
+            incremental[0] += raw
+            raw = incremental[0] * incremental[1]
+        ts = converter(raw)
+        if ts is None or ts < 0:
+            return self._convert(raw, None, seq, incremental_done=True)
+        self.last_ts = ts
+        return ts
+
+    def _convert(
+        self, raw: int, packet_clock_id: int | None, seq: SequenceState, incremental_done: bool = False
+    ) -> int | None:
+        """A packet timestamp on its clock (the packet's, else the sequence default,
+        else BOOTTIME) → trace time; None (counted) if it cannot be converted."""
+        clock_id = packet_clock_id if packet_clock_id is not None else seq.timestamp_clock_id
+        if clock_id is None:
+            clock_id = BOOTTIME
+        key = clock_key(clock_id, seq.seq_id)
+        clocks = self.clocks
+        if not incremental_done and key in clocks.incremental:
+            raw = clocks.resolve_incremental(key, raw)
+        converter = clocks.converter(key)
+        if packet_clock_id is None:
+            # Cache the sequence's default clock until the clocks change.
+            seq.clock = (key, converter, clocks.incremental.get(key))
+            clocks.users.append(seq)
+        ts = converter(raw)
+        if ts is None:
+            return None
+        if ts < 0:
+            self.stats.inc("trace_sorter_negative_timestamp_dropped")
+            return None
+        self.last_ts = ts
+        return ts
+
+    def _set_defaults(self, seq: SequenceState, d) -> None:
+        seq.clock = None
+        if d.HasField("timestamp_clock_id"):
+            seq.timestamp_clock_id = d.timestamp_clock_id
+        if d.HasField("track_event_defaults"):
+            ted = d.track_event_defaults
+            seq.default_track_uuid = ted.track_uuid if ted.HasField("track_uuid") else None
+            seq.default_extra_counter_uuids = tuple(ted.extra_counter_track_uuids)
+            seq.default_extra_double_counter_uuids = tuple(ted.extra_double_counter_track_uuids)
+
+    def _intern(self, seq: SequenceState, interned) -> None:
+        for fd, entries in interned.ListFields():
+            spec = INTERNED_FIELDS.get(fd.name)
+            if spec is None:
+                continue
+            number, convert = spec
+            table = seq.interned.setdefault(number, {})
+            for e in entries:
+                if not e.iid:
+                    self.stats.inc("interned_data_tokenizer_errors")
+                    continue
+                table[e.iid] = convert(e)
+        # Track-dimension strings (fields the perfetto package does not know) come
+        # through as unknown fields: only then is the message read again.
+        unknown = UnknownFieldSet(interned)
+        if len(unknown) and any(f.field_number in INTERNED_DIMENSION_FIELDS for f in unknown):
+            intern_dimension_strings(interned.SerializeToString(), seq.interned, self.stats)
+
+    def _clock_snapshot(self, snap, seq_id: int) -> None:
+        if snap.HasField("primary_trace_clock") and snap.primary_trace_clock:
+            self.clocks.set_trace_clock(snap.primary_trace_clock)
+        elif not self.clocks.trace_clock_fixed:
+            self.clocks.set_trace_clock(BOOTTIME)
+        self.clocks.add_snapshot(
+            [(c.clock_id, c.timestamp, c.is_incremental, c.unit_multiplier_ns) for c in snap.clocks], seq_id
+        )
+
+    def _thread_descriptor(self, packet, seq: SequenceState, ts: int) -> None:
+        if not packet.HasField("trusted_packet_sequence_id"):
+            self.stats.inc("thread_descriptor_missing_sequence_id")
+            return
+        if not seq.valid:
+            self.stats.inc("thread_descriptor_skipped_incremental_state_invalid")
+            return
+        td = packet.thread_descriptor
+        self._set_sequence_thread(seq, td)
+        self.push(
+            ts,
+            (
+                EV_THREAD_DESCRIPTOR,
+                None,
+                td.pid,
+                td.tid,
+                text(td.thread_name) or None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+            ),
+        )
+
+    @staticmethod
+    def _set_sequence_thread(seq: SequenceState, td) -> None:
+        seq.thread = (td.pid, td.tid)
+        seq.ref_ts = td.reference_timestamp_us * 1000
+        seq.ref_thread_ts = td.reference_thread_time_us * 1000
+        seq.ref_thread_ic = td.reference_thread_instruction_count
+
+    def _track_descriptor(self, packet, seq: SequenceState, ts: int) -> None:
+        td = packet.track_descriptor
+        r = reservation_from(td, seq.seq_id, self.stats)
+        if r is None:
+            return
+        if td.HasField("thread") and seq.valid:
+            self._set_sequence_thread(seq, td.thread)
+        if not self._reserve(r):
+            return
+        unknown = UnknownFieldSet(td)
+        if len(unknown) and any(f.field_number == TRACK_DESCRIPTOR_DIMENSIONS for f in unknown):
+            # TrackDescriptor.dimensions: iids resolved now, against this sequence's interned data.
+            self.descriptor_dimensions.read(td.uuid, td.SerializeToString(), seq.interned)
+        if td.HasField("thread"):
+            self._push_thread_descriptor(ts, td)
+        elif td.HasField("process"):
+            self._push_process_descriptor(ts, td)
+
+    def _reserve(self, r: Reservation) -> bool:
+        """Records the reservation; False (counted) if it conflicts with an earlier one."""
+        existing = self.reservations.get(r.uuid)
+        if existing is None:
+            self.reservations[r.uuid] = r
+        elif existing.same_track(r):
+            if r.name is not None and (existing.name is None or r.merge is None):
+                existing.name = r.name
+        else:
+            self.stats.inc("track_descriptor_conflicting_reservation")
+            return False
+        return True
+
+    def _push_thread_descriptor(self, ts: int, td) -> None:
+        thread = td.thread
+        chrome = td.chrome_thread if td.HasField("chrome_thread") else None
+        self.push(
+            ts,
+            (
+                EV_DESCRIPTOR,
+                td.uuid,
+                thread.pid,
+                thread.tid,
+                text(thread.thread_name) or None,
+                None,
+                None,
+                None,
+                chrome.thread_type if chrome else None,
+                None,
+                None,
+            ),
+        )
+
+    def _push_process_descriptor(self, ts: int, td) -> None:
+        process = td.process
+        chrome = td.chrome_process if td.HasField("chrome_process") else None
+        labels = [text(x) for x in process.process_labels]
+        if process.HasField("legacy_sort_index"):
+            sort_index = process.legacy_sort_index
+        elif chrome and chrome.HasField("legacy_sort_index"):
+            sort_index = chrome.legacy_sort_index
+        else:
+            sort_index = None
+        self.push(
+            ts,
+            (
+                EV_DESCRIPTOR,
+                td.uuid,
+                process.pid,
+                None,
+                None,
+                [text(c) for c in process.cmdline],
+                text(process.process_name) or None,
+                process.start_timestamp_ns or None,
+                (
+                    chrome.process_type if chrome.HasField("process_type") else None,
+                    text(chrome.host_app_package_name) or None,
+                    chrome.crash_trace_id if chrome.HasField("crash_trace_id") else None,
+                )
+                if chrome
+                else None,
+                labels or None,
+                sort_index,
+            ),
+        )
+
+    def _system_info(self, info) -> None:
+        u = info.utsname
+        sysname, release, version, machine = (text(u.sysname), text(u.release), text(u.version), text(u.machine))
+        for key, value in (
+            ("system_name", sysname),
+            ("system_release", release),
+            ("system_version", version),
+            ("system_machine", machine),
+        ):
+            if value:
+                self.trace.set_metadata(key, value)
+        if info.system_ram_bytes:
+            self.trace.set_metadata("system_ram_bytes", info.system_ram_bytes)
+            self.trace.set_metadata("system_ram_gb", round(info.system_ram_bytes / 1e9))
+        if info.android_build_fingerprint:
+            self.trace.set_metadata("android_build_fingerprint", text(info.android_build_fingerprint))
+        if info.HasField("timezone_off_mins"):
+            self.trace.set_metadata("timezone_off_mins", info.timezone_off_mins)
+        self.trace.page_size = info.page_size or 4096
+        m = self.trace.machine
+        if info.HasField("machine_name"):
+            m.name = text(info.machine_name)
+        if info.HasField("utsname"):
+            m.sysname, m.release, m.version, m.arch = sysname or None, release or None, version or None, machine or None
+        if info.HasField("android_build_fingerprint"):
+            m.android_build_fingerprint = text(info.android_build_fingerprint)
+        if info.HasField("android_device_manufacturer"):
+            m.android_device_manufacturer = text(info.android_device_manufacturer)
+            self.trace.set_metadata("android_device_manufacturer", m.android_device_manufacturer)
+        if info.HasField("android_sdk_version"):
+            m.android_sdk_version = info.android_sdk_version
+            self.trace.set_metadata("android_sdk_version", info.android_sdk_version)
+        if info.HasField("num_cpus"):
+            m.num_cpus = info.num_cpus
+        if info.HasField("system_ram_bytes"):
+            m.system_ram_bytes = info.system_ram_bytes
+
+    def _write_clock_snapshots(self) -> None:
+        by_snapshot: dict[int, dict[int, int]] = {}
+        for snapshot_id, clock_id, _name, value in self.clocks.snapshot_rows:
+            by_snapshot.setdefault(snapshot_id, {})[clock_id] = value
+        for snapshot_id, clock_id, name, value in self.clocks.snapshot_rows:
+            ts = by_snapshot[snapshot_id].get(self.clocks.trace_clock)
+            self.trace.storage.insert(
+                "clock_snapshot",
+                (
+                    None if ts is None else to_int64(ts),
+                    clock_id,
+                    name,
+                    to_int64(value),
+                    snapshot_id,
+                    self.trace.machine_id,
+                ),
+            )

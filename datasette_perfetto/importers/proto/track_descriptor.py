@@ -1,0 +1,196 @@
+"""What TrackDescriptors declare: a reservation per uuid (trace_processor's), counter
+details, and Chrome's process and thread type names."""
+
+from __future__ import annotations
+
+from ...stats import Stats
+from ..common.values import text
+
+UNIT_NAMES = {1: "ns", 2: "count", 3: "bytes"}
+COUNTER_THREAD_TIME_NS = 1
+COUNTER_THREAD_INSTRUCTION_COUNT = 2
+
+# Chrome's process/thread type enums → the names trace_processor shows.
+CHROME_PROCESS_NAMES = {
+    1: "Browser",
+    2: "Renderer",
+    3: "Utility",
+    4: "SandboxHelper",
+    6: "Gpu",
+    7: "PpapiPlugin",
+    8: "PpapiBroker",
+    40: "Extension Renderer",
+}
+CHROME_RENDERER_TYPES = (2, 40)
+CHROME_THREAD_NAMES = {
+    1: "CrProcessMain",
+    2: "ChromeIOThread",
+    3: "ThreadPoolBackgroundWorker&",
+    4: "ThreadPoolForegroundWorker&",
+    5: "ThreadPoolSingleThreadForegroundBlocking&",
+    6: "ThreadPoolSingleThreadBackgroundBlocking&",
+    7: "ThreadPoolService",
+    8: "Compositor",
+    9: "VizCompositorThread",
+    10: "CompositorTileWorker&",
+    11: "ServiceWorkerThread&",
+    12: "NetworkService",
+    13: "Chrome_ChildIOThread",
+    14: "Chrome_IOThread",
+    15: "CrBrowserMain",
+    16: "CrRendererMain",
+    17: "CrUtilityMain",
+    18: "CrGpuMain",
+    50: "MemoryInfra",
+    51: "StackSamplingProfiler",
+    52: "CompositorGpuThread",
+}
+
+
+# Other values are Chrome enum names that the perfetto package's protos do not
+# carry (they are plain ints there); those stay unnamed.
+def chrome_process_name(process_type: int) -> str | None:
+    return CHROME_PROCESS_NAMES.get(process_type)
+
+
+def chrome_thread_name(thread_type: int) -> str | None:
+    return CHROME_THREAD_NAMES.get(thread_type)
+
+
+class CounterDetails:
+    __slots__ = ("category", "is_incremental", "unit_multiplier", "unit", "builtin_type", "y_axis_share_key")
+
+    def __init__(self) -> None:
+        self.category: str | None = None
+        self.is_incremental = False
+        self.unit_multiplier = 0
+        self.unit: str | None = None
+        self.builtin_type: str | None = None
+        self.y_axis_share_key: str | None = None
+
+
+class Reservation:
+    """What a TrackDescriptor said about a uuid (trace_processor's reservation)."""
+
+    __slots__ = (
+        "uuid",
+        "parent_uuid",
+        "name",
+        "description",
+        "child_ordering",
+        "sibling_order_rank",
+        "merge",
+        "merge_key",
+        "pid",
+        "tid",
+        "use_separate_track",
+        "counter",
+        "is_state",
+        "seq_id",
+        "process_ordering",
+        "thread_ordering",
+    )
+
+    def __init__(self, uuid: int) -> None:
+        self.uuid = uuid
+        self.parent_uuid = 0
+        self.name: str | None = None
+        self.description: str | None = None
+        self.child_ordering: str | None = None
+        self.sibling_order_rank: int | None = None
+        self.merge: str | None = "name"  # "name" | "key" | None (never merge)
+        self.merge_key: str | None = None
+        self.pid: int | None = None
+        self.tid: int | None = None
+        self.use_separate_track = False
+        self.counter: CounterDetails | None = None
+        self.is_state = False
+        self.seq_id: int | None = None
+        self.process_ordering: str | None = None  # "explicit" on the root (uuid 0) descriptor
+        self.thread_ordering: str | None = None
+
+    def same_track(self, other: Reservation) -> bool:
+        return (
+            self.parent_uuid == other.parent_uuid
+            and self.pid == other.pid
+            and self.tid == other.tid
+            and (self.counter is None) == (other.counter is None)
+            and self.is_state == other.is_state
+        )
+
+
+def reservation_from(td, seq_id: int, stats: Stats) -> Reservation | None:
+    """What a TrackDescriptor declares; None (counted) for an invalid one."""
+    if not td.HasField("uuid"):
+        stats.inc("track_descriptor_missing_uuid")
+        return None
+    r = Reservation(td.uuid)
+    r.parent_uuid = td.parent_uuid
+    _names_and_ordering(r, td)
+    r.seq_id = seq_id
+    if td.HasField("process_ordering") and td.process_ordering == 1:
+        r.process_ordering = "explicit"
+    if td.HasField("thread_ordering") and td.thread_ordering == 1:
+        r.thread_ordering = "explicit"
+    if td.HasField("thread"):
+        t = td.thread
+        if not (t.HasField("pid") and t.HasField("tid")):
+            stats.inc("track_descriptor_thread_missing_pid_tid")
+            return None
+        r.pid, r.tid = t.pid, t.tid
+        r.use_separate_track = td.disallow_merging_with_system_tracks
+    elif td.HasField("process"):
+        if not td.process.HasField("pid"):
+            stats.inc("track_descriptor_process_missing_pid")
+            return None
+        r.pid = td.process.pid
+    elif td.HasField("counter"):
+        r.counter = _counter_details(r, td.counter)
+    elif td.HasField("state"):
+        r.is_state = True
+    return r
+
+
+def _names_and_ordering(r: Reservation, td) -> None:
+    if td.HasField("name"):
+        r.name = text(td.name)
+    elif td.HasField("static_name"):
+        r.name = text(td.static_name)
+    elif td.HasField("atrace_name"):
+        r.name = text(td.atrace_name)
+    r.description = text(td.description) or None
+    if td.HasField("child_ordering"):
+        r.child_ordering = {1: "lexicographic", 2: "chronological", 3: "explicit"}.get(td.child_ordering)
+    if td.HasField("sibling_order_rank"):
+        r.sibling_order_rank = td.sibling_order_rank
+    if td.HasField("sibling_merge_behavior"):
+        r.merge = {0: "name", 1: "name", 2: None, 3: "key"}.get(td.sibling_merge_behavior, "name")
+        if r.merge == "key":
+            r.merge_key = (
+                text(td.sibling_merge_key)
+                if td.HasField("sibling_merge_key")
+                else (f"sibling_merge_key_int:{td.sibling_merge_key_int}")
+            )
+
+
+def _counter_details(r: Reservation, c) -> CounterDetails:
+    """A CounterDescriptor's details; a built-in counter names an unnamed track."""
+    details = CounterDetails()
+    if c.categories:
+        details.category = ",".join(text(x) for x in c.categories)
+    details.is_incremental = c.is_incremental
+    details.unit_multiplier = c.unit_multiplier
+    details.y_axis_share_key = text(c.y_axis_share_key) or None
+    if c.type == COUNTER_THREAD_TIME_NS:
+        details.unit, details.builtin_type = "ns", "thread_time"
+        if r.name is None:
+            r.name = "thread_time"
+    elif c.type == COUNTER_THREAD_INSTRUCTION_COUNT:
+        details.unit, details.builtin_type = "count", "thread_instruction_count"
+        if r.name is None:
+            r.name = "thread_instruction_count"
+    elif c.unit in UNIT_NAMES:
+        details.unit = UNIT_NAMES[c.unit]
+    else:
+        details.unit = text(c.unit_name) or None
+    return details

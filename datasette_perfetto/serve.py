@@ -13,6 +13,7 @@ home page never counts rows.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import importlib.metadata
 import json
@@ -48,10 +49,25 @@ def default_cache_dir() -> Path:
 
 
 def package_version() -> str:
+    """The package's version and a fingerprint of its code: what a cached database depends on. The
+    fingerprint makes a changed checkout (an editable install keeps its version) import again."""
     try:
-        return importlib.metadata.version("datasette-perfetto")
+        version = importlib.metadata.version("datasette-perfetto")
     except importlib.metadata.PackageNotFoundError:  # a checkout on sys.path, not installed
-        return "unknown"
+        version = "unknown"
+    return f"{version}+{code_fingerprint()}"
+
+
+@functools.cache
+def code_fingerprint() -> str:
+    """A hash of the package's Python modules and data files (a few hundred KB: milliseconds)."""
+    package = Path(__file__).parent
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*")):
+        if path.suffix in (".py", ".tsv") and "__pycache__" not in path.parts:
+            digest.update(str(path.relative_to(package)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def cache_key(path: str, version: str) -> str:

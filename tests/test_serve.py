@@ -96,6 +96,22 @@ async def test_cached_databases_are_served_with_their_row_counts(tmp_path, demo_
     assert serve.inspect_path(db).is_file()
 
 
+def test_the_version_includes_the_code(tmp_path, monkeypatch):
+    # A changed module (an editable install keeps its version number) must not reuse old databases.
+    version = serve.package_version()
+    assert version.endswith("+" + serve.code_fingerprint()) and len(serve.code_fingerprint()) == 16
+    package = tmp_path / "datasette_perfetto"
+    package.mkdir()
+    (package / "serve.py").write_text("# one version of the code\n")
+    monkeypatch.setattr(serve, "__file__", str(package / "serve.py"))
+    serve.code_fingerprint.cache_clear()
+    first = serve.code_fingerprint()
+    (package / "schema.py").write_text("# a changed table\n")
+    serve.code_fingerprint.cache_clear()
+    assert serve.code_fingerprint() != first
+    serve.code_fingerprint.cache_clear()
+
+
 def test_changed_content_or_version_imports_again(tmp_path, demo_trace, demo_bytes, counted_ingests):
     trace = tmp_path / "in" / "t.pftrace"
     trace.parent.mkdir()

@@ -297,6 +297,7 @@ def report_command(database: str, noun, view, output_format: str, **flags) -> No
         datasette perfetto report --baseline base.db target.db   # diff two traces (exits 0)
         datasette perfetto report --baseline base.db target.db slices --sort count
     """
+    from .metadata import is_trace_connection, not_a_trace_database
     from .report.base import Linker
     from .report.diff import run_diff
     from .report.engine import run_report
@@ -309,6 +310,8 @@ def report_command(database: str, noun, view, output_format: str, **flags) -> No
     register_functions(conn)
     base_conn = None
     try:
+        if not is_trace_connection(conn):
+            raise ReportError(not_a_trace_database(database), "database")
         if baseline:
             # A diff is not a failure: it exits 0 like any report, so CI can keep it as an artifact.
             if not os.path.isfile(baseline):
@@ -328,7 +331,7 @@ def report_command(database: str, noun, view, output_format: str, **flags) -> No
             sys.exit(1)
         raise click.ClickException(e.message) from None
     except sqlite3.Error as e:
-        raise click.ClickException(f"{database}: not a trace database this version can report on ({e})") from None
+        raise click.ClickException(f"{database}: not a trace database ({e})") from None
     finally:
         conn.close()
         if base_conn is not None:

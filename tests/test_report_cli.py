@@ -45,8 +45,14 @@ def test_bad_flags_exit_non_zero_with_the_reason(demo_db, args, message):
     assert demo_db.path.read_bytes() == before  # reports only read
 
 
-@pytest.mark.parametrize("content", ["garbage", "plain"])
-def test_files_that_are_not_trace_databases(tmp_path, content):
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("garbage", "{path}: not a trace database (file is not a database)"),
+        ("plain", "{path} is not a trace database (no slice and trace_bounds tables)"),  # as the web pages say
+    ],
+)
+def test_files_that_are_not_trace_databases(tmp_path, content, message):
     path = tmp_path / "x.db"
     if content == "garbage":
         path.write_bytes(os.urandom(3000))
@@ -55,5 +61,5 @@ def test_files_that_are_not_trace_databases(tmp_path, content):
     before = path.read_bytes()
     result = report(str(path))
     assert result.exit_code == 1
-    assert f"{path}: not a trace database" in result.output and "Traceback" not in result.output
+    assert result.output == f"Error: {message.format(path=path)}\n"
     assert path.read_bytes() == before

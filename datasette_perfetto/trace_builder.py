@@ -592,9 +592,7 @@ class Sequence:
         if cmdline is not None:
             proc.cmdline.extend([cmdline] if isinstance(cmdline, str) else cmdline)
         desc = pb.TrackDescriptor(uuid=uuid, process=proc)
-        self._add_dimensions(desc, dimensions)
-        self.packet(ts, track_descriptor=desc)
-        return uuid
+        return self._descriptor(desc, ts, dimensions)
 
     def thread(
         self,
@@ -608,9 +606,7 @@ class Sequence:
         uuid = thread_uuid(tid) if uuid is None else uuid
         thread = pb.ThreadDescriptor(pid=pid, tid=tid, thread_name=name)
         desc = pb.TrackDescriptor(uuid=uuid, thread=thread)
-        self._add_dimensions(desc, dimensions)
-        self.packet(ts, track_descriptor=desc)
-        return uuid
+        return self._descriptor(desc, ts, dimensions)
 
     def track(
         self,
@@ -623,9 +619,7 @@ class Sequence:
         desc = pb.TrackDescriptor(uuid=uuid, name=name)
         if parent_uuid is not None:
             desc.parent_uuid = parent_uuid
-        self._add_dimensions(desc, dimensions)
-        self.packet(ts, track_descriptor=desc)
-        return uuid
+        return self._descriptor(desc, ts, dimensions)
 
     def counter_track(
         self,
@@ -640,7 +634,6 @@ class Sequence:
         """`unit` is "bytes", "ns", "count", a CounterDescriptor.Unit value or a
         free-form unit_name. Incremental counters must be written on this sequence."""
         desc = pb.TrackDescriptor(uuid=uuid, name=name)
-        self._add_dimensions(desc, dimensions)
         desc.counter.SetInParent()
         if parent_uuid is not None:
             desc.parent_uuid = parent_uuid
@@ -652,8 +645,13 @@ class Sequence:
             desc.counter.unit_name = unit
         if is_incremental:
             desc.counter.is_incremental = True
+        return self._descriptor(desc, ts, dimensions)
+
+    def _descriptor(self, desc: pb.TrackDescriptor, ts: int | None, dimensions: Dimensions | None) -> int:
+        """Writes the track descriptor `desc`, with its `dimensions`, at `ts`; its uuid."""
+        self._add_dimensions(desc, dimensions)
         self.packet(ts, track_descriptor=desc)
-        return uuid
+        return desc.uuid
 
     def slice_begin(
         self,

@@ -1,5 +1,7 @@
-"""Shared fixtures: the demo trace, its ingested database, and a helper to ingest bytes; helpers for
-tests marked `web`, which run on Datasette 0.65 and 1.0 (see "Datasette 0.65 and 1.0" below).
+"""Shared fixtures: the demo, scheduling, V8 and cpufreq databases; helpers to ingest a trace (ingest_built,
+ingest_named, ingest_case), to query a database read-only (TraceDB; FunctionsDB and connect_with_functions with
+trace_processor's SQL functions) and to run a report without Datasette (report_of); helpers for tests marked
+`web`, which run on Datasette 0.65 and 1.0 (see "Datasette 0.65 and 1.0" below).
 
 Also makes `datasette perfetto` available when the package is not installed
 (no entry point): the plugin is registered with Datasette's plugin manager
@@ -10,7 +12,10 @@ before `datasette.cli` is imported, since that import is what runs the
 from __future__ import annotations
 
 import contextvars
+import random
 import sqlite3
+import string
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,7 +24,10 @@ from datasette.plugins import pm
 
 import datasette_perfetto
 from datasette_perfetto.compat import is_datasette_1
+from datasette_perfetto.functions import register_functions
 from datasette_perfetto.ingest import ingest, ingest_bytes
+from datasette_perfetto.report.base import Linker, ReportResult
+from datasette_perfetto.report.engine import run_report
 from datasette_perfetto.trace_builder import build_demo_trace
 
 if not pm.is_registered(datasette_perfetto):
@@ -32,12 +40,28 @@ if not pm.is_registered(datasette_perfetto):
         pass
 
 from datasette.cli import cli as datasette_cli  # noqa: E402  (after registration, on purpose)
-from shared_data import TRACES
+from shared_data import CASES, TRACES
 
 if "perfetto" not in datasette_cli.commands:
     datasette_perfetto.cli.register(datasette_cli)
 
 DEMO_TABLES = ("slice", "thread", "process", "track", "args", "counter", "flow")
+
+
+def connect_with_functions(path) -> sqlite3.Connection:
+    """A read-only connection to a trace database with trace_processor's SQL functions (extract_arg, ...)."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    register_functions(conn)
+    return conn
+
+
+def report_of(path, noun: str, view: str, flags: dict[str, str], db_arg: str = "t.db") -> ReportResult:
+    """A report computed straight from a database file (no Datasette); its links are commands on `db_arg`."""
+    conn = connect_with_functions(path)
+    try:
+        return run_report(conn, noun, view, flags, Linker(None, db_arg))
+    finally:
+        conn.close()
 
 
 class TraceDB:
@@ -46,8 +70,11 @@ class TraceDB:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
 
+    def connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+
     def rows(self, sql: str, params: tuple = ()) -> list[tuple]:
-        conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+        conn = self.connect()
         try:
             return conn.execute(sql, params).fetchall()
         finally:
@@ -68,6 +95,13 @@ class TraceDB:
         return self.one("SELECT coalesce(sum(value), 0) FROM stats WHERE name = ?", (name,))
 
 
+class FunctionsDB(TraceDB):
+    """A TraceDB whose queries can use trace_processor's SQL functions (extract_arg, ...)."""
+
+    def connect(self) -> sqlite3.Connection:
+        return connect_with_functions(self.path)
+
+
 @pytest.fixture(scope="session")
 def demo_bytes() -> bytes:
     return build_demo_trace()
@@ -82,9 +116,7 @@ def demo_trace(tmp_path_factory, demo_bytes) -> Path:
 
 @pytest.fixture(scope="session")
 def demo_db(tmp_path_factory, demo_trace) -> TraceDB:
-    path = tmp_path_factory.mktemp("demo-db") / "demo.db"
-    ingest([str(demo_trace)], str(path))
-    return TraceDB(path)
+    return TraceDB(ingest_named(tmp_path_factory, demo_trace, "demo"))
 
 
 @pytest.fixture(scope="session")
@@ -112,9 +144,18 @@ V8_PROFILE = TRACES / "chrome_v8_cpu_profile.json.gz"
 @pytest.fixture(scope="session")
 def v8_db(tmp_path_factory) -> TraceDB:
     """chrome_v8_cpu_profile.json.gz (V8 CPU profiles in a Chrome JSON trace: 5,072 samples), ingested."""
-    path = tmp_path_factory.mktemp("v8") / "v8.db"
-    ingest([str(V8_PROFILE)], str(path))
-    return TraceDB(path)
+    return TraceDB(ingest_named(tmp_path_factory, V8_PROFILE, "v8"))
+
+
+def ingest_named(tmp_path_factory, trace: bytes | Path | list[Path], name: str) -> Path:
+    """`{name}.db` (served as database `name`) in a temporary folder of its own, ingested from trace bytes or
+    trace files."""
+    path = tmp_path_factory.mktemp(name) / f"{name}.db"
+    if isinstance(trace, bytes):
+        ingest_bytes(trace, str(path))
+    else:
+        ingest([str(f) for f in (trace if isinstance(trace, list) else [trace])], str(path))
+    return path
 
 
 def ingest_built(tmp_path: Path, builder, db_class: type[TraceDB] = TraceDB) -> TraceDB:
@@ -160,6 +201,28 @@ async def get_json(ds, url: str) -> dict:
     response = await ds.client.get(url)
     assert response.status_code == 200, response.text
     return response.json()
+
+
+async def assert_fuzzed_flags_never_500(
+    ds,
+    paths: list[str],
+    flags: list[str],
+    seed: int,
+    rounds: int,
+    max_len: int,
+    more: Callable[[random.Random, str], dict[str, str]] | None = None,
+) -> None:
+    """Random report pages in every format, each with one random flag set to a random string (printable,
+    non-ASCII, a bidi override) and `more(rng, value)`'s params: each answers 200 or 400, never 500."""
+    rng = random.Random(seed)
+    alphabet = string.printable + "µé\u202e"
+    for _ in range(rounds):
+        path = rng.choice(paths) + rng.choice(["", ".json", ".txt", ".sql"])
+        flag = rng.choice(flags)
+        value = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, max_len)))
+        params = {**(more(rng, value) if more else {}), flag: value}
+        r = await ds.client.get(path, params=params)
+        assert r.status_code in (200, 400), (path, params, r.status_code, r.text[:300])
 
 
 async def get_error(ds, url: str) -> dict:
@@ -264,6 +327,13 @@ async def metadata_of(ds) -> dict:
 def ingest_case(tmp_path_factory, case: Path, name: str) -> Path:
     """`{name}.db` (served as database `name`) ingested from a conformance case's trace."""
     assert case.is_dir(), f"conformance case not found at {case}"
-    path = tmp_path_factory.mktemp(name) / f"{name}.db"
-    ingest([str(case / "trace.pb")], str(path))
-    return path
+    return ingest_named(tmp_path_factory, case / "trace.pb", name)
+
+
+CPUFREQ_CASE = CASES / "tables.TablesCounters.test_counters_where_cpu_counters_where_cpu"
+
+
+@pytest.fixture(scope="session")
+def cpufreq(tmp_path_factory) -> Path:
+    """A real trace's cpufreq counters (CPU 1: 3000 @1000, 4000 @1001; CPU 2: 5000 @1002), served as `cpufreq`."""
+    return ingest_case(tmp_path_factory, CPUFREQ_CASE, "cpufreq")

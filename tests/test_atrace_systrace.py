@@ -7,24 +7,18 @@ import gzip
 import zlib
 
 import pytest
-from conftest import TraceDB
+from conftest import TraceDB, ingest_built
 
 from datasette_perfetto.importers.proto.atrace import UNSUPPORTED, TracePoint, parse_marker
 from datasette_perfetto.importers.systrace import importer as systrace
 from datasette_perfetto.importers.systrace.importer import raw_prev_state, tokenize_line
-from datasette_perfetto.ingest import IngestError, detect_format, ingest, ingest_bytes
+from datasette_perfetto.ingest import IngestError, detect_format, ingest
 from datasette_perfetto.trace_builder import TraceBuilder
 
 
 def prints(*events):
     """(ts, pid, marker text) → ftrace print events."""
     return [{"timestamp": ts, "pid": pid, "print": {"buf": buf}} for ts, pid, buf in events]
-
-
-def ingest_proto(tmp_path, builder: TraceBuilder) -> TraceDB:
-    db = tmp_path / "t.db"
-    ingest_bytes(builder.to_bytes(), str(db))
-    return TraceDB(db)
 
 
 def ingest_text(tmp_path, text: str | bytes, name: str = "trace.txt") -> TraceDB:
@@ -115,7 +109,7 @@ def test_print_markers_make_thread_slices_counters_and_instants(tmp_path):
             (160, 11, "this is not a marker"),
         ),
     )
-    db = ingest_proto(tmp_path, b)
+    db = ingest_built(tmp_path, b)
     assert db.rows(
         "SELECT s.ts, s.dur, s.name, s.depth, t.tid, p.pid FROM slice s "
         "JOIN thread_track tt ON s.track_id = tt.id JOIN thread t USING (utid) "
@@ -150,7 +144,7 @@ def test_async_slices_use_compressed_process_tracks(tmp_path):
             (180, 21, "F|20|load|2"),
         ),
     )
-    db = ingest_proto(tmp_path, b)
+    db = ingest_built(tmp_path, b)
     rows = db.rows(
         "SELECT s.ts, s.dur, s.name, t.name, t.type, " + compressor_idx("t.id") + ", p.pid, s.arg_set_id "
         "FROM slice s JOIN track t ON s.track_id = t.id JOIN process p ON p.upid = t.upid ORDER BY s.ts"
@@ -175,7 +169,7 @@ def test_async_slices_use_compressed_process_tracks(tmp_path):
 def test_repeated_async_begins_open_one_slice(tmp_path):
     b = TraceBuilder()
     b.ftrace(0, *prints((100, 21, "S|20|wakelock|7"), (120, 21, "S|20|wakelock|7"), (200, 21, "F|20|wakelock|7")))
-    db = ingest_proto(tmp_path, b)
+    db = ingest_built(tmp_path, b)
     (row,) = db.rows("SELECT ts, dur, arg_set_id FROM slice")
     assert row[:2] == (100, 100)
     assert args_of(db, row[2]) == {
@@ -196,7 +190,7 @@ def test_track_scoped_async_markers(tmp_path):
             (130, 31, "N|30|DeviceStateChanged|folded"),
         ),
     )
-    db = ingest_proto(tmp_path, b)
+    db = ingest_built(tmp_path, b)
     rows = db.rows(
         "SELECT s.ts, s.dur, s.name, t.name, t.type, s.arg_set_id FROM slice s "
         "JOIN track t ON s.track_id = t.id ORDER BY s.ts"
@@ -228,7 +222,7 @@ def test_special_counters_and_lmk(tmp_path):
             (140, 41, "E|40"),
         ),
     )
-    db = ingest_proto(tmp_path, b)
+    db = ingest_built(tmp_path, b)
     assert db.rows("SELECT t.type, t.name, c.value FROM counter c JOIN track t ON c.track_id = t.id ORDER BY c.ts") == [
         ("screen_state", "ScreenState", 2.0),
         ("battery_stats", "battery_stats.audio", 1.0),
@@ -257,7 +251,7 @@ def test_kernel_tracing_mark_write_variants(tmp_path):
         {"timestamp": 140, "pid": 51, "g2d_tracing_mark_write": {"pid": 50, "type": ord("X"), "name": "bad"}},
         {"timestamp": 150, "pid": 51, "tracing_mark_write": {"pid": 50, "trace_name": "no begin flag"}},
     )
-    db = ingest_proto(tmp_path, b)
+    db = ingest_built(tmp_path, b)
     slices = db.rows(
         "SELECT s.name, s.dur, t.tid, t.upid IS NOT NULL FROM slice s "
         "JOIN thread_track tt ON s.track_id = tt.id JOIN thread t USING (utid) ORDER BY s.ts"
@@ -285,7 +279,7 @@ def test_print_closes_an_open_sys_write(tmp_path):
         {"timestamp": 150, "pid": 42, "sys_enter": {"id": 15}},  # rt_sigreturn: instant
         {"timestamp": 160, "pid": 42, "sys_enter": {"id": 600}},
     )  # beyond any table
-    db = ingest_proto(tmp_path, b)
+    db = ingest_built(tmp_path, b)
     rows = db.rows("SELECT ts, dur, name, depth, arg_set_id FROM slice ORDER BY ts")
     assert [r[:4] for r in rows] == [
         (100, 5, "sys_write", 0),
@@ -303,7 +297,7 @@ def test_syscalls_without_an_architecture_are_numbered(tmp_path):
     b.ftrace(
         0, {"timestamp": 10, "pid": 5, "sys_enter": {"id": 64}}, {"timestamp": 20, "pid": 5, "sys_exit": {"id": 64}}
     )
-    db = ingest_proto(tmp_path, b)
+    db = ingest_built(tmp_path, b)
     assert db.rows("SELECT ts, dur, name FROM slice") == [(10, 10, "sys_64")]
 
 
@@ -319,7 +313,7 @@ def test_funcgraph_slices_per_thread_and_per_cpu_for_idle(tmp_path):
     )
     b.packets[-1].interned_data.kernel_symbols.add(iid=0x1000, str=b"do_work")
     b.packets[-1].sequence_flags = 1
-    db = ingest_proto(tmp_path, b)
+    db = ingest_built(tmp_path, b)
     assert db.rows(
         "SELECT s.ts, s.dur, s.name, t.type, t.name FROM slice s JOIN track t ON s.track_id = t.id ORDER BY s.ts"
     ) == [
@@ -340,7 +334,7 @@ def test_workqueue_items_are_thread_slices(tmp_path):
     )
     b.packets[-1].interned_data.kernel_symbols.add(iid=0xABC, str=b"vmstat_update")
     b.packets[-1].sequence_flags = 1
-    db = ingest_proto(tmp_path, b)
+    db = ingest_built(tmp_path, b)
     rows = db.rows(
         "SELECT s.ts, s.dur, s.category, s.name, t.tid, s.arg_set_id FROM slice s "
         "JOIN thread_track tt ON s.track_id = tt.id JOIN thread t USING (utid) ORDER BY s.ts"

@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from conftest import TraceDB
+from conftest import TraceDB, ingest_named
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 from shared_data import TRACES
 
 from datasette_perfetto.importers.proto.reader import ProtoReader
-from datasette_perfetto.ingest import ingest
 from datasette_perfetto.stats import Stats
 
 TRACE = TRACES / "chrome_startup.pftrace"
@@ -18,9 +17,7 @@ TRACE = TRACES / "chrome_startup.pftrace"
 
 @pytest.fixture(scope="module")
 def chrome_db(tmp_path_factory) -> TraceDB:
-    path = tmp_path_factory.mktemp("chrome") / "chrome.db"
-    ingest([str(TRACE)], str(path))
-    return TraceDB(path)
+    return TraceDB(ingest_named(tmp_path_factory, TRACE, "chrome"))
 
 
 @pytest.fixture(scope="module")

@@ -24,9 +24,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import datasette_with, served, sql_path
+from conftest import TraceDB, datasette_with, ingest_named, served, sql_path
 
-from datasette_perfetto.ingest import ingest_bytes
 from datasette_perfetto.trace_builder import TraceBuilder, process_uuid
 
 pytestmark = pytest.mark.web  # served by Datasette: ./dev test runs these on 0.65 and 1.0
@@ -162,8 +161,7 @@ def write_dimension_tables(path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def trainer_db(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("pages") / "trainer.db"
-    ingest_bytes(trainer_trace(), str(path))
+    path = ingest_named(tmp_path_factory, trainer_trace(), "trainer")
     write_dimension_tables(path)
     return path
 
@@ -171,8 +169,7 @@ def trainer_db(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def old_db(tmp_path_factory) -> Path:
     """The same trace in a database without the dimension tables (as an older ingest wrote it)."""
-    path = tmp_path_factory.mktemp("pages-old") / "old.db"
-    ingest_bytes(trainer_trace(), str(path))
+    path = ingest_named(tmp_path_factory, trainer_trace(), "old")
     conn = sqlite3.connect(path)
     drop_dimension_tables(conn)
     conn.commit()
@@ -186,11 +183,7 @@ def ds(trainer_db):
 
 
 def ids(db: Path, sql: str, params: tuple = ()) -> list:
-    conn = sqlite3.connect(db)
-    try:
-        return [r[0] for r in conn.execute(sql, params)]
-    finally:
-        conn.close()
+    return [r[0] for r in TraceDB(db).rows(sql, params)]
 
 
 class Tables(HTMLParser):

@@ -4,9 +4,6 @@ numbering, subtitles, multi-machine traces and the PyTorch rank."""
 from __future__ import annotations
 
 import csv
-import subprocess
-import sys
-from pathlib import Path
 
 from conftest import TraceDB
 from shared_data import CASES, TRACES
@@ -14,9 +11,6 @@ from shared_data import CASES, TRACES
 from datasette_perfetto.importers.proto.dimensions_pb2 import Dimension
 from datasette_perfetto.ingest import ingest
 from datasette_perfetto.trace_builder import TraceBuilder
-
-ROOT = Path(__file__).resolve().parent.parent
-
 
 # The two queries of the RFC, verbatim.
 RFC_QUERY_SLICES_OF_RANK_3 = """-- Any slices on tracks whose effective rank is integer 3.
@@ -50,28 +44,6 @@ def track_id(db: TraceDB, where: str, params: tuple = ()) -> int:
 
 def subtitles(db: TraceDB) -> dict[int, str]:
     return dict(db.rows("SELECT track_id, subtitle FROM track_subtitle"))
-
-
-def test_generated_module_matches_the_proto(tmp_path):
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "grpc_tools.protoc",
-            f"-I{ROOT / 'protos'}",
-            f"--python_out={tmp_path}",
-            f"--pyi_out={tmp_path}",
-            str(ROOT / "protos" / "dimensions.proto"),
-        ],
-        check=True,
-    )
-    for generated in ("dimensions_pb2.py", "dimensions_pb2.pyi"):  # the module and its type stub
-        committed = (ROOT / "datasette_perfetto" / "importers" / "proto" / generated).read_text()
-        assert (tmp_path / generated).read_text() == committed, (
-            f"{generated} is stale; regenerate: python -m grpc_tools.protoc -Iprotos "
-            "--python_out=datasette_perfetto/importers/proto --pyi_out=datasette_perfetto/importers/proto "
-            "protos/dimensions.proto"
-        )
 
 
 def test_dimensions_overlay_the_perfetto_messages():

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import served
+from conftest import ingest_named, served
 from shared_data import TRACES
-
-from datasette_perfetto.ingest import ingest
 
 pytestmark = pytest.mark.web  # served by Datasette: ./dev test runs these on 0.65 and 1.0
 
@@ -15,9 +13,7 @@ PYTORCH = TRACES / "pytorch_ddp"
 
 @pytest.fixture(scope="module")
 def ddp_db(tmp_path_factory):
-    path = tmp_path_factory.mktemp("ddp") / "ddp.db"
-    ingest([str(PYTORCH / "rank0.json.gz"), str(PYTORCH / "rank1.json.gz")], str(path))
-    return path
+    return ingest_named(tmp_path_factory, [PYTORCH / "rank0.json.gz", PYTORCH / "rank1.json.gz"], "ddp")
 
 
 @pytest.mark.asyncio

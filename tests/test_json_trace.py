@@ -8,14 +8,12 @@ import io
 import json
 import os
 import random
-import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import TraceDB
+from conftest import FunctionsDB, TraceDB
 from shared_data import TRACES
 
-from datasette_perfetto.functions import register_functions
 from datasette_perfetto.importers.common import sorter as sorter_module
 from datasette_perfetto.importers.common.json_args import add_json_args
 from datasette_perfetto.importers.common.sorter import Sorter
@@ -28,18 +26,6 @@ from datasette_perfetto.stats import REGISTRY, Stats
 CHROME_STARTUP = TRACES / "chrome_startup.json.gz"
 V8_PROFILE = TRACES / "chrome_v8_cpu_profile.json.gz"
 PYTORCH = [TRACES / "pytorch_ddp" / "rank0.json.gz", TRACES / "pytorch_ddp" / "rank1.json.gz"]
-
-
-class JsonTraceDB(TraceDB):
-    """TraceDB whose queries can use trace_processor's functions (extract_arg, ...)."""
-
-    def rows(self, sql: str, params: tuple = ()) -> list[tuple]:
-        conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
-        register_functions(conn)
-        try:
-            return conn.execute(sql, params).fetchall()
-        finally:
-            conn.close()
 
 
 def load_events(path: Path) -> dict:
@@ -87,7 +73,7 @@ def real_db(tmp_path_factory):
         if path not in cache:
             db = tmp_path_factory.mktemp("json") / (path.name + ".db")
             ingest([str(path)], str(db))
-            cache[path] = JsonTraceDB(db)
+            cache[path] = FunctionsDB(db)
         return cache[path]
 
     return get
@@ -246,7 +232,7 @@ def test_both_pytorch_ranks_in_one_database(tmp_path):
     """Several inputs, one database: each rank is its own source trace, ids dense across them."""
     db_path = tmp_path / "ddp.db"
     ingest([str(p) for p in PYTORCH], str(db_path))
-    db = JsonTraceDB(db_path)
+    db = FunctionsDB(db_path)
     assert db.rows("SELECT id, name, trace_type FROM trace_file ORDER BY id") == [
         (0, "rank0.json.gz", "json"),
         (1, "rank1.json.gz", "json"),
@@ -292,7 +278,7 @@ def ingest_json(tmp_path):
         path.write_bytes(data)
         db = tmp_path / (name + ".db")
         ingest([str(path)], str(db))
-        return JsonTraceDB(db)
+        return FunctionsDB(db)
 
     return run
 
@@ -403,7 +389,7 @@ def test_gzip_cut_short_is_counted(tmp_path):
     path = tmp_path / "cut.json.gz"
     path.write_bytes(data[: len(data) // 2])
     ingest([str(path)], str(tmp_path / "cut.db"))
-    db = JsonTraceDB(tmp_path / "cut.db")
+    db = FunctionsDB(tmp_path / "cut.db")
     assert db.stat("compressed_file_truncated") == 1
     assert 0 < db.count("slice") < 3000
     assert db.stat("json_tokenizer_failure") == 1

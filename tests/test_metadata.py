@@ -4,14 +4,13 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import DATASETTE_1, metadata_of, sql_rows
+from conftest import DATASETTE_1, ingest_named, metadata_of, sql_rows
 from datasette.app import Datasette
 from markupsafe import escape
 
 from datasette_perfetto import metadata as md
 from datasette_perfetto import schema
 from datasette_perfetto.ingest import ingest_bytes
-from datasette_perfetto.trace_builder import build_demo_trace
 
 pytestmark = pytest.mark.web  # served by Datasette: ./dev test runs these on 0.65 and 1.0
 
@@ -19,15 +18,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
-def demo_bytes():
-    return build_demo_trace()
-
-
-@pytest.fixture(scope="module")
 def trace_db(tmp_path_factory, demo_bytes):
-    path = tmp_path_factory.mktemp("trace") / "trace.db"
-    ingest_bytes(demo_bytes, str(path))
-    return path
+    return ingest_named(tmp_path_factory, demo_bytes, "trace")
 
 
 @pytest.fixture

@@ -7,10 +7,11 @@ import random
 import sqlite3
 
 import pytest
+from conftest import ingest_built
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from datasette_perfetto.importers.proto.dominators import dominator_tree
-from datasette_perfetto.ingest import IngestError, detect_format, ingest, ingest_bytes
+from datasette_perfetto.ingest import IngestError, detect_format, ingest
 from datasette_perfetto.trace_builder import TraceBuilder, build_demo_trace
 
 CLEARED = pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
@@ -18,9 +19,7 @@ NEEDS_STATE = pb.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
 
 
 def load(builder: TraceBuilder, tmp_path) -> sqlite3.Connection:
-    db = tmp_path / "t.db"
-    ingest_bytes(builder.to_bytes(), str(db))
-    return sqlite3.connect(db)
+    return sqlite3.connect(ingest_built(tmp_path, builder).path)
 
 
 def stat(conn, name: str) -> int:

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import re
-import sqlite3
 
 import pytest
-from conftest import get_json, ingest_case, served
+from conftest import TraceDB, get_json, ingest_case, ingest_named, served
 from shared_data import CASES
 
-from datasette_perfetto.ingest import ingest_bytes
 from datasette_perfetto.trace_builder import TraceBuilder, process_uuid
 
 pytestmark = pytest.mark.web  # served by Datasette: ./dev test runs these on 0.65 and 1.0
 
-CPUFREQ_CASE = CASES / "tables.TablesCounters.test_counters_where_cpu_counters_where_cpu"
 RSS_CASE = CASES / "parser.parsing.ParsingRssStats.test_rss_stat_legacy"
 
 
@@ -47,27 +44,12 @@ def two_process_trace() -> bytes:
 
 @pytest.fixture(scope="module")
 def synth(tmp_path_factory):
-    path = tmp_path_factory.mktemp("counters") / "synth.db"
-    ingest_bytes(two_process_trace(), str(path))
-    return path
-
-
-@pytest.fixture(scope="module")
-def cpufreq(tmp_path_factory):
-    return ingest_case(tmp_path_factory, CPUFREQ_CASE, "cpufreq")
+    return ingest_named(tmp_path_factory, two_process_trace(), "synth")
 
 
 @pytest.fixture(scope="module")
 def rss(tmp_path_factory):
     return ingest_case(tmp_path_factory, RSS_CASE, "rss")
-
-
-def sql(path, query: str, params=()):
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        return conn.execute(query, params).fetchall()
-    finally:
-        conn.close()
 
 
 # -- list --------------------------------------------------------------------------------------------
@@ -117,7 +99,7 @@ async def test_list_scope_and_time_count_samples_in_range(demo_db):
 async def test_sql_shown_is_the_sql_run(demo_db):
     data = await get_json(demo_db.path, "/demo/-/report/counters/histogram.json?name=MemoryUsage")
     query = next(q for q in data["queries"] if q["purpose"] == "values of MemoryUsage, sorted")
-    values = [r[0] for r in sql(demo_db.path, query["sql"], query["params"])]
+    values = [r[0] for r in demo_db.rows(query["sql"], query["params"])]
     assert len(values) == int(data["counters_histogram"]["stats"]["count"]) == 40
     assert values == sorted(values)
 
@@ -277,8 +259,7 @@ async def test_cpu_counters_from_a_real_trace(cpufreq):
     i = data["counters_inspect"]
     assert (i["value_at_ts"], int(i["value_ts"]), i["delta"]) == (4000, 1001, 1000)
     assert [t["track"]["scope"] for t in i["tracks"]] == ["cpu 1"]
-    assert sql(
-        cpufreq,
+    assert TraceDB(cpufreq).rows(
         "SELECT value FROM counter c JOIN cpu_counter_track t ON t.id = c.track_id "
         "WHERE t.cpu = 1 AND c.ts <= 1001 ORDER BY c.ts DESC LIMIT 1",
     ) == [(4000.0,)]

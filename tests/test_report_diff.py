@@ -9,28 +9,25 @@ longer. The scheduling pair is tests/sched_trace.py with two seeds (same threads
 from __future__ import annotations
 
 import json
-import random
 import sqlite3
-import string
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import datasette_with, served, sql_path
+from conftest import assert_fuzzed_flags_never_500, connect_with_functions, datasette_with, served, sql_path
 from datasette.cli import cli
 from diff_traces import build_diff_trace
 from shared_data import TRACES
 from test_report_golden import case_id, check_golden, check_json
 
-from datasette_perfetto.functions import register_functions
 from datasette_perfetto.ingest import ingest
 from datasette_perfetto.report.base import Linker
 from datasette_perfetto.report.diff import accepted_labels, run_diff
 from datasette_perfetto.report.engine import run_report
 from datasette_perfetto.report.render import to_json, to_sql, to_text
-from datasette_perfetto.report.scope import ReportError
+from datasette_perfetto.report.scope import FLAGS, ReportError
 
 PYTORCH = TRACES / "pytorch_ddp"
 
@@ -79,14 +76,8 @@ def sched_pair(tmp_path_factory) -> tuple[Path, Path]:
     return out[0], out[1]
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    register_functions(conn)
-    return conn
-
-
 def diff(pair, noun="", view="", **flags):
-    base, target = (connect(p) for p in pair)
+    base, target = (connect_with_functions(p) for p in pair)
     try:
         return run_diff(
             target,
@@ -116,20 +107,22 @@ def cells(row: list[str]) -> list[str]:
 # -- goldens --------------------------------------------------------------------------------------
 
 
+def check_diff_golden(pair, case, golden: str) -> None:
+    """The diff of a (noun, view, flags) case over a pair of databases: its text is the golden file, its JSON valid."""
+    noun, view, flags = case
+    result = diff(pair, noun, view, **flags)
+    check_golden(to_text(result), golden)
+    check_json(to_json(result))
+
+
 @pytest.mark.parametrize("case", DEMO_CASES, ids=case_id)
 def test_demo_diff_text_matches_golden(demo_pair, case):
-    noun, view, flags = case
-    result = diff(demo_pair, noun, view, **flags)
-    check_golden(to_text(result), "diff-" + case_id(case))
-    check_json(to_json(result))
+    check_diff_golden(demo_pair, case, "diff-" + case_id(case))
 
 
 @pytest.mark.parametrize("case", SCHED_CASES, ids=case_id)
 def test_sched_diff_text_matches_golden(sched_pair, case):
-    noun, view, flags = case
-    result = diff(sched_pair, noun, view, **flags)
-    check_golden(to_text(result), "diff-sched-" + case_id(case))
-    check_json(to_json(result))
+    check_diff_golden(sched_pair, case, "diff-sched-" + case_id(case))
 
 
 # -- what a diff says -----------------------------------------------------------------------------
@@ -253,7 +246,7 @@ def test_scheduling_diff_joins_threads_by_name(sched_pair):
     check_json(data)
     singles = []
     for path in sched_pair:
-        conn = connect(path)
+        conn = connect_with_functions(path)
         single = to_json(run_report(conn, "scheduling", "summary", {"top": "100"}, Linker(None, "x")))
         conn.close()
         singles.append({(r.get("name", ""), r.get("process", "")): r for r in single["scheduling_summary"]["rows"]})
@@ -296,8 +289,8 @@ def test_sql_rendering_lists_both_sides(demo_pair):
 
 
 def test_identical_traces_diff_to_unchanged(demo_pair):
-    base = connect(demo_pair[0])
-    again = connect(demo_pair[0])
+    base = connect_with_functions(demo_pair[0])
+    again = connect_with_functions(demo_pair[0])
     data = to_json(
         run_diff(
             again,
@@ -348,7 +341,7 @@ def test_a_diff_validates_flags_like_the_view(demo_pair):
 
 
 def test_run_report_alone_refuses_baseline(demo_db):
-    conn = connect(demo_db.path)
+    conn = connect_with_functions(demo_db.path)
     try:
         with pytest.raises(ReportError, match="slices histogram does not take baseline"):
             run_report(conn, "slices", "histogram", {"name": "Raster", "baseline": "x"}, Linker(None, "x"))
@@ -501,8 +494,6 @@ async def test_sql_links_of_each_side_follow_that_database_permission(demo_pair)
 @pytest.mark.web
 @pytest.mark.asyncio
 async def test_fuzzed_diff_parameters_never_500(pair_ds):
-    rng = random.Random(11)
-    alphabet = string.printable + "µé\u202e"
     paths = [
         "/target/-/report",
         "/target/-/report/processes",
@@ -512,29 +503,16 @@ async def test_fuzzed_diff_parameters_never_500(pair_ds):
         "/target/-/report/counters",
         "/target/-/report/slices/inspect",
     ]
-    flags = [
-        "pid",
-        "process",
-        "tid",
-        "thread",
-        "track",
-        "cpu",
-        "time",
-        "name",
-        "min_duration",
-        "min_count",
-        "sort",
-        "top",
-        "group_by",
-        "baseline",
-    ]
-    for _ in range(80):
-        path = rng.choice(paths) + rng.choice(["", ".json", ".txt", ".sql"])
-        flag = rng.choice(flags)
-        value = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 10)))
-        params = {"baseline": rng.choice(["base", "target", value]), flag: value}
-        r = await pair_ds.client.get(path, params=params)
-        assert r.status_code in (200, 400), (path, params, r.status_code, r.text[:300])
+    flags = [f for f in FLAGS if f not in ("ts", "max_lines", "buckets")]  # the flags of the views that diff
+    await assert_fuzzed_flags_never_500(
+        pair_ds,
+        paths,
+        flags,
+        seed=11,
+        rounds=80,
+        max_len=10,
+        more=lambda rng, value: {"baseline": rng.choice(["base", "target", value])},
+    )
 
 
 # -- command line -----------------------------------------------------------------------------------

@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 from pathlib import Path
 
 import pytest
+from conftest import report_of
 from google.protobuf import json_format
 
-from datasette_perfetto.functions import register_functions
 from datasette_perfetto.report import report_pb2
-from datasette_perfetto.report.base import Linker
-from datasette_perfetto.report.engine import run_report
 from datasette_perfetto.report.render import message_json, to_json, to_text
 from datasette_perfetto.report.views import NOUNS
 
@@ -101,12 +98,7 @@ def sched_case_id(case) -> str:
 
 def run(db_path, case, db_arg="demo.db"):
     noun, view, flags = case
-    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
-    register_functions(conn)
-    try:
-        return run_report(conn, noun, view, flags, Linker(None, db_arg))
-    finally:
-        conn.close()
+    return report_of(db_path, noun, view, flags, db_arg)
 
 
 def test_every_view_has_a_golden_case():

@@ -10,10 +10,9 @@ from __future__ import annotations
 import random
 
 import pytest
-from conftest import get_json, served
+from conftest import TraceDB, get_json, ingest_named, served
 from datasette.app import Datasette
 
-from datasette_perfetto.ingest import ingest_bytes
 from datasette_perfetto.report.base import percentile_index
 from datasette_perfetto.schema import REPORT_CELL_MIN_COUNT
 from datasette_perfetto.trace_builder import TraceBuilder
@@ -49,9 +48,7 @@ def heavy_trace(ticks: int = 21_000) -> bytes:
 
 @pytest.fixture(scope="module")
 def heavy(tmp_path_factory):
-    path = tmp_path_factory.mktemp("heavy") / "heavy.db"
-    ingest_bytes(heavy_trace(), str(path))
-    return path
+    return ingest_named(tmp_path_factory, heavy_trace(), "heavy")
 
 
 def ran(data: dict, table: str) -> bool:
@@ -70,7 +67,7 @@ async def cells_and_rows(ds: Datasette, url: str, bounds: tuple[int, int], table
 @pytest.mark.parametrize("query", ["", "&thread=main", "&buckets=10", "&buckets=40&pid=10"])
 async def test_slices_timeline_from_cells_is_the_timeline_from_slices(heavy, query):
     ds = served(heavy)
-    (bounds,) = _rows(heavy, "SELECT start_ts, end_ts FROM trace_bounds")
+    (bounds,) = TraceDB(heavy).rows("SELECT start_ts, end_ts FROM trace_bounds")
     cells, rows = await cells_and_rows(
         ds,
         f"/heavy/-/report/slices/timeline.json?name=Tick{query}",
@@ -184,8 +181,7 @@ async def test_narrowed_table_ranks_percentiles_within_a_budget(heavy):
     ds = served(heavy)
     durs = [
         d
-        for (d,) in _rows(
-            heavy,
+        for (d,) in TraceDB(heavy).rows(
             "SELECT max(s.dur, 0) FROM slice s JOIN thread_track tt ON tt.id = s.track_id "
             "JOIN thread t USING (utid) WHERE s.name = 'Tick' AND t.name = 'main' ORDER BY 1",
         )
@@ -212,12 +208,6 @@ async def test_narrowed_table_ranks_percentiles_within_a_budget(heavy):
     assert (
         int(histogram["slices_histogram"]["stats"]["count"]) == 24_001 and histogram["slices_histogram"]["stats"]["p99"]
     )
-
-
-def _rows(path, sql: str) -> list[tuple]:
-    import sqlite3
-
-    return sqlite3.connect(path).execute(sql).fetchall()
 
 
 # -- scheduling summary on one CPU -------------------------------------------------------------------------

@@ -11,13 +11,11 @@ import pytest
 from conftest import TraceDB, get_json, ingest_case, served
 from shared_data import CASES
 
-from datasette_perfetto.ingest import ingest
 from datasette_perfetto.report import format as fmt
 
 pytestmark = pytest.mark.web  # served by Datasette: ./dev test runs these on 0.65 and 1.0
 
 SCHED_CASE = CASES / "tables.TablesSched.test_synth_1_filter_sched"
-CPUFREQ_CASE = CASES / "tables.TablesCounters.test_counters_where_cpu_counters_where_cpu"
 
 # Slices per process: on the process's own tracks and on its threads' tracks.
 PROCESS_SLICES = """SELECT p.pid, count(s.id) FROM process p
@@ -32,11 +30,6 @@ def sched(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def cpufreq(tmp_path_factory):
-    return ingest_case(tmp_path_factory, CPUFREQ_CASE, "cpufreq")
-
-
-@pytest.fixture(scope="module")
 def unscheduled(tmp_path_factory, demo_db):
     """The demo without its kernel scheduling data (still served as `demo`): processes ranked by slices."""
     path = tmp_path_factory.mktemp("unscheduled") / "demo.db"
@@ -45,14 +38,6 @@ def unscheduled(tmp_path_factory, demo_db):
     conn.executescript("DELETE FROM sched; DELETE FROM thread_state;")
     conn.close()
     return TraceDB(path)
-
-
-def sql(path, query: str, params=()):
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        return conn.execute(query, params).fetchall()
-    finally:
-        conn.close()
 
 
 async def get(path: Path, url: str):
@@ -123,10 +108,10 @@ async def test_processes_cpu_time_from_sched_in_a_real_trace(sched):
     data = await get_json(sched, "/sched/-/report/processes.json")
     table = data["processes_table"]
     assert table["top_threads_by"] == "cpu_time"
-    end = sql(sched, "SELECT end_ts FROM trace_bounds")[0][0]
+    db = TraceDB(sched)
+    end = db.one("SELECT end_ts FROM trace_bounds")
     expected = dict(
-        sql(
-            sched,
+        db.rows(
             """SELECT p.pid, sum(CASE WHEN s.dur < 0 THEN ? - s.ts ELSE s.dur END)
         FROM sched s JOIN thread t USING (utid) JOIN process p ON p.upid = t.upid WHERE s.utid != 0
         GROUP BY p.upid""",
@@ -136,7 +121,7 @@ async def test_processes_cpu_time_from_sched_in_a_real_trace(sched):
     got = {int(r["pid"]): int(r["cpu_time"]) for r in table["rows"]}
     assert got == expected == {2: 589, 1: 70, 4: 10}
     assert [int(r["pid"]) for r in table["rows"]] == [2, 1, 4]  # by CPU time
-    dur = end - sql(sched, "SELECT start_ts FROM trace_bounds")[0][0]
+    dur = end - db.one("SELECT start_ts FROM trace_bounds")
     assert table["rows"][0]["percent_of_trace"] == pytest.approx(100 * 589 / dur)
     assert [(t["name"], t["value"]) for t in table["rows"][0]["top_threads"]] == [
         ("two_thread_process [3]", 384),
@@ -146,13 +131,13 @@ async def test_processes_cpu_time_from_sched_in_a_real_trace(sched):
 
 @pytest.mark.asyncio
 async def test_processes_cpu_time_is_clipped_to_the_range(sched):
-    start, end = sql(sched, "SELECT start_ts, end_ts FROM trace_bounds")[0]
+    db = TraceDB(sched)
+    start, end = db.rows("SELECT start_ts, end_ts FROM trace_bounds")[0]
     lo, hi = start + 100, start + 300
     data = await get_json(sched, "/sched/-/report/processes.json?time=100ns,300ns")
     got = {int(r["pid"]): int(r.get("cpu_time", 0)) for r in data["processes_table"]["rows"]}
     expected = dict(
-        sql(
-            sched,
+        db.rows(
             """SELECT p.pid, coalesce(sum(min(s.ts + d, :hi) - max(s.ts, :lo)), 0)
         FROM process p LEFT JOIN thread t ON t.upid = p.upid
         LEFT JOIN (SELECT utid, ts, CASE WHEN dur < 0 THEN :end - ts ELSE dur END AS d FROM sched) s
@@ -294,15 +279,13 @@ async def test_canned_query_gives_the_rows_of_the_report(demo_db, view, query):
 
 
 @pytest.mark.asyncio
-async def test_threads_without_a_process_are_counted_in_a_footnote(tmp_path):
+async def test_threads_without_a_process_are_counted_in_a_footnote(tmp_path_factory):
     # Real data: a sched_switch diff test whose tasks belong to no known process.
     case = CASES / "parser.generic_kernel.GenericKernelParser.test_sched_switch_multiple_threads"
-    assert case.is_dir(), f"conformance case not found at {case}"
-    path = tmp_path / "tasks.db"
-    ingest([str(case / "trace.pb")], str(path))
-    end = sql(path, "SELECT end_ts FROM trace_bounds")[0][0]
-    threads, cpu_time = sql(
-        path,
+    path = ingest_case(tmp_path_factory, case, "tasks")
+    db = TraceDB(path)
+    end = db.one("SELECT end_ts FROM trace_bounds")
+    threads, cpu_time = db.rows(
         """SELECT count(DISTINCT s.utid), sum(CASE WHEN s.dur < 0 THEN ? - s.ts ELSE s.dur END)
         FROM sched s JOIN thread t USING (utid) WHERE t.upid IS NULL AND s.utid != 0""",
         (end,),

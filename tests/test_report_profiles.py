@@ -11,25 +11,17 @@ import sqlite3
 from collections import Counter
 
 import pytest
-from conftest import V8_PROFILE, served
+from conftest import V8_PROFILE, connect_with_functions, report_of, served
 from google.protobuf import json_format
 
-from datasette_perfetto.functions import register_functions
 from datasette_perfetto.report import report_pb2
-from datasette_perfetto.report.base import Linker
-from datasette_perfetto.report.engine import run_report
 from datasette_perfetto.report.render import to_json, to_text
 
 HOSTILE = '<script>alert("x")</script>&amp;'
 
 
 def report(path, noun, view, **flags):
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    register_functions(conn)
-    try:
-        return run_report(conn, noun, view, {k: str(v) for k, v in flags.items()}, Linker(None, "t.db"))
-    finally:
-        conn.close()
+    return report_of(path, noun, view, {k: str(v) for k, v in flags.items()})
 
 
 def result(path, noun, view, **flags):
@@ -119,8 +111,7 @@ def test_v8_scoping_by_process_and_time(v8_db):
 def test_v8_canned_functions_query_agrees_on_self_and_total(v8_db):
     from datasette_perfetto.report.views.stack_samples import FunctionsView
 
-    conn = sqlite3.connect(f"file:{v8_db.path}?mode=ro", uri=True)
-    register_functions(conn)
+    conn = connect_with_functions(v8_db.path)
     params = {k: "" for k in ("pid", "process", "tid", "thread", "time", "name", "min_count", "sort")}
     rows = conn.execute(FunctionsView.canned_sql, {**params, "top": "20"}).fetchall()
     msg, _ = result(v8_db.path, "stack-samples", "functions", top=20)

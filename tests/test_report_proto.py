@@ -1,4 +1,5 @@
-"""protos/report.proto is the JSON schema; the generated module must match it."""
+"""The generated protobuf modules must match their protos: protos/report.proto (the report's JSON schema) and
+protos/dimensions.proto (TrackDescriptor.dimensions)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_generated_module_matches_the_proto(tmp_path):
+@pytest.mark.parametrize(
+    "proto, package",
+    [("report", "datasette_perfetto/report"), ("dimensions", "datasette_perfetto/importers/proto")],
+)
+def test_generated_module_matches_the_proto(tmp_path, proto, package):
     subprocess.run(
         [
             sys.executable,
@@ -18,15 +25,15 @@ def test_generated_module_matches_the_proto(tmp_path):
             f"-I{ROOT / 'protos'}",
             f"--python_out={tmp_path}",
             f"--pyi_out={tmp_path}",
-            str(ROOT / "protos" / "report.proto"),
+            str(ROOT / "protos" / f"{proto}.proto"),
         ],
         check=True,
     )
-    for generated in ("report_pb2.py", "report_pb2.pyi"):  # the module and its type stub
-        committed = (ROOT / "datasette_perfetto" / "report" / generated).read_text()
+    for generated in (f"{proto}_pb2.py", f"{proto}_pb2.pyi"):  # the module and its type stub
+        committed = (ROOT / package / generated).read_text()
         assert (tmp_path / generated).read_text() == committed, (
             f"{generated} is stale; regenerate: python -m grpc_tools.protoc -Iprotos "
-            "--python_out=datasette_perfetto/report --pyi_out=datasette_perfetto/report protos/report.proto"
+            f"--python_out={package} --pyi_out={package} protos/{proto}.proto"
         )
 
 

@@ -3,28 +3,13 @@ kernel counters from ftrace → process/thread/cpu/gpu rows and counter tracks."
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
-from conftest import TraceDB, ingest_built
+from conftest import FunctionsDB, TraceDB, ingest_built
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
-from datasette_perfetto.functions import register_functions
 from datasette_perfetto.trace_builder import TraceBuilder
 
 CLONE_THREAD = 0x10000
-
-
-class FunctionsDB(TraceDB):
-    """A trace database queried with trace_processor's SQL functions (extract_arg, ...)."""
-
-    def rows(self, sql: str, params: tuple = ()) -> list[tuple]:
-        conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
-        try:
-            register_functions(conn)
-            return conn.execute(sql, params).fetchall()
-        finally:
-            conn.close()
 
 
 def counters(db: TraceDB, where: str = "1", params: tuple = ()) -> list[tuple]:

@@ -98,6 +98,17 @@ def one(conn: sqlite3.Connection, sql: str, params: dict[str, Any] | None = None
     return found[0] if found else None
 
 
+def ancestors_cte(table: str, max_depth: int) -> str:
+    """`WITH RECURSIVE chain(id, depth)`: the ancestors of the `table` row :id through parent_id (depth 1 is
+    its parent), at most max_depth up, a bound that only guards against a parent cycle in bad data."""
+    return f"""WITH RECURSIVE chain(id, depth) AS (
+  SELECT parent_id, 1 FROM {table} WHERE id = :id AND parent_id IS NOT NULL
+  UNION ALL
+  SELECT up.parent_id, chain.depth + 1 FROM {table} up JOIN chain ON up.id = chain.id
+  WHERE up.parent_id IS NOT NULL AND chain.depth < {max_depth}
+)"""
+
+
 def trace_start(conn: sqlite3.Connection) -> int:
     row = conn.execute("SELECT start_ts FROM trace_bounds").fetchone()
     return row[0] if row and row[0] is not None else 0

@@ -39,12 +39,7 @@ WHERE tr.id = :track_id""",
     owner = data.thread_and_process(conn, track["utid"] if track else None, track["upid"] if track else None)
     ancestors = data.rows(
         conn,
-        f"""WITH RECURSIVE chain(id, depth) AS (
-  SELECT parent_id, 1 FROM slice WHERE id = :id AND parent_id IS NOT NULL
-  UNION ALL
-  SELECT s.parent_id, chain.depth + 1 FROM slice s JOIN chain ON s.id = chain.id
-  WHERE s.parent_id IS NOT NULL AND chain.depth < {MAX_DEPTH}
-)
+        f"""{data.ancestors_cte("slice", MAX_DEPTH)}
 SELECT {_RELATIVE} FROM chain JOIN slice s ON s.id = chain.id ORDER BY chain.depth DESC""",
         {"id": slice_id},
     )

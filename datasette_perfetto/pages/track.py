@@ -30,12 +30,7 @@ WHERE tr.id = :id""",
     track["event_count"] = data.track_event_count(conn, schema, track_id)
     ancestors = data.rows(
         conn,
-        f"""WITH RECURSIVE chain(id, depth) AS (
-  SELECT parent_id, 1 FROM track WHERE id = :id AND parent_id IS NOT NULL
-  UNION ALL
-  SELECT t.parent_id, chain.depth + 1 FROM track t JOIN chain ON t.id = chain.id
-  WHERE t.parent_id IS NOT NULL AND chain.depth < {MAX_DEPTH}
-)
+        f"""{data.ancestors_cte("track", MAX_DEPTH)}
 SELECT tr.id, coalesce(tr.name, th.name, p.name) AS title, tr.type
 FROM chain JOIN track tr ON tr.id = chain.id
 LEFT JOIN thread th ON th.id = tr.utid

@@ -92,6 +92,16 @@ class Cell:
     href: str | None = None  # a details page (/{db}/-/slice/{id}, ...): Linker.details; HTML only
 
 
+def count_cell(n: int) -> Cell:
+    """A count in short form (12.3K), the exact number on hover."""
+    return Cell(fmt.count(n), title=str(n))
+
+
+def duration_cell(ns: float) -> Cell:
+    """A duration in short form (1.2ms), the exact nanoseconds on hover."""
+    return Cell(fmt.duration(ns), title=f"{ns} ns")
+
+
 # The empty text of a table whose noun's data the trace does not have at all.
 NOT_PRESENT = "(not present in this trace)"
 

@@ -112,7 +112,8 @@ class DiffSpec:
         return f"{self.noun} {self.view}"
 
     def key(self, row: Any) -> tuple[str, ...]:
-        raise NotImplementedError
+        """A typed row's join key: its values of key_fields (override where a key is computed, as an owner)."""
+        return tuple(getattr(row, f) for f in self.key_fields)
 
     def default_sort(self, base_msg: Any, target_msg: Any) -> str:
         return next(iter(self.sorts))

@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping
 
 from .base import Link, ReportRun, View
+from .scope import with_changes
 
 # Flags whose meaning is per view (a process name here, a slice name there).
 VIEW_LOCAL_FLAGS = frozenset({"sort", "name", "min_count"})
@@ -42,12 +43,7 @@ def link_with_scope(
         carried.add("top")
     if not view_flags:
         carried -= VIEW_LOCAL_FLAGS
-    params = {k: v for k, v in run.scope.to_params().items() if k in carried}
-    for key, value in changes.items():
-        if value is None:
-            params.pop(key, None)
-        else:
-            params[key] = str(value)
+    params = with_changes({k: v for k, v in run.scope.to_params().items() if k in carried}, changes)
     return Link.to(noun, view, params, database=database)
 
 

@@ -180,13 +180,7 @@ class Scope:
 
     def with_params(self, **changes: str | None) -> dict[str, str]:
         """The URL/CLI parameters of this scope with some flags changed (None drops one)."""
-        params = self.to_params()
-        for key, value in changes.items():
-            if value is None:
-                params.pop(key, None)
-            else:
-                params[key] = str(value)
-        return params
+        return with_changes(self.to_params(), changes)
 
     def is_scoped(self) -> bool:
         """True when any flag narrows which data the report covers."""
@@ -194,6 +188,17 @@ class Scope:
             getattr(self, f) is not None
             for f in ("pid", "process", "tid", "thread", "track", "cpu", "time", "name", "min_duration", "min_count")
         )
+
+
+def with_changes(params: Mapping[str, str], changes: Mapping[str, str | None]) -> dict[str, str]:
+    """URL/CLI parameters with some flags changed (None drops one); the others keep their order."""
+    out = dict(params)
+    for key, value in changes.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = str(value)
+    return out
 
 
 def scope_fields() -> list[str]:

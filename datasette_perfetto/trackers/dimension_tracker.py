@@ -24,6 +24,7 @@ Synthesized dimensions have no declaring track (declaring_track_id NULL).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Protocol
 
 from ..stats import Stats
@@ -58,26 +59,16 @@ def label_template(name: str) -> str:
     return LABEL_TEMPLATES.get(name) or name.replace("%", "%%") + " %d"
 
 
+@dataclass(slots=True, eq=False)
 class Declaration:
     """One declared dimension value; identity (not value) is what a conflict is counted against."""
 
-    __slots__ = ("name", "value", "display_name", "declaring_track_id", "source", "stats")
-
-    def __init__(
-        self,
-        name: str,
-        value: Value,
-        display_name: str | None,
-        declaring_track_id: int | None,
-        source: str,
-        stats: Stats,
-    ) -> None:
-        self.name = name
-        self.value = value
-        self.display_name = display_name
-        self.declaring_track_id = declaring_track_id
-        self.source = source
-        self.stats = stats
+    name: str
+    value: Value
+    display_name: str | None
+    declaring_track_id: int | None
+    source: str
+    stats: Stats
 
 
 class DimensionDeclarations:
@@ -97,31 +88,20 @@ class DimensionDeclarations:
             return None
         return Declaration(name, value, display_name, declaring_track_id, source, self.stats)
 
-    def on_process(
+    def on_owner(
         self,
-        upid: int,
+        scope: str,
+        owner: int,
         name: str,
         value: Value,
         display_name: str | None = None,
         declaring_track_id: int | None = None,
         source: str = SOURCE_DESCRIPTOR,
     ) -> None:
+        """A declaration on a process (`scope` "process", `owner` its upid) or a thread ("thread", a utid)."""
         d = self._new(name, value, display_name, declaring_track_id, source)
         if d is not None:
-            self.by_process.setdefault(upid, []).append(d)
-
-    def on_thread(
-        self,
-        utid: int,
-        name: str,
-        value: Value,
-        display_name: str | None = None,
-        declaring_track_id: int | None = None,
-        source: str = SOURCE_DESCRIPTOR,
-    ) -> None:
-        d = self._new(name, value, display_name, declaring_track_id, source)
-        if d is not None:
-            self.by_thread.setdefault(utid, []).append(d)
+            (self.by_thread if scope == "thread" else self.by_process).setdefault(owner, []).append(d)
 
     def on_tracks(
         self,
@@ -163,17 +143,15 @@ class DimensionSources(Protocol):
     track_dimensions: dict[int, list[_Effective]]
 
 
+@dataclass(slots=True, eq=False)
 class _Effective:
-    __slots__ = ("name", "value", "display_name", "declaring_track_id", "is_inherited", "is_well_known", "source")
-
-    def __init__(self, name, value, display_name, declaring_track_id, is_inherited, is_well_known, source) -> None:
-        self.name = name
-        self.value = value
-        self.display_name = display_name
-        self.declaring_track_id = declaring_track_id
-        self.is_inherited = is_inherited
-        self.is_well_known = is_well_known
-        self.source = source
+    name: str
+    value: Value
+    display_name: str | None
+    declaring_track_id: int | None
+    is_inherited: int
+    is_well_known: int
+    source: str
 
 
 def _sort_key(value: Value) -> tuple:
@@ -281,7 +259,7 @@ def write_dimensions(model: DimensionSources) -> None:
         labels = []
         for e in effective[track_id]:
             if e.name == "machine":
-                m = machines.get(e.value)
+                m = machines.get(e.value) if isinstance(e.value, int) else None
                 n = m.label_index if m is not None else 0
             else:
                 n = index[(t.trace_id, t.machine_id, e.name)][_sort_key(e.value)]

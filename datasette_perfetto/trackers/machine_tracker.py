@@ -2,71 +2,53 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from ..storage import Arg
 
 
+@dataclass(slots=True, eq=False)
 class CpuRow:
-    __slots__ = ("ucpu", "cpu", "cluster_id", "processor", "machine_id", "capacity", "args")
-
-    def __init__(self, ucpu: int, cpu: int, machine_id: int) -> None:
-        self.ucpu = ucpu
-        self.cpu = cpu
-        self.machine_id = machine_id
-        self.cluster_id = 0  # trace_processor's column is never NULL
-        self.processor: str | None = None
-        self.capacity: int | None = None
-        self.args: list[Arg] = []
+    ucpu: int
+    cpu: int
+    machine_id: int
+    cluster_id: int = 0  # trace_processor's column is never NULL
+    processor: str | None = None
+    capacity: int | None = None
+    args: list[Arg] = field(default_factory=list)
 
 
+@dataclass(slots=True, eq=False)
 class GpuRow:
-    __slots__ = ("ugpu", "gpu", "machine_id", "name", "vendor", "model", "architecture", "uuid", "pci_bdf", "args")
-
-    def __init__(self, ugpu: int, gpu: int, machine_id: int) -> None:
-        self.ugpu = ugpu
-        self.gpu = gpu
-        self.machine_id = machine_id
-        self.name: str | None = None
-        self.vendor: str | None = None
-        self.model: str | None = None
-        self.architecture: str | None = None
-        self.uuid: str | None = None
-        self.pci_bdf: str | None = None
-        self.args: list[Arg] = []
+    ugpu: int
+    gpu: int
+    machine_id: int
+    name: str | None = None
+    vendor: str | None = None
+    model: str | None = None
+    architecture: str | None = None
+    uuid: str | None = None
+    pci_bdf: str | None = None
+    args: list[Arg] = field(default_factory=list)
 
 
+@dataclass(slots=True, eq=False)
 class MachineRow:
     """A machine table row. SystemInfo fills the description (each packet sets the fields it has)."""
 
-    __slots__ = (
-        "id",
-        "raw_id",
-        "name",
-        "sysname",
-        "release",
-        "version",
-        "arch",
-        "num_cpus",
-        "android_build_fingerprint",
-        "android_device_manufacturer",
-        "android_sdk_version",
-        "system_ram_bytes",
-        "label_index",
-    )
-
-    def __init__(self, id: int, raw_id: int) -> None:
-        self.id = id
-        self.raw_id = raw_id
-        self.name: str | None = None
-        self.sysname: str | None = None
-        self.release: str | None = None
-        self.version: str | None = None
-        self.arch: str | None = None
-        self.num_cpus: int | None = None
-        self.android_build_fingerprint: str | None = None
-        self.android_device_manufacturer: str | None = None
-        self.android_sdk_version: int | None = None
-        self.system_ram_bytes: int | None = None
-        self.label_index = 0  # 0 for the host, 1..n for the others in id order (set when written)
+    id: int
+    raw_id: int
+    name: str | None = None
+    sysname: str | None = None
+    release: str | None = None
+    version: str | None = None
+    arch: str | None = None
+    num_cpus: int | None = None
+    android_build_fingerprint: str | None = None
+    android_device_manufacturer: str | None = None
+    android_sdk_version: int | None = None
+    system_ram_bytes: int | None = None
+    label_index: int = 0  # 0 for the host, 1..n for the others in id order (set when written)
 
     def row(self) -> tuple:
         ram = self.system_ram_bytes

@@ -8,6 +8,8 @@ parents arrive after creation; they are written when the import ends.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from ..stats import Stats
 from ..storage import TraceStorage
 
@@ -32,66 +34,41 @@ def _set_name(row, name: str | None, priority: int) -> None:
         row.name_priority = priority
 
 
+def set_arg(row: ProcessRow | ThreadRow, key: str, value_type: str, value: object) -> None:
+    """Sets one arg of a process or thread row (its flat key and its key are both `key`)."""
+    row.args[key] = (key, key, value_type, value)
+
+
+@dataclass(slots=True, eq=False)
 class ProcessRow:
-    __slots__ = (
-        "upid",
-        "pid",
-        "name",
-        "name_priority",
-        "start_ts",
-        "end_ts",
-        "parent_upid",
-        "uid",
-        "android_appid",
-        "android_user_id",
-        "cmdline",
-        "args",
-        "machine_id",
-    )
-
-    def __init__(self, upid: int, pid: int, machine_id: int) -> None:
-        self.upid = upid
-        self.pid = pid
-        self.name: str | None = None
-        self.name_priority = -1
-        self.start_ts: int | None = None
-        self.end_ts: int | None = None
-        self.parent_upid: int | None = None
-        self.uid: int | None = None
-        self.android_appid: int | None = None
-        self.android_user_id: int | None = None
-        self.cmdline: str | None = None
-        self.args: dict[str, tuple] = {}
-        self.machine_id = machine_id
+    upid: int
+    pid: int
+    machine_id: int
+    name: str | None = None
+    name_priority: int = -1
+    start_ts: int | None = None
+    end_ts: int | None = None
+    parent_upid: int | None = None
+    uid: int | None = None
+    android_appid: int | None = None
+    android_user_id: int | None = None
+    cmdline: str | None = None
+    args: dict[str, tuple] = field(default_factory=dict)
 
 
+@dataclass(slots=True, eq=False)
 class ThreadRow:
-    __slots__ = (
-        "utid",
-        "tid",
-        "name",
-        "name_priority",
-        "start_ts",
-        "end_ts",
-        "upid",
-        "is_main_thread",
-        "is_idle",
-        "args",
-        "machine_id",
-    )
-
-    def __init__(self, utid: int, tid: int, machine_id: int) -> None:
-        self.utid = utid
-        self.tid = tid
-        self.name: str | None = None
-        self.name_priority = -1
-        self.start_ts: int | None = None
-        self.end_ts: int | None = None
-        self.upid: int | None = None
-        self.is_main_thread: int | None = None
-        self.is_idle = 0
-        self.args: dict[str, tuple] = {}
-        self.machine_id = machine_id
+    utid: int
+    tid: int
+    machine_id: int
+    name: str | None = None
+    name_priority: int = -1
+    start_ts: int | None = None
+    end_ts: int | None = None
+    upid: int | None = None
+    is_main_thread: int | None = None
+    is_idle: int = 0
+    args: dict[str, tuple] = field(default_factory=dict)
 
 
 class ProcessTracker:

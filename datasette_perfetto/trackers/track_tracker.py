@@ -6,40 +6,26 @@ parents and source args can arrive after a track is created).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from ..storage import Arg, TraceStorage
 
 
+@dataclass(slots=True, eq=False)
 class TrackRow:
-    __slots__ = (
-        "id",
-        "name",
-        "type",
-        "dims",
-        "parent_id",
-        "source_args",
-        "event_type",
-        "counter_unit",
-        "utid",
-        "upid",
-        "machine_id",
-        "trace_id",
-        "track_group_id",
-    )
-
-    def __init__(self, id: int, type: str, dims: tuple, event_type: str, machine_id: int, trace_id: int) -> None:
-        self.id = id
-        self.type = type
-        self.dims = dims  # ((name, value), ...) in blueprint order
-        self.event_type = event_type
-        self.name: str | None = None
-        self.parent_id: int | None = None
-        self.source_args: list[Arg] = []
-        self.counter_unit: str | None = None
-        self.utid: int | None = None
-        self.upid: int | None = None
-        self.machine_id = machine_id
-        self.trace_id = trace_id
-        self.track_group_id: int | None = None
+    id: int
+    type: str
+    dims: tuple  # ((name, value), ...) in blueprint order
+    event_type: str
+    machine_id: int
+    trace_id: int
+    name: str | None = None
+    parent_id: int | None = None
+    source_args: list[Arg] = field(default_factory=list)
+    counter_unit: str | None = None
+    utid: int | None = None
+    upid: int | None = None
+    track_group_id: int | None = None
 
 
 def dimension_args(dims: tuple) -> list[Arg]:

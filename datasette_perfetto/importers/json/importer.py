@@ -28,7 +28,7 @@ from ...model import TraceContext
 from ...storage import Arg
 from ...trackers.async_track_set import AsyncTrackSet
 from ...trackers.dimension_tracker import SOURCE_DISTRIBUTED_INFO
-from ...trackers.process_tracker import NAME_PRIORITY_OTHER, NAME_PRIORITY_SYSTEM
+from ...trackers.process_tracker import NAME_PRIORITY_OTHER, NAME_PRIORITY_SYSTEM, set_arg
 from ..common.event_kinds import EV_JSON
 from ..common.json_args import add_json_args, shared_string
 from ..common.options import ImportOptions
@@ -264,8 +264,8 @@ class JsonImporter:
         if self.rank is not None:
             # The trace is one rank's: every process it holds is that rank's (a custom dimension).
             for upid in range(self._first_upid, self.trace.storage.next_id["process"]):
-                self.trace.dimensions.on_process(
-                    upid, "rank", self.rank, f"rank {self.rank}", source=SOURCE_DISTRIBUTED_INFO
+                self.trace.dimensions.on_owner(
+                    "process", upid, "rank", self.rank, f"rank {self.rank}", source=SOURCE_DISTRIBUTED_INFO
                 )
         # Every flow is written: let go of the parser's flow state (the collector is off during ingest).
         self.trace.flows.args_of = None
@@ -694,20 +694,10 @@ class JsonEventParser:
             hint = _int32(int(value))
             if name == "process_sort_index":
                 row = self.procs.process(self.procs.get_or_create_process(ev[J_PID]))
-                row.args["process_sort_index_hint"] = (
-                    "process_sort_index_hint",
-                    "process_sort_index_hint",
-                    "int",
-                    hint,
-                )
+                set_arg(row, "process_sort_index_hint", "int", hint)
             else:
                 thread_row = self.procs.thread(utid)
-                thread_row.args["thread_sort_index_hint"] = (
-                    "thread_sort_index_hint",
-                    "thread_sort_index_hint",
-                    "int",
-                    hint,
-                )
+                set_arg(thread_row, "thread_sort_index_hint", "int", hint)
             return
         if "name" not in args:
             return

@@ -110,9 +110,8 @@ class DescriptorDimensions:
             scope, owner, is_root = resolved
             if is_root:
                 track_id = parser.descriptor_track_id(uuid)
-                declare = declarations.on_thread if scope == "thread" else declarations.on_process
                 for name, value, display in declared:
-                    declare(owner, name, value, display, track_id)
+                    declarations.on_owner(scope, owner, name, value, display, track_id)
                 continue
             own = parser.tracks_of_descriptor(uuid)
             if not own:

@@ -3,64 +3,42 @@ defaults and delta-timestamp baselines of one trusted packet sequence."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from ..common.values import text
 from .profiles import INTERNED_PROFILE_FIELDS
 
 
+@dataclass(slots=True, eq=False)
 class SequenceState:
     """Incremental state of one trusted packet sequence."""
 
-    __slots__ = (
-        "seq_id",
-        "valid",
-        "interned",
-        "timestamp_clock_id",
-        "default_track_uuid",
-        "default_extra_counter_uuids",
-        "default_extra_double_counter_uuids",
-        "thread",
-        "ref_ts",
-        "ref_thread_ts",
-        "ref_thread_ic",
-        "counter_values",
-        "derived",
-        "misses",
-        "clock",
-        "decoded",
-        "dropped",
-        "loss_causes",
-        "needs_state",
-        "needs_state_skipped",
-        "split_owner",
-    )
-
-    def __init__(self, seq_id: int) -> None:
-        self.seq_id = seq_id
-        # The start of a sequence may have been lost: its incremental state is
-        # only trusted after the first incremental_state_cleared.
-        self.valid = False
-        self.interned: dict[int, dict[int, object]] = {}
-        self.timestamp_clock_id: int | None = None
-        self.default_track_uuid: int | None = None
-        self.default_extra_counter_uuids: tuple = ()
-        self.default_extra_double_counter_uuids: tuple = ()
-        self.thread: tuple[int, int] | None = None  # (pid, tid) from a ThreadDescriptor
-        self.ref_ts: int | None = None  # legacy delta-timestamp baselines (ns)
-        self.ref_thread_ts: int | None = None
-        self.ref_thread_ic: int | None = None
-        self.counter_values: dict[int, float] = {}  # incremental counters: uuid -> running value
-        self.derived: dict = {}  # values computed from interned data (e.g. args of a source location)
-        self.decoded: dict[bytes, tuple] = {}  # TrackEvent bytes -> their decoded static part
-        # Packet-loss accounting, reported per buffer when trace_stats names the sequence's buffer.
-        self.dropped = 0  # packets flagged previous_packet_dropped (not counting the first packet)
-        self.loss_causes: dict[int, int] = {}  # data-loss cause bit -> packets flagged with it
-        self.needs_state = 0  # packets that needed incremental state
-        self.needs_state_skipped = 0  # ... and were dropped for want of it
-        self.misses = 0  # interned lookups that found nothing
-        self.split_owner: int | None = None  # the process tokenizing its track events (split_tokenize.py)
-        # (clock key, converter, incremental state) of the default clock, cached
-        # by _convert and dropped whenever clocks or defaults change.
-        self.clock: tuple | None = None
+    seq_id: int
+    # The start of a sequence may have been lost: its incremental state is
+    # only trusted after the first incremental_state_cleared.
+    valid: bool = False
+    interned: dict[int, dict[int, object]] = field(default_factory=dict)
+    timestamp_clock_id: int | None = None
+    default_track_uuid: int | None = None
+    default_extra_counter_uuids: tuple = ()
+    default_extra_double_counter_uuids: tuple = ()
+    thread: tuple[int, int] | None = None  # (pid, tid) from a ThreadDescriptor
+    ref_ts: int | None = None  # legacy delta-timestamp baselines (ns)
+    ref_thread_ts: int | None = None
+    ref_thread_ic: int | None = None
+    counter_values: dict[int, float] = field(default_factory=dict)  # incremental counters: uuid -> running value
+    derived: dict = field(default_factory=dict)  # values computed from interned data (e.g. args of a source location)
+    decoded: dict[bytes, tuple] = field(default_factory=dict)  # TrackEvent bytes -> their decoded static part
+    # Packet-loss accounting, reported per buffer when trace_stats names the sequence's buffer.
+    dropped: int = 0  # packets flagged previous_packet_dropped (not counting the first packet)
+    loss_causes: dict[int, int] = field(default_factory=dict)  # data-loss cause bit -> packets flagged with it
+    needs_state: int = 0  # packets that needed incremental state
+    needs_state_skipped: int = 0  # ... and were dropped for want of it
+    misses: int = 0  # interned lookups that found nothing
+    split_owner: int | None = None  # the process tokenizing its track events (split_tokenize.py)
+    # (clock key, converter, incremental state) of the default clock, cached
+    # by _convert and dropped whenever clocks or defaults change.
+    clock: tuple | None = None
 
     def clear(self) -> None:
         self.valid = True

@@ -7,6 +7,30 @@ architecture. Each table is the names in number order, "-" where a number is unu
 
 from __future__ import annotations
 
+# From 403 on, every architecture numbers its calls alike (the kernel's generic syscall table):
+# 403-423 are the 64-bit time calls of 32-bit architectures (unused on 64-bit ones), and 447
+# and 453 are calls that not every architecture has.
+_TIME64_CALLS = (  # 403-423
+    "clock_gettime64 clock_settime64 clock_adjtime64 clock_getres_time64 clock_nanosleep_time64 "
+    "timer_gettime64 timer_settime64 timerfd_gettime64 timerfd_settime64 utimensat_time64 pselect6_time64 "
+    "ppoll_time64 - io_pgetevents_time64 recvmmsg_time64 mq_timedsend_time64 mq_timedreceive_time64 "
+    "semtimedop_time64 rt_sigtimedwait_time64 futex_time64 sched_rr_get_interval_time64"
+)
+_CALLS_424 = (  # 424-446
+    "pidfd_send_signal io_uring_setup io_uring_enter io_uring_register open_tree move_mount fsopen "
+    "fsconfig fsmount fspick pidfd_open clone3 close_range openat2 pidfd_getfd faccessat2 process_madvise "
+    "epoll_pwait2 mount_setattr quotactl_fd landlock_create_ruleset landlock_add_rule landlock_restrict_self"
+)
+_CALLS_448 = "process_mrelease futex_waitv set_mempolicy_home_node cachestat fchmodat2"  # 448-452
+_CALLS_454 = "futex_wake futex_wait futex_requeue"  # 454-456
+
+
+def _calls_from_403(word_bits: int, n447: str = "memfd_secret", n453: str = "-") -> str:
+    """The names of calls 403-456 on a `word_bits`-bit architecture ("-": unused)."""
+    time64 = _TIME64_CALLS if word_bits == 32 else " ".join(["-"] * 21)
+    return f"{time64} {_CALLS_424} {n447} {_CALLS_448} {n453} {_CALLS_454}"
+
+
 _ARM64 = (
     "io_setup io_destroy io_submit io_cancel io_getevents setxattr lsetxattr fsetxattr getxattr lgetxattr "
     "fgetxattr listxattr llistxattr flistxattr removexattr lremovexattr fremovexattr getcwd "
@@ -39,13 +63,8 @@ _ARM64 = (
     "getrandom memfd_create bpf execveat userfaultfd membarrier mlock2 copy_file_range preadv2 pwritev2 "
     "pkey_mprotect pkey_alloc pkey_free statx io_pgetevents rseq kexec_file_load - - - - - - - - - - - - "
     "- - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - "
-    "- - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - "
-    "- - - - - - - - - - - - - - - - - pidfd_send_signal io_uring_setup io_uring_enter io_uring_register "
-    "open_tree move_mount fsopen fsconfig fsmount fspick pidfd_open clone3 close_range openat2 "
-    "pidfd_getfd faccessat2 process_madvise epoll_pwait2 mount_setattr quotactl_fd "
-    "landlock_create_ruleset landlock_add_rule landlock_restrict_self memfd_secret process_mrelease "
-    "futex_waitv set_mempolicy_home_node cachestat fchmodat2 - futex_wake futex_wait futex_requeue"
-)
+    "- - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - "
+) + _calls_from_403(64)
 
 _ARM32 = (
     "- exit fork read write open close - creat link unlink execve chdir - mknod chmod lchown - - lseek "
@@ -86,16 +105,7 @@ _ARM32 = (
     "process_vm_writev kcmp finit_module sched_setattr sched_getattr renameat2 seccomp getrandom "
     "memfd_create bpf execveat userfaultfd membarrier mlock2 copy_file_range preadv2 pwritev2 "
     "pkey_mprotect pkey_alloc pkey_free statx rseq io_pgetevents migrate_pages kexec_file_load - "
-    "clock_gettime64 clock_settime64 clock_adjtime64 clock_getres_time64 clock_nanosleep_time64 "
-    "timer_gettime64 timer_settime64 timerfd_gettime64 timerfd_settime64 utimensat_time64 pselect6_time64 "
-    "ppoll_time64 - io_pgetevents_time64 recvmmsg_time64 mq_timedsend_time64 mq_timedreceive_time64 "
-    "semtimedop_time64 rt_sigtimedwait_time64 futex_time64 sched_rr_get_interval_time64 pidfd_send_signal "
-    "io_uring_setup io_uring_enter io_uring_register open_tree move_mount fsopen fsconfig fsmount fspick "
-    "pidfd_open clone3 close_range openat2 pidfd_getfd faccessat2 process_madvise epoll_pwait2 "
-    "mount_setattr quotactl_fd landlock_create_ruleset landlock_add_rule landlock_restrict_self - "
-    "process_mrelease futex_waitv set_mempolicy_home_node cachestat fchmodat2 - futex_wake futex_wait "
-    "futex_requeue"
-)
+) + _calls_from_403(32, n447="-")
 
 _X86_64 = (
     "read write open close stat fstat lstat poll lseek mmap mprotect munmap brk rt_sigaction "
@@ -133,13 +143,8 @@ _X86_64 = (
     "finit_module sched_setattr sched_getattr renameat2 seccomp getrandom memfd_create kexec_file_load "
     "bpf execveat userfaultfd membarrier mlock2 copy_file_range preadv2 pwritev2 pkey_mprotect pkey_alloc "
     "pkey_free statx io_pgetevents rseq - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - "
-    "- - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - "
-    "- - - - - - pidfd_send_signal io_uring_setup io_uring_enter io_uring_register open_tree move_mount "
-    "fsopen fsconfig fsmount fspick pidfd_open clone3 close_range openat2 pidfd_getfd faccessat2 "
-    "process_madvise epoll_pwait2 mount_setattr quotactl_fd landlock_create_ruleset landlock_add_rule "
-    "landlock_restrict_self memfd_secret process_mrelease futex_waitv set_mempolicy_home_node cachestat "
-    "fchmodat2 map_shadow_stack futex_wake futex_wait futex_requeue"
-)
+    "- - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - "
+) + _calls_from_403(64, n453="map_shadow_stack")
 
 _X86 = (
     "restart_syscall exit fork read write open close waitpid creat link unlink execve chdir time mknod "
@@ -181,16 +186,7 @@ _X86 = (
     "setsockopt getsockname getpeername sendto sendmsg recvfrom recvmsg shutdown userfaultfd membarrier "
     "mlock2 copy_file_range preadv2 pwritev2 pkey_mprotect pkey_alloc pkey_free statx arch_prctl "
     "io_pgetevents rseq - - - - - - semget semctl shmget shmctl shmat shmdt msgget msgsnd msgrcv msgctl "
-    "clock_gettime64 clock_settime64 clock_adjtime64 clock_getres_time64 clock_nanosleep_time64 "
-    "timer_gettime64 timer_settime64 timerfd_gettime64 timerfd_settime64 utimensat_time64 pselect6_time64 "
-    "ppoll_time64 - io_pgetevents_time64 recvmmsg_time64 mq_timedsend_time64 mq_timedreceive_time64 "
-    "semtimedop_time64 rt_sigtimedwait_time64 futex_time64 sched_rr_get_interval_time64 pidfd_send_signal "
-    "io_uring_setup io_uring_enter io_uring_register open_tree move_mount fsopen fsconfig fsmount fspick "
-    "pidfd_open clone3 close_range openat2 pidfd_getfd faccessat2 process_madvise epoll_pwait2 "
-    "mount_setattr quotactl_fd landlock_create_ruleset landlock_add_rule landlock_restrict_self "
-    "memfd_secret process_mrelease futex_waitv set_mempolicy_home_node cachestat fchmodat2 - futex_wake "
-    "futex_wait futex_requeue"
-)
+) + _calls_from_403(32)
 
 
 # uname machine (SystemInfo.utsname.machine) → table; armv8l is 32-bit userspace on a 64-bit kernel.

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from google.protobuf import unknown_fields
 
-from ...trackers.process_tracker import THREAD_NAME_PRIORITY_PROCESS_TREE
+from ...trackers.process_tracker import THREAD_NAME_PRIORITY_PROCESS_TREE, set_arg
 from ..common.values import text
 from .clock_tracker import BOOTTIME
 from .ftrace_counters import cpu_counter_track, cpu_frequency_track, global_counter_track, gpu_frequency_track
@@ -84,7 +84,7 @@ def _process_tree(parser: HandlerContext, ts: int, tree) -> None:
             if start is not None:
                 procs.set_start_ts_if_unset(upid, start)
         if proc.HasField("is_kthread"):
-            procs.process(upid).args["is_kthread"] = ("is_kthread", "is_kthread", "bool", int(proc.is_kthread))
+            set_arg(procs.process(upid), "is_kthread", "bool", int(proc.is_kthread))
     for thread in tree.threads:
         tid, tgid = thread.tid & 0xFFFFFFFF, thread.tgid & 0xFFFFFFFF
         procs.update_thread(tid, tgid)
@@ -116,6 +116,18 @@ PID, OOM_SCORE_ADJ, THREADS, IS_PEAK_RSS_RESETTABLE, FDS = 1, 10, 11, 12, 15
 # trace_processor's system-probes parser lets this Chrome field through to its
 # "unknown counter" stat as well as recording it (it skips field 13 twice instead).
 UNKNOWN_TOO = {14}
+# Field number -> (track type, its key dimension, key, track name, scale) of each process
+# counter but oom_score_adj (values in kB are written in bytes).
+PROCESS_COUNTERS = {
+    number: (track_type, dimension, key, prefix + key, scale)
+    for track_type, dimension, prefix, scale, keys in (
+        ("process_memory", "process_memory_key", "mem.", 1024, PROCESS_MEMORY_FIELDS),
+        ("smaps", "smaps_key", "mem.smaps.", 1024, SMAPS_FIELDS),
+        ("proc_stat_runtime", "proc_stat_runtime_key", "runtime.", 1, RUNTIME_FIELDS),
+        ("chrome_process_stats", "key", "chrome.", 1024, CHROME_FIELDS),
+    )
+    for number, key in keys.items()
+}
 
 
 @packet_handler("process_stats")
@@ -138,40 +150,17 @@ def _process_stats(parser: HandlerContext, ts: int, stats) -> None:
             if upid is None:
                 upid = procs.get_or_create_process(pid)
             if number == IS_PEAK_RSS_RESETTABLE:
-                procs.process(upid).args["is_peak_rss_resettable"] = (
-                    "is_peak_rss_resettable",
-                    "is_peak_rss_resettable",
-                    "bool",
-                    int(value),
-                )
+                set_arg(procs.process(upid), "is_peak_rss_resettable", "bool", int(value))
                 continue
-            if number in CHROME_FIELDS:
-                key = CHROME_FIELDS[number]
-                track = tracks.intern(
-                    "chrome_process_stats", (("upid", upid), ("key", key)), "counter", f"chrome.{key}"
-                )
-                trace.insert_counter(ts, track, value * 1024)
+            counter = PROCESS_COUNTERS.get(number)
+            if counter is not None:
+                track_type, dimension, key, name, scale = counter
+                track = tracks.intern(track_type, (("upid", upid), (dimension, key)), "counter", name)
+                trace.insert_counter(ts, track, value * scale)
                 if number in UNKNOWN_TOO:
                     parser.stats.inc("proc_stat_unknown_counters")
-                continue
-            if number == OOM_SCORE_ADJ:
+            elif number == OOM_SCORE_ADJ:
                 track = tracks.intern("oom_score_adj", (("upid", upid),), "counter", "oom_score_adj")
-                trace.insert_counter(ts, track, value)
-            elif number in PROCESS_MEMORY_FIELDS:
-                key = PROCESS_MEMORY_FIELDS[number]
-                track = tracks.intern(
-                    "process_memory", (("upid", upid), ("process_memory_key", key)), "counter", f"mem.{key}"
-                )
-                trace.insert_counter(ts, track, value * 1024)
-            elif number in SMAPS_FIELDS:
-                key = SMAPS_FIELDS[number]
-                track = tracks.intern("smaps", (("upid", upid), ("smaps_key", key)), "counter", f"mem.smaps.{key}")
-                trace.insert_counter(ts, track, value * 1024)
-            elif number in RUNTIME_FIELDS:
-                key = RUNTIME_FIELDS[number]
-                track = tracks.intern(
-                    "proc_stat_runtime", (("upid", upid), ("proc_stat_runtime_key", key)), "counter", f"runtime.{key}"
-                )
                 trace.insert_counter(ts, track, value)
             else:
                 parser.stats.inc("proc_stat_unknown_counters")
@@ -257,16 +246,24 @@ def _sys_stats(parser: HandlerContext, ts: int, sys) -> None:
         part(parser, ts, sys)
 
 
-def _meminfo(parser: HandlerContext, ts: int, sys) -> None:
+def _keyed_counters(
+    parser: HandlerContext, ts: int, entries, names: tuple[str, ...], kind: str, unit: str | None, scale: int
+) -> None:
+    """Counters named by an enum key: one global track of type `kind` per known key (its
+    `{kind}_key` dimension); an unknown key is counted in the stat `{kind}_unknown_keys`."""
     trace = parser.trace
-    for mi in sys.meminfo:
-        key = _enum(mi, "key", 1)
-        if key >= len(MEMINFO_NAMES):
-            parser.stats.inc("meminfo_unknown_keys")
+    for entry in entries:
+        key = _enum(entry, "key", 1)
+        if key >= len(names):
+            parser.stats.inc(f"{kind}_unknown_keys")
             continue
-        name = MEMINFO_NAMES[key]
-        track = global_counter_track(trace, "meminfo", (("meminfo_key", name),), name, "bytes")
-        trace.insert_counter(ts, track, mi.value * 1024)
+        name = names[key]
+        track = global_counter_track(trace, kind, ((f"{kind}_key", name),), name, unit)
+        trace.insert_counter(ts, track, entry.value * scale)
+
+
+def _meminfo(parser: HandlerContext, ts: int, sys) -> None:
+    _keyed_counters(parser, ts, sys.meminfo, MEMINFO_NAMES, "meminfo", "bytes", 1024)
 
 
 def _devfreq(parser: HandlerContext, ts: int, sys) -> None:
@@ -281,14 +278,7 @@ def _devfreq(parser: HandlerContext, ts: int, sys) -> None:
 
 
 def _vmstat(parser: HandlerContext, ts: int, sys) -> None:
-    trace = parser.trace
-    for vm in sys.vmstat:
-        key = _enum(vm, "key", 1)
-        if key >= len(VMSTAT_NAMES):
-            parser.stats.inc("vmstat_unknown_keys")
-            continue
-        name = VMSTAT_NAMES[key]
-        trace.insert_counter(ts, global_counter_track(trace, "vmstat", (("vmstat_key", name),), name), vm.value)
+    _keyed_counters(parser, ts, sys.vmstat, VMSTAT_NAMES, "vmstat", None, 1)
 
 
 def _cpu_times(parser: HandlerContext, ts: int, sys) -> None:

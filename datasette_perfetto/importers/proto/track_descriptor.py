@@ -3,6 +3,8 @@ details, and Chrome's process and thread type names."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ...stats import Stats
 from ..common.values import text
 
@@ -57,57 +59,36 @@ def chrome_thread_name(thread_type: int) -> str | None:
     return CHROME_THREAD_NAMES.get(thread_type)
 
 
+@dataclass(slots=True, eq=False)
 class CounterDetails:
-    __slots__ = ("category", "is_incremental", "unit_multiplier", "unit", "builtin_type", "y_axis_share_key")
-
-    def __init__(self) -> None:
-        self.category: str | None = None
-        self.is_incremental = False
-        self.unit_multiplier = 0
-        self.unit: str | None = None
-        self.builtin_type: str | None = None
-        self.y_axis_share_key: str | None = None
+    category: str | None = None
+    is_incremental: bool = False
+    unit_multiplier: int = 0
+    unit: str | None = None
+    builtin_type: str | None = None
+    y_axis_share_key: str | None = None
 
 
+@dataclass(slots=True, eq=False)
 class Reservation:
     """What a TrackDescriptor said about a uuid (trace_processor's reservation)."""
 
-    __slots__ = (
-        "uuid",
-        "parent_uuid",
-        "name",
-        "description",
-        "child_ordering",
-        "sibling_order_rank",
-        "merge",
-        "merge_key",
-        "pid",
-        "tid",
-        "use_separate_track",
-        "counter",
-        "is_state",
-        "seq_id",
-        "process_ordering",
-        "thread_ordering",
-    )
-
-    def __init__(self, uuid: int) -> None:
-        self.uuid = uuid
-        self.parent_uuid = 0
-        self.name: str | None = None
-        self.description: str | None = None
-        self.child_ordering: str | None = None
-        self.sibling_order_rank: int | None = None
-        self.merge: str | None = "name"  # "name" | "key" | None (never merge)
-        self.merge_key: str | None = None
-        self.pid: int | None = None
-        self.tid: int | None = None
-        self.use_separate_track = False
-        self.counter: CounterDetails | None = None
-        self.is_state = False
-        self.seq_id: int | None = None
-        self.process_ordering: str | None = None  # "explicit" on the root (uuid 0) descriptor
-        self.thread_ordering: str | None = None
+    uuid: int
+    parent_uuid: int = 0
+    name: str | None = None
+    description: str | None = None
+    child_ordering: str | None = None
+    sibling_order_rank: int | None = None
+    merge: str | None = "name"  # "name" | "key" | None (never merge)
+    merge_key: str | None = None
+    pid: int | None = None
+    tid: int | None = None
+    use_separate_track: bool = False
+    counter: CounterDetails | None = None
+    is_state: bool = False
+    seq_id: int | None = None
+    process_ordering: str | None = None  # "explicit" on the root (uuid 0) descriptor
+    thread_ordering: str | None = None
 
     def same_track(self, other: Reservation) -> bool:
         return (

@@ -15,6 +15,7 @@ from ...trackers.process_tracker import (
     NAME_PRIORITY_PROCESS_TRACK_DESCRIPTOR,
     NAME_PRIORITY_THREAD_TYPE,
     NAME_PRIORITY_TRACK_DESCRIPTOR,
+    set_arg,
 )
 from ..common.event_kinds import EV_DESCRIPTOR, EV_TRACK_EVENT
 from ..common.values import signed
@@ -123,16 +124,11 @@ class TrackEventParser:
                     else NAME_PRIORITY_CHROME_PROCESS_LABEL,
                 )
                 if label is not None:
-                    proc.args["chrome.process_type"] = ("chrome.process_type", "chrome.process_type", "string", label)
+                    set_arg(proc, "chrome.process_type", "string", label)
             if host_app:
-                proc.args["chrome.host_app_package_name"] = (
-                    "chrome.host_app_package_name",
-                    "chrome.host_app_package_name",
-                    "string",
-                    host_app,
-                )
+                set_arg(proc, "chrome.host_app_package_name", "string", host_app)
             if crash_id is not None:
-                proc.args["chrome.crash_trace_id"] = ("chrome.crash_trace_id", "chrome.crash_trace_id", "int", crash_id)
+                set_arg(proc, "chrome.crash_trace_id", "int", crash_id)
         if labels:
             for i, label in enumerate(labels):
                 k = f"chrome.process_label[{i}]"
@@ -175,12 +171,7 @@ class TrackEventParser:
                 self.procs.update_thread(r.tid, r.pid)
             self._uuid_by_utid[utid] = uuid
             if r.sibling_order_rank is not None and self._explicit_ordering("thread_ordering"):
-                self.procs.thread(utid).args["thread_sort_index_hint"] = (
-                    "thread_sort_index_hint",
-                    "thread_sort_index_hint",
-                    "int",
-                    r.sibling_order_rank,
-                )
+                set_arg(self.procs.thread(utid), "thread_sort_index_hint", "int", r.sibling_order_rank)
             result = ("thread", utid, True)
         elif r.pid is not None:
             upid = self.procs.get_or_create_process(r.pid)
@@ -188,12 +179,7 @@ class TrackEventParser:
                 upid = self.procs.start_new_process(r.pid)
             self._uuid_by_upid[upid] = uuid
             if r.sibling_order_rank is not None and self._explicit_ordering("process_ordering"):
-                self.procs.process(upid).args["process_sort_index_hint"] = (
-                    "process_sort_index_hint",
-                    "process_sort_index_hint",
-                    "int",
-                    r.sibling_order_rank,
-                )
+                set_arg(self.procs.process(upid), "process_sort_index_hint", "int", r.sibling_order_rank)
             result = ("process", upid, True)
         elif parent is not None and parent[0] != "global":
             result = (parent[0], parent[1], False)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 import zlib
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import BinaryIO
 
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
@@ -66,17 +67,15 @@ def looks_like_systrace(head: bytes) -> bool:
     return b"TRACE:\n" in start or start.startswith(b"cpus=") or start.startswith(b" ")
 
 
+@dataclass(slots=True, eq=False)
 class SystraceLine:
-    __slots__ = ("ts", "pid", "cpu", "task", "tgid", "event", "args")
-
-    def __init__(self, ts: int, pid: int, cpu: int, task: str, tgid: str | None, event: str, args: str) -> None:
-        self.ts = ts
-        self.pid = pid
-        self.cpu = cpu
-        self.task = task
-        self.tgid = tgid
-        self.event = event
-        self.args = args
+    ts: int
+    pid: int
+    cpu: int
+    task: str
+    tgid: str | None
+    event: str
+    args: str
 
 
 def tokenize_line(raw: bytes) -> SystraceLine | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import heapq
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -505,36 +505,17 @@ def tree_flame(
     return Flame(title, boxes)
 
 
-def sorted_functions(
-    totals: dict[str, FunctionTotals],
-    matched: Iterable[str] | None,
-    sort: str,
-    min_count: int | None,
-    count_of: Callable[[FunctionTotals], int],
-) -> list[tuple[str, FunctionTotals]]:
-    keep = set(matched) if matched is not None else None
-    rows = [
-        (name, t)
-        for name, t in totals.items()
-        if (keep is None or name in keep)
-        and (t.total_value or t.total_count)
-        and (min_count is None or count_of(t) >= min_count)
-    ]
-    keys = {
-        "self": lambda r: (-r[1].self_value, -r[1].total_value, r[0]),
-        "total": lambda r: (-r[1].total_value, -r[1].self_value, r[0]),
-        "count": lambda r: (-r[1].self_count, -r[1].total_count, r[0]),
-        "name": lambda r: (r[0],),
-    }
-    rows.sort(key=keys[sort])
-    return rows
-
-
 # -- the views ------------------------------------------------------------------------------------------
 
 
 class MayBeAbsent(Protocol):
     not_present: bool
+
+
+class FunctionRow(Protocol):
+    """A functions view's row (StackFunctions.Row, HeapFunctions.Row)."""
+
+    name: str
 
 
 class CallstackView(View):
@@ -555,9 +536,38 @@ class CallstackView(View):
     def function_link(self, run: ReportRun, view: str, name: str) -> Link:
         return run.link(self.noun, view, name=glob_escape(name), top=None, sort=None, min_count=None, max_lines=None)
 
-    def functions_steps(self, run: ReportRun, top: str | None, tree: str) -> None:
-        """The next steps of a functions view whose first row is the function `top`."""
-        if top is not None:
+    def sorted_functions(
+        self,
+        run: ReportRun,
+        cs: Callsites,
+        totals: dict[str, FunctionTotals],
+        count_of: Callable[[FunctionTotals], int],
+    ) -> list[tuple[str, FunctionTotals]]:
+        """A functions view's rows: the functions with weight (with name, the matching ones; with min_count, those
+        whose count_of reaches it), in the sort flag's order."""
+        s = run.scope
+        keep = cs.matched if s.name is not None else None
+        rows = [
+            (name, t)
+            for name, t in totals.items()
+            if (keep is None or name in keep)
+            and (t.total_value or t.total_count)
+            and (s.min_count is None or count_of(t) >= s.min_count)
+        ]
+        keys = {
+            "self": lambda r: (-r[1].self_value, -r[1].total_value, r[0]),
+            "total": lambda r: (-r[1].total_value, -r[1].self_value, r[0]),
+            "count": lambda r: (-r[1].self_count, -r[1].total_count, r[0]),
+            "name": lambda r: (r[0],),
+        }
+        rows.sort(key=keys[self.sort_key(s)])
+        return rows
+
+    def functions_steps(self, run: ReportRun, shown: Sequence[FunctionRow], total_rows: int, tree: str) -> None:
+        """A functions view's footnote for the rows top hid, and its next steps from its first row."""
+        run.truncation(len(shown), total_rows, "functions")
+        if shown:
+            top = shown[0].name
             run.next_step(f"Who calls {top}", self.function_link(run, "bottom-up", top))
             run.next_step(tree, run.link(self.noun, "top-down", top=None, sort=None, min_count=None))
 

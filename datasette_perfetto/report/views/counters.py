@@ -21,7 +21,7 @@ from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 
 from .. import format as fmt
 from .. import report_pb2 as pb
-from ..base import Bar, Cell, Chart, ReportRun, Table, View, percentile_index
+from ..base import Bar, Cell, Chart, ReportRun, Table, View, count_cell, percentile_index
 from ..diff_spec import DiffSpec, Measure, diff_link, optional_field, owner_key
 from ..filters import CANNED_RANGE, CANNED_TOP, Where, canned_sort
 from ..links import glob_escape, owner_params, scoped_link
@@ -295,7 +295,7 @@ ORDER BY c.value""",
 
 def tracks_table(tracks: Iterable[pb.CountersList.Row], fmt_value: Callable[[float], str], title: str) -> Table:
     rows = [
-        [Cell(t.scope), Cell(t.track_type), Cell(t.unit or "-"), Cell(fmt.count(t.count), title=str(t.count))]
+        [Cell(t.scope), Cell(t.track_type), Cell(t.unit or "-"), count_cell(t.count)]
         + [Cell(fmt_value(v) if t.count else "-") for v in (t.min, t.avg, t.max)]
         for t in tracks
     ]
@@ -335,7 +335,7 @@ class CountersListView(View):
     )
     result_field = "counters_list"
     uses_top = True
-    flags = frozenset({"pid", "process", "tid", "thread", "cpu", "track", "time", "name", "min_count", "sort"})
+    flags = SERIES_FLAGS | {"min_count", "sort"}
     sorts = tuple(LIST_SORTS)
     canned_sql = f"""WITH tracks AS (
   SELECT {TRACK_COLUMNS}
@@ -405,7 +405,7 @@ LIMIT {CANNED_TOP}"""
                     ),
                     Cell(r.track_type),
                     Cell(r.scope, inspect),
-                    Cell(fmt.count(r.count), title=str(r.count)),
+                    count_cell(r.count),
                     Cell(show(r.min)),
                     Cell(show(r.avg)),
                     Cell(show(r.max)),
@@ -888,7 +888,7 @@ ORDER BY ts, id""",
                 [
                     Cell(t.track.scope, link),
                     Cell(value if msg.ts else "-"),
-                    Cell(fmt.count(t.track.count), title=str(t.track.count)),
+                    count_cell(t.track.count),
                     Cell(show(t.track.min) if t.track.count else "-"),
                     Cell(show(t.track.avg) if t.track.count else "-"),
                     Cell(show(t.track.max) if t.track.count else "-"),

@@ -19,7 +19,6 @@ from .calltree import (
     function_totals,
     load_callsites,
     percent,
-    sorted_functions,
     top_down,
     tree_canned_sql,
 )
@@ -132,9 +131,7 @@ LIMIT {CANNED_TOP}"""
         for name, t in function_totals(top_down(cs)).items():
             if name in totals:
                 totals[name].self_unreleased, totals[name].total_unreleased = t.self_value, t.total_value
-        rows = sorted_functions(
-            totals, cs.matched if s.name is not None else None, self.sort_key(s), s.min_count, lambda t: t.total_count
-        )
+        rows = self.sorted_functions(run, cs, totals, lambda t: t.total_count)
         out.total_rows = len(rows)
         out.total_bytes = cs.total_value
         out.total_count = cs.total_count
@@ -152,8 +149,7 @@ LIMIT {CANNED_TOP}"""
                 self_unreleased_bytes=t.self_unreleased,
                 total_unreleased_bytes=t.total_unreleased,
             )
-        run.truncation(min(len(rows), s.top), len(rows), "functions")
-        self.functions_steps(run, out.rows[0].name if out.rows else None, "The allocation call tree, top-down")
+        self.functions_steps(run, out.rows, len(rows), "The allocation call tree, top-down")
 
     def tables(self, msg: pb.HeapFunctions, run: ReportRun) -> list[Table]:
         rows = [

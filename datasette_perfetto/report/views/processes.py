@@ -8,7 +8,7 @@ from typing import Any
 
 from .. import format as fmt
 from .. import report_pb2 as pb
-from ..base import REAL_PROCESS, Cell, Link, ReportRun, Table, View
+from ..base import REAL_PROCESS, Cell, Link, ReportRun, Table, View, count_cell
 from ..diff_spec import DiffSpec, Measure, diff_link
 from ..filters import CANNED_TOP, PROCESS_FLAGS, Where, canned_sort, optional_terms, owner_terms
 from ..links import glob_escape, scoped_link
@@ -295,7 +295,7 @@ WHERE th.upid IS NULL AND tc.cpu_time > 0""",
                     Cell(str(r.thread_count)),
                     Cell(fmt.duration(r.cpu_time) if has_sched else "-"),
                     Cell(fmt.percent(r.percent_of_trace) if has_sched else "-"),
-                    Cell(fmt.count(r.slice_count), title=str(r.slice_count)),
+                    count_cell(r.slice_count),
                     Cell(threads or "-"),
                 ]
             )
@@ -326,9 +326,6 @@ class ProcessesDiff(DiffSpec):
     display = ("cpu_time", "slice_count")
     row_filters = {"min_count": "slice_count"}
     summed_ids = ("upid", "pid", "top_threads")
-
-    def key(self, row: Any) -> tuple[str, ...]:
-        return (row.name,)
 
     @staticmethod
     def _has_sched(msg: Any) -> bool:

@@ -12,7 +12,7 @@ from typing import Any
 
 from .. import format as fmt
 from .. import report_pb2 as pb
-from ..base import Bar, Cell, Chart, Link, ReportRun, Table, View
+from ..base import Bar, Cell, Chart, Link, ReportRun, Table, View, duration_cell
 from ..diff_spec import DiffSpec, Measure, diff_link
 from ..filters import (
     CANNED_NICE,
@@ -390,9 +390,9 @@ LIMIT 1""",
             rows.append(
                 [
                     name,
-                    Cell(fmt.duration(r.cpu_time), title=f"{r.cpu_time} ns"),
-                    Cell(fmt.duration(r.runnable), title=f"{r.runnable} ns"),
-                    Cell(fmt.duration(r.sleeping), title=f"{r.sleeping} ns"),
+                    duration_cell(r.cpu_time),
+                    duration_cell(r.runnable),
+                    duration_cell(r.sleeping),
                     Cell(fmt.percent(r.percent_of_trace)),
                 ]
             )
@@ -860,9 +860,6 @@ class SchedulingDiff(DiffSpec):
     display = ("cpu_time", "runnable")
     row_filters = {"min_duration": "cpu_time"}
     summed_ids = ("tid", "pid")
-
-    def key(self, row: Any) -> tuple[str, ...]:
-        return (row.name, row.process)
 
     def fill_extra(self, out: Any, base_msg: Any, target_msg: Any) -> None:
         msg = target_msg if target_msg is not None else base_msg

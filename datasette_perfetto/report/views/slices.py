@@ -12,7 +12,7 @@ from typing import Any
 from ...schema import REPORT_CELL_MIN_COUNT
 from .. import format as fmt
 from .. import report_pb2 as pb
-from ..base import Bar, Cell, Chart, Link, ReportRun, Table, View, percentile_index
+from ..base import Bar, Cell, Chart, Link, ReportRun, Table, View, count_cell, duration_cell, percentile_index
 from ..diff_spec import DiffSpec, Measure, diff_link
 from ..filters import (
     CANNED_NICE,
@@ -244,7 +244,7 @@ LIMIT :top""",
             rows.append(
                 [
                     Cell(r.name, view_link(run, "slices", "inspect", name=r.name)),
-                    Cell(fmt.count(r.count), title=str(r.count)),
+                    count_cell(r.count),
                     Cell(fmt.duration(r.total_dur)),
                     Cell(fmt.percent(r.percent_of_trace)),
                     Cell(max_text, inspect_link(run, inst)),
@@ -639,9 +639,8 @@ DOMINANT = 3
 
 
 def stats_table(title: str, stats: pb.DurationStats) -> Table:
-    cells = [Cell(fmt.count(stats.count), title=str(stats.count))] + [
-        Cell(fmt.duration(v), title=f"{v} ns")
-        for v in (stats.total, stats.min, stats.avg, stats.p50, stats.p95, stats.p99, stats.max)
+    cells = [count_cell(stats.count)] + [
+        duration_cell(v) for v in (stats.total, stats.min, stats.avg, stats.p50, stats.p95, stats.p99, stats.max)
     ]
     return Table(
         title,
@@ -1270,9 +1269,6 @@ class SlicesDiff(DiffSpec):
     display = ("total_dur", "count")
     row_filters = {"min_count": "count"}
     counts_rows = False
-
-    def key(self, row: Any) -> tuple[str, ...]:
-        return (row.name,)
 
     def fill_extra(self, out: Any, base_msg: Any, target_msg: Any) -> None:
         out.baseline_total_slices = base_msg.total_slices if base_msg is not None else 0

@@ -17,7 +17,6 @@ from .calltree import (
     function_totals,
     load_callsites,
     percent,
-    sorted_functions,
     top_down,
     tree_canned_sql,
 )
@@ -124,9 +123,7 @@ LIMIT {CANNED_TOP}"""
         s = run.scope
         cs = load_samples(run)
         totals = function_totals(top_down(cs))
-        rows = sorted_functions(
-            totals, cs.matched if s.name is not None else None, self.sort_key(s), s.min_count, lambda t: t.total_value
-        )
+        rows = self.sorted_functions(run, cs, totals, lambda t: t.total_value)
         out.total_rows = len(rows)
         out.total_samples = cs.total_value
         for name, t in rows[: s.top]:
@@ -137,8 +134,7 @@ LIMIT {CANNED_TOP}"""
                 self_percent=percent(t.self_value, cs.total_value),
                 total_percent=percent(t.total_value, cs.total_value),
             )
-        run.truncation(min(len(rows), s.top), len(rows), "functions")
-        self.functions_steps(run, out.rows[0].name if out.rows else None, "The call tree, top-down")
+        self.functions_steps(run, out.rows, len(rows), "The call tree, top-down")
 
     def tables(self, msg: pb.StackFunctions, run: ReportRun) -> list[Table]:
         rows = [

@@ -10,9 +10,8 @@ from typing import Any
 
 from ...pages import data
 from ...pages.data import CPU_SQL, GPU_SQL, TRACK_FROM  # noqa: F401 (GPU_SQL: counters.py imports it from here)
-from .. import format as fmt
 from .. import report_pb2 as pb
-from ..base import Cell, Link, ReportRun, Table, View
+from ..base import Cell, Link, ReportRun, Table, View, count_cell
 from ..diff_spec import DiffSpec, Measure, diff_link, optional_field, owner_key
 from ..filters import CANNED_TOP, OWNER_FLAGS, Where, canned_sort, optional, optional_terms, owner_terms
 from ..links import glob_escape, owner_params, scoped_link
@@ -179,7 +178,7 @@ LIMIT {CANNED_TOP}"""
                     ),
                     Cell(r.type),
                     Cell(r.event_type),
-                    Cell(fmt.count(r.event_count), title=str(r.event_count)),
+                    count_cell(r.event_count),
                     Cell("-" if owner == "global" else owner),
                 ]
             )

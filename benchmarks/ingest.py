@@ -23,6 +23,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+from fresh_process import measure_in_fresh_process  # noqa: E402  (beside this script)
 from shared_data import TRACES  # noqa: E402  (the shared traces, wherever this checkout is)
 
 DEFAULT_TRACE = str(TRACES / "chrome_startup.pftrace")
@@ -50,13 +51,7 @@ def measure(trace: str) -> tuple[float, float, float, float]:
     """(process wall seconds, ingest seconds, peak RSS MB, largest child's peak RSS MB) of
     ingesting trace in a fresh process."""
     start = time.perf_counter()
-    out = subprocess.run(
-        [sys.executable, __file__, "--one", trace],
-        check=True,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": os.path.join(HERE, "..")},
-    ).stdout.split()
+    out = measure_in_fresh_process(__file__, trace)
     process_wall = time.perf_counter() - start
     return process_wall, float(out[0]), float(out[1]), float(out[4])
 

@@ -18,13 +18,13 @@ import json
 import os
 import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+from fresh_process import measure_in_fresh_process  # noqa: E402  (beside this script)
 from shared_data import TRACES  # noqa: E402  (the shared traces, wherever this checkout is)
 
 DEFAULT_TRACE = str(TRACES / "chrome_startup.json.gz")
@@ -51,13 +51,7 @@ def measure_one(trace: str) -> None:
 
 def measure(trace: str) -> tuple[float, float, float]:
     """(ingest seconds, peak RSS MB, its writer process's peak RSS MB) of ingesting `trace` in a fresh process."""
-    out = subprocess.run(
-        [sys.executable, __file__, "--one", trace],
-        check=True,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": os.path.join(HERE, "..")},
-    ).stdout.split()
+    out = measure_in_fresh_process(__file__, trace)
     return float(out[0]), float(out[1]), float(out[2])
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
+import shutil
 import sqlite3
 import sys
 import webbrowser
@@ -160,39 +162,113 @@ def _serve_until_stopped(ds, paths: list[str], sock, host: str, open_browser: bo
     run_server(ds, sock)
 
 
-@perfetto.command()
+@perfetto.command(context_settings={"ignore_unknown_options": True})  # SQL may begin with "--" (a comment)
 @click.argument("database", type=click.Path(exists=True, dir_okay=False))
-@click.argument("sql")
+@click.argument("sql", required=False)
+@click.option("-f", "--file", "sql_file", type=click.File("r", encoding="utf-8"), help="Read the SQL from this file")
+@click.option(
+    "-p", "--param", "params", type=(str, str), multiple=True, help="Bind :NAME to VALUE (text) in every statement"
+)
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "csv"]), default="text", show_default=True)
-def query(database: str, sql: str, fmt: str) -> None:
+def query(database: str, sql: str | None, sql_file, params: tuple[tuple[str, str], ...], fmt: str) -> None:
     """Run SQL against a trace database, with trace_processor's functions.
+
+    SQL is the text itself (it may begin with a -- comment), or - for standard
+    input; --file reads it from a file. Several statements run in order, each
+    printing its rows (JSON: one object per line). A `-- :name = "value"` comment
+    line before a statement binds :name for that statement (the way
+    `report --format sql` prints its values); --param binds for every statement.
 
     \b
     Example:
         datasette perfetto query trace.db "select name, count(*) from slice group by 1"
+        datasette perfetto report trace.db slices --format sql | datasette perfetto query trace.db -
     """
+    text = _query_text(sql, sql_file)
+    statements = split_statements(text)
+    if not statements:
+        raise click.ClickException("no SQL statement given")
     # Datasette switches on tracebacks from SQL functions process-wide; a CLI
     # user gets the one-line SQL error instead.
     sqlite3.enable_callback_tracebacks(False)
     conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
     register_functions(conn)
+    results = []
     try:
-        cur = conn.execute(sql)
-        columns = [d[0] for d in cur.description] if cur.description else []
-        rows = [list(r) for r in cur.fetchall()]
+        for statement in statements:
+            bound = {**comment_params(statement), **dict(params)}
+            cur = conn.execute(statement, bound)
+            if cur.description is None:  # a statement without rows prints nothing
+                continue
+            columns = [d[0] for d in cur.description]
+            rows = [[v.hex() if isinstance(v, bytes) else v for v in r] for r in cur.fetchall()]
+            results.append((columns, rows))
     except sqlite3.Error as e:
-        raise click.ClickException(f"SQL error: {e}") from None
+        raise click.ClickException(f"SQL error: {' '.join(str(e).split())}") from None
     finally:
         conn.close()
-    rows = [[v.hex() if isinstance(v, bytes) else v for v in r] for r in rows]
-    if fmt == "json":
-        click.echo(json.dumps({"columns": columns, "rows": rows}))
-    elif fmt == "csv":
-        w = csv.writer(sys.stdout)
-        w.writerow(columns)
-        w.writerows(rows)
-    else:
-        click.echo(format_table(columns, rows))
+    for n, (columns, rows) in enumerate(results):
+        if fmt == "json":
+            click.echo(json.dumps({"columns": columns, "rows": rows}))
+            continue
+        if n:
+            click.echo("")
+        if fmt == "csv":
+            w = csv.writer(sys.stdout)
+            w.writerow(columns)
+            w.writerows(rows)
+            sys.stdout.flush()
+        else:
+            click.echo(format_table(columns, rows))
+
+
+def _query_text(sql: str | None, sql_file) -> str:
+    if sql_file is not None:
+        if sql is not None:
+            raise click.ClickException("give the SQL either as an argument or with --file, not both")
+        return sql_file.read()
+    if sql is None:
+        raise click.ClickException("no SQL given: pass it as an argument, - for standard input, or --file FILE")
+    if sql == "-":
+        return sys.stdin.read()
+    if sql.startswith("-") and not any(c.isspace() for c in sql):
+        # An option click does not know (ignore_unknown_options passes it on as the SQL argument).
+        raise click.ClickException(f"no such option: {sql}")
+    return sql
+
+
+def split_statements(text: str) -> list[str]:
+    """The SQL statements of `text`, in order, each with the comments before it; comment-only text is dropped."""
+    statements = []
+    start = 0
+    for i, ch in enumerate(text):
+        if ch == ";" and sqlite3.complete_statement(text[start : i + 1]):
+            statements.append(text[start : i + 1])
+            start = i + 1
+    statements.append(text[start:])
+    return [s for s in statements if _has_code(s)]
+
+
+def _has_code(statement: str) -> bool:
+    """Whether a statement is more than comments, whitespace and semicolons."""
+    return _strip_comments(statement).strip(" \t\r\n;") != ""
+
+
+_COMMENTS = re.compile(r"--[^\n]*|/\*.*?(\*/|$)|'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"", re.S)
+
+
+def _strip_comments(statement: str) -> str:
+    return _COMMENTS.sub(lambda m: m.group(0) if m.group(0)[0] in "'\"" else " ", statement)
+
+
+_LEADING_COMMENTS = re.compile(r"(?:\s+|--[^\n]*|/\*.*?\*/)*", re.S)
+_PARAM_COMMENT = re.compile(r"^--\s+:(\w+) = (\"(?:[^\"\\]|\\.)*\")\s*$", re.M)
+
+
+def comment_params(statement: str) -> dict[str, str]:
+    """`-- :name = "value"` lines (a JSON string) in the comments before the statement's code: its bound values."""
+    head = _LEADING_COMMENTS.match(statement)
+    return {m.group(1): json.loads(m.group(2)) for m in _PARAM_COMMENT.finditer(head.group(0) if head else "")}
 
 
 def format_table(columns: list[str], rows: list[list]) -> str:
@@ -285,8 +361,15 @@ def _report_options(fn):
     default="text",
     help="text tables, JSON (protos/report.proto) or the SQL the view runs",
 )
+@click.option(
+    "--width",
+    default=None,
+    help="Fit text tables to this many columns, cutting the widest text column (0: no limit) "
+    "[default: $COLUMNS, else the terminal's width, else 80]",
+)
+@click.option("--show-sql", is_flag=True, help="Print the queries the view ran after the text (as --format sql)")
 @_report_options
-def report_command(database: str, noun, view, output_format: str, **flags) -> None:
+def report_command(database: str, noun, view, output_format: str, width: str | None, show_sql: bool, **flags) -> None:
     """An opinionated report of a trace database: NOUN and VIEW as in the report RFC.
 
     \b
@@ -304,6 +387,14 @@ def report_command(database: str, noun, view, output_format: str, **flags) -> No
     from .report.render import error_json, to_json, to_sql, to_text
     from .report.scope import ReportError
 
+    if show_sql and output_format == "json":
+        raise click.ClickException("--show-sql goes with text output; the JSON has the queries already (queries)")
+    if width is None:
+        columns = shutil.get_terminal_size((80, 24)).columns
+    elif width.strip().isdigit():
+        columns = int(width)
+    else:
+        raise click.ClickException(f"width: expected a whole number of columns (0: no limit), got {width!r}")
     params = {k: v for k, v in flags.items() if v is not None}
     baseline = (params.get("baseline") or "").strip()
     conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
@@ -341,4 +432,6 @@ def report_command(database: str, noun, view, output_format: str, **flags) -> No
     elif output_format == "sql":
         click.echo(to_sql(result), nl=False)
     else:
-        click.echo(to_text(result), nl=False)
+        click.echo(to_text(result, columns), nl=False)
+        if show_sql:
+            click.echo("\n" + to_sql(result), nl=False)

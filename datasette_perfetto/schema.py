@@ -1125,6 +1125,36 @@ REPORT_SLICE_NAME = Table(
     indexes=(("name",), ("total_dur",)),
 )
 
+# The percentiles report_slice_name_percentile holds (the report's DurationStats p50, p95, p99).
+REPORT_PERCENTILES = (50, 95, 99)
+
+REPORT_SLICE_NAME_PERCENTILE = Table(
+    "report_slice_name_percentile",
+    "Per slice name minimum and nearest-rank percentiles of the durations (unfinished slices count as 0), "
+    "precomputed at import for the slices report of the whole trace (not a trace_processor table).",
+    (
+        C("name", "TEXT", "Slice name."),
+        C("min_dur", "INTEGER", "Shortest duration.", unit=TS),
+        *(
+            C(f"p{p}_dur", "INTEGER", f"Duration at the {p}th percentile (nearest rank).", unit=TS)
+            for p in REPORT_PERCENTILES
+        ),
+    ),
+    indexes=(("name",),),
+)
+
+
+def _nearest_rank(p: int) -> str:
+    """report.base.percentile_index(n, p) in SQL: min(n - 1, max(0, round(p / 100 * (n - 1)))), with Python's
+    round (halves to even); n - 1 is `last`."""
+    x = f"({p} / 100.0 * last)"
+    whole = f"CAST({x} AS INTEGER)"
+    return (
+        f"min(last, CASE WHEN {x} - {whole} > 0.5 THEN {whole} + 1 WHEN {x} - {whole} < 0.5 THEN {whole} "
+        f"ELSE {whole} + {whole} % 2 END)"
+    )
+
+
 REPORT_TRACK_STATS = Table(
     "report_track_stats",
     "Per track event counts and counter value ranges, precomputed at import for the tracks, processes and "
@@ -1235,6 +1265,16 @@ DERIVED: tuple[Derived, ...] = (
         "INSERT INTO report_slice_name (name, count, total_dur, max_dur, max_slice_id) "
         "SELECT name, count(*), sum(max(dur, 0)), max(dur), id FROM slice GROUP BY name",
         streamed=True,
+    ),
+    # Each name's durations ranked in the (name, dur) index's order; the ranks the percentiles need kept.
+    Derived(
+        REPORT_SLICE_NAME_PERCENTILE,
+        "INSERT INTO report_slice_name_percentile (name, min_dur, "
+        + ", ".join(f"p{p}_dur" for p in REPORT_PERCENTILES)
+        + ") SELECT name, max(CASE WHEN rank = 0 THEN d END), "
+        + ", ".join(f"max(CASE WHEN rank = {_nearest_rank(p)} THEN d END)" for p in REPORT_PERCENTILES)
+        + " FROM (SELECT name, max(dur, 0) AS d, row_number() OVER (PARTITION BY name ORDER BY dur) - 1 AS rank, "
+        "count(*) OVER (PARTITION BY name) - 1 AS last FROM slice) GROUP BY name",
     ),
     Derived(
         REPORT_TRACK_STATS,

@@ -276,9 +276,11 @@ def test_overview_diff_is_a_digest_of_movements(demo_pair):
     assert overview["processes"]["summary"]["sort"] == "cpu"  # the demo's scheduling data, on both sides
     # The same schedule on both sides: no CPU time moved; every thread sleeps through the target's extra time.
     assert {r["cpu_time_delta"] for r in overview["scheduling"]["rows"]} == {0}
-    assert {a["noun"] for a in overview["absent"]} == {"stack-samples", "heap-profile", "heap-dump"}
+    # The demo's profiles are the same on both sides: compared, nothing moved.
+    assert overview["absent"] == []
+    assert overview["stack_samples"]["rows"] == [] and overview["stack_samples"]["summary"]["unchanged"] == 35
     text = to_text(result)
-    assert "Stack Samples: (not compared: no baseline diff for this noun yet)" in text
+    assert "Stack Samples vs baseline (35 functions: 0 added, 0 removed, 0 changed, 35 unchanged" in text
     assert "datasette perfetto report target.db slices table --baseline base.db" in text
 
 
@@ -317,7 +319,7 @@ def test_identical_traces_diff_to_unchanged(demo_pair):
         ("slices", "inspect", {"name": "Raster"}),
         ("counters", "timeline", {"name": "MemoryUsage"}),
         ("scheduling", "inspect", {"tid": "1", "ts": "1s"}),
-        ("stack-samples", "top-down", {}),
+        ("counters", "inspect", {"name": "MemoryUsage", "ts": "1s"}),
     ],
 )
 def test_views_without_a_diff_reject_baseline(demo_pair, noun, view, flags):
@@ -325,8 +327,9 @@ def test_views_without_a_diff_reject_baseline(demo_pair, noun, view, flags):
         diff(demo_pair, noun, view, **flags)
     assert e.value.message.startswith(
         f"{noun} {view} does not take baseline; views that compare against a "
-        "baseline: overview, processes table, tracks table, slices table, "
-        "scheduling summary, counters list"
+        "baseline: overview, processes table, tracks table, slices table, stack-samples functions, "
+        "stack-samples top-down, stack-samples bottom-up, heap-profile functions, heap-profile top-down, "
+        "heap-profile bottom-up, heap-dump types, scheduling summary, counters list"
     )
     assert e.value.param == "baseline" and e.value.options == accepted_labels()
 
@@ -428,7 +431,7 @@ async def test_diff_json_and_text_over_http(pair_ds):
             "/target/-/report/slices/histogram.json?name=Raster&baseline=base",
             "slices histogram does not take baseline; views that compare against a baseline: overview, processes table",
         ),
-        ("/target/-/report/stack-samples/top-down.json?baseline=base", "stack-samples top-down does not take baseline"),
+        ("/target/-/report/counters/timeline.json?name=MemoryUsage&baseline=base", "counters timeline does not take"),
         (
             "/target/-/report/slices.json?baseline=nope",
             "baseline: no database named 'nope' is served; trace databases: base",
@@ -520,7 +523,7 @@ async def test_fuzzed_diff_parameters_never_500(pair_ds):
 
 def test_cli_diff_exits_zero_in_text_and_json(demo_pair):
     base, target = (str(p) for p in demo_pair)
-    text = CliRunner().invoke(cli, ["perfetto", "report", "--baseline", base, target])
+    text = CliRunner().invoke(cli, ["perfetto", "report", "--baseline", base, target, "--width", "0"])
     assert text.exit_code == 0, text.output
     assert text.output.startswith(f"[target {target} 2.4s | baseline {base} 2s | full trace")
     assert "BitmapDecode" in text.output and "added" in text.output

@@ -239,7 +239,8 @@ async def test_inspect_with_no_instance_at_ts_offers_every_instance(ds):
     assert data["slices_inspect"]["matched"] == 0 and data["slices_inspect"]["instances"] == []
     assert [s["command"] for s in data["next_steps"]] == [
         "datasette perfetto report demo.db slices inspect --name URLRequest",
-        "datasette perfetto report demo.db slices inspect --name URLRequest --ts 1ns --format sql",
+        "datasette perfetto report demo.db slices inspect --name URLRequest --ts 1ns --format sql"
+        " | datasette perfetto query demo.db -",
     ]
 
 

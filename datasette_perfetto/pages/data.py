@@ -220,6 +220,25 @@ ORDER BY page.key""",
     return found, total
 
 
+def owner_word(kind: str, name: str | None) -> str:
+    """The word that says what an owner is ("thread ", "process "), or "" when its name already starts with it
+    (a JSON trace's thread named "thread 32628 (python)" is not "thread thread 32628 (python)")."""
+    if name and name.lower().startswith(kind + " "):
+        return ""
+    return kind + " "
+
+
+def owner_name(kind: str, name: str | None) -> str:
+    """'thread CrBrowserMain', 'thread 32628 (python)' (not doubled), 'process ?' (no name)."""
+    return owner_word(kind, name) + (name or "?")
+
+
+def track_title(name: str | None, thread: str | None, process: str | None, track_type: str | None) -> str:
+    """A track's title as every page shows it: its name, else its thread's or process's name (the `title`
+    column of the queries here), else "(unnamed {type})"."""
+    return name or thread or process or f"(unnamed {track_type or 'track'})"
+
+
 def track_titles(conn: sqlite3.Connection, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
     """{track id: {id, title, type}} for tracks named elsewhere on a page (parents, declaring tracks)."""
     wanted = sorted({i for i in ids if i is not None})

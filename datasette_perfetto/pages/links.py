@@ -70,6 +70,11 @@ class Urls:
     def process(self, ident: Any) -> str | None:
         return self.details("process", ident)
 
+    def report(self, noun: str, view: str, params: dict[str, str]) -> str:
+        """A report view of this database under those flags (pages/report_links.py picks them)."""
+        path = f"{self.root}/-/report/{noun}/{view}"
+        return path + (f"?{urlencode(params)}" if params else "")
+
     def tracks(self, **params: Any) -> str:
         given = {k: v for k, v in params.items() if v not in (None, "")}
         return f"{self.root}/-/tracks" + (f"?{urlencode(given)}" if given else "")

@@ -6,7 +6,7 @@ import sqlite3
 from typing import Any
 
 from ..web import PageError
-from . import data
+from . import data, report_links
 from .tracks import SORTS
 
 MAX_THREADS = 500
@@ -56,6 +56,7 @@ LIMIT {MAX_THREADS}""",
         "kind": "process",
         "process": process,
         "parent": parent,
+        "report": report_links.for_process(conn, schema, data.thread_and_process(conn, None, upid)),
         "children": children,
         "args": data.args(conn, process.get("arg_set_id")),
         "threads": threads,

@@ -7,7 +7,7 @@ import sqlite3
 from typing import Any
 
 from ..web import PageError
-from . import data
+from . import data, report_links
 
 MAX_CHILDREN = 200
 MAX_FLOWS = 100
@@ -28,7 +28,7 @@ def compute(conn: sqlite3.Connection, schema: data.Schema, slice_id: int) -> dic
         raise PageError(f"No slice with id {slice_id} in this database", status=404)
     track = data.one(
         conn,
-        f"""SELECT tr.id, tr.name, coalesce(tr.name, th.name, p.name) AS title, tr.type,
+        f"""SELECT tr.id, tr.name, coalesce(tr.name, th.name, p.name) AS title, tr.type, tr.event_type,
        tr.utid, tr.upid
 {data.TRACK_FROM}
 WHERE tr.id = :track_id""",
@@ -56,6 +56,7 @@ SELECT {_RELATIVE} FROM chain JOIN slice s ON s.id = chain.id ORDER BY chain.dep
         "trace_start": data.trace_start(conn),
         "track": track,
         "owner": owner,
+        "report": report_links.for_slice(conn, found, track, owner),
         "args": data.args(conn, found["arg_set_id"]),
         "ancestors": ancestors,
         "children": children,

@@ -6,7 +6,7 @@ import sqlite3
 from typing import Any
 
 from ..web import PageError
-from . import data
+from . import data, report_links
 from .tracks import SORTS
 
 MAX_TRACKS = 500
@@ -25,10 +25,12 @@ def compute(conn: sqlite3.Connection, schema: data.Schema, utid: int) -> dict[st
         schema,
         data.TrackQuery(where="tr.utid = :utid", params={"utid": utid}, order=SORTS["owner"], limit=MAX_TRACKS),
     )
+    owner = data.thread_and_process(conn, utid, thread["upid"])
     return {
         "kind": "thread",
         "thread": thread,
-        "owner": data.thread_and_process(conn, utid, thread["upid"]),
+        "owner": owner,
+        "report": report_links.for_thread(conn, schema, owner),
         "args": data.args(conn, thread.get("arg_set_id")),
         "tracks": tracks,
         "track_count": track_count,

@@ -7,7 +7,7 @@ import sqlite3
 from typing import Any
 
 from ..web import PageError
-from . import data
+from . import data, report_links
 
 EDGE_EVENTS = 5  # events shown at each end of the track
 MAX_CHILDREN = 200
@@ -41,10 +41,12 @@ ORDER BY chain.depth DESC""",
     children, child_count = data.track_rows(
         conn, schema, data.TrackQuery(where="tr.parent_id = :parent", params={"parent": track_id}, limit=MAX_CHILDREN)
     )
+    owner = data.thread_and_process(conn, track["utid"], track["upid"])
     return {
         "kind": "track",
         "track": track,
-        "owner": data.thread_and_process(conn, track["utid"], track["upid"]),
+        "owner": owner,
+        "report": report_links.for_track(conn, schema, track, owner),
         "dimensions": data.track_dimensions(conn, schema, track_id),
         "dimension_args": data.args(conn, track["dimension_arg_set_id"]),
         "source_args": data.args(conn, track["source_arg_set_id"]),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from ..report.scope import MAX_PATTERN_BYTES, shown
 from ..web import PageError
 from . import data
 
@@ -38,14 +39,21 @@ def compute(conn: sqlite3.Connection, schema: data.Schema, args) -> dict[str, An
     track_type = args.get("type") or ""
     sort = args.get("sort") or "owner"
     if sort not in SORTS:
-        raise PageError(f"sort: {sort!r} is not one of {', '.join(SORTS)}", param="sort", options=list(SORTS))
+        raise PageError(f"sort: {shown(sort)} is not one of {', '.join(SORTS)}", param="sort", options=list(SORTS))
     limit = _integer(args.get("limit"), "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
     offset = _integer(args.get("offset"), "offset", 0, 0, 2**62)
 
     terms, params = [], {}
     if name:
+        pattern = "%" + _like_escape(name) + "%"
+        if len(pattern.encode("utf-8")) > MAX_PATTERN_BYTES:  # SQLite's LIKE pattern limit ("pattern too complex")
+            raise PageError(
+                f"name: {len(name):,} characters is too long to search for (the search pattern can have at most "
+                f"{MAX_PATTERN_BYTES:,} bytes)",
+                param="name",
+            )
         terms.append(r"coalesce(tr.name, th.name, p.name, '') LIKE :name_pattern ESCAPE '\'")
-        params["name_pattern"] = "%" + _like_escape(name) + "%"
+        params["name_pattern"] = pattern
     if track_type:
         terms.append("tr.type = :type")
         params["type"] = track_type
@@ -71,10 +79,12 @@ def compute(conn: sqlite3.Connection, schema: data.Schema, args) -> dict[str, An
 def _integer(text, name: str, default: int, low: int, high: int) -> int:
     if text in (None, ""):
         return default
+    if len(text.strip()) > 40:  # before int(): no conversions of thousands of digits
+        raise PageError(f"{name}: must be between {low} and {high}, got {shown(text)}", param=name)
     try:
         value = int(text)
     except ValueError:
-        raise PageError(f"{name}: {text!r} is not an integer", param=name) from None
+        raise PageError(f"{name}: {shown(text)} is not an integer", param=name) from None
     if not low <= value <= high:
         raise PageError(f"{name}: must be between {low} and {high}", param=name)
     return value

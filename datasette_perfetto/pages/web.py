@@ -98,5 +98,6 @@ async def _respond(page: Page, template: str, compute: Compute):
         "duration": fmt.duration,
         "offset": fmt.offset,
         "count": fmt.count,
+        "owner_word": data.owner_word,
     }
     return await page.render(template, context)

@@ -20,7 +20,7 @@ from urllib.parse import urlencode
 
 from . import format as fmt
 from . import report_pb2 as pb
-from .scope import FLAGS, ReportError, Scope
+from .scope import FLAGS, ReportError, Scope, shown
 
 ALWAYS_ALLOWED = frozenset({"top"})
 
@@ -80,7 +80,12 @@ class Linker:
             parts += [f"--{key.replace('_', '-')}", value]
         if link.format:
             parts += ["--format", link.format]
-        return " ".join(shlex.quote(p) for p in parts)
+        command = " ".join(shlex.quote(p) for p in parts)
+        if link.format == "sql" and not any(key == "baseline" for key, _ in link.params):
+            # The RFC's `query` step for raw data: the report's own SQL, run as printed (a diff's SQL reads two
+            # databases, so it stays SQL to read).
+            command += " | " + " ".join(shlex.quote(p) for p in ["datasette", "perfetto", "query", self.db_arg, "-"])
+        return command
 
 
 @dataclass
@@ -205,6 +210,8 @@ class ReportRun:
         self.trace: TraceInfo = parent.trace if parent else self._trace_info()
         # Set for a side of a diff: rows are only joined, so per-row extras (percentiles) are skipped.
         self.lean: bool = parent.lean if parent else False
+        # has_tables' answers: asked once per report, not once per row.
+        self._tables: dict[tuple[str, ...], bool] = parent._tables if parent else {}
 
     def section(self, noun: str, view: str, flags: frozenset[str]) -> ReportRun:
         """A run of another view inside this one, with only the flags that view takes."""
@@ -230,12 +237,15 @@ class ReportRun:
 
     def has_tables(self, *names: str) -> bool:
         """Whether the database has these tables or views (a profile table may not exist before its importer)."""
+        if names in self._tables:
+            return self._tables[names]
         found = self.value(
             "are the tables there",
             "SELECT count(*) FROM sqlite_master WHERE name IN (SELECT value FROM json_each(:names))",
             {"names": json.dumps(list(names))},
         )
-        return found == len(names)
+        self._tables[names] = found == len(names)
+        return self._tables[names]
 
     def _trace_info(self) -> TraceInfo:
         row = self.query(
@@ -266,9 +276,8 @@ class ReportRun:
             return self.trace.start, self.trace.end
         start, end = (t.resolve(self.trace.start) for t in self.scope.time)
         if end <= start:
-            raise ReportError(
-                f"time: the end ({self.scope.time[1].text}) must be after the start ({self.scope.time[0].text})", "time"
-            )
+            first, last = (shown(t.text, quote=False) for t in self.scope.time)
+            raise ReportError(f"time: the end ({last}) must be after the start ({first})", "time")
         return start, end
 
     def range_dur(self) -> int:
@@ -352,7 +361,7 @@ class View:
                 raise ReportError(f"{self.label()} needs {key}: {FLAGS[key]}", key)
         if scope.sort is not None and scope.sort not in self.sorts:
             raise ReportError(
-                f"sort: {scope.sort!r} is not a sort key of {self.label()}; use one of "
+                f"sort: {shown(scope.sort)} is not a sort key of {self.label()}; use one of "
                 f"{', '.join(self.sorts) or '(none)'}",
                 "sort",
                 self.sorts,

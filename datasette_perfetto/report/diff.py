@@ -20,7 +20,7 @@ from . import format as fmt
 from . import report_pb2 as pb
 from .base import ALWAYS_ALLOWED, Link, Linker, ReportResult, ReportRun, Table, View
 from .diff_spec import DiffSpec
-from .scope import MAX_TOP, ReportError, Scope
+from .scope import MAX_TOP, ReportError, Scope, shown
 from .views import DIFF_SPECS, NOUNS, find_view
 from .views.overview import SECTIONS
 
@@ -70,7 +70,7 @@ class DiffPlan:
             if k in flags and k != "sort" and k not in spec.row_filters and k != "top"
         }
         # top is not among the flags given, so the side's own links and footnotes do not carry it.
-        return replace(Scope.parse(keep), top=JOIN_TOP)
+        return replace(Scope.parse(keep), top=JOIN_TOP, **spec.side_changes)
 
 
 def prepare(noun: str | None, view_name: str | None, params: dict[str, str]) -> DiffPlan:
@@ -95,7 +95,7 @@ def prepare(noun: str | None, view_name: str | None, params: dict[str, str]) -> 
     if len(specs) == 1 and scope.sort is not None and scope.sort not in specs[0].sorts:
         sorts = list(specs[0].sorts)
         raise ReportError(
-            f"sort: {scope.sort!r} is not a sort key of a {view.label()} diff; use one of {', '.join(sorts)}",
+            f"sort: {shown(scope.sort)} is not a sort key of a {view.label()} diff; use one of {', '.join(sorts)}",
             "sort",
             sorts,
         )
@@ -194,7 +194,7 @@ def join(plan: DiffPlan, baseline: Side, target: Side, linker: Linker) -> Report
         filled = spec.fill(
             out, plan.scope, baseline.messages[key], target.messages[key], plan.scope.top, moved_only=False
         )
-        run.truncation(len(out.rows), len(out.rows) + filled.hidden, spec.what)
+        spec.hidden_note(run, len(out.rows), filled.hidden)
         _incomplete(run, spec, out.summary)
         _renamed_note(run, spec, filled.renamed, run.link(spec.noun, spec.view, sort="name", top=str(JOIN_TOP)))
         if out.rows:

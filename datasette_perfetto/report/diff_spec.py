@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..pages.data import owner_name
 from . import format as fmt
 from .base import Cell, Link, ReportRun, Table
 from .links import link_with_scope
@@ -25,10 +26,22 @@ _NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\d+")
 
 @dataclass(frozen=True)
 class Measure:
-    field: str  # the typed row's field; the diff row has `<field>_delta`
+    field: str  # the typed row's field (dotted: a nested message's); the diff row has `<field>_delta`
     label: str  # column heading: "dur" -> "Baseline dur"
-    kind: str  # duration | count | percent | value
-    merge: str = "sum"  # rows of one side sharing a key: sum | min | max | avg (weighted by `count`)
+    kind: str  # duration | count | percent | value | bytes
+    # Rows of one side sharing a key: sum | min | max | avg (weighted by `count`) | derived (the spec's
+    # `derive` computes it from the merged row, as a per-instance average from a total and a count)
+    merge: str = "sum"
+    delta: str = ""  # the diff row's delta field, when not `<field>_delta`
+
+    @property
+    def delta_field(self) -> str:
+        return self.delta or f"{self.field}_delta"
+
+    def value(self, row: Any) -> Any:
+        for part in self.field.split("."):
+            row = getattr(row, part)
+        return row
 
 
 # -- formatting -----------------------------------------------------------------------------------
@@ -37,6 +50,8 @@ class Measure:
 def show(kind: str, value: float) -> str:
     if kind == "duration":
         return fmt.duration(value)
+    if kind == "bytes":
+        return fmt.byte_size(int(value))
     if kind == "percent":
         return fmt.percent(value)
     if kind == "value":
@@ -62,9 +77,9 @@ def relative(delta: float, base: float) -> str:
 def owner_key(process: str, pid: int, thread: str, tid: int, cpu: int | None, gpu: int | None) -> str:
     """Who a track belongs to, by name only (ids differ between recordings)."""
     if thread or tid:
-        return f"thread {thread or '?'}" + (f" ({process})" if process else "")
+        return owner_name("thread", thread) + (f" ({process})" if process else "")
     if process or pid:
-        return f"process {process or '?'}"
+        return owner_name("process", process)
     if cpu is not None:
         return f"cpu {cpu}"
     if gpu is not None:
@@ -106,6 +121,8 @@ class DiffSpec:
     row_filters: dict[str, str] = {}  # flag -> measure it hides rows below; either side passing keeps a row
     summed_ids: tuple[str, ...] = ()  # typed-row fields cleared when several rows are summed
     counts_rows = True  # the diff Row has baseline_rows / target_rows
+    shown_count = 2  # value columns the table shows (each as Baseline / Target / Delta)
+    side_changes: dict[str, Any] = {}  # Scope fields each side runs with besides the flags given
 
     @property
     def label(self) -> str:
@@ -124,6 +141,13 @@ class DiffSpec:
     def fill_extra(self, out: Any, base_msg: Any, target_msg: Any) -> None:
         """Per-view fields of the diff message besides rows and summary."""
 
+    def hidden_note(self, run: ReportRun, shown: int, hidden: int) -> None:
+        """The footnote for the joined rows the diff does not show."""
+        run.truncation(shown, shown + hidden, self.what)
+
+    def derive(self, row: Any) -> None:
+        """Sets the `derived` measures of a (merged) typed row from its other values."""
+
     def key_cells(self, row: Any, run: ReportRun, out: Any) -> list[Cell]:
         return [Cell(getattr(row, f) or "-") for f in self.key_fields]
 
@@ -137,9 +161,15 @@ class DiffSpec:
     def merge(self, rows: list[Any]) -> Any:
         merged = type(rows[0])()
         merged.CopyFrom(rows[0])
-        if len(rows) == 1:
-            return merged
+        if len(rows) > 1:
+            self._merge_into(merged, rows)
+        self.derive(merged)
+        return merged
+
+    def _merge_into(self, merged: Any, rows: list[Any]) -> None:
         for m in self.measures:
+            if m.merge == "derived":
+                continue
             values = [getattr(r, m.field) for r in rows]
             if m.merge == "sum":
                 value = sum(values)
@@ -152,7 +182,6 @@ class DiffSpec:
             setattr(merged, m.field, value)
         for name in self.summed_ids:
             merged.ClearField(name)
-        return merged
 
     def join(self, scope: Scope, base_msg: Any, target_msg: Any) -> tuple[list[JoinedRow], str]:
         """Both sides' rows joined on the key, row filters applied, ranked; and the sort key used."""
@@ -169,8 +198,7 @@ class DiffSpec:
             if not self._passes(scope, base) and not self._passes(scope, target):
                 continue
             deltas = {
-                m.field: (getattr(target, m.field) if target is not None else 0)
-                - (getattr(base, m.field) if base is not None else 0)
+                m.field: (m.value(target) if target is not None else 0) - (m.value(base) if base is not None else 0)
                 for m in self.measures
             }
             if base is None:
@@ -223,17 +251,17 @@ class DiffSpec:
             if self.counts_rows:
                 row.baseline_rows, row.target_rows = r.baseline_rows, r.target_rows
             for name, delta in r.deltas.items():
-                setattr(row, f"{name}_delta", delta)
+                setattr(row, self.measure(name).delta_field, delta)
         self.fill_extra(out, base_msg, target_msg)
         return Filled(len(listed) - min(top, len(listed)), renamed_pairs(joined))
 
     # -- rendering ----------------------------------------------------------------------------------
     def shown_measures(self, out: Any) -> list[Measure]:
-        """The sort's column (by name: the first displayed one), then the next displayed one."""
+        """The sort's column (by name: the first displayed one), then the next displayed ones (shown_count in all)."""
         display = self.display_of(out)
         first = out.summary.sort_column or display[0]
         fields = [first] + [f for f in display if f != first]
-        return [self.measure(f) for f in fields[:2]]
+        return [self.measure(f) for f in fields[: self.shown_count]]
 
     def counts_text(self, out: Any) -> str:
         s = out.summary
@@ -254,16 +282,14 @@ class DiffSpec:
             target = r.target if r.HasField("target") else None
             cells = self.key_cells(r, run, out)
             for m in measures:
-                delta = getattr(r, f"{m.field}_delta")
+                delta = getattr(r, m.delta_field)
                 cells += [
-                    Cell(show(m.kind, getattr(base, m.field)) if base is not None else "(absent)"),
-                    Cell(show(m.kind, getattr(target, m.field)) if target is not None else "(absent)"),
-                    Cell(signed(m.kind, delta), css=_direction(delta)),
+                    Cell(show(m.kind, m.value(base)) if base is not None else "(absent)"),
+                    Cell(show(m.kind, m.value(target)) if target is not None else "(absent)"),
+                    Cell(signed(m.kind, delta), css=direction(delta)),
                 ]
             cells.append(
-                _change_cell(
-                    r.change, getattr(r, f"{rank.field}_delta"), getattr(base, rank.field) if base is not None else 0
-                )
+                change_cell(r.change, getattr(r, rank.delta_field), rank.value(base) if base is not None else 0)
             )
             rows.append(cells)
         title = f"{self.title} vs baseline ({self.counts_text(out)})"
@@ -298,18 +324,18 @@ def renamed_pairs(joined: list[JoinedRow]) -> int:
     return pairs
 
 
-def _direction(delta: float) -> str:
+def direction(delta: float) -> str:
     return "diff-up" if delta > 0 else "diff-down" if delta < 0 else ""
 
 
-def _change_cell(change: str, delta: float, base: float) -> Cell:
+def change_cell(change: str, delta: float, base: float) -> Cell:
     if change in ("added", "removed"):
         return Cell(change, css=f"diff-{change}", title=f"only in the {'target' if change == 'added' else 'baseline'}")
     if change == "unchanged":
         return Cell("same")
     if delta and base:
-        return Cell(relative(delta, base), css=_direction(delta), title="relative to the baseline")
-    return Cell("changed", css=_direction(delta))
+        return Cell(relative(delta, base), css=direction(delta), title="relative to the baseline")
+    return Cell("changed", css=direction(delta))
 
 
 def diff_link(run: ReportRun, row: Any, noun: str, view: str, **changes: str | None) -> Link:

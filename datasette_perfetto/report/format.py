@@ -53,3 +53,15 @@ def number(v: float | None) -> str:
     if float(v).is_integer() and abs(v) < 1e15:
         return f"{int(v):,}"
     return f"{v:,.3f}".rstrip("0").rstrip(".")
+
+
+def byte_size(n: int) -> str:
+    """1.5 MiB, 320 KiB, 48 B."""
+    sign = "-" if n < 0 else ""
+    n = abs(n)
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            value = n / scale
+            text = f"{value:.1f}" if value < 100 else f"{value:.0f}"
+            return f"{sign}{text.removesuffix('.0')} {unit}"
+    return f"{sign}{n} B"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any, Protocol
 
 from google.protobuf.descriptor import FieldDescriptor, OneofDescriptor
@@ -44,7 +45,9 @@ def context_line(result: ReportResult) -> str:
     return "[" + " | ".join(parts) + "]"
 
 
-def text_table(table: Table) -> list[str]:
+def text_table(table: Table, width: int = 0) -> list[str]:
+    """The table as aligned text lines; with `width` > 0, the widest text column is cut (ending in "…") until
+    every line fits, as far as text columns allow: numbers, and numeric-looking cells, are never cut."""
     lines = [f"{table.title}:" if table.headers or table.rows else table.title]
     if not table.headers:
         return lines
@@ -53,10 +56,13 @@ def text_table(table: Table) -> list[str]:
     cells = [list(table.headers)] + [[c.text for c in row] for row in table.rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(table.headers))]
     align = table.alignment()
+    if width > 0:
+        widths = _fit(cells, widths, align, width)
     for row in cells:
         out = []
         for i, text in enumerate(row):
             last = i == len(row) - 1
+            text = _cut(text, widths[i])
             if align[i] == "r":
                 out.append(text.rjust(widths[i]))
             else:
@@ -65,33 +71,89 @@ def text_table(table: Table) -> list[str]:
     return lines
 
 
-def bar_length(value: float, top: float, scale: str) -> int:
+# A cell that reads as a number (42, 1.2ms, 12.3K, 33.2%, -5): never cut, whatever its column.
+_NUMERIC = re.compile(r"[-+]?\.?\d[\d.,]*\s*[A-Za-zµ%]{0,3}")
+MIN_TEXT_WIDTH = 12  # a cut text column keeps at least this many characters
+
+
+def _fit(cells: list[list[str]], widths: list[int], align: str, width: int) -> list[int]:
+    """Column widths for a table line to fit `width`: text (left-aligned) columns shrink, widest first."""
+    widths = list(widths)
+    floors = []
+    for i, a in enumerate(align):
+        if a == "r":
+            floors.append(widths[i])  # a numeric column is never cut
+            continue
+        numbers = [len(r[i]) for r in cells[1:] if _NUMERIC.fullmatch(r[i])]
+        floors.append(min(widths[i], max([MIN_TEXT_WIDTH, *numbers])))  # a header is cut as its column
+    excess = 2 + sum(widths) + 3 * (len(widths) - 1) - width
+    while excess > 0:
+        shrinkable = [i for i in range(len(widths)) if widths[i] > floors[i]]
+        if not shrinkable:
+            break
+        widest = max(shrinkable, key=lambda i: (widths[i], -i))
+        others = [widths[i] for i in shrinkable if i != widest]
+        # Down to the next widest text column (or its floor), at most by what is still too much.
+        target = max(floors[widest], max(others, default=0), widths[widest] - excess)
+        step = max(1, widths[widest] - target)
+        widths[widest] -= step
+        excess -= step
+    return widths
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def bar_length(value: float, top: float, scale: str, bar_width: int = BAR_WIDTH) -> int:
     if top <= 0 or value <= 0:
         return 0
     if scale == "log":
-        return max(1, round(BAR_WIDTH * math.log1p(value) / math.log1p(top)))
-    return max(1, round(BAR_WIDTH * value / top))
+        return max(1, round(bar_width * math.log1p(value) / math.log1p(top)))
+    return max(1, round(bar_width * value / top))
 
 
-def text_chart(chart: Chart) -> list[str]:
+MIN_BAR_WIDTH = 10
+
+
+def text_chart(chart: Chart, width: int = 0) -> list[str]:
+    """The chart as text bars; with `width` > 0 the bars get shorter (not under 10) so the lines fit, then a note
+    listing items loses its last ones (ending in ", …"); labels and the figures shown stay whole."""
     lines = [f"{chart.title} ({chart.scale} scale; {chart.value_label}):"]
     if not chart.bars:
         return lines + ["  (no data)"]
     top = max(b.value for b in chart.bars)
     label_width = max(len(b.label) for b in chart.bars)
+    bar_width = BAR_WIDTH
+    if width > 0:
+        note_width = max(len(b.note) for b in chart.bars)
+        bar_width = max(MIN_BAR_WIDTH, min(BAR_WIDTH, width - label_width - note_width - 6))
     for b in chart.bars:
-        bar = "#" * bar_length(b.value, top, chart.scale)
-        lines.append(f"  {b.label.rjust(label_width)} |{bar.ljust(BAR_WIDTH)}| {b.note}".rstrip())
+        bar = "#" * bar_length(b.value, top, chart.scale, bar_width)
+        note = _cut_note(b.note, width - label_width - bar_width - 6) if width > 0 else b.note
+        lines.append(f"  {b.label.rjust(label_width)} |{bar.ljust(bar_width)}| {note}".rstrip())
     return lines
 
 
-def to_text(result: ReportResult) -> str:
+def _cut_note(note: str, room: int) -> str:
+    """A note too long for `room`, cut between its ", "-separated items (never inside one): "a, b, …"."""
+    items = note.split(", ")
+    if len(note) <= room or len(items) == 1:
+        return note
+    keep = 1
+    while keep < len(items) - 1 and len(", ".join(items[: keep + 1]) + ", …") <= room:
+        keep += 1
+    return ", ".join(items[:keep]) + ", …"
+
+
+def to_text(result: ReportResult, width: int = 0) -> str:
+    """The RFC's text output; `width` > 0 fits the tables and charts to that many columns (0: no limit)."""
     msg = result.result_message()
     lines = [context_line(result), ""]
     for chart in result.view.charts(msg, result.run):
-        lines += text_chart(chart) + [""]
+        lines += text_chart(chart, width) + [""]
     for table in result.view.tables(msg, result.run):
-        lines += text_table(table) + [""]
+        lines += text_table(table, width) + [""]
     for note in result.report.footnotes:
         lines.append(f"  * {note.text}: {note.command}")
     if result.report.footnotes:

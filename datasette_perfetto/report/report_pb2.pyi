@@ -7,7 +7,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Report(_message.Message):
-    __slots__ = ("noun", "view", "context", "overview", "processes_table", "tracks_table", "slices_table", "slices_histogram", "slices_timeline", "slices_inspect", "scheduling_summary", "scheduling_timeline", "scheduling_inspect", "counters_list", "counters_timeline", "counters_histogram", "counters_inspect", "not_present", "overview_diff", "processes_table_diff", "tracks_table_diff", "slices_table_diff", "scheduling_summary_diff", "counters_list_diff", "stack_samples_functions", "stack_samples_top_down", "stack_samples_bottom_up", "heap_profile_functions", "heap_profile_top_down", "heap_profile_bottom_up", "heap_dump_types", "footnotes", "next_steps", "queries", "baseline")
+    __slots__ = ("noun", "view", "context", "overview", "processes_table", "tracks_table", "slices_table", "slices_histogram", "slices_timeline", "slices_inspect", "scheduling_summary", "scheduling_timeline", "scheduling_inspect", "counters_list", "counters_timeline", "counters_histogram", "counters_inspect", "not_present", "overview_diff", "processes_table_diff", "tracks_table_diff", "slices_table_diff", "scheduling_summary_diff", "counters_list_diff", "stack_samples_functions", "stack_samples_top_down", "stack_samples_bottom_up", "heap_profile_functions", "heap_profile_top_down", "heap_profile_bottom_up", "heap_dump_types", "stack_samples_functions_diff", "heap_profile_functions_diff", "heap_dump_types_diff", "stack_samples_top_down_diff", "stack_samples_bottom_up_diff", "heap_profile_top_down_diff", "heap_profile_bottom_up_diff", "footnotes", "next_steps", "queries", "baseline")
     NOUN_FIELD_NUMBER: _ClassVar[int]
     VIEW_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_FIELD_NUMBER: _ClassVar[int]
@@ -39,6 +39,13 @@ class Report(_message.Message):
     HEAP_PROFILE_TOP_DOWN_FIELD_NUMBER: _ClassVar[int]
     HEAP_PROFILE_BOTTOM_UP_FIELD_NUMBER: _ClassVar[int]
     HEAP_DUMP_TYPES_FIELD_NUMBER: _ClassVar[int]
+    STACK_SAMPLES_FUNCTIONS_DIFF_FIELD_NUMBER: _ClassVar[int]
+    HEAP_PROFILE_FUNCTIONS_DIFF_FIELD_NUMBER: _ClassVar[int]
+    HEAP_DUMP_TYPES_DIFF_FIELD_NUMBER: _ClassVar[int]
+    STACK_SAMPLES_TOP_DOWN_DIFF_FIELD_NUMBER: _ClassVar[int]
+    STACK_SAMPLES_BOTTOM_UP_DIFF_FIELD_NUMBER: _ClassVar[int]
+    HEAP_PROFILE_TOP_DOWN_DIFF_FIELD_NUMBER: _ClassVar[int]
+    HEAP_PROFILE_BOTTOM_UP_DIFF_FIELD_NUMBER: _ClassVar[int]
     FOOTNOTES_FIELD_NUMBER: _ClassVar[int]
     NEXT_STEPS_FIELD_NUMBER: _ClassVar[int]
     QUERIES_FIELD_NUMBER: _ClassVar[int]
@@ -74,11 +81,18 @@ class Report(_message.Message):
     heap_profile_top_down: CallTree
     heap_profile_bottom_up: CallTree
     heap_dump_types: HeapDumpTypes
+    stack_samples_functions_diff: StackFunctionsDiff
+    heap_profile_functions_diff: HeapFunctionsDiff
+    heap_dump_types_diff: HeapDumpTypesDiff
+    stack_samples_top_down_diff: CallTreeDiff
+    stack_samples_bottom_up_diff: CallTreeDiff
+    heap_profile_top_down_diff: CallTreeDiff
+    heap_profile_bottom_up_diff: CallTreeDiff
     footnotes: _containers.RepeatedCompositeFieldContainer[Footnote]
     next_steps: _containers.RepeatedCompositeFieldContainer[NextStep]
     queries: _containers.RepeatedCompositeFieldContainer[Query]
     baseline: Context
-    def __init__(self, noun: _Optional[str] = ..., view: _Optional[str] = ..., context: _Optional[_Union[Context, _Mapping]] = ..., overview: _Optional[_Union[Overview, _Mapping]] = ..., processes_table: _Optional[_Union[ProcessesTable, _Mapping]] = ..., tracks_table: _Optional[_Union[TracksTable, _Mapping]] = ..., slices_table: _Optional[_Union[SlicesTable, _Mapping]] = ..., slices_histogram: _Optional[_Union[SlicesHistogram, _Mapping]] = ..., slices_timeline: _Optional[_Union[SlicesTimeline, _Mapping]] = ..., slices_inspect: _Optional[_Union[SlicesInspect, _Mapping]] = ..., scheduling_summary: _Optional[_Union[SchedulingSummary, _Mapping]] = ..., scheduling_timeline: _Optional[_Union[SchedulingTimeline, _Mapping]] = ..., scheduling_inspect: _Optional[_Union[SchedulingInspect, _Mapping]] = ..., counters_list: _Optional[_Union[CountersList, _Mapping]] = ..., counters_timeline: _Optional[_Union[CountersTimeline, _Mapping]] = ..., counters_histogram: _Optional[_Union[CountersHistogram, _Mapping]] = ..., counters_inspect: _Optional[_Union[CountersInspect, _Mapping]] = ..., not_present: _Optional[_Union[NotPresent, _Mapping]] = ..., overview_diff: _Optional[_Union[OverviewDiff, _Mapping]] = ..., processes_table_diff: _Optional[_Union[ProcessesTableDiff, _Mapping]] = ..., tracks_table_diff: _Optional[_Union[TracksTableDiff, _Mapping]] = ..., slices_table_diff: _Optional[_Union[SlicesTableDiff, _Mapping]] = ..., scheduling_summary_diff: _Optional[_Union[SchedulingSummaryDiff, _Mapping]] = ..., counters_list_diff: _Optional[_Union[CountersListDiff, _Mapping]] = ..., stack_samples_functions: _Optional[_Union[StackFunctions, _Mapping]] = ..., stack_samples_top_down: _Optional[_Union[CallTree, _Mapping]] = ..., stack_samples_bottom_up: _Optional[_Union[CallTree, _Mapping]] = ..., heap_profile_functions: _Optional[_Union[HeapFunctions, _Mapping]] = ..., heap_profile_top_down: _Optional[_Union[CallTree, _Mapping]] = ..., heap_profile_bottom_up: _Optional[_Union[CallTree, _Mapping]] = ..., heap_dump_types: _Optional[_Union[HeapDumpTypes, _Mapping]] = ..., footnotes: _Optional[_Iterable[_Union[Footnote, _Mapping]]] = ..., next_steps: _Optional[_Iterable[_Union[NextStep, _Mapping]]] = ..., queries: _Optional[_Iterable[_Union[Query, _Mapping]]] = ..., baseline: _Optional[_Union[Context, _Mapping]] = ...) -> None: ...
+    def __init__(self, noun: _Optional[str] = ..., view: _Optional[str] = ..., context: _Optional[_Union[Context, _Mapping]] = ..., overview: _Optional[_Union[Overview, _Mapping]] = ..., processes_table: _Optional[_Union[ProcessesTable, _Mapping]] = ..., tracks_table: _Optional[_Union[TracksTable, _Mapping]] = ..., slices_table: _Optional[_Union[SlicesTable, _Mapping]] = ..., slices_histogram: _Optional[_Union[SlicesHistogram, _Mapping]] = ..., slices_timeline: _Optional[_Union[SlicesTimeline, _Mapping]] = ..., slices_inspect: _Optional[_Union[SlicesInspect, _Mapping]] = ..., scheduling_summary: _Optional[_Union[SchedulingSummary, _Mapping]] = ..., scheduling_timeline: _Optional[_Union[SchedulingTimeline, _Mapping]] = ..., scheduling_inspect: _Optional[_Union[SchedulingInspect, _Mapping]] = ..., counters_list: _Optional[_Union[CountersList, _Mapping]] = ..., counters_timeline: _Optional[_Union[CountersTimeline, _Mapping]] = ..., counters_histogram: _Optional[_Union[CountersHistogram, _Mapping]] = ..., counters_inspect: _Optional[_Union[CountersInspect, _Mapping]] = ..., not_present: _Optional[_Union[NotPresent, _Mapping]] = ..., overview_diff: _Optional[_Union[OverviewDiff, _Mapping]] = ..., processes_table_diff: _Optional[_Union[ProcessesTableDiff, _Mapping]] = ..., tracks_table_diff: _Optional[_Union[TracksTableDiff, _Mapping]] = ..., slices_table_diff: _Optional[_Union[SlicesTableDiff, _Mapping]] = ..., scheduling_summary_diff: _Optional[_Union[SchedulingSummaryDiff, _Mapping]] = ..., counters_list_diff: _Optional[_Union[CountersListDiff, _Mapping]] = ..., stack_samples_functions: _Optional[_Union[StackFunctions, _Mapping]] = ..., stack_samples_top_down: _Optional[_Union[CallTree, _Mapping]] = ..., stack_samples_bottom_up: _Optional[_Union[CallTree, _Mapping]] = ..., heap_profile_functions: _Optional[_Union[HeapFunctions, _Mapping]] = ..., heap_profile_top_down: _Optional[_Union[CallTree, _Mapping]] = ..., heap_profile_bottom_up: _Optional[_Union[CallTree, _Mapping]] = ..., heap_dump_types: _Optional[_Union[HeapDumpTypes, _Mapping]] = ..., stack_samples_functions_diff: _Optional[_Union[StackFunctionsDiff, _Mapping]] = ..., heap_profile_functions_diff: _Optional[_Union[HeapFunctionsDiff, _Mapping]] = ..., heap_dump_types_diff: _Optional[_Union[HeapDumpTypesDiff, _Mapping]] = ..., stack_samples_top_down_diff: _Optional[_Union[CallTreeDiff, _Mapping]] = ..., stack_samples_bottom_up_diff: _Optional[_Union[CallTreeDiff, _Mapping]] = ..., heap_profile_top_down_diff: _Optional[_Union[CallTreeDiff, _Mapping]] = ..., heap_profile_bottom_up_diff: _Optional[_Union[CallTreeDiff, _Mapping]] = ..., footnotes: _Optional[_Iterable[_Union[Footnote, _Mapping]]] = ..., next_steps: _Optional[_Iterable[_Union[NextStep, _Mapping]]] = ..., queries: _Optional[_Iterable[_Union[Query, _Mapping]]] = ..., baseline: _Optional[_Union[Context, _Mapping]] = ...) -> None: ...
 
 class Context(_message.Message):
     __slots__ = ("trace", "trace_start_ts", "trace_end_ts", "trace_dur", "range", "range_start_ts", "range_end_ts", "process_count", "os", "machine", "scope", "database")
@@ -193,7 +207,7 @@ class ValueStats(_message.Message):
     def __init__(self, count: _Optional[int] = ..., min: _Optional[float] = ..., avg: _Optional[float] = ..., max: _Optional[float] = ..., p50: _Optional[float] = ..., p95: _Optional[float] = ..., p99: _Optional[float] = ...) -> None: ...
 
 class SliceInstance(_message.Message):
-    __slots__ = ("ts", "dur", "name", "track", "thread", "tid", "process", "pid", "depth", "id")
+    __slots__ = ("ts", "dur", "name", "track", "thread", "tid", "process", "pid", "depth", "id", "track_id", "utid", "upid")
     TS_FIELD_NUMBER: _ClassVar[int]
     DUR_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -204,6 +218,9 @@ class SliceInstance(_message.Message):
     PID_FIELD_NUMBER: _ClassVar[int]
     DEPTH_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
+    TRACK_ID_FIELD_NUMBER: _ClassVar[int]
+    UTID_FIELD_NUMBER: _ClassVar[int]
+    UPID_FIELD_NUMBER: _ClassVar[int]
     ts: int
     dur: int
     name: str
@@ -214,7 +231,10 @@ class SliceInstance(_message.Message):
     pid: int
     depth: int
     id: int
-    def __init__(self, ts: _Optional[int] = ..., dur: _Optional[int] = ..., name: _Optional[str] = ..., track: _Optional[str] = ..., thread: _Optional[str] = ..., tid: _Optional[int] = ..., process: _Optional[str] = ..., pid: _Optional[int] = ..., depth: _Optional[int] = ..., id: _Optional[int] = ...) -> None: ...
+    track_id: int
+    utid: int
+    upid: int
+    def __init__(self, ts: _Optional[int] = ..., dur: _Optional[int] = ..., name: _Optional[str] = ..., track: _Optional[str] = ..., thread: _Optional[str] = ..., tid: _Optional[int] = ..., process: _Optional[str] = ..., pid: _Optional[int] = ..., depth: _Optional[int] = ..., id: _Optional[int] = ..., track_id: _Optional[int] = ..., utid: _Optional[int] = ..., upid: _Optional[int] = ...) -> None: ...
 
 class Named(_message.Message):
     __slots__ = ("name", "value")
@@ -652,7 +672,7 @@ class DiffSummary(_message.Message):
 class SlicesTableDiff(_message.Message):
     __slots__ = ("summary", "rows", "baseline_total_slices", "target_total_slices")
     class Row(_message.Message):
-        __slots__ = ("name", "change", "baseline", "target", "count_delta", "total_dur_delta", "percent_of_trace_delta", "max_dur_delta")
+        __slots__ = ("name", "change", "baseline", "target", "count_delta", "total_dur_delta", "percent_of_trace_delta", "max_dur_delta", "avg_dur_delta")
         NAME_FIELD_NUMBER: _ClassVar[int]
         CHANGE_FIELD_NUMBER: _ClassVar[int]
         BASELINE_FIELD_NUMBER: _ClassVar[int]
@@ -661,6 +681,7 @@ class SlicesTableDiff(_message.Message):
         TOTAL_DUR_DELTA_FIELD_NUMBER: _ClassVar[int]
         PERCENT_OF_TRACE_DELTA_FIELD_NUMBER: _ClassVar[int]
         MAX_DUR_DELTA_FIELD_NUMBER: _ClassVar[int]
+        AVG_DUR_DELTA_FIELD_NUMBER: _ClassVar[int]
         name: str
         change: str
         baseline: SlicesTable.Row
@@ -669,7 +690,8 @@ class SlicesTableDiff(_message.Message):
         total_dur_delta: int
         percent_of_trace_delta: float
         max_dur_delta: int
-        def __init__(self, name: _Optional[str] = ..., change: _Optional[str] = ..., baseline: _Optional[_Union[SlicesTable.Row, _Mapping]] = ..., target: _Optional[_Union[SlicesTable.Row, _Mapping]] = ..., count_delta: _Optional[int] = ..., total_dur_delta: _Optional[int] = ..., percent_of_trace_delta: _Optional[float] = ..., max_dur_delta: _Optional[int] = ...) -> None: ...
+        avg_dur_delta: int
+        def __init__(self, name: _Optional[str] = ..., change: _Optional[str] = ..., baseline: _Optional[_Union[SlicesTable.Row, _Mapping]] = ..., target: _Optional[_Union[SlicesTable.Row, _Mapping]] = ..., count_delta: _Optional[int] = ..., total_dur_delta: _Optional[int] = ..., percent_of_trace_delta: _Optional[float] = ..., max_dur_delta: _Optional[int] = ..., avg_dur_delta: _Optional[int] = ...) -> None: ...
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
     ROWS_FIELD_NUMBER: _ClassVar[int]
     BASELINE_TOTAL_SLICES_FIELD_NUMBER: _ClassVar[int]
@@ -815,18 +837,196 @@ class CountersListDiff(_message.Message):
     def __init__(self, summary: _Optional[_Union[DiffSummary, _Mapping]] = ..., rows: _Optional[_Iterable[_Union[CountersListDiff.Row, _Mapping]]] = ...) -> None: ...
 
 class OverviewDiff(_message.Message):
-    __slots__ = ("slices", "scheduling", "counters", "processes", "absent")
+    __slots__ = ("slices", "scheduling", "counters", "processes", "absent", "stack_samples", "heap_profile", "heap_dump")
     SLICES_FIELD_NUMBER: _ClassVar[int]
     SCHEDULING_FIELD_NUMBER: _ClassVar[int]
     COUNTERS_FIELD_NUMBER: _ClassVar[int]
     PROCESSES_FIELD_NUMBER: _ClassVar[int]
     ABSENT_FIELD_NUMBER: _ClassVar[int]
+    STACK_SAMPLES_FIELD_NUMBER: _ClassVar[int]
+    HEAP_PROFILE_FIELD_NUMBER: _ClassVar[int]
+    HEAP_DUMP_FIELD_NUMBER: _ClassVar[int]
     slices: SlicesTableDiff
     scheduling: SchedulingSummaryDiff
     counters: CountersListDiff
     processes: ProcessesTableDiff
     absent: _containers.RepeatedCompositeFieldContainer[NotPresent]
-    def __init__(self, slices: _Optional[_Union[SlicesTableDiff, _Mapping]] = ..., scheduling: _Optional[_Union[SchedulingSummaryDiff, _Mapping]] = ..., counters: _Optional[_Union[CountersListDiff, _Mapping]] = ..., processes: _Optional[_Union[ProcessesTableDiff, _Mapping]] = ..., absent: _Optional[_Iterable[_Union[NotPresent, _Mapping]]] = ...) -> None: ...
+    stack_samples: StackFunctionsDiff
+    heap_profile: HeapFunctionsDiff
+    heap_dump: HeapDumpTypesDiff
+    def __init__(self, slices: _Optional[_Union[SlicesTableDiff, _Mapping]] = ..., scheduling: _Optional[_Union[SchedulingSummaryDiff, _Mapping]] = ..., counters: _Optional[_Union[CountersListDiff, _Mapping]] = ..., processes: _Optional[_Union[ProcessesTableDiff, _Mapping]] = ..., absent: _Optional[_Iterable[_Union[NotPresent, _Mapping]]] = ..., stack_samples: _Optional[_Union[StackFunctionsDiff, _Mapping]] = ..., heap_profile: _Optional[_Union[HeapFunctionsDiff, _Mapping]] = ..., heap_dump: _Optional[_Union[HeapDumpTypesDiff, _Mapping]] = ...) -> None: ...
+
+class StackFunctionsDiff(_message.Message):
+    __slots__ = ("summary", "rows", "baseline_total_samples", "target_total_samples")
+    class Row(_message.Message):
+        __slots__ = ("name", "change", "baseline", "target", "self_count_delta", "total_count_delta", "self_percent_delta", "total_percent_delta")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        CHANGE_FIELD_NUMBER: _ClassVar[int]
+        BASELINE_FIELD_NUMBER: _ClassVar[int]
+        TARGET_FIELD_NUMBER: _ClassVar[int]
+        SELF_COUNT_DELTA_FIELD_NUMBER: _ClassVar[int]
+        TOTAL_COUNT_DELTA_FIELD_NUMBER: _ClassVar[int]
+        SELF_PERCENT_DELTA_FIELD_NUMBER: _ClassVar[int]
+        TOTAL_PERCENT_DELTA_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        change: str
+        baseline: StackFunctions.Row
+        target: StackFunctions.Row
+        self_count_delta: int
+        total_count_delta: int
+        self_percent_delta: float
+        total_percent_delta: float
+        def __init__(self, name: _Optional[str] = ..., change: _Optional[str] = ..., baseline: _Optional[_Union[StackFunctions.Row, _Mapping]] = ..., target: _Optional[_Union[StackFunctions.Row, _Mapping]] = ..., self_count_delta: _Optional[int] = ..., total_count_delta: _Optional[int] = ..., self_percent_delta: _Optional[float] = ..., total_percent_delta: _Optional[float] = ...) -> None: ...
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    BASELINE_TOTAL_SAMPLES_FIELD_NUMBER: _ClassVar[int]
+    TARGET_TOTAL_SAMPLES_FIELD_NUMBER: _ClassVar[int]
+    summary: DiffSummary
+    rows: _containers.RepeatedCompositeFieldContainer[StackFunctionsDiff.Row]
+    baseline_total_samples: int
+    target_total_samples: int
+    def __init__(self, summary: _Optional[_Union[DiffSummary, _Mapping]] = ..., rows: _Optional[_Iterable[_Union[StackFunctionsDiff.Row, _Mapping]]] = ..., baseline_total_samples: _Optional[int] = ..., target_total_samples: _Optional[int] = ...) -> None: ...
+
+class HeapFunctionsDiff(_message.Message):
+    __slots__ = ("summary", "rows", "baseline_total_bytes", "target_total_bytes", "baseline_total_count", "target_total_count")
+    class Row(_message.Message):
+        __slots__ = ("name", "change", "baseline", "target", "self_bytes_delta", "total_bytes_delta", "self_count_delta", "total_count_delta", "avg_size_delta", "self_percent_delta", "total_percent_delta", "self_unreleased_bytes_delta", "total_unreleased_bytes_delta")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        CHANGE_FIELD_NUMBER: _ClassVar[int]
+        BASELINE_FIELD_NUMBER: _ClassVar[int]
+        TARGET_FIELD_NUMBER: _ClassVar[int]
+        SELF_BYTES_DELTA_FIELD_NUMBER: _ClassVar[int]
+        TOTAL_BYTES_DELTA_FIELD_NUMBER: _ClassVar[int]
+        SELF_COUNT_DELTA_FIELD_NUMBER: _ClassVar[int]
+        TOTAL_COUNT_DELTA_FIELD_NUMBER: _ClassVar[int]
+        AVG_SIZE_DELTA_FIELD_NUMBER: _ClassVar[int]
+        SELF_PERCENT_DELTA_FIELD_NUMBER: _ClassVar[int]
+        TOTAL_PERCENT_DELTA_FIELD_NUMBER: _ClassVar[int]
+        SELF_UNRELEASED_BYTES_DELTA_FIELD_NUMBER: _ClassVar[int]
+        TOTAL_UNRELEASED_BYTES_DELTA_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        change: str
+        baseline: HeapFunctions.Row
+        target: HeapFunctions.Row
+        self_bytes_delta: int
+        total_bytes_delta: int
+        self_count_delta: int
+        total_count_delta: int
+        avg_size_delta: int
+        self_percent_delta: float
+        total_percent_delta: float
+        self_unreleased_bytes_delta: int
+        total_unreleased_bytes_delta: int
+        def __init__(self, name: _Optional[str] = ..., change: _Optional[str] = ..., baseline: _Optional[_Union[HeapFunctions.Row, _Mapping]] = ..., target: _Optional[_Union[HeapFunctions.Row, _Mapping]] = ..., self_bytes_delta: _Optional[int] = ..., total_bytes_delta: _Optional[int] = ..., self_count_delta: _Optional[int] = ..., total_count_delta: _Optional[int] = ..., avg_size_delta: _Optional[int] = ..., self_percent_delta: _Optional[float] = ..., total_percent_delta: _Optional[float] = ..., self_unreleased_bytes_delta: _Optional[int] = ..., total_unreleased_bytes_delta: _Optional[int] = ...) -> None: ...
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    BASELINE_TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
+    TARGET_TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
+    BASELINE_TOTAL_COUNT_FIELD_NUMBER: _ClassVar[int]
+    TARGET_TOTAL_COUNT_FIELD_NUMBER: _ClassVar[int]
+    summary: DiffSummary
+    rows: _containers.RepeatedCompositeFieldContainer[HeapFunctionsDiff.Row]
+    baseline_total_bytes: int
+    target_total_bytes: int
+    baseline_total_count: int
+    target_total_count: int
+    def __init__(self, summary: _Optional[_Union[DiffSummary, _Mapping]] = ..., rows: _Optional[_Iterable[_Union[HeapFunctionsDiff.Row, _Mapping]]] = ..., baseline_total_bytes: _Optional[int] = ..., target_total_bytes: _Optional[int] = ..., baseline_total_count: _Optional[int] = ..., target_total_count: _Optional[int] = ...) -> None: ...
+
+class HeapDumpTypesDiff(_message.Message):
+    __slots__ = ("summary", "rows", "baseline_total_objects", "target_total_objects", "baseline_total_size", "target_total_size", "has_dominators")
+    class Row(_message.Message):
+        __slots__ = ("name", "change", "baseline", "target", "retained_size_delta", "live_objects_delta", "self_size_delta", "native_size_delta", "avg_size_delta", "retained_percent_delta")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        CHANGE_FIELD_NUMBER: _ClassVar[int]
+        BASELINE_FIELD_NUMBER: _ClassVar[int]
+        TARGET_FIELD_NUMBER: _ClassVar[int]
+        RETAINED_SIZE_DELTA_FIELD_NUMBER: _ClassVar[int]
+        LIVE_OBJECTS_DELTA_FIELD_NUMBER: _ClassVar[int]
+        SELF_SIZE_DELTA_FIELD_NUMBER: _ClassVar[int]
+        NATIVE_SIZE_DELTA_FIELD_NUMBER: _ClassVar[int]
+        AVG_SIZE_DELTA_FIELD_NUMBER: _ClassVar[int]
+        RETAINED_PERCENT_DELTA_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        change: str
+        baseline: HeapDumpTypes.Row
+        target: HeapDumpTypes.Row
+        retained_size_delta: int
+        live_objects_delta: int
+        self_size_delta: int
+        native_size_delta: int
+        avg_size_delta: int
+        retained_percent_delta: float
+        def __init__(self, name: _Optional[str] = ..., change: _Optional[str] = ..., baseline: _Optional[_Union[HeapDumpTypes.Row, _Mapping]] = ..., target: _Optional[_Union[HeapDumpTypes.Row, _Mapping]] = ..., retained_size_delta: _Optional[int] = ..., live_objects_delta: _Optional[int] = ..., self_size_delta: _Optional[int] = ..., native_size_delta: _Optional[int] = ..., avg_size_delta: _Optional[int] = ..., retained_percent_delta: _Optional[float] = ...) -> None: ...
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    BASELINE_TOTAL_OBJECTS_FIELD_NUMBER: _ClassVar[int]
+    TARGET_TOTAL_OBJECTS_FIELD_NUMBER: _ClassVar[int]
+    BASELINE_TOTAL_SIZE_FIELD_NUMBER: _ClassVar[int]
+    TARGET_TOTAL_SIZE_FIELD_NUMBER: _ClassVar[int]
+    HAS_DOMINATORS_FIELD_NUMBER: _ClassVar[int]
+    summary: DiffSummary
+    rows: _containers.RepeatedCompositeFieldContainer[HeapDumpTypesDiff.Row]
+    baseline_total_objects: int
+    target_total_objects: int
+    baseline_total_size: int
+    target_total_size: int
+    has_dominators: bool
+    def __init__(self, summary: _Optional[_Union[DiffSummary, _Mapping]] = ..., rows: _Optional[_Iterable[_Union[HeapDumpTypesDiff.Row, _Mapping]]] = ..., baseline_total_objects: _Optional[int] = ..., target_total_objects: _Optional[int] = ..., baseline_total_size: _Optional[int] = ..., target_total_size: _Optional[int] = ..., has_dominators: _Optional[bool] = ...) -> None: ...
+
+class CallTreeDiff(_message.Message):
+    __slots__ = ("summary", "rows", "unit", "baseline_total_value", "target_total_value", "hidden_roots", "roots")
+    class Row(_message.Message):
+        __slots__ = ("name", "change", "depth", "parent", "baseline_self_value", "target_self_value", "self_value_delta", "baseline_total_value", "target_total_value", "total_value_delta", "baseline_total_count", "target_total_count", "total_count_delta", "baseline_avg", "target_avg", "avg_delta", "hidden_children")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        CHANGE_FIELD_NUMBER: _ClassVar[int]
+        DEPTH_FIELD_NUMBER: _ClassVar[int]
+        PARENT_FIELD_NUMBER: _ClassVar[int]
+        BASELINE_SELF_VALUE_FIELD_NUMBER: _ClassVar[int]
+        TARGET_SELF_VALUE_FIELD_NUMBER: _ClassVar[int]
+        SELF_VALUE_DELTA_FIELD_NUMBER: _ClassVar[int]
+        BASELINE_TOTAL_VALUE_FIELD_NUMBER: _ClassVar[int]
+        TARGET_TOTAL_VALUE_FIELD_NUMBER: _ClassVar[int]
+        TOTAL_VALUE_DELTA_FIELD_NUMBER: _ClassVar[int]
+        BASELINE_TOTAL_COUNT_FIELD_NUMBER: _ClassVar[int]
+        TARGET_TOTAL_COUNT_FIELD_NUMBER: _ClassVar[int]
+        TOTAL_COUNT_DELTA_FIELD_NUMBER: _ClassVar[int]
+        BASELINE_AVG_FIELD_NUMBER: _ClassVar[int]
+        TARGET_AVG_FIELD_NUMBER: _ClassVar[int]
+        AVG_DELTA_FIELD_NUMBER: _ClassVar[int]
+        HIDDEN_CHILDREN_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        change: str
+        depth: int
+        parent: int
+        baseline_self_value: int
+        target_self_value: int
+        self_value_delta: int
+        baseline_total_value: int
+        target_total_value: int
+        total_value_delta: int
+        baseline_total_count: int
+        target_total_count: int
+        total_count_delta: int
+        baseline_avg: int
+        target_avg: int
+        avg_delta: int
+        hidden_children: int
+        def __init__(self, name: _Optional[str] = ..., change: _Optional[str] = ..., depth: _Optional[int] = ..., parent: _Optional[int] = ..., baseline_self_value: _Optional[int] = ..., target_self_value: _Optional[int] = ..., self_value_delta: _Optional[int] = ..., baseline_total_value: _Optional[int] = ..., target_total_value: _Optional[int] = ..., total_value_delta: _Optional[int] = ..., baseline_total_count: _Optional[int] = ..., target_total_count: _Optional[int] = ..., total_count_delta: _Optional[int] = ..., baseline_avg: _Optional[int] = ..., target_avg: _Optional[int] = ..., avg_delta: _Optional[int] = ..., hidden_children: _Optional[int] = ...) -> None: ...
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    UNIT_FIELD_NUMBER: _ClassVar[int]
+    BASELINE_TOTAL_VALUE_FIELD_NUMBER: _ClassVar[int]
+    TARGET_TOTAL_VALUE_FIELD_NUMBER: _ClassVar[int]
+    HIDDEN_ROOTS_FIELD_NUMBER: _ClassVar[int]
+    ROOTS_FIELD_NUMBER: _ClassVar[int]
+    summary: DiffSummary
+    rows: _containers.RepeatedCompositeFieldContainer[CallTreeDiff.Row]
+    unit: str
+    baseline_total_value: int
+    target_total_value: int
+    hidden_roots: int
+    roots: str
+    def __init__(self, summary: _Optional[_Union[DiffSummary, _Mapping]] = ..., rows: _Optional[_Iterable[_Union[CallTreeDiff.Row, _Mapping]]] = ..., unit: _Optional[str] = ..., baseline_total_value: _Optional[int] = ..., target_total_value: _Optional[int] = ..., hidden_roots: _Optional[int] = ..., roots: _Optional[str] = ...) -> None: ...
 
 class StackFunctions(_message.Message):
     __slots__ = ("rows", "total_rows", "total_samples", "not_present")
@@ -944,20 +1144,22 @@ class CallTree(_message.Message):
 class HeapDumpTypes(_message.Message):
     __slots__ = ("rows", "total_rows", "total_objects", "total_size", "dump_count", "skipped_dumps", "has_dominators", "not_present")
     class Row(_message.Message):
-        __slots__ = ("name", "retained_size", "live_objects", "self_size", "native_size", "retained_percent")
+        __slots__ = ("name", "retained_size", "live_objects", "self_size", "native_size", "retained_percent", "avg_size")
         NAME_FIELD_NUMBER: _ClassVar[int]
         RETAINED_SIZE_FIELD_NUMBER: _ClassVar[int]
         LIVE_OBJECTS_FIELD_NUMBER: _ClassVar[int]
         SELF_SIZE_FIELD_NUMBER: _ClassVar[int]
         NATIVE_SIZE_FIELD_NUMBER: _ClassVar[int]
         RETAINED_PERCENT_FIELD_NUMBER: _ClassVar[int]
+        AVG_SIZE_FIELD_NUMBER: _ClassVar[int]
         name: str
         retained_size: int
         live_objects: int
         self_size: int
         native_size: int
         retained_percent: float
-        def __init__(self, name: _Optional[str] = ..., retained_size: _Optional[int] = ..., live_objects: _Optional[int] = ..., self_size: _Optional[int] = ..., native_size: _Optional[int] = ..., retained_percent: _Optional[float] = ...) -> None: ...
+        avg_size: int
+        def __init__(self, name: _Optional[str] = ..., retained_size: _Optional[int] = ..., live_objects: _Optional[int] = ..., self_size: _Optional[int] = ..., native_size: _Optional[int] = ..., retained_percent: _Optional[float] = ..., avg_size: _Optional[int] = ...) -> None: ...
     ROWS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_ROWS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_OBJECTS_FIELD_NUMBER: _ClassVar[int]

@@ -11,6 +11,7 @@ absolute trace timestamp in nanoseconds, as SQL shows them.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -42,6 +43,13 @@ DEFAULT_MAX_LINES = 100
 DEFAULT_BUCKETS = 20
 MAX_TOP = 10_000
 MAX_BUCKETS = 500
+# The flags that are GLOB patterns, and the longest pattern SQLite matches: its LIKE/GLOB pattern length limit
+# (SQLITE_MAX_LIKE_PATTERN_LENGTH, in UTF-8 bytes); a longer one fails the query ("pattern too complex").
+GLOB_FLAGS = ("process", "thread", "track", "name")
+MAX_PATTERN_BYTES = 50_000
+# The other text flags (sort, group_by, baseline) name a choice, a database or a file.
+MAX_TEXT = 4096
+MAX_INT64 = (1 << 63) - 1
 
 _UNITS = {
     "ns": 1,
@@ -73,49 +81,109 @@ class TimeValue:
     ns: int
     relative: bool
     text: str
+    param: str = "time"
 
     def resolve(self, trace_start: int) -> int:
         ts = trace_start + self.ns if self.relative else self.ns
-        if abs(ts) >= 1 << 63:  # SQLite integers are 64-bit
-            raise ReportError(f"{self.text!r} is out of range")
+        if abs(ts) > MAX_INT64:  # SQLite integers are 64-bit
+            raise ReportError(
+                f"{self.param}: {shown(self.text)} is out of range: times must fit 64-bit nanoseconds (±292 years)",
+                self.param,
+            )
         return ts
+
+
+def shown(text: str, limit: int = 40, quote: bool = True) -> str:
+    """A value as quoted in a message (repr, or as is), cut to `limit` characters: a huge value stays one short
+    line."""
+    show = repr if quote else str
+    if len(text) <= limit:
+        return show(text)
+    return show(text[:limit]) + f"… ({len(text):,} characters)"
+
+
+def _digits(number: str) -> int:
+    """How many significant digits the integer part of a decimal number has (leading zeros and sign aside)."""
+    return len(number.lstrip("+-").split(".")[0].lstrip("0_").replace("_", ""))
+
+
+def _whole(number: str) -> int:
+    """int(number), leading zeros dropped first: Python counts them against its 4,300-digit limit."""
+    sign = number[:1] if number[:1] in "+-" else ""
+    digits = number[len(sign) :]
+    if digits.isdigit():
+        digits = digits.lstrip("0") or "0"
+    return int(sign + digits)
 
 
 def parse_duration(text: str, param: str) -> int:
     """'150ms' / '2.7s' / '20us' / '1500' (ns) -> ns."""
     value = parse_time(text, param)
     if value.ns < 0:
-        raise ReportError(f"{param}: must not be negative, got {text!r}", param)
+        raise ReportError(f"{param}: must not be negative, got {shown(text)}", param)
     return value.ns
 
 
 def parse_time(text: str, param: str) -> TimeValue:
+    """A time as TimeValue; anything that is not one, or does not fit a 64-bit nanosecond count, is a
+    ReportError naming `param` (never Python's own errors: huge digit strings, float overflow)."""
     m = _TIME_RE.match(text)
     if not m:
-        raise ReportError(f"{param}: expected a time such as 2.7s, 150ms, 20us or raw nanoseconds, got {text!r}", param)
+        raise ReportError(
+            f"{param}: expected a time such as 2.7s, 150ms, 20us or raw nanoseconds, got {shown(text)}", param
+        )
     number, unit = m.groups()
     if unit and unit not in _UNITS:
-        raise ReportError(f"{param}: unknown unit {unit!r} in {text!r}; use one of ns, us, ms, s, m, h", param)
+        raise ReportError(
+            f"{param}: unknown unit {shown(unit)} in {shown(text)}; use one of ns, us, ms, s, m, h", param
+        )
+    out_of_range = ReportError(
+        f"{param}: {shown(text.strip())} is out of range: times must fit 64-bit nanoseconds (±292 years)", param
+    )
     if not unit:
         if "." in number:
-            raise ReportError(f"{param}: raw nanoseconds must be a whole number, got {text!r}", param)
-        if abs(int(number)) >= 1 << 63:
-            raise ReportError(f"{param}: {text!r} is out of range", param)
-        return TimeValue(int(number), False, text.strip())
-    ns = round(float(number) * _UNITS[unit])
-    if abs(ns) >= 1 << 63:
-        raise ReportError(f"{param}: {text!r} is out of range", param)
-    return TimeValue(ns, True, text.strip())
+            raise ReportError(f"{param}: raw nanoseconds must be a whole number, got {shown(text)}", param)
+        if _digits(number) > 19:  # before int(): Python refuses to convert more than 4,300 digits
+            raise out_of_range
+        ns = _whole(number)
+        if abs(ns) > MAX_INT64:
+            raise out_of_range
+        return TimeValue(ns, False, text.strip(), param)
+    value = float(number) * _UNITS[unit]  # inf for 310 nines, not an error
+    if not math.isfinite(value) or abs(value) >= 1 << 63:
+        raise out_of_range
+    ns = round(value)
+    if abs(ns) > MAX_INT64:
+        raise out_of_range
+    return TimeValue(ns, True, text.strip(), param)
 
 
-def _int(text: str, param: str, low: int = 0, high: int = (1 << 63) - 1) -> int:
+def _int(text: str, param: str, low: int = 0, high: int = MAX_INT64) -> int:
+    number = text.strip()
+    if _digits(number) > len(str(max(abs(low), abs(high)))):  # before int(): no 4,300-digit conversions
+        raise ReportError(f"{param}: must be between {low} and {high}, got {shown(number)}", param)
     try:
-        value = int(text.strip())
+        value = _whole(number)
     except ValueError:
-        raise ReportError(f"{param}: expected a whole number, got {text!r}", param) from None
+        raise ReportError(f"{param}: expected a whole number, got {shown(text)}", param) from None
     if not low <= value <= high:
         raise ReportError(f"{param}: must be between {low} and {high}, got {value}", param)
     return value
+
+
+def _text(text: str, param: str) -> str:
+    """A text flag's value, within what its SQL can take: a GLOB pattern within SQLite's limit."""
+    if param in GLOB_FLAGS:
+        size = len(text.encode("utf-8"))
+        if size > MAX_PATTERN_BYTES:
+            raise ReportError(
+                f"{param}: the pattern is {size:,} bytes long; a GLOB pattern can have at most "
+                f"{MAX_PATTERN_BYTES:,} bytes",
+                param,
+            )
+    elif len(text) > MAX_TEXT:
+        raise ReportError(f"{param}: {len(text):,} characters is too long (at most {MAX_TEXT:,})", param)
+    return text
 
 
 @dataclass(frozen=True)
@@ -150,6 +218,10 @@ class Scope:
             text = str(raw)
             if text.strip() == "":
                 continue  # an empty form field means "not set"
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:  # a command-line argument that was not UTF-8 (surrogate escapes)
+                raise ReportError(f"{key}: the value is not valid UTF-8 text", key) from None
             given.append((key, text))
             if key in ("pid", "tid", "cpu"):
                 values[key] = _int(text, key, -(1 << 31), (1 << 32) - 1)
@@ -168,11 +240,11 @@ class Scope:
             elif key == "time":
                 parts = text.split(",")
                 if len(parts) != 2:
-                    raise ReportError(f"time: expected START,END (e.g. 2.7s,3.1s), got {text!r}", key)
+                    raise ReportError(f"time: expected START,END (e.g. 2.7s,3.1s), got {shown(text)}", key)
                 start, end = parse_time(parts[0], key), parse_time(parts[1], key)
                 values[key] = (start, end)
             else:
-                values[key] = text
+                values[key] = _text(text, key)
         return cls(**values, given=tuple(given))  # type: ignore[arg-type]
 
     def to_params(self) -> dict[str, str]:

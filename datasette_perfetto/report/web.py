@@ -12,7 +12,7 @@ from .base import Link, Linker
 from .diff import compute_side, join, prepare, with_baseline
 from .engine import run_report
 from .render import to_json, to_sql, to_text
-from .scope import ReportError
+from .scope import ReportError, shown
 
 ROUTE = r"^/(?P<database>[^/]+)/-/report(?:/(?P<noun>[^/.]+)(?:/(?P<view>[^/.]+))?)?" + FORMAT_SUFFIX
 
@@ -35,6 +35,8 @@ async def _respond(page: Page, base: str):
 
     linker = Linker(base, f"{db.name}.db", sql_url if sql_allowed else None)
     try:
+        # .txt has no terminal: no width limit unless width=N asks for one (a rendering option, not a flag).
+        width = _width(params.pop("width")) if page.format == "txt" and "width" in params else 0
         flags = _flags(params)
         if flags.get("baseline", "").strip():
             result = await _diff(page, noun, view, flags, linker)
@@ -45,7 +47,7 @@ async def _respond(page: Page, base: str):
     if page.format == "json":
         return Response.json(to_json(result))
     if page.format == "txt":
-        return Response.text(to_text(result))
+        return Response.text(to_text(result, width))
     if page.format == "sql":
         return Response.text(to_sql(result))
     msg = result.result_message()
@@ -81,6 +83,12 @@ def _flags(params: dict[str, list[str]]) -> dict[str, str]:
     return {k: values[0] for k, values in params.items()}
 
 
+def _width(values: list[str]) -> int:
+    if len(values) != 1 or not values[0].strip().isdigit():
+        raise ReportError("width: a number of columns (0: no limit), given once", "width")
+    return int(values[0])
+
+
 async def trace_databases(page: Page) -> list[str]:
     """The trace databases served that the actor may view (the baseline choices)."""
     return [name for name in trace_database_names(page.datasette) if await page.can("view-database", name)]
@@ -98,7 +106,7 @@ async def _diff(page: Page, noun, view, flags: dict[str, str], linker: Linker):
     if other is None:
         served = [n for n in await trace_databases(page) if n != db.name]
         raise ReportError(
-            f"baseline: no database named {name!r} is served; trace databases: "
+            f"baseline: no database named {shown(name)} is served; trace databases: "
             f"{', '.join(served) or '(no other trace database)'}",
             "baseline",
             served,

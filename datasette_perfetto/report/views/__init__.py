@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..base import View
 from ..diff_spec import DiffSpec
 from ..links import LINKABLE_VIEWS
-from ..scope import ReportError
+from ..scope import ReportError, shown
 from . import counters, heap_dump, heap_profile, processes, scheduling, slices, stack_samples, tracks
 
 # In the RFC's order, the order the report's navigation lists them in.
@@ -30,10 +30,10 @@ def find_view(noun: str | None, view: str | None) -> View:
         return OVERVIEW
     views = NOUNS.get(noun)
     if views is None:
-        raise ReportError(f"unknown noun {noun!r}; nouns: {', '.join(NOUNS)}", "noun", list(NOUNS))
+        raise ReportError(f"unknown noun {shown(noun)}; nouns: {', '.join(NOUNS)}", "noun", list(NOUNS))
     if not view:
         return next(iter(views.values()))
     found = views.get(view)
     if found is None:
-        raise ReportError(f"{noun} has no view {view!r}; its views: {', '.join(views)}", "view", list(views))
+        raise ReportError(f"{noun} has no view {shown(view)}; its views: {', '.join(views)}", "view", list(views))
     return found

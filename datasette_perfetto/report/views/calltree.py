@@ -12,10 +12,11 @@ import heapq
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from .. import report_pb2 as pb
 from ..base import NOT_PRESENT, Cell, Flame, FlameBox, Link, ReportRun, Table, View
+from ..diff_spec import DiffSpec, Filled, change_cell, diff_link, direction, show, signed
 from ..links import glob_escape
 
 # A node's priority is its total% times DECAY per indent level: deep detail never crowds out a big sibling.
@@ -306,18 +307,6 @@ def function_totals(tree: TreeNode) -> dict[str, FunctionTotals]:
 
 
 # -- pruning -------------------------------------------------------------------------------------------
-
-
-def byte_size(n: int) -> str:
-    """1.5 MiB, 320 KiB, 48 B."""
-    sign = "-" if n < 0 else ""
-    n = abs(n)
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale:
-            value = n / scale
-            text = f"{value:.1f}" if value < 100 else f"{value:.0f}"
-            return f"{sign}{text.removesuffix('.0')} {unit}"
-    return f"{sign}{n} B"
 
 
 def percent(part: int, whole: int) -> float:
@@ -666,3 +655,201 @@ JOIN stack_profile_callsite c ON c.id = chain.id
 JOIN stack_profile_frame f ON f.id = c.frame_id
 LEFT JOIN weight w ON w.callsite_id = c.id
 ORDER BY c.depth, c.id"""
+
+
+# -- diffs ----------------------------------------------------------------------------------------------
+
+# Nodes of each side's tree read for a diff: the best-first pruning keeps the biggest ones.
+JOIN_NODES = 10_000
+
+
+@dataclass
+class _Joined:
+    path: tuple[str, ...]
+    base: pb.CallTree.Node | None
+    target: pb.CallTree.Node | None
+    change: str = ""
+
+    def side(self, which: str, field: str) -> int:
+        node = self.base if which == "baseline" else self.target
+        return getattr(node, field) if node is not None else 0
+
+    def delta(self, field: str) -> int:
+        return self.side("target", field) - self.side("baseline", field)
+
+    @property
+    def weight(self) -> tuple[int, int]:
+        """Movement first, then size: what the pruning and the display order rank by."""
+        return abs(self.delta("total_value")), max(
+            self.side("baseline", "total_value"), self.side("target", "total_value")
+        )
+
+
+def _paths(msg: pb.CallTree | None) -> dict[tuple[str, ...], pb.CallTree.Node]:
+    """A side's nodes by call path (the names from its root down to it)."""
+    if msg is None:
+        return {}
+    paths: list[tuple[str, ...]] = []
+    for node in msg.nodes:
+        paths.append((paths[node.parent] if node.parent >= 0 else ()) + (node.name,))
+    return dict(zip(paths, msg.nodes))
+
+
+def _avg(value: int, count: int) -> int:
+    return value // count if count else 0
+
+
+class CallTreeDiff(DiffSpec):
+    """A top-down or bottom-up tree vs baseline: the union of both trees joined on the call path, pruned to
+    max_lines nodes by the largest movement. Each side is the view's own tree, read up to JOIN_NODES nodes."""
+
+    title = ""  # "Stack Samples top-down"
+    what = "call tree nodes"
+    key_fields, key_headers = ("name",), ("Function",)
+    sorts = {"total": "total_value"}
+    counts_rows = False
+    side_changes = {"max_lines": JOIN_NODES}
+    with_counts = False  # heap-profile: allocations and bytes per allocation
+    value_kind = "count"
+
+    def key_cells(self, row: Any, run: ReportRun, out: Any) -> list[Cell]:
+        return [Cell(row.name or UNNAMED, diff_link(run, row, self.noun, "bottom-up", name=glob_escape(row.name)))]
+
+    def fill(self, out: Any, scope: Any, base_msg: Any, target_msg: Any, top: int, moved_only: bool) -> Filled:
+        base, target = _paths(base_msg), _paths(target_msg)
+        joined = {p: _Joined(p, base.get(p), target.get(p)) for p in {*base, *target}}
+        children: dict[tuple[str, ...], list[_Joined]] = {}
+        for j in joined.values():
+            if j.base is None:
+                j.change = "added"
+            elif j.target is None:
+                j.change = "removed"
+            else:
+                moved = any(j.delta(f) for f in ("self_value", "total_value", "self_count", "total_count"))
+                j.change = "changed" if moved else "unchanged"
+            children.setdefault(j.path[:-1], []).append(j)
+        for kids in children.values():
+            kids.sort(key=lambda j: (-j.weight[0], -j.weight[1], j.path[-1]))
+        # Best-first: a node becomes a candidate once its parent is shown; movement decays with depth.
+        shown: set[tuple[str, ...]] = set()
+        candidates: list[tuple[float, float, int, _Joined]] = []
+        seq = 0
+        for j in children.get((), []):
+            heapq.heappush(candidates, (float(-j.weight[0]), float(-j.weight[1]), seq, j))
+            seq += 1
+        while candidates and len(shown) < scope.max_lines:
+            *_, j = heapq.heappop(candidates)
+            shown.add(j.path)
+            for kid in children.get(j.path, []):
+                decay = DECAY ** len(j.path)
+                heapq.heappush(candidates, (-kid.weight[0] * decay, -kid.weight[1] * decay, seq, kid))
+                seq += 1
+        walk: list[tuple[_Joined, int]] = [(j, -1) for j in reversed(children.get((), [])) if j.path in shown]
+        while walk:
+            j, parent = walk.pop()
+            index = len(out.rows)
+            kids = children.get(j.path, [])
+            row = out.rows.add(
+                name=j.path[-1],
+                change=j.change,
+                depth=len(j.path) - 1,
+                parent=parent,
+                hidden_children=sum(1 for k in kids if k.path not in shown),
+            )
+            for field in ("self_value", "total_value", "total_count"):
+                for which in ("baseline", "target"):
+                    setattr(row, f"{which}_{field}", j.side(which, field))
+                setattr(row, f"{field}_delta", j.delta(field))
+            if self.with_counts:
+                row.baseline_avg = _avg(row.baseline_total_value, row.baseline_total_count)
+                row.target_avg = _avg(row.target_total_value, row.target_total_count)
+                row.avg_delta = row.target_avg - row.baseline_avg
+            walk.extend((k, index) for k in reversed(kids) if k.path in shown)
+        out.hidden_roots = sum(1 for j in children.get((), []) if j.path not in shown)
+        s = out.summary
+        s.sort, s.sort_column, s.total_rows = "total", "total_value", len(joined)
+        for j in joined.values():
+            setattr(s, j.change, getattr(s, j.change) + 1)
+        for which, msg in (("baseline", base_msg), ("target", target_msg)):
+            if msg is None:
+                continue
+            setattr(out, f"{which}_total_value", msg.total_value)
+            out.unit = out.unit or msg.unit
+            out.roots = out.roots or msg.roots
+            # Bottom-up trees are not counted in full: what max_lines hid is at least its hidden children.
+            hidden = msg.hidden_roots + sum(n.hidden_children for n in msg.nodes)
+            setattr(s, f"{which}_total_rows", msg.total_nodes or len(msg.nodes) + hidden)
+            setattr(s, f"{which}_joined_rows", len(msg.nodes))
+        return Filled(len(joined) - len(shown), 0)
+
+    def hidden_note(self, run: ReportRun, shown: int, hidden: int) -> None:
+        if hidden:
+            max_lines = run.scope.max_lines
+            bigger = min(max(max_lines * 5, 500), 10_000)
+            run.footnote(
+                f"{hidden} more call tree nodes below max_lines {max_lines}; rerun with max_lines={bigger}",
+                run.link(run.noun, run.view, max_lines=str(bigger)),
+            )
+
+    def table(self, out: Any, run: ReportRun, moved_only: bool = False) -> Table:
+        unit = "bytes" if self.value_kind == "bytes" else "samples"
+        headers = [f"Baseline {unit}", f"Target {unit}", f"Delta {unit}", "Delta self"]
+        if self.with_counts:
+            headers += ["Delta count", "Delta avg"]
+        headers += ["Change", "Function"]
+
+        def cells(r: Any) -> list[Cell]:
+            kind = self.value_kind
+            base = show(kind, r.baseline_total_value) if r.change != "added" else "(absent)"
+            target = show(kind, r.target_total_value) if r.change != "removed" else "(absent)"
+            out_cells = [
+                Cell(base, title=f"self {r.baseline_self_value}"),
+                Cell(target, title=f"self {r.target_self_value}"),
+                Cell(signed(kind, r.total_value_delta), css=direction(r.total_value_delta)),
+                Cell(signed(kind, r.self_value_delta), css=direction(r.self_value_delta)),
+            ]
+            if self.with_counts:
+                out_cells += [
+                    Cell(signed("count", r.total_count_delta), css=direction(r.total_count_delta)),
+                    Cell(
+                        signed("bytes", r.avg_delta),
+                        css=direction(r.avg_delta),
+                        title=f"{r.baseline_avg} -> {r.target_avg} bytes per allocation",
+                    ),
+                ]
+            return out_cells + [change_cell(r.change, r.total_value_delta, r.baseline_total_value)]
+
+        rows: list[list[Cell]] = []
+        blanks = [Cell("") for _ in headers[:-1]]
+        kids: dict[int, list[int]] = {}
+        for i, r in enumerate(out.rows):
+            kids.setdefault(r.parent, []).append(i)
+        walk: list[tuple[int, bool]] = [(i, False) for i in reversed(kids.get(-1, []))]
+        while walk:
+            i, closing = walk.pop()
+            r = out.rows[i]
+            if closing:
+                text = f"… ({r.hidden_children} more {'child' if r.hidden_children == 1 else 'children'})"
+                rows.append(blanks + [Cell("  " * (r.depth + 1) + text, css="report-tree")])
+                continue
+            link = diff_link(run, r, self.noun, "bottom-up", name=glob_escape(r.name))
+            rows.append(cells(r) + [Cell("  " * r.depth + (r.name or UNNAMED), link, css="report-tree")])
+            if r.hidden_children:
+                walk.append((i, True))
+            walk.extend((k, False) for k in reversed(kids.get(i, [])))
+        if out.hidden_roots:
+            roots = "root" if out.hidden_roots == 1 else "roots"
+            rows.append(blanks + [Cell(f"… ({out.hidden_roots} more {roots})", css="report-tree")])
+        s = out.summary
+        counts = f"{s.added} added, {s.removed} removed, {s.changed} changed, {s.unchanged} unchanged"
+        what = "callers" if self.view == "bottom-up" else "callees"
+        totals = f"{show(self.value_kind, out.baseline_total_value)} -> {show(self.value_kind, out.target_total_value)}"
+        if self.value_kind != "bytes":
+            totals += f" {unit}"
+        title = (
+            f"{self.title} vs baseline ({s.total_rows} call paths: {counts}; {totals}; "
+            f"children are {what}; by total delta)"
+        )
+        align = "r" * (len(headers) - 2) + "ll"
+        empty = f"(no {self.what} in scope on either side)"
+        return Table(title, tuple(headers), rows, align=align, empty=empty)

@@ -25,7 +25,7 @@ from ..base import Bar, Cell, Chart, ReportRun, Table, View, count_cell, percent
 from ..diff_spec import DiffSpec, Measure, diff_link, optional_field, owner_key
 from ..filters import CANNED_RANGE, CANNED_TOP, Where, canned_sort
 from ..links import glob_escape, owner_params, scoped_link
-from ..scope import MAX_TOP, ReportError
+from ..scope import MAX_TOP, ReportError, shown
 from .tracks import CANNED_NAME, CANNED_OWNER, GPU_SQL, OWNER_COLUMNS, TRACK_FROM, owner_label, owner_where
 
 SERIES_FLAGS = frozenset({"pid", "process", "tid", "thread", "cpu", "track", "time", "name"})
@@ -104,12 +104,14 @@ def resolve_name(run: ReportRun) -> str:
         scoped = any(getattr(run.scope, f) is not None for f in ("pid", "process", "tid", "thread", "cpu", "track"))
         where = " in this scope" if scoped else ""
         raise ReportError(
-            f"name: no counter matches {glob!r}{where}; counters: {', '.join(options) or '(none)'}", "name", options
+            f"name: no counter matches {shown(glob or '')}{where}; counters: {', '.join(options) or '(none)'}",
+            "name",
+            options,
         )
     more = " (and more)" if len(names) > MAX_NAMES_LISTED else ""
     names = names[:MAX_NAMES_LISTED]
     raise ReportError(
-        f"name: {glob!r} matches {len(names)}{more} counter names; {run.noun} {run.view} shows one. "
+        f"name: {shown(glob or '')} matches {len(names)}{more} counter names; {run.noun} {run.view} shows one. "
         f"Choose one of: {', '.join(names)}",
         "name",
         names,

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from typing import Any
 
 from .. import format as fmt
 from .. import report_pb2 as pb
 from ..base import NOT_PRESENT, Cell, ReportRun, Table, View
-from ..diff_spec import DiffSpec
+from ..diff_spec import DiffSpec, Measure, diff_link
 from ..filters import CANNED_TOP, PROCESS_FLAGS, canned_sort, in_canned_range, optional_terms, owner_terms
+from ..format import byte_size
 from ..links import glob_escape
-from .calltree import byte_size, percent
+from .calltree import percent
 
 SORT_KEYS = {
     "retained": lambda r: (-r[1][0], -r[1][2], r[0]),
@@ -136,6 +138,7 @@ WHERE value GLOB :name""",
                 self_size=self_size,
                 native_size=native,
                 retained_percent=percent(ret, out.total_size),
+                avg_size=self_size // live if live else 0,
             )
         run.truncation(min(len(rows), s.top), len(rows), "types")
         if out.skipped_dumps:
@@ -212,5 +215,45 @@ def _by_type(objects: list[sqlite3.Row]) -> dict[str, list[int]]:
     return out
 
 
+class TypesDiff(DiffSpec):
+    """Joined on the type (class) name; each side is its latest dump per process, as the view reads it.
+    avg_size is the per-object average shallow size (self size / live objects)."""
+
+    noun, view, field = "heap-dump", "types", "heap_dump_types_diff"
+    title, what = "Heap Dump", "types"
+    key_fields, key_headers = ("name",), ("Type",)
+    measures = (
+        Measure("retained_size", "retained", "bytes"),
+        Measure("live_objects", "objects", "count"),
+        Measure("self_size", "self size", "bytes"),
+        Measure("native_size", "native", "bytes"),
+        Measure("avg_size", "avg", "bytes", "derived"),
+        Measure("retained_percent", "retained%", "percent"),
+    )
+    sorts = {"retained": "retained_size", "count": "live_objects", "self": "self_size", "name": ""}
+    display = ("retained_size", "live_objects", "avg_size")
+    shown_count = 3
+    row_filters = {"min_count": "live_objects"}
+    counts_rows = False
+
+    def derive(self, row: Any) -> None:
+        row.avg_size = row.self_size // row.live_objects if row.live_objects else 0
+
+    def default_sort(self, base_msg: Any, target_msg: Any) -> str:
+        # Without retained sizes on a side (no heap_graph_dominator), the shallow size, as the view does.
+        if any(msg is not None and not msg.not_present and not msg.has_dominators for msg in (base_msg, target_msg)):
+            return "self"
+        return "retained"
+
+    def fill_extra(self, out: Any, base_msg: Any, target_msg: Any) -> None:
+        for side, msg in (("baseline", base_msg), ("target", target_msg)):
+            setattr(out, f"{side}_total_objects", msg.total_objects if msg is not None else 0)
+            setattr(out, f"{side}_total_size", msg.total_size if msg is not None else 0)
+        out.has_dominators = all(msg is None or msg.has_dominators for msg in (base_msg, target_msg))
+
+    def key_cells(self, row: Any, run: ReportRun, out: Any) -> list[Cell]:
+        return [Cell(row.name, diff_link(run, row, self.noun, self.view, name=glob_escape(row.name)))]
+
+
 VIEWS = [TypesView()]
-DIFFS: list[DiffSpec] = []
+DIFFS: list[DiffSpec] = [TypesDiff()]

@@ -30,7 +30,7 @@ from ..filters import (
     unset,
 )
 from ..links import glob_escape, view_link
-from ..scope import ReportError
+from ..scope import ReportError, shown
 from .slices import bucket_range, cells_per_bucket
 
 RUNNABLE_STATES = ("R", "R+")
@@ -220,7 +220,7 @@ LIMIT {CANNED_TOP}"""
         group_by = s.group_by or "thread"
         if group_by not in ("thread", "process"):
             raise ReportError(
-                f"group_by: {group_by!r} is not a grouping of {self.label()}; use thread or process",
+                f"group_by: {shown(group_by)} is not a grouping of {self.label()}; use thread or process",
                 "group_by",
                 ["thread", "process"],
             )
@@ -761,7 +761,11 @@ LIMIT :limit""",
         if not found:
             raise ReportError(
                 "no thread matches "
-                + " ".join(f"{k}={v}" for k, v in run.scope.given if k in ("tid", "thread", "pid", "process")),
+                + " ".join(
+                    f"{k}={shown(v, quote=False)}"
+                    for k, v in run.scope.given
+                    if k in ("tid", "thread", "pid", "process")
+                ),
                 "thread" if s.thread is not None else "tid",
             )
         if len(found) > 1:

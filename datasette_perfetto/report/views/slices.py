@@ -9,7 +9,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...schema import REPORT_CELL_MIN_COUNT
+from ...pages import data
+from ...schema import REPORT_CELL_MIN_COUNT, REPORT_PERCENTILES
 from .. import format as fmt
 from .. import report_pb2 as pb
 from ..base import Bar, Cell, Chart, Link, ReportRun, Table, View, count_cell, duration_cell, percentile_index
@@ -28,6 +29,7 @@ from ..filters import (
 )
 from ..links import glob_escape, view_link
 from ..scope import ReportError
+from ..scope import shown as quoted
 
 # slice → its track → the track's thread and process (a thread track's process is its thread's). Joined on
 # the tables' ids: utid/upid are generated aliases with no index, which costs an automatic index per query.
@@ -52,6 +54,11 @@ def fill_instance(out: pb.SliceInstance, row: sqlite3.Row) -> None:
     out.tid = row["tid"] or 0
     out.process = row["process"] or ""
     out.pid = row["pid"] or 0
+    out.track_id = row["track_id"]
+    if row["utid"] is not None:
+        out.utid = row["utid"]
+    if row["upid"] is not None:
+        out.upid = row["upid"]
 
 
 def instance_where(inst: pb.SliceInstance) -> str:
@@ -265,7 +272,7 @@ LIMIT :top""",
 # -- shared by the slices views ---------------------------------------------------------------
 
 INSTANCE_COLUMNS = """s.id, s.ts, s.dur, s.name, s.depth, tr.name AS track, th.name AS thread, th.tid,
-       p.name AS process, p.pid"""
+       p.name AS process, p.pid, s.track_id, th.id AS utid, p.id AS upid"""
 
 
 def is_narrowed(run: ReportRun) -> bool:
@@ -437,7 +444,7 @@ LIMIT :limit""",
         }
     if not found:
         raise ReportError(
-            f"name: no slice name matches {glob!r}"
+            f"name: no slice name matches {quoted(glob)}"
             + (" in this scope" if is_narrowed(run) else "")
             + "; see the slice names in the slices table",
             "name",
@@ -446,7 +453,7 @@ LIMIT :limit""",
         shown = list(found)[:NAME_LIST_LIMIT]
         more = " and more" if len(found) > NAME_LIST_LIMIT else ""
         raise ReportError(
-            f"name: {glob!r} matches {len(shown)}{'+' if more else ''} slice names; {view.label()} "
+            f"name: {quoted(glob)} matches {len(shown)}{'+' if more else ''} slice names; {view.label()} "
             f"needs exactly one: {', '.join(shown)}{more}",
             "name",
             shown,
@@ -480,6 +487,17 @@ FROM slice s
     n, total, longest = known
     if not n:
         return
+    if run.has_tables("report_slice_name_percentile"):  # the whole trace's: precomputed at import
+        rows = run.query(
+            "minimum and percentiles (nearest rank), precomputed",
+            f"""SELECT min_dur AS min, {", ".join(f"p{p}_dur AS p{p}" for p in PERCENTILES)}
+FROM report_slice_name_percentile WHERE name = :name""",
+            {"name": name},
+        )
+        if rows:
+            row = rows[0]
+            _fill_stats(out, known, {0: row["min"], **{percentile_index(n, p): row[f"p{p}"] for p in PERCENTILES}})
+            return
     # Ordering by dur is ordering by max(dur, 0) (unfinished slices, -1, come first either way), so
     # on one name the (name, dur) index serves each rank without a sort.
     ranks = {"min": 0, **{f"p{p}": percentile_index(n, p) for p in PERCENTILES}}
@@ -628,11 +646,12 @@ def nice_ceil(value: float) -> int:
 NAME_LIST_LIMIT = 50
 # Reading a slice row by index lookup costs about this many rows of a sequential table scan.
 TABLE_SCAN_SPEEDUP = 20
-PERCENTILES = (50, 95, 99)
+PERCENTILES = REPORT_PERCENTILES  # report_slice_name_percentile's
 # The slices table in a narrowed scope ranks at most this many instances for the minimum and percentiles
-# of its names, and none in a scope of more than SCOPE_BUDGET slices (all are read to find them).
+# of its names, and none in a scope of more than SCOPE_BUDGET slices: ranking reads the whole scope again
+# (about 40 ms for 100,000 slices when idle, several times that under load; the histogram of a name has them).
 PERCENTILE_BUDGET = 20_000
-SCOPE_BUDGET = 200_000
+SCOPE_BUDGET = 50_000
 # Durations spread over more than this factor get log-spaced histogram buckets.
 LOG_SCALE_SPREAD = 100
 DOMINANT = 3
@@ -658,12 +677,28 @@ def inspect_link(run: ReportRun, inst: pb.SliceInstance) -> Link:
     return view_link(run, "slices", "inspect", name=inst.name, ts=run.offset(inst.ts), **changes)
 
 
-def instance_cells(run: ReportRun, inst: pb.SliceInstance) -> list[Cell]:
-    if inst.tid or inst.thread:
-        thread = f"{inst.thread or '?'} [{inst.tid}]"
-    else:
-        thread = f"(track {inst.track})" if inst.track else "-"
+def instance_track_title(inst: pb.SliceInstance) -> str:
+    """The instance's track as the tracks pages title it (an unnamed thread track by its thread's name)."""
+    return data.track_title(inst.track, inst.thread, inst.process, None)
+
+
+def instance_owner_cells(run: ReportRun, inst: pb.SliceInstance) -> tuple[Cell, Cell, Cell]:
+    """The instance's thread, process and track, each linking its details page."""
+    thread = f"{inst.thread or '?'} [{inst.tid}]" if inst.tid or inst.thread else "-"
     process = f"{inst.process or '?'} [{inst.pid}]" if inst.pid or inst.process else "-"
+    return (
+        Cell(thread, href=run.linker.details("thread", inst.utid) if inst.HasField("utid") else None),
+        Cell(process, href=run.linker.details("process", inst.upid) if inst.HasField("upid") else None),
+        Cell(
+            instance_track_title(inst),
+            title=f"track id {inst.track_id}",
+            href=run.linker.details("track", inst.track_id),
+        ),
+    )
+
+
+def instance_cells(run: ReportRun, inst: pb.SliceInstance) -> list[Cell]:
+    thread, process, track = instance_owner_cells(run, inst)
     return [
         Cell(
             run.offset(inst.ts),
@@ -672,8 +707,9 @@ def instance_cells(run: ReportRun, inst: pb.SliceInstance) -> list[Cell]:
             href=run.linker.details("slice", inst.id),
         ),
         Cell(fmt.duration(inst.dur) if inst.dur >= 0 else "(unfinished)", title=f"{inst.dur} ns"),
-        Cell(thread),
-        Cell(process),
+        thread,
+        process,
+        track,
         Cell(str(inst.depth)),
     ]
 
@@ -1209,25 +1245,27 @@ LIMIT :top""",
             out.append(
                 Table(
                     title,
-                    ("Ts", "Dur", "Thread", "Process", "Depth"),
+                    ("Ts", "Dur", "Thread", "Process", "Track", "Depth"),
                     [instance_cells(run, i) for i in msg.instances],
-                    align="rrlll",
+                    align="rrllll",
                     empty="(no instances in scope)",
                 )
             )
             return out
         inst = msg.slice
+        thread, process, track = instance_owner_cells(run, inst)
         fields = [
-            ("Name", inst.name),
-            ("Start", f"{run.offset(inst.ts)} (ts {inst.ts})"),
-            ("Dur", fmt.duration(inst.dur) if inst.dur >= 0 else "(unfinished)"),
-            ("Self dur", fmt.duration(msg.self_dur)),
-            ("Thread", f"{inst.thread or '?'} [{inst.tid}]" if inst.tid or inst.thread else "-"),
-            ("Process", f"{inst.process or '?'} [{inst.pid}]" if inst.pid or inst.process else "-"),
-            ("Track", inst.track or "-"),
-            ("Depth", str(inst.depth)),
+            ("Slice id", Cell(str(inst.id), href=run.linker.details("slice", inst.id))),
+            ("Name", Cell(inst.name)),
+            ("Start", Cell(f"{run.offset(inst.ts)} (ts {inst.ts})")),
+            ("Dur", Cell(fmt.duration(inst.dur) if inst.dur >= 0 else "(unfinished)")),
+            ("Self dur", Cell(fmt.duration(msg.self_dur))),
+            ("Thread", thread),
+            ("Process", process),
+            ("Track", track),
+            ("Depth", Cell(str(inst.depth))),
         ]
-        out.append(Table("The slice", ("Field", "Value"), [[Cell(k), Cell(v)] for k, v in fields], align="ll"))
+        out.append(Table("The slice", ("Field", "Value"), [[Cell(k), v] for k, v in fields], align="ll"))
         out.append(
             Table(
                 "Args",
@@ -1264,11 +1302,15 @@ class SlicesDiff(DiffSpec):
         Measure("total_dur", "dur", "duration"),
         Measure("percent_of_trace", "% of trace", "percent"),
         Measure("max_dur", "max", "duration", "max"),
+        Measure("stats.avg", "avg", "duration", "derived", delta="avg_dur_delta"),  # per instance
     )
     sorts = {"dur": "total_dur", "count": "count", "max": "max_dur", "name": ""}
     display = ("total_dur", "count")
     row_filters = {"min_count": "count"}
     counts_rows = False
+
+    def derive(self, row: Any) -> None:
+        row.stats.avg = row.total_dur // row.count if row.count else 0
 
     def fill_extra(self, out: Any, base_msg: Any, target_msg: Any) -> None:
         out.baseline_total_slices = base_msg.total_slices if base_msg is not None else 0

@@ -3,15 +3,19 @@ V8, Chrome, perf, simpleperf; trace_processor's stack_sample with its callsites)
 
 from __future__ import annotations
 
+from typing import Any
+
 from .. import format as fmt
 from .. import report_pb2 as pb
 from ..base import Cell, ReportRun, Table
-from ..diff_spec import DiffSpec
+from ..diff_spec import DiffSpec, Measure, diff_link
 from ..filters import CANNED_TOP, OWNER_FLAGS, Where, canned_sort, in_canned_range, optional_terms, owner_terms
+from ..links import glob_escape
 from .calltree import (
     UNNAMED,
     Callsites,
     CallstackView,
+    CallTreeDiff,
     CallTreeView,
     function_ctes,
     function_totals,
@@ -206,5 +210,41 @@ class BottomUpView(TreeView):
     bottom = True
 
 
+class FunctionsDiff(DiffSpec):
+    """Joined on the function name, as the view aggregates (its rows are per name, whatever binary or mapping
+    the frames came from; mapping paths and build ids change between builds, which is what a CI diff compares)."""
+
+    noun, view, field = "stack-samples", "functions", "stack_samples_functions_diff"
+    title, what = "Stack Samples", "functions"
+    key_fields, key_headers = ("name",), ("Function",)
+    measures = (
+        Measure("self_count", "self", "count"),
+        Measure("total_count", "total", "count"),
+        Measure("self_percent", "self%", "percent"),
+        Measure("total_percent", "total%", "percent"),
+    )
+    sorts = {"self": "self_count", "total": "total_count", "name": ""}
+    display = ("self_count", "total_count")
+    row_filters = {"min_count": "total_count"}
+    counts_rows = False
+
+    def fill_extra(self, out: Any, base_msg: Any, target_msg: Any) -> None:
+        out.baseline_total_samples = base_msg.total_samples if base_msg is not None else 0
+        out.target_total_samples = target_msg.total_samples if target_msg is not None else 0
+
+    def key_cells(self, row: Any, run: ReportRun, out: Any) -> list[Cell]:
+        return [Cell(row.name, diff_link(run, row, self.noun, "bottom-up", name=glob_escape(row.name)))]
+
+
+class TopDownDiff(CallTreeDiff):
+    noun, view, field = "stack-samples", "top-down", "stack_samples_top_down_diff"
+    title = "Stack Samples top-down"
+
+
+class BottomUpDiff(CallTreeDiff):
+    noun, view, field = "stack-samples", "bottom-up", "stack_samples_bottom_up_diff"
+    title = "Stack Samples bottom-up"
+
+
 VIEWS = [FunctionsView(), TopDownView(), BottomUpView()]
-DIFFS: list[DiffSpec] = []
+DIFFS: list[DiffSpec] = [FunctionsDiff(), TopDownDiff(), BottomUpDiff()]

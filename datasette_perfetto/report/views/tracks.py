@@ -50,9 +50,9 @@ def owner_label(
 ) -> str:
     """'thread CrBrowserMain [100]', 'process browser [100]', 'cpu 2', 'gpu 0' or 'global'."""
     if thread_first and tid is not None:
-        return f"thread {thread or '?'} [{tid}]"
+        return f"{data.owner_name('thread', thread)} [{tid}]"
     if pid is not None:
-        return f"process {process or '?'} [{pid}]"
+        return f"{data.owner_name('process', process)} [{pid}]"
     if cpu is not None:
         return f"cpu {cpu}"
     if gpu is not None:
@@ -171,7 +171,7 @@ LIMIT {CANNED_TOP}"""
             rows.append(
                 [
                     Cell(
-                        r.name or "-",
+                        data.track_title(r.name, r.thread, r.process, r.type),
                         self._drill(run, r),
                         title=f"track id {r.id}",
                         href=run.linker.details("track", r.id),

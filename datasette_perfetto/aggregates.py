@@ -21,7 +21,7 @@ for _name in ("slice", "counter", "state", "profiler_sample", "sched", "thread_s
 INT64_MAX = (1 << 63) - 1
 
 _SLICE = schema.table("slice").stored_columns
-_ID, _DUR, _TRACK, _NAME = (_SLICE.index(c) for c in ("id", "dur", "track_id", "name"))
+_ID, _TS, _DUR, _TRACK, _NAME = (_SLICE.index(c) for c in ("id", "ts", "dur", "track_id", "name"))
 
 
 class TimeBounds:
@@ -60,14 +60,18 @@ class TimeBounds:
 
 class SliceNameAggregates:
     """report_slice_track_name and report_slice_name: count, total and longest
-    duration per (track, name) and per name. The longest instance is the one
-    with the lowest id among equals, as SQLite's max() with a bare column picks
-    it (the first in (name, dur, id) index order). A total beyond int64 (only
-    absurd durations get there) is kept at INT64_MAX, where SQLite's sum()
-    would fail the import."""
+    duration per (track, name) and per name, and how many are unfinished. An
+    unfinished slice (dur -1) lasts to the end of the trace, known only when the
+    last row is written: each key keeps its unfinished slices' count, sum of
+    starts and earliest start (the longest of them) until then. The longest
+    instance is the one with the lowest id among equals, as SQLite's max() with
+    a bare column picks it. A total beyond int64 (only absurd durations get
+    there) is kept at INT64_MAX, where SQLite's sum() would fail the import."""
 
     def __init__(self) -> None:
-        self.by_track_name: dict[tuple, list] = {}  # (track_id, name) -> [count, total_dur, max_dur, max_slice_id]
+        # (track_id, name) -> [count, finished total, finished max, its id, unfinished count, their ts sum,
+        # earliest unfinished ts, its id]
+        self.by_track_name: dict[tuple, list] = {}
 
     def add(self, rows: list[tuple]) -> None:
         aggregates = self.by_track_name
@@ -76,35 +80,54 @@ class SliceNameAggregates:
             key = (row[_TRACK], row[_NAME])
             agg = aggregates.get(key)
             if agg is None:
-                aggregates[key] = [1, dur if dur > 0 else 0, dur, slice_id]
-                continue
+                agg = aggregates[key] = [0, 0, None, None, 0, 0, None, None]
             agg[0] += 1
-            if dur > 0:
-                agg[1] += dur
-            if dur > agg[2] or (dur == agg[2] and slice_id < agg[3]):
+            if dur < 0:
+                ts = row[_TS]
+                agg[4] += 1
+                agg[5] += ts
+                if agg[6] is None or ts < agg[6] or (ts == agg[6] and slice_id < agg[7]):
+                    agg[6], agg[7] = ts, slice_id
+                continue
+            agg[1] += dur
+            if agg[2] is None or dur > agg[2] or (dur == agg[2] and slice_id < agg[3]):
                 agg[2], agg[3] = dur, slice_id
 
-    def track_name_rows(self) -> Iterator[tuple]:
-        """report_slice_track_name rows, in GROUP BY track_id, name order."""
-        for (track_id, name), (count, total, longest, slice_id) in sorted(
-            self.by_track_name.items(), key=lambda kv: (kv[0][0], _text_key(kv[0][1]))
-        ):
-            yield track_id, name, count, min(total, INT64_MAX), longest, slice_id
+    @staticmethod
+    def _resolve(agg: list, end: int) -> tuple[int, int, int, int, int]:
+        """(count, total, longest, its id, unfinished) with the unfinished slices lasting to `end`."""
+        count, total, longest, slice_id, unfinished, ts_sum, earliest, earliest_id = agg
+        if unfinished:
+            total += unfinished * end - ts_sum
+            open_dur = max(end - earliest, 0)
+            if longest is None or open_dur > longest or (open_dur == longest and earliest_id < slice_id):
+                longest, slice_id = open_dur, earliest_id
+        return count, total, longest, slice_id, unfinished
 
-    def name_rows(self) -> Iterator[tuple]:
+    def track_name_rows(self, end: int) -> Iterator[tuple]:
+        """report_slice_track_name rows, in GROUP BY track_id, name order; `end`: the trace's end."""
+        for (track_id, name), agg in sorted(self.by_track_name.items(), key=lambda kv: (kv[0][0], _text_key(kv[0][1]))):
+            count, total, longest, slice_id, unfinished = self._resolve(agg, end)
+            yield track_id, name, count, min(total, INT64_MAX), longest, slice_id, unfinished
+
+    def name_rows(self, end: int) -> Iterator[tuple]:
         """report_slice_name rows, in GROUP BY name order."""
         by_name: dict[str | None, list] = {}
-        for (_, name), (count, total, longest, slice_id) in self.by_track_name.items():
-            agg = by_name.get(name)
-            if agg is None:
-                by_name[name] = [count, total, longest, slice_id]
+        for (_, name), agg in self.by_track_name.items():
+            count, total, longest, slice_id, unfinished = self._resolve(agg, end)
+            named = by_name.get(name)
+            if named is None:
+                by_name[name] = [count, total, longest, slice_id, unfinished]
                 continue
-            agg[0] += count
-            agg[1] += total
-            if longest > agg[2] or (longest == agg[2] and slice_id < agg[3]):
-                agg[2], agg[3] = longest, slice_id
-        for name, (count, total, longest, slice_id) in sorted(by_name.items(), key=lambda kv: _text_key(kv[0])):
-            yield name, count, min(total, INT64_MAX), longest, slice_id
+            named[0] += count
+            named[1] += total
+            named[4] += unfinished
+            if longest > named[2] or (longest == named[2] and slice_id < named[3]):
+                named[2], named[3] = longest, slice_id
+        for name, (count, total, longest, slice_id, unfinished) in sorted(
+            by_name.items(), key=lambda kv: _text_key(kv[0])
+        ):
+            yield name, count, min(total, INT64_MAX), longest, slice_id, unfinished
 
 
 def _text_key(value: str | None) -> tuple:

@@ -19,8 +19,8 @@ from typing import BinaryIO
 from .importers.common.options import ImportOptions
 from .importers.proto.reader import looks_like_proto_trace
 from .importers.proto.split_tokenize import SplitFailed
-from .model import TraceModel
-from .stats import Stats
+from .model import TraceContext, TraceModel
+from .stats import REGISTRY, Stats
 from .writer import WriterError
 
 
@@ -267,7 +267,8 @@ def _ingest(paths, db_path, progress: Progress, separate_writer, split_tokenize)
                 raise IngestError(f"{path}: no readable data (empty, truncated or corrupt trace)")
             progress.phase("Resolving track dimensions")
             model.end_trace(trace)
-            summaries.append(TraceSummary(path, fmt, size, trace.stats, trace.stats.problems()))
+            stats = every_machine_stats(trace)
+            summaries.append(TraceSummary(path, fmt, size, stats, stats.problems()))
         model.finish(progress.phase)
     except WriterError as e:
         _discard(model, tmp_path, gc_was_enabled)
@@ -279,6 +280,20 @@ def _ingest(paths, db_path, progress: Progress, separate_writer, split_tokenize)
         gc.enable()
     os.replace(tmp_path, db_path)
     return summaries
+
+
+def every_machine_stats(trace: TraceContext) -> Stats:
+    """One input's stats over every machine it has data from, as the `stats` table holds them: the file's
+    context's (end_trace has added the other machines' global stats to it) plus the other machines' own,
+    the counts of a stat on several machines summed."""
+    stats = Stats()
+    stats.add(trace.stats)
+    for ctx in trace.contexts()[1:]:
+        own = Stats()
+        own.single = {n: v for n, v in ctx.stats.single.items() if REGISTRY[n].scope != "global"}
+        own.indexed = {k: v for k, v in ctx.stats.indexed.items() if REGISTRY[k[0]].scope != "global"}
+        stats.add(own)
+    return stats
 
 
 def _reopen(path: str) -> BinaryIO:

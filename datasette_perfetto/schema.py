@@ -1118,9 +1118,10 @@ REPORT_SLICE_NAME = Table(
     (
         C("name", "TEXT", "Slice name."),
         C("count", "INTEGER", "Number of slices with this name."),
-        C("total_dur", "INTEGER", "Sum of durations (unfinished slices count as 0).", unit=TS),
-        C("max_dur", "INTEGER", "Longest duration.", unit=TS),
+        C("total_dur", "INTEGER", "Sum of durations (unfinished slices last to the end of the trace).", unit=TS),
+        C("max_dur", "INTEGER", "Longest duration (an unfinished slice's to the end of the trace).", unit=TS),
         C("max_slice_id", "INTEGER", "→ slice.id of a longest instance."),
+        C("unfinished", "INTEGER", "Slices with this name never ended (dur -1)."),
     ),
     indexes=(("name",), ("total_dur",)),
 )
@@ -1130,7 +1131,8 @@ REPORT_PERCENTILES = (50, 95, 99)
 
 REPORT_SLICE_NAME_PERCENTILE = Table(
     "report_slice_name_percentile",
-    "Per slice name minimum and nearest-rank percentiles of the durations (unfinished slices count as 0), "
+    "Per slice name minimum and nearest-rank percentiles of the durations (unfinished slices last to the end "
+    "of the trace), "
     "precomputed at import for the slices report of the whole trace (not a trace_processor table).",
     (
         C("name", "TEXT", "Slice name."),
@@ -1165,6 +1167,16 @@ REPORT_TRACK_STATS = Table(
         C("min_value", "REAL", "Smallest counter value; NULL for slice and state tracks."),
         C("max_value", "REAL", "Largest counter value; NULL for slice and state tracks."),
         C("sum_value", "REAL", "Sum of counter values (average = sum_value / event_count); NULL for others."),
+        C(
+            "drops",
+            "INTEGER",
+            "Counter values lower than the one before (in time order): 0 for a counter that never goes down; "
+            "NULL for slice and state tracks.",
+        ),
+        *(
+            C(f"p{p}_value", "REAL", f"{p}th percentile (nearest rank) of the counter values; NULL for others.")
+            for p in REPORT_PERCENTILES
+        ),
     ),
     indexes=(("track_id",),),
 )
@@ -1203,9 +1215,10 @@ REPORT_SLICE_TRACK_NAME = Table(
         C("track_id", "INTEGER", "→ track.id."),
         C("name", "TEXT", "Slice name."),
         C("count", "INTEGER", "Slices of this name on the track."),
-        C("total_dur", "INTEGER", "Sum of their durations (unfinished slices count as 0).", unit=TS),
-        C("max_dur", "INTEGER", "Longest duration.", unit=TS),
+        C("total_dur", "INTEGER", "Sum of their durations (unfinished slices last to the end of the trace).", unit=TS),
+        C("max_dur", "INTEGER", "Longest duration (an unfinished slice's to the end of the trace).", unit=TS),
         C("max_slice_id", "INTEGER", "→ slice.id of a longest one."),
+        C("unfinished", "INTEGER", "Of them, slices never ended (dur -1)."),
     ),
     indexes=(("track_id",),),
 )
@@ -1259,11 +1272,14 @@ SELECT {keys}, cell, sum(first) AS starting, sum(max(inside, 0)) AS inside FROM 
 GROUP BY cell, {keys}"""
 
 
+# A slice's duration as the report counts it: an unfinished one (dur -1) lasts to the end of the trace.
+_SLICE_DUR = "CASE WHEN dur < 0 THEN max((SELECT end_ts FROM trace_bounds) - ts, 0) ELSE dur END"
+
 DERIVED: tuple[Derived, ...] = (
     Derived(
         REPORT_SLICE_NAME,
-        "INSERT INTO report_slice_name (name, count, total_dur, max_dur, max_slice_id) "
-        "SELECT name, count(*), sum(max(dur, 0)), max(dur), id FROM slice GROUP BY name",
+        "INSERT INTO report_slice_name (name, count, total_dur, max_dur, max_slice_id, unfinished) "
+        f"SELECT name, count(*), sum({_SLICE_DUR}), max({_SLICE_DUR}), id, sum(dur < 0) FROM slice GROUP BY name",
         streamed=True,
     ),
     # Each name's durations ranked in the (name, dur) index's order; the ranks the percentiles need kept.
@@ -1273,17 +1289,27 @@ DERIVED: tuple[Derived, ...] = (
         + ", ".join(f"p{p}_dur" for p in REPORT_PERCENTILES)
         + ") SELECT name, max(CASE WHEN rank = 0 THEN d END), "
         + ", ".join(f"max(CASE WHEN rank = {_nearest_rank(p)} THEN d END)" for p in REPORT_PERCENTILES)
-        + " FROM (SELECT name, max(dur, 0) AS d, row_number() OVER (PARTITION BY name ORDER BY dur) - 1 AS rank, "
+        + f" FROM (SELECT name, {_SLICE_DUR} AS d, row_number() OVER (PARTITION BY name ORDER BY {_SLICE_DUR}) - 1 "
+        "AS rank, "
         "count(*) OVER (PARTITION BY name) - 1 AS last FROM slice) GROUP BY name",
     ),
     Derived(
         REPORT_TRACK_STATS,
-        "INSERT INTO report_track_stats (track_id, event_count, min_value, max_value, sum_value) "
-        "SELECT track_id, sum(n), min(lo), max(hi), sum(total) FROM ("
-        "SELECT track_id, count(*) AS n, NULL AS lo, NULL AS hi, NULL AS total FROM slice GROUP BY track_id "
-        "UNION ALL SELECT track_id, count(*), min(value), max(value), sum(value) FROM counter GROUP BY track_id "
-        "UNION ALL SELECT track_id, count(*), NULL, NULL, NULL FROM state GROUP BY track_id) "
-        "GROUP BY track_id",
+        "INSERT INTO report_track_stats (track_id, event_count, min_value, max_value, sum_value, drops, "
+        + ", ".join(f"p{p}_value" for p in REPORT_PERCENTILES)
+        + ") SELECT track_id, sum(n), min(lo), max(hi), sum(total), sum(down), "
+        + ", ".join(f"max(p{p})" for p in REPORT_PERCENTILES)
+        + " FROM (SELECT track_id, count(*) AS n, NULL AS lo, NULL AS hi, NULL AS total, NULL AS down, "
+        + ", ".join(f"NULL AS p{p}" for p in REPORT_PERCENTILES)
+        + " FROM slice GROUP BY track_id "
+        "UNION ALL SELECT track_id, count(*), min(value), max(value), sum(value), coalesce(sum(value < previous), 0), "
+        + ", ".join(f"max(CASE WHEN rank = {_nearest_rank(p)} THEN value END)" for p in REPORT_PERCENTILES)
+        + " FROM (SELECT track_id, ts, value, lag(value) OVER (PARTITION BY track_id ORDER BY ts, id) AS previous, "
+        "row_number() OVER (PARTITION BY track_id ORDER BY value) - 1 AS rank, "
+        "count(*) OVER (PARTITION BY track_id) - 1 AS last FROM counter) GROUP BY track_id "
+        "UNION ALL SELECT track_id, count(*), NULL, NULL, NULL, NULL, "
+        + ", ".join("NULL" for _ in REPORT_PERCENTILES)
+        + " FROM state GROUP BY track_id) GROUP BY track_id",
     ),
     # The state classes match report/views/scheduling.py (RUNNABLE, SLEEPING).
     Derived(
@@ -1313,8 +1339,9 @@ DERIVED: tuple[Derived, ...] = (
     ),
     Derived(
         REPORT_SLICE_TRACK_NAME,
-        "INSERT INTO report_slice_track_name (track_id, name, count, total_dur, max_dur, max_slice_id) "
-        "SELECT track_id, name, count(*), sum(max(dur, 0)), max(dur), id FROM slice GROUP BY track_id, name",
+        "INSERT INTO report_slice_track_name (track_id, name, count, total_dur, max_dur, max_slice_id, unfinished) "
+        f"SELECT track_id, name, count(*), sum({_SLICE_DUR}), max({_SLICE_DUR}), id, sum(dur < 0) FROM slice "
+        "GROUP BY track_id, name",
         streamed=True,
     ),
     # Instances are clipped to the trace, as the timeline clips them to its range.
@@ -1325,7 +1352,8 @@ DERIVED: tuple[Derived, ...] = (
         + _cell_split(
             "track_id, name",
             (
-                "SELECT s.track_id, s.name, max(s.ts, t0) AS row_start, min(s.ts + max(s.dur, 0), t1) AS row_end, "
+                "SELECT s.track_id, s.name, max(s.ts, t0) AS row_start, "
+                "min(CASE WHEN s.dur < 0 THEN t1 ELSE s.ts + s.dur END, t1) AS row_end, "
                 "(max(s.ts, t0) - t0) / g AS cell FROM slice s, grid WHERE +s.name IN (SELECT name FROM "
                 f"report_slice_name WHERE count >= {REPORT_CELL_MIN_COUNT})"
             ),

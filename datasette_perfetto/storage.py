@@ -134,8 +134,9 @@ class TraceStorage:
         """Flushes, writes the streamed aggregates and has the writer complete the database
         (`phase` as in writer.finish)."""
         self.flush()
-        self.writer.rows("report_slice_track_name", list(self.slice_names.track_name_rows()))
-        self.writer.rows("report_slice_name", list(self.slice_names.name_rows()))
+        end = self.time_bounds.trace_bounds()[1]  # unfinished slices last to the end of the trace
+        self.writer.rows("report_slice_track_name", list(self.slice_names.track_name_rows(end)))
+        self.writer.rows("report_slice_name", list(self.slice_names.name_rows(end)))
         self.writer.finish(phase)
 
     def abort(self) -> None:

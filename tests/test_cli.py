@@ -74,6 +74,35 @@ def test_ingest_summary_names_data_loss(tmp_path, demo_bytes):
     assert "stats: proto_tokenizer_truncated_packet=1" in result.stderr.splitlines()[0]
 
 
+def lossy_machines_trace() -> bytes:
+    """A host and machine 1001, each with ftrace data loss: the host's CPU 0, machine 1001's CPUs 0 and 2."""
+    from datasette_perfetto.trace_builder import TraceBuilder
+
+    b = TraceBuilder()
+    for machine, cpus in ((None, (0,)), (1001, (0, 2))):
+        for cpu in cpus:
+            event = {"timestamp": 150, "pid": 0, "cpu_frequency": {"state": 1000, "cpu_id": cpu}}
+            b.ftrace(cpu, event, seq_id=5, machine_id=machine, lost_events=True)
+    return b.to_bytes()
+
+
+def test_ingest_summary_counts_every_machines_stats(tmp_path):
+    trace = tmp_path / "machines.pftrace"
+    trace.write_bytes(lossy_machines_trace())
+    db = tmp_path / "m.db"
+    result = run("ingest", str(trace), "-o", str(db))
+    assert result.exit_code == 0, result.output
+    conn = sqlite3.connect(db)
+    rows = conn.execute(
+        "SELECT idx, machine_id, value FROM stats WHERE name = 'ftrace_cpu_has_data_loss' AND value > 0 ORDER BY 2, 1"
+    ).fetchall()
+    conn.close()
+    assert rows == [(0, 0, 1), (0, 1, 1), (2, 1, 1)]
+    # Per stat and index, summed over the machines: CPU 0 lost data on both.
+    summary = result.stderr.splitlines()[0]
+    assert summary.endswith("; stats: ftrace_cpu_has_data_loss[0]=2, ftrace_cpu_has_data_loss[2]=1"), summary
+
+
 BAD_INPUTS = {"random bytes": bytes(range(256)) * 4, "empty": b"", "json": b"[]", "missing": None}
 
 

@@ -64,6 +64,21 @@ async def test_summary_lists_import_problems(tmp_path, demo_bytes):
 
 
 @pytest.mark.asyncio
+async def test_summary_counts_every_machines_stats(tmp_path):
+    from test_cli import lossy_machines_trace
+
+    path = tmp_path / "machines.db"
+    ingest_bytes(lossy_machines_trace(), str(path))
+    conn = sqlite3.connect(path)
+    (lost,) = conn.execute("SELECT sum(value) FROM stats WHERE name = 'ftrace_cpu_has_data_loss'").fetchone()
+    machines = conn.execute("SELECT count(DISTINCT machine_id) FROM stats WHERE value > 0").fetchone()[0]
+    conn.close()
+    assert (lost, machines) == (3, 2)  # the host's CPU 0, machine 1001's CPUs 0 and 2
+    page = (await served(path).client.get("/machines")).text
+    assert "ftrace_cpu_has_data_loss = 3 (data_loss)" in page
+
+
+@pytest.mark.asyncio
 async def test_non_trace_database_page_has_no_summary(tmp_path):
     path = tmp_path / "plain.db"
     conn = sqlite3.connect(path)

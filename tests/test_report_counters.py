@@ -47,6 +47,40 @@ def synth(tmp_path_factory):
     return ingest_named(tmp_path_factory, two_process_trace(), "synth")
 
 
+SECOND = 1_000_000_000
+T0 = 5 * SECOND
+
+
+def kinds_trace() -> bytes:
+    """Ten seconds (T0 to T0 + 10s) of counters of each kind on one thread:
+    cpu_time (ns, cumulative: +100ms a second, so 10% CPU), instructions (no unit, cumulative: +1000 a second),
+    mem (bytes, a gauge: 2, 1, 4, 3 MiB), queue (no unit, a gauge: 5, 10) and limit (constant 7)."""
+    b = TraceBuilder()
+    seq = b.sequence(1)
+    seq.process(30, "gamma")
+    main = seq.thread(30, 31, "gamma-main")
+    seq.counter_track(201, "cpu_time", parent_uuid=main, unit="ns")
+    seq.counter_track(202, "instructions", parent_uuid=main)
+    seq.counter_track(203, "mem", parent_uuid=main, unit="bytes")
+    seq.counter_track(204, "queue", parent_uuid=main)
+    seq.counter_track(205, "limit", parent_uuid=main)
+    seq.slice_begin(T0, main, "run")
+    samples = [(T0 + i * SECOND, 201, i * 100_000_000) for i in range(11)]
+    samples += [(T0 + i * SECOND, 202, i * 1000) for i in range(11)]
+    samples += [(T0 + i * 2 * SECOND, 203, m << 20) for i, m in enumerate((2, 1, 4, 3))]
+    samples += [(T0 + SECOND, 204, 5), (T0 + 2 * SECOND, 204, 10)]
+    samples += [(T0 + i * SECOND, 205, 7) for i in range(3)]
+    for ts, track, value in sorted(samples):
+        seq.counter(ts, track, value)
+    seq.slice_end(T0 + 10 * SECOND, main)
+    return b.to_bytes()
+
+
+@pytest.fixture(scope="module")
+def kinds(tmp_path_factory):
+    return ingest_named(tmp_path_factory, kinds_trace(), "kinds")
+
+
 @pytest.fixture(scope="module")
 def rss(tmp_path_factory):
     return ingest_case(tmp_path_factory, RSS_CASE, "rss")
@@ -57,7 +91,7 @@ def rss(tmp_path_factory):
 
 @pytest.mark.asyncio
 async def test_list_rows_match_sql_per_track(demo_db):
-    data = await get_json(demo_db.path, "/demo/-/report/counters.json")
+    data = await get_json(demo_db.path, "/demo/-/report/counters.json?sort=count")
     assert data["view"] == "list"
     rows = data["counters_list"]["rows"]
     expected = demo_db.rows("""SELECT t.id, t.name, count(*), min(c.value), avg(c.value), max(c.value), p.pid
@@ -75,10 +109,141 @@ async def test_list_rows_match_sql_per_track(demo_db):
 async def test_list_html_shows_numbers_and_drill_down_links(demo_db):
     page = (await served(demo_db.path).client.get("/demo/-/report/counters")).text
     assert "Counters (5 tracks in scope)" in page
-    assert ">MemoryUsage</a>" in page and "151.4M" in page and "196.4M" in page and ">bytes<" in page
+    # Values in their unit (MemoryUsage is in bytes).
+    assert ">MemoryUsage</a>" in page and ">144 MiB<" in page and ">187 MiB<" in page
     # A row's name opens its timeline narrowed to the row's owner; its scope opens inspect.
     assert 'href="/demo/-/report/counters/timeline?name=MemoryUsage&amp;pid=200"' in page
     assert 'href="/demo/-/report/counters/inspect?name=IPCMessagesSent&amp;pid=100"' in page
+
+
+@pytest.mark.asyncio
+async def test_list_ranks_changing_gauges_then_cumulative_counters_by_rate(kinds):
+    rows = (await get_json(kinds, "/kinds/-/report/counters.json"))["counters_list"]["rows"]
+    # Gauges by variation (max - min) / max(|max|, |min|): mem 3/4, queue 5/10; then cumulative counters by
+    # rate: cpu_time 1s over 10s (1e8 ns/s), instructions 10,000 over 10s; then the constant.
+    assert [(r["name"], r["monotonic"], r["variation"], r["rate"]) for r in rows] == [
+        ("mem", False, 0.75, 0),
+        ("queue", False, 0.5, 0),  # rising, but two samples say nothing of a trend
+        ("cpu_time", True, 1.0, pytest.approx(1e8)),
+        ("instructions", True, 1.0, pytest.approx(1000)),
+        ("limit", False, 0, 0),
+    ]
+    # In a range the rate is the rise in it per second of it: cpu_time from 200ms (T0 + 2s) to 400ms (T0 + 4s).
+    rows = (await get_json(kinds, "/kinds/-/report/counters.json?time=1.5s,4.5s&sort=rate"))["counters_list"]["rows"]
+    assert [(r["name"], r["rate"]) for r in rows[:2]] == [
+        ("cpu_time", pytest.approx(200_000_000 * 1e9 / (3 * SECOND))),
+        ("instructions", pytest.approx(2000 / 3)),
+    ]
+    assert all(not r["rate"] for r in rows[2:])
+
+
+@pytest.mark.asyncio
+async def test_list_page_folds_units_into_values_and_shows_rates(kinds):
+    page = (await served(kinds).client.get("/kinds/-/report/counters")).text
+    cells = re.findall(r"<td[^>]*>(?:<a[^>]*>)?([^<]*)", page)
+    # Min, avg, max, rate: bytes as MiB, ns as times, time per second as a share (CPU %), others per second.
+    for row in (
+        ["1 MiB", "2.5 MiB", "4 MiB", "-"],
+        ["0ns", "500ms", "1s", "10.0%"],
+        ["0", "5.0k", "10.0k", "1.0k/s"],
+        ["7", "7", "7", "-"],
+    ):
+        assert any(cells[i : i + 4] == row for i in range(len(cells))), (row, cells)
+    assert "<th>Rate</th>" in page or ">Rate<" in page
+
+
+@pytest.mark.asyncio
+async def test_cumulative_flag_and_percentiles_precomputed_match_the_samples(kinds, demo_db):
+    from datasette_perfetto.report.base import percentile_index
+
+    for db in (TraceDB(kinds), demo_db):
+        for track_id, drops, p50, p95, p99 in db.rows(
+            "SELECT track_id, drops, p50_value, p95_value, p99_value FROM report_track_stats "
+            "WHERE track_id IN (SELECT id FROM counter_track)"
+        ):
+            values = [
+                v for (v,) in db.rows("SELECT value FROM counter WHERE track_id = ? ORDER BY ts, id", (track_id,))
+            ]
+            assert drops == sum(b < a for a, b in zip(values, values[1:]))
+            ranked = sorted(values)
+            assert (p50, p95, p99) == tuple(ranked[percentile_index(len(ranked), p)] for p in (50, 95, 99))
+
+
+@pytest.mark.asyncio
+async def test_inspect_percentiles_precomputed_ranked_or_left_out(kinds, monkeypatch):
+    from datasette_perfetto.report.views import counters
+
+    monkeypatch.setattr(counters, "PERCENTILE_MAX", 5)
+    ranked = [i * 100_000_000.0 for i in range(11)]
+    # The whole trace of one track: its precomputed percentiles, however many samples.
+    data = await get_json(kinds, "/kinds/-/report/counters/inspect.json?name=cpu_time")
+    i = data["counters_inspect"]
+    assert (i["stats"]["p50"], i["stats"]["p95"], i["stats"]["p99"]) == (ranked[5], ranked[10], ranked[10])
+    assert (int(i["stats"]["count"]), i["stats"]["avg"], i["percentiles_left_out"]) == (11, 500_000_000, False)
+    # A range of up to PERCENTILE_MAX samples: ranked (T0 + 2s .. T0 + 6s: 200ms .. 600ms).
+    i = (await get_json(kinds, "/kinds/-/report/counters/inspect.json?name=cpu_time&time=1.5s,6.5s"))[
+        "counters_inspect"
+    ]
+    assert (int(i["stats"]["count"]), i["stats"]["p50"], i["percentiles_left_out"]) == (5, 400_000_000, False)
+    # More: left out, with a footnote linking the histogram; the text says "-" rather than 0.
+    data = await get_json(kinds, "/kinds/-/report/counters/inspect.json?name=cpu_time&time=0s,8s")
+    i = data["counters_inspect"]
+    assert (int(i["stats"]["count"]), i["stats"]["p50"], i["percentiles_left_out"]) == (8, 0, True)
+    (note,) = [f for f in data["footnotes"] if "p50/p95/p99 left out" in f["text"]]
+    assert "/kinds/-/report/counters/histogram?" in note["url"] and "name=cpu_time" in note["url"]
+    text = (await served(kinds).client.get("/kinds/-/report/counters/inspect.txt?name=cpu_time&time=0s,8s")).text
+    assert re.search(r"p50 / p95 / p99 +- / - / -", text), text
+
+
+@pytest.mark.asyncio
+async def test_inspect_peak_is_found_in_the_range(kinds):
+    # instructions peaks at T0 + 10s over the trace; in 1.5s..4.5s its maximum is at T0 + 4s.
+    data = await get_json(kinds, "/kinds/-/report/counters/inspect.json?name=instructions&time=1.5s,4.5s")
+    (peak,) = [s for s in data["next_steps"] if "at its maximum" in s["label"]]
+    assert "(4s)" in peak["label"] and "ts=4.000000000s" in peak["url"]
+
+
+def nav_links(page: str) -> dict[str, bool]:
+    """The report navigation's nouns -> whether greyed (no data)."""
+    nav = page.split('<nav class="perfetto-report-nav">', 1)[1].split("</nav>", 1)[0]
+    return {
+        label: "perfetto-report-nav-empty" in attrs
+        for attrs, label in re.findall(r"<a([^>]*)>([^<]*)</a>", nav.split('<span class="perfetto-report-formats">')[0])
+    }
+
+
+@pytest.mark.asyncio
+async def test_navigation_greys_nouns_without_data(kinds, demo_db, tmp_path):
+    db = TraceDB(kinds)
+    empty = {
+        noun
+        for noun, table in (
+            ("slices", "slice"),
+            ("stack-samples", "stack_sample"),
+            ("heap-profile", "heap_profile_allocation"),
+            ("heap-dump", "heap_graph_object"),
+            ("scheduling", "sched"),
+            ("counters", "counter"),
+        )
+        if not db.one(f"SELECT count(*) FROM {table}")
+    }
+    assert empty == {"stack-samples", "heap-profile", "heap-dump", "scheduling"}
+    links = nav_links((await served(kinds).client.get("/kinds/-/report/counters")).text)
+    assert {noun for noun, grey in links.items() if grey} == empty
+    assert {"overview", "slices", "counters", "processes", "tracks"} <= {n for n, grey in links.items() if not grey}
+    # A diff page greys the nouns neither trace has; its overview says they are in neither.
+    twin = tmp_path / "twin.db"
+    twin.write_bytes(kinds.read_bytes())
+    ds = served(kinds, twin)
+    page = (await ds.client.get("/kinds/-/report?baseline=twin")).text
+    assert {noun for noun, grey in nav_links(page).items() if grey} == empty
+    assert 'title="not present in either trace"' in page
+    absent = (await get_json(ds, "/kinds/-/report.json?baseline=twin"))["overview_diff"]["absent"]
+    assert {(a["noun"], a["reason"]) for a in absent} == {(noun, "not present in either trace") for noun in empty}
+    # One trace with the data is enough to keep a noun: the demo has every noun.
+    ds = served(kinds, demo_db.path)
+    page = (await ds.client.get("/kinds/-/report?baseline=demo")).text
+    assert not any(nav_links(page).values())
 
 
 @pytest.mark.asyncio
@@ -167,11 +332,9 @@ async def test_histogram_counts_and_percentiles_match_sql(demo_db):
         WHERE t.name = 'IPCMessagesSent' ORDER BY value""")
     ]
     assert h["scale"] == "linear"  # 0 .. 228 includes zero: no log buckets
-    assert [(b.get("low", 0), b["high"]) for b in h["buckets"]] == [(0, 57), (57, 114), (114, 171), (171, 228)]
-    expected = [
-        sum(1 for v in values if lo <= v < hi or (hi == 228 and v == 228))
-        for lo, hi in [(0, 57), (57, 114), (114, 171), (171, 228)]
-    ]
+    # Round edges: 228 / 4 = 57 rounds up to buckets 100 wide, so three of them cover 0 .. 228.
+    assert [(b.get("low", 0), b["high"]) for b in h["buckets"]] == [(0, 100), (100, 200), (200, 300)]
+    expected = [sum(1 for v in values if lo <= v < hi) for lo, hi in [(0, 100), (100, 200), (200, 300)]]
     assert [int(b.get("count", 0)) for b in h["buckets"]] == expected and sum(expected) == 20
     stats = h["stats"]
     n = len(values)
@@ -190,8 +353,8 @@ async def test_histogram_uses_log_buckets_for_values_spanning_orders_of_magnitud
     h = data["counters_histogram"]
     assert h["scale"] == "log"
     edges = [h["buckets"][0].get("low", 0)] + [b["high"] for b in h["buckets"]]
-    assert edges[0] == 9 and edges[-1] == 1000
-    assert edges[1] / edges[0] == pytest.approx(edges[2] / edges[1]) == pytest.approx((1000 / 9) ** (1 / 3))
+    # Round edges: 1-2-5 steps from 5 to 1000 would be 8 buckets, so one decade each.
+    assert edges == [1, 10, 100, 1000]
     assert sum(int(b.get("count", 0)) for b in h["buckets"]) == 5
     text = (await served(rss).client.get("/rss/-/report/counters/histogram.txt?name=mem.rss.file")).text
     assert "log-spaced buckets" in text
@@ -327,13 +490,26 @@ async def test_every_link_on_counter_pages_works(synth):
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("query", ["", "time=0.5s,1.5s&min_count=5&sort=name", "pid=100", "name=Mem*&sort=max"])
+@pytest.mark.parametrize(
+    "query", ["", "time=0.5s,1.5s&min_count=5&sort=name", "pid=100", "name=Mem*&sort=max", "sort=rate", "time=1s,2s"]
+)
 async def test_canned_query_gives_the_rows_of_the_report(demo_db, query):
     ds = served(demo_db.path)
     report = (await ds.client.get(f"/demo/-/report/counters.json?{query}")).json()["counters_list"]["rows"]
     canned = (await ds.client.get(f"/demo/counters_list.json?_shape=array&{query}")).json()
     assert [(r["track_id"], r["count"]) for r in canned] == [(int(r["track_id"]), int(r["count"])) for r in report]
     assert report
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("query", ["", "time=1.5s,4.5s", "sort=rate"])
+async def test_canned_query_ranks_and_rates_as_the_report(kinds, query):
+    ds = served(kinds)
+    report = (await ds.client.get(f"/kinds/-/report/counters.json?{query}")).json()["counters_list"]["rows"]
+    canned = (await ds.client.get(f"/kinds/counters_list.json?_shape=array&{query}")).json()
+    assert [(r["name"], bool(r["monotonic"]), r["rate"] or 0, r["variation"]) for r in canned] == [
+        (r["name"], r["monotonic"], pytest.approx(r["rate"]), r["variation"]) for r in report
+    ]
 
 
 @pytest.mark.asyncio

@@ -184,8 +184,10 @@ def test_heap_functions_diff_has_per_allocation_deltas(profile_pair):
     assert (rows["old_alloc"]["avg_size_delta"], rows["new_alloc"]["avg_size_delta"]) == (-100, 100)
     assert (out["baseline_total_bytes"], out["target_total_bytes"]) == (712, 2448)
     assert (out["baseline_total_count"], out["target_total_count"]) == (10, 20)
-    # main allocates nothing itself: its total is every allocation under it, its average theirs.
-    assert (rows["main"]["total_bytes_delta"], rows["main"]["avg_size_delta"]) == (2448 - 712, 2448 // 20 - 712 // 10)
+    # main allocates nothing itself: its total is every allocation under it; its average, of its own
+    # allocations, is none on either side.
+    assert (rows["main"]["total_bytes_delta"], rows["main"]["avg_size_delta"]) == (2448 - 712, 0)
+    assert (rows["main"]["baseline"]["avg_size"], rows["main"]["target"]["avg_size"]) == (0, 0)
     # Against SQL on each database, and the trace's own definition.
     base, target = (sql_allocations(p) for p in profile_pair)
     for name, r in rows.items():
@@ -246,10 +248,11 @@ def test_heap_dump_types_diff_has_per_object_deltas(profile_pair):
 
 
 def test_row_filters_and_sorts_of_the_profile_diffs(profile_pair):
-    # min_count keeps a function when either side reaches it: fresh (2) and old (3) go.
+    # min_count counts self samples (the Samples column) and keeps a function when either side reaches it:
+    # work (4 and 4), main (0), fresh (2) and old (3) go.
     out = diff_json(profile_pair, "stack-samples", "functions", min_count="5", sort="total")
     rows = out["stack_samples_functions_diff"]["rows"]
-    assert [r["name"] for r in rows] == ["hot", "work", "main", "idle"]
+    assert [r["name"] for r in rows] == ["hot", "idle"]
     assert out["stack_samples_functions_diff"]["summary"]["sort_column"] == "total_count"
     counted = diff_json(profile_pair, "heap-dump", "types", sort="count")["heap_dump_types_diff"]
     assert [r["name"] for r in counted["rows"]][0] == "com.Cache"

@@ -112,7 +112,7 @@ def test_v8_canned_functions_query_agrees_on_self_and_total(v8_db):
     from datasette_perfetto.report.views.stack_samples import FunctionsView
 
     conn = connect_with_functions(v8_db.path)
-    params = {k: "" for k in ("pid", "process", "tid", "thread", "time", "name", "min_count", "sort")}
+    params = {k: "" for k in ("pid", "process", "tid", "thread", "time", "name", "min_count", "sort", "exclude_idle")}
     rows = conn.execute(FunctionsView.canned_sql, {**params, "top": "20"}).fetchall()
     msg, _ = result(v8_db.path, "stack-samples", "functions", top=20)
     assert [(r[0], r[1], r[2]) for r in rows] == [(r.name, r.self_count, r.total_count) for r in msg.rows]
@@ -324,7 +324,7 @@ def test_heap_profile_views(profile_db):
     assert msg.total_bytes == 1200 and msg.total_count == 3
     assert rows[HOSTILE] == (1000, 1000, 1, 1000, 1000)
     assert rows["leaf"] == (200, 200, 2, 100, 100)
-    assert rows["main"] == (0, 1200, 0, 400, 0)
+    assert rows["main"] == (0, 1200, 0, 0, 0)  # no allocations of its own: no average of them
     assert rows["rec"][1] == 200  # through the recursion, once
     tree, r = result(profile_db, "heap-profile", "top-down")
     assert (tree.nodes[0].name, tree.nodes[0].total_value, tree.unit) == ("main", 1200, "bytes")
@@ -333,6 +333,75 @@ def test_heap_profile_views(profile_db):
     assert [(n.name, n.total_value) for n in callers.nodes if n.parent == -1] == [("leaf", 200)]
     none, _ = result(profile_db, "heap-profile", "functions", pid=200)
     assert none.total_bytes == 0 and not none.not_present
+
+
+def test_stack_samples_min_count_counts_self_samples_and_says_what_it_hid(profile_db):
+    # Self samples (the Samples column): main 10, leaf 4 + 1, HOSTILE 3, rec 2, a and b none.
+    conn = sqlite3.connect(profile_db)
+    own = dict(
+        conn.execute(
+            "SELECT f.name, count(*) FROM stack_sample s JOIN stack_profile_callsite c ON c.id = s.callsite_id "
+            "JOIN stack_profile_frame f ON f.id = c.frame_id GROUP BY f.name"
+        ).fetchall()
+    )
+    conn.close()
+    assert own == {"main": 10, "leaf": 5, HOSTILE: 3, "rec": 2}
+    msg, r = result(profile_db, "stack-samples", "functions", min_count=3)
+    assert [(row.name, row.self_count) for row in msg.rows] == [("main", 10), ("leaf", 5), (HOSTILE, 3)]
+    assert msg.total_rows == 3 and msg.total_samples == 20  # the percentages stay of every sample
+    (note,) = [f for f in r.report.footnotes if f.text.startswith("min_count")]
+    assert note.text == "min_count=3 hid 3 functions (fewer than 3 self samples: 2 samples); without it"
+    assert "min_count" not in note.url
+    # The canned query filters the same way.
+    from datasette_perfetto.report.views.stack_samples import FunctionsView
+
+    conn = connect_with_functions(profile_db)
+    params = {k: "" for k in ("pid", "process", "tid", "thread", "time", "name", "sort", "exclude_idle")}
+    rows = conn.execute(FunctionsView.canned_sql, {**params, "min_count": "3", "top": "20"}).fetchall()
+    assert [(row[0], row[1]) for row in rows] == [(row.name, row.self_count) for row in msg.rows]
+    # Without min_count, no footnote.
+    _, r = result(profile_db, "stack-samples", "functions")
+    assert not [f for f in r.report.footnotes if f.text.startswith("min_count")]
+
+
+def test_heap_functions_count_and_average_describe_their_own_allocations(profile_db):
+    # leaf: 2 allocations, 200 B; HOSTILE: 1, 1000 B; main, a, rec and b allocate only through their callees.
+    msg, r = result(profile_db, "heap-profile", "functions", top=50)
+    rows = {
+        row.name: (row.self_bytes, row.self_count, row.avg_size, row.total_bytes, row.total_count) for row in msg.rows
+    }
+    assert rows["leaf"] == (200, 2, 100, 200, 2)
+    assert rows["main"] == (0, 0, 0, 1200, 3)
+    text = to_text(r)
+    header = next(line for line in text.splitlines() if "Self bytes" in line)
+    assert header.split() == [
+        "Function",
+        "Self",
+        "bytes",
+        "Self",
+        "count",
+        "Avg",
+        "size",
+        "Total",
+        "bytes",
+        "Total",
+        "count",
+    ]
+    main = next(line for line in text.splitlines() if line.split()[:1] == ["main"])
+    assert main.split() == ["main", "0", "B", "0", "-", "1.2", "KiB", "3"]  # no average of allocations it never made
+    # min_count counts own allocations: leaf (2) stays; HOSTILE's one (1000 B) and the callers' none go.
+    msg, r = result(profile_db, "heap-profile", "functions", min_count=2)
+    assert [row.name for row in msg.rows] == ["leaf"]
+    (note,) = [f for f in r.report.footnotes if f.text.startswith("min_count")]
+    assert note.text == (
+        "min_count=2 hid 5 functions (fewer than 2 own allocations: 1 allocations, 1000 B); without it"
+    )
+    from datasette_perfetto.report.views.heap_profile import FunctionsView
+
+    conn = connect_with_functions(profile_db)
+    params = {k: "" for k in ("pid", "process", "time", "name", "sort")}
+    rows = conn.execute(FunctionsView.canned_sql, {**params, "min_count": "2", "top": "20"}).fetchall()
+    assert [(row[0], row[3], row[4]) for row in rows] == [("leaf", 2, 100)]
 
 
 def test_heap_dump_types_retained_counts_nested_objects_once(profile_db):

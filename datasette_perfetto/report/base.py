@@ -212,6 +212,33 @@ class ReportRun:
         self.lean: bool = parent.lean if parent else False
         # has_tables' answers: asked once per report, not once per row.
         self._tables: dict[tuple[str, ...], bool] = parent._tables if parent else {}
+        if parent is None:
+            self._outside_trace_footnotes()
+
+    def _outside_trace_footnotes(self) -> None:
+        """A time range or ts outside the trace is answered, not refused (the same command runs on any trace,
+        and on both sides of a diff): a footnote says the answer is empty, or the range partly so."""
+        trace = f"the trace ({self.offset(self.trace.start)}-{self.offset(self.trace.end)})"
+        if self.scope.time is not None:
+            start, end = self.time_range()
+            shown_range = f"time {self.offset(start)}-{self.offset(end)}"
+            if end <= self.trace.start or start >= self.trace.end:
+                self.footnote(
+                    f"{shown_range} lies outside {trace}: the window is empty, nothing in it is counted",
+                    self.link(self.noun, self.view, time=None),
+                )
+            elif start < self.trace.start or end > self.trace.end:
+                self.footnote(
+                    f"{shown_range} extends past {trace}: shares are of the whole range, the part outside is empty",
+                    self.link(self.noun, self.view, time=None),
+                )
+        if self.scope.ts is not None:
+            at = self.ts()
+            if not self.trace.start <= at <= self.trace.end:
+                self.footnote(
+                    f"ts {self.offset(at)} lies outside {trace}: nothing is there",
+                    self.link(self.noun, self.view, ts=None),
+                )
 
     def section(self, noun: str, view: str, flags: frozenset[str]) -> ReportRun:
         """A run of another view inside this one, with only the flags that view takes."""

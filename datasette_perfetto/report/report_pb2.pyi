@@ -525,7 +525,7 @@ class SchedulingInspect(_message.Message):
 class CountersList(_message.Message):
     __slots__ = ("rows", "total_rows")
     class Row(_message.Message):
-        __slots__ = ("name", "track_type", "scope", "count", "min", "avg", "max", "track_id", "unit", "process", "pid", "thread", "tid", "cpu", "gpu")
+        __slots__ = ("name", "track_type", "scope", "count", "min", "avg", "max", "track_id", "unit", "process", "pid", "thread", "tid", "cpu", "gpu", "monotonic", "rate", "variation")
         NAME_FIELD_NUMBER: _ClassVar[int]
         TRACK_TYPE_FIELD_NUMBER: _ClassVar[int]
         SCOPE_FIELD_NUMBER: _ClassVar[int]
@@ -541,6 +541,9 @@ class CountersList(_message.Message):
         TID_FIELD_NUMBER: _ClassVar[int]
         CPU_FIELD_NUMBER: _ClassVar[int]
         GPU_FIELD_NUMBER: _ClassVar[int]
+        MONOTONIC_FIELD_NUMBER: _ClassVar[int]
+        RATE_FIELD_NUMBER: _ClassVar[int]
+        VARIATION_FIELD_NUMBER: _ClassVar[int]
         name: str
         track_type: str
         scope: str
@@ -556,7 +559,10 @@ class CountersList(_message.Message):
         tid: int
         cpu: int
         gpu: int
-        def __init__(self, name: _Optional[str] = ..., track_type: _Optional[str] = ..., scope: _Optional[str] = ..., count: _Optional[int] = ..., min: _Optional[float] = ..., avg: _Optional[float] = ..., max: _Optional[float] = ..., track_id: _Optional[int] = ..., unit: _Optional[str] = ..., process: _Optional[str] = ..., pid: _Optional[int] = ..., thread: _Optional[str] = ..., tid: _Optional[int] = ..., cpu: _Optional[int] = ..., gpu: _Optional[int] = ...) -> None: ...
+        monotonic: bool
+        rate: float
+        variation: float
+        def __init__(self, name: _Optional[str] = ..., track_type: _Optional[str] = ..., scope: _Optional[str] = ..., count: _Optional[int] = ..., min: _Optional[float] = ..., avg: _Optional[float] = ..., max: _Optional[float] = ..., track_id: _Optional[int] = ..., unit: _Optional[str] = ..., process: _Optional[str] = ..., pid: _Optional[int] = ..., thread: _Optional[str] = ..., tid: _Optional[int] = ..., cpu: _Optional[int] = ..., gpu: _Optional[int] = ..., monotonic: _Optional[bool] = ..., rate: _Optional[float] = ..., variation: _Optional[float] = ...) -> None: ...
     ROWS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_ROWS_FIELD_NUMBER: _ClassVar[int]
     rows: _containers.RepeatedCompositeFieldContainer[CountersList.Row]
@@ -590,7 +596,7 @@ class CountersHistogram(_message.Message):
     def __init__(self, name: _Optional[str] = ..., scale: _Optional[str] = ..., buckets: _Optional[_Iterable[_Union[HistogramBucket, _Mapping]]] = ..., stats: _Optional[_Union[ValueStats, _Mapping]] = ..., tracks: _Optional[_Iterable[_Union[CountersList.Row, _Mapping]]] = ...) -> None: ...
 
 class CountersInspect(_message.Message):
-    __slots__ = ("name", "ts", "has_value_at_ts", "value_at_ts", "stats", "delta", "first_ts", "last_ts", "tracks", "samples", "value_ts", "unit")
+    __slots__ = ("name", "ts", "has_value_at_ts", "value_at_ts", "stats", "delta", "first_ts", "last_ts", "tracks", "samples", "value_ts", "unit", "percentiles_left_out")
     NAME_FIELD_NUMBER: _ClassVar[int]
     TS_FIELD_NUMBER: _ClassVar[int]
     HAS_VALUE_AT_TS_FIELD_NUMBER: _ClassVar[int]
@@ -603,6 +609,7 @@ class CountersInspect(_message.Message):
     SAMPLES_FIELD_NUMBER: _ClassVar[int]
     VALUE_TS_FIELD_NUMBER: _ClassVar[int]
     UNIT_FIELD_NUMBER: _ClassVar[int]
+    PERCENTILES_LEFT_OUT_FIELD_NUMBER: _ClassVar[int]
     name: str
     ts: int
     has_value_at_ts: bool
@@ -615,7 +622,8 @@ class CountersInspect(_message.Message):
     samples: _containers.RepeatedCompositeFieldContainer[CounterSample]
     value_ts: int
     unit: str
-    def __init__(self, name: _Optional[str] = ..., ts: _Optional[int] = ..., has_value_at_ts: _Optional[bool] = ..., value_at_ts: _Optional[float] = ..., stats: _Optional[_Union[ValueStats, _Mapping]] = ..., delta: _Optional[float] = ..., first_ts: _Optional[int] = ..., last_ts: _Optional[int] = ..., tracks: _Optional[_Iterable[_Union[CounterTrackValue, _Mapping]]] = ..., samples: _Optional[_Iterable[_Union[CounterSample, _Mapping]]] = ..., value_ts: _Optional[int] = ..., unit: _Optional[str] = ...) -> None: ...
+    percentiles_left_out: bool
+    def __init__(self, name: _Optional[str] = ..., ts: _Optional[int] = ..., has_value_at_ts: _Optional[bool] = ..., value_at_ts: _Optional[float] = ..., stats: _Optional[_Union[ValueStats, _Mapping]] = ..., delta: _Optional[float] = ..., first_ts: _Optional[int] = ..., last_ts: _Optional[int] = ..., tracks: _Optional[_Iterable[_Union[CounterTrackValue, _Mapping]]] = ..., samples: _Optional[_Iterable[_Union[CounterSample, _Mapping]]] = ..., value_ts: _Optional[int] = ..., unit: _Optional[str] = ..., percentiles_left_out: _Optional[bool] = ...) -> None: ...
 
 class CounterTrackValue(_message.Message):
     __slots__ = ("track", "has_value_at_ts", "value_at_ts", "value_ts", "delta", "first_ts", "last_ts")

@@ -34,6 +34,8 @@ FLAGS: dict[str, str] = {
     "max_lines": "Node budget for tree views (default 100).",
     "buckets": "Buckets for timeline and histogram views (default 20).",
     "group_by": "Grouping key where a view has one (scheduling summary: thread | process).",
+    "exclude_idle": "Stack samples: leave out V8's pseudo-frames (idle), (program) and (garbage collector) "
+    "(1/true/yes/on; 0/false/no/off).",
     "baseline": "Compare against a baseline trace: a database served alongside (web) or a database file (CLI); "
     "table views and the overview.",
 }
@@ -171,6 +173,21 @@ def _int(text: str, param: str, low: int = 0, high: int = MAX_INT64) -> int:
     return value
 
 
+TRUE_WORDS = ("1", "true", "yes", "on")
+FALSE_WORDS = ("0", "false", "no", "off")
+
+
+def _bool(text: str, param: str) -> bool:
+    word = text.strip().lower()
+    if word not in TRUE_WORDS + FALSE_WORDS:
+        raise ReportError(
+            f"{param}: expected one of {', '.join(TRUE_WORDS + FALSE_WORDS)}, got {shown(text)}",
+            param,
+            TRUE_WORDS + FALSE_WORDS,
+        )
+    return word in TRUE_WORDS
+
+
 def _text(text: str, param: str) -> str:
     """A text flag's value, within what its SQL can take: a GLOB pattern within SQLite's limit."""
     if param in GLOB_FLAGS:
@@ -204,6 +221,7 @@ class Scope:
     max_lines: int = DEFAULT_MAX_LINES
     buckets: int = DEFAULT_BUCKETS
     group_by: str | None = None
+    exclude_idle: bool = False
     baseline: str | None = None
     # The flags as the user wrote them, for echoing and for links.
     given: tuple[tuple[str, str], ...] = field(default=(), compare=False)
@@ -233,6 +251,8 @@ class Scope:
                 values[key] = _int(text, key, 1, MAX_TOP)
             elif key == "buckets":
                 values[key] = _int(text, key, 1, MAX_BUCKETS)
+            elif key == "exclude_idle":
+                values[key] = _bool(text, key)
             elif key == "min_duration":
                 values[key] = parse_duration(text, key)
             elif key == "ts":
@@ -256,9 +276,23 @@ class Scope:
 
     def is_scoped(self) -> bool:
         """True when any flag narrows which data the report covers."""
-        return any(
-            getattr(self, f) is not None
-            for f in ("pid", "process", "tid", "thread", "track", "cpu", "time", "name", "min_duration", "min_count")
+        return (
+            any(
+                getattr(self, f) is not None
+                for f in (
+                    "pid",
+                    "process",
+                    "tid",
+                    "thread",
+                    "track",
+                    "cpu",
+                    "time",
+                    "name",
+                    "min_duration",
+                    "min_count",
+                )
+            )
+            or self.exclude_idle
         )
 
 

@@ -8,11 +8,12 @@ from urllib.parse import urlencode
 from ..compat import sql_editor_url
 from ..metadata import trace_database_names
 from ..web import FORMAT_SUFFIX, Page, PageError, serve
-from .base import Link, Linker
+from .base import Link, Linker, ReportRun
 from .diff import compute_side, join, prepare, with_baseline
 from .engine import run_report
 from .render import to_json, to_sql, to_text
-from .scope import ReportError, shown
+from .scope import ReportError, Scope, shown
+from .views import NOUNS
 
 ROUTE = r"^/(?P<database>[^/]+)/-/report(?:/(?P<noun>[^/.]+)(?:/(?P<view>[^/.]+))?)?" + FORMAT_SUFFIX
 
@@ -52,6 +53,11 @@ async def _respond(page: Page, base: str):
         return Response.text(to_sql(result))
     msg = result.result_message()
     picker = await _baseline_picker(page, result.view, params)
+    # The navigation greys the nouns with no data (on a diff page: in neither trace).
+    with_data = await page.run(nouns_with_data)
+    if result.report.HasField("baseline"):
+        other = page.datasette.databases[result.run.scope.baseline]
+        with_data |= await page.run(nouns_with_data, db=other)
     return await page.render(
         "perfetto_report.html",
         {
@@ -68,6 +74,10 @@ async def _respond(page: Page, base: str):
             "base": base,
             "formats": _format_links(request, base, noun, view),
             "nouns": _diff_noun_links(base, result) if result.report.HasField("baseline") else _noun_links(base),
+            "empty_nouns": {noun for noun in NOUNS if noun not in with_data},
+            "empty_title": "not present in either trace"
+            if result.report.HasField("baseline")
+            else "not present in this trace",
             "bar_width": _bar_pixels,
             "baseline_picker": picker,
             "single_pages": _single_pages(result),
@@ -183,6 +193,12 @@ def _format_links(request, base: str, noun, view) -> list[tuple[str, str]]:
     path = base + "".join(f"/{p}" for p in (noun, view) if p)
     query = ("?" + request.query_string) if request.query_string else ""
     return [(label, f"{path}{ext}{query}") for label, ext in (("JSON", ".json"), ("text", ".txt"), ("SQL", ".sql"))]
+
+
+def nouns_with_data(conn) -> set[str]:
+    """The nouns whose default view has data in the trace (a few EXISTS queries, not recorded in any report)."""
+    run = ReportRun(conn, Scope(), Linker(None, ""), "", "")
+    return {noun for noun, views in NOUNS.items() if next(iter(views.values())).has_data(run)}
 
 
 def _noun_links(base: str) -> list[tuple[str, str]]:

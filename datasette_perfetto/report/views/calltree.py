@@ -451,11 +451,17 @@ def tree_flame(
     msg: pb.CallTree, title: str, describe: Callable[[pb.CallTree.Node], str], link: Callable[[str], Link | None]
 ) -> Flame:
     """An icicle of the shown tree: each node as wide as its total, children under their parent, biggest
-    first; the children max_lines hid are one grey box after the shown ones."""
+    first; the children max_lines hid are one grey box after the shown ones. The full width is the shown roots
+    (and the roots max_lines hid), not every sample: `bottom-up --name X` fills the graph with X's callers."""
     boxes: list[FlameBox] = []
-    total = msg.total_value
+    if msg.total_value <= 0:
+        return Flame(title, boxes)
+    hidden_roots = msg.hidden_roots_percent / 100.0 * msg.total_value
+    total = sum(n.total_value for n in msg.nodes if n.parent < 0) + hidden_roots
     if total <= 0:
         return Flame(title, boxes)
+    if total < msg.total_value:
+        title += f", full width = the roots shown: {100.0 * total / msg.total_value:.1f}% of the total"
     next_x: dict[int, float] = {}  # node index -> where its next child starts
     root_x = 0.0
     for i, node in enumerate(msg.nodes):
@@ -469,7 +475,7 @@ def tree_flame(
         boxes.append(FlameBox(x, width, node.depth, node.name or UNNAMED, describe(node), link(node.name)))
     for i, node in enumerate(msg.nodes):
         if node.hidden_children:
-            rest = node.hidden_percent / 100.0
+            rest = node.hidden_percent / 100.0 * msg.total_value / total
             boxes.append(
                 FlameBox(
                     next_x[i],
@@ -484,7 +490,7 @@ def tree_flame(
         boxes.append(
             FlameBox(
                 root_x,
-                msg.hidden_roots_percent / 100.0,
+                hidden_roots / total,
                 0,
                 f"… {msg.hidden_roots} more",
                 hidden_text(msg.hidden_roots, msg.hidden_roots_percent, msg.hidden_roots_max_percent, "roots"),
@@ -551,6 +557,32 @@ class CallstackView(View):
         }
         rows.sort(key=keys[self.sort_key(s)])
         return rows
+
+    def min_count_footnote(
+        self,
+        run: ReportRun,
+        cs: Callsites,
+        totals: dict[str, FunctionTotals],
+        count_of: Callable[[FunctionTotals], int],
+        removed: Callable[[list[FunctionTotals]], str],
+    ) -> None:
+        """With min_count, a footnote saying what it hid (the functions sorted_functions leaves out for it,
+        `removed` describing them), linking to the report without it."""
+        s = run.scope
+        if s.min_count is None:
+            return
+        keep = cs.matched if s.name is not None else None
+        hidden = [
+            t
+            for name, t in totals.items()
+            if (keep is None or name in keep) and (t.total_value or t.total_count) and count_of(t) < s.min_count
+        ]
+        if hidden:
+            run.footnote(
+                f"min_count={s.min_count} hid {len(hidden)} function{'' if len(hidden) == 1 else 's'} "
+                f"({removed(hidden)}); without it",
+                run.link(self.noun, self.name, min_count=None),
+            )
 
     def functions_steps(self, run: ReportRun, shown: Sequence[FunctionRow], total_rows: int, tree: str) -> None:
         """A functions view's footnote for the rows top hid, and its next steps from its first row."""

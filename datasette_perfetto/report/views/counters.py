@@ -19,6 +19,7 @@ from typing import Any
 
 from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 
+from ...schema import REPORT_PERCENTILES as PERCENTILES
 from .. import format as fmt
 from .. import report_pb2 as pb
 from ..base import Bar, Cell, Chart, ReportRun, Table, View, count_cell, percentile_index
@@ -37,16 +38,41 @@ SCOPE_NOTE = (
 TRACK_COLUMNS = f"""tr.id AS track_id, tr.name, tr.type, tr.counter_unit AS unit,
          {OWNER_COLUMNS}, {GPU_SQL} AS gpu"""
 
+# The default ranking: gauges that change, by their variation; then cumulative counters, by their rate; then
+# counters that never change.
 LIST_SORTS = {
+    "variation": "CASE WHEN monotonic THEN 1 WHEN variation > 0 THEN 0 ELSE 2 END, "
+    "CASE WHEN monotonic THEN -coalesce(rate, 0) ELSE -variation END, count DESC, name, track_id",
+    "rate": "coalesce(rate, 0) DESC, count DESC, name, track_id",
     "count": "count DESC, name, track_id",
     "name": "name, track_id",
     "max": "max DESC, name, track_id",
     "avg": "avg DESC, name, track_id",
 }
 
+# A counter is cumulative (monotonic) when at most this share of its samples over the whole trace are lower
+# than the one before: real thread time steps back now and then (samples at one timestamp out of order, a
+# first value from another clock).
+MONOTONIC_DROPS = 0.01
+# The SQL of both (the report's and the canned query's), over a row with count/min/max and the whole
+# trace's report_track_stats row as m.
+MONOTONIC_SQL = (
+    f"coalesce(m.event_count >= 3 AND m.max_value > m.min_value AND m.drops <= {MONOTONIC_DROPS} * m.event_count, 0)"
+)
+
+
+def rate_sql(range_dur: str) -> str:
+    """A cumulative counter's rise over the report's range, per second of the range."""
+    return f"CASE WHEN r.monotonic THEN (r.max - r.min) * 1e9 / nullif({range_dur}, 0) END"
+
+
+VARIATION_SQL = "coalesce((r.max - r.min) / nullif(max(abs(r.max), abs(r.min)), 0), 0)"
+
 # Value ranges wider than this ratio get log-spaced histogram buckets.
 LOG_SCALE_RATIO = 100
 SAMPLES_AROUND = 5
+# Inspect ranks at most this many pooled samples for its percentiles (a sort of every one).
+PERCENTILE_MAX = 50_000
 MAX_NAMES_LISTED = 50
 
 
@@ -130,7 +156,9 @@ def track_stats(
     min_count: int | None = None,
     keep_empty: bool = False,
 ) -> tuple[list[sqlite3.Row], int]:
-    """Counter tracks under `w` with sample count/min/avg/max over the range, and the total row count.
+    """Counter tracks under `w` with sample count/min/avg/max over the range, whether each is cumulative
+    (monotonic over the whole trace) and then its rate per second over the range, its variation, and the
+    total row count.
 
     keep_empty keeps tracks with no samples in the range (count 0), as a series' track list does.
     """
@@ -150,7 +178,7 @@ def track_stats(
   GROUP BY c.track_id"""
     having = ""
     if min_count is not None:
-        having = "WHERE s.count >= :min_count"
+        having = "WHERE r.count >= :min_count"
         params["min_count"] = min_count
     rows = run.query(
         purpose,
@@ -161,12 +189,18 @@ def track_stats(
 ),
 stats AS (
   {stats}
+),
+counted AS (
+  SELECT t.*, coalesce(s.count, 0) AS count, s.min, s.avg, s.max, {MONOTONIC_SQL} AS monotonic
+  FROM tracks t {"LEFT JOIN" if keep_empty else "JOIN"} stats s ON s.track_id = t.track_id
+  LEFT JOIN report_track_stats m ON m.track_id = t.track_id
 )
-SELECT t.*, coalesce(s.count, 0) AS count, s.min, s.avg, s.max, count(*) OVER () AS total_rows
-FROM tracks t {"LEFT JOIN" if keep_empty else "JOIN"} stats s ON s.track_id = t.track_id {having}
+SELECT r.*, {rate_sql(":range_dur")} AS rate, {VARIATION_SQL} AS variation, count(*) OVER () AS total_rows
+FROM counted r {having}
 ORDER BY {order}
 LIMIT :top""",
-        {**params, "top": limit},
+        # A float: a range over the whole int64 span does not fit an SQLite integer.
+        {**params, "range_dur": float(run.range_dur()), "top": limit},
     )
     return rows, (rows[0]["total_rows"] if rows else 0)
 
@@ -189,6 +223,9 @@ def fill_track_row(out: pb.CountersList.Row, r: sqlite3.Row) -> None:
         out.cpu = r["cpu"]
     if r["gpu"] is not None:
         out.gpu = r["gpu"]
+    out.monotonic = bool(r["monotonic"])
+    out.rate = r["rate"] or 0.0
+    out.variation = r["variation"] or 0.0
 
 
 def row_owner(row: pb.CountersList.Row) -> dict[str, str | None]:
@@ -244,6 +281,42 @@ def value_format(lo: float, hi: float, steps: int = 100) -> Callable[[float], st
     return text
 
 
+TIME_UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+BYTE_UNITS = {"bytes": 1, "byte": 1, "b": 1, "kb": 1024, "kib": 1024}
+PERCENT_UNITS = {"%", "percent"}
+
+
+def unit_format(unit: str, lo: float, hi: float) -> Callable[[float], str]:
+    """Values with their unit folded in: times as 82ms, sizes as 1.4 MiB, shares as 12.5%; other units
+    after a compact number (3000 Hz); no unit (or 'count') the number alone."""
+    key = (unit or "").strip().lower()
+    if key in TIME_UNITS:
+        scale = TIME_UNITS[key]
+        return lambda v: fmt.duration(v * scale)
+    if key in BYTE_UNITS:
+        size = BYTE_UNITS[key]
+        return lambda v: fmt.byte_size(round(v * size))
+    compact = value_format(lo, hi)
+
+    def number(v: float) -> str:
+        return compact(v) if v else "0"
+
+    if key in PERCENT_UNITS:
+        return lambda v: f"{number(v)}%"
+    return lambda v: with_unit(number(v), unit)
+
+
+def rate_text(unit: str, rate: float) -> str:
+    """A cumulative counter's rate: time per second as a share of wall time (CPU % for thread time), else
+    the unit per second."""
+    key = (unit or "").strip().lower()
+    if key in TIME_UNITS:
+        return fmt.percent(100.0 * rate * TIME_UNITS[key] / 1e9)
+    if key in BYTE_UNITS:
+        return f"{fmt.byte_size(round(rate * BYTE_UNITS[key]))}/s"
+    return f"{with_unit(fmt.count(rate), unit)}/s"
+
+
 def plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
@@ -295,6 +368,50 @@ ORDER BY c.value""",
     ]
 
 
+def value_stats(run: ReportRun, counter_name: str, out: pb.ValueStats) -> bool:
+    """The series' count, min, avg, max and p50/p95/p99 (nearest rank, as fill_value_stats) without reading
+    every value when it has many: the whole trace's come from report_track_stats (one track: its percentiles
+    too), a range's from one pass over the index; percentiles of more than PERCENTILE_MAX pooled samples are
+    left out, with a footnote linking the histogram (returns whether they were)."""
+    w = series_where(run, counter_name)
+    if run.scope.time is None:
+        row = run.query(
+            f"values of {counter_name}: stats of its tracks, precomputed",
+            f"""SELECT sum(st.event_count) AS count, min(st.min_value) AS min,
+       sum(st.sum_value) / sum(st.event_count) AS avg, max(st.max_value) AS max, count(*) AS tracks,
+       {", ".join(f"max(st.p{p}_value) AS p{p}" for p in PERCENTILES)}
+FROM report_track_stats st
+WHERE st.track_id IN ({series_ids(w)}) AND st.event_count > 0""",
+            w.params,
+        )[0]
+    else:
+        in_range, range_params = sample_range(run)
+        row = run.query(
+            f"values of {counter_name}: stats",
+            f"""SELECT count(*) AS count, min(c.value) AS min, avg(c.value) AS avg, max(c.value) AS max,
+       count(DISTINCT c.track_id) AS tracks
+FROM counter c
+WHERE c.track_id IN ({series_ids(w)}){in_range}""",
+            {**w.params, **range_params},
+        )[0]
+    if not row["count"]:
+        return False
+    out.count = row["count"]
+    out.min, out.avg, out.max = row["min"], row["avg"], row["max"]
+    if run.scope.time is None and row["tracks"] == 1:
+        out.p50, out.p95, out.p99 = (row[f"p{p}"] for p in PERCENTILES)
+    elif out.count <= PERCENTILE_MAX:
+        values = sorted_values(run, counter_name)
+        out.p50, out.p95, out.p99 = (values[percentile_index(len(values), p)] for p in PERCENTILES)
+    else:
+        run.footnote(
+            f"p50/p95/p99 left out: {out.count:,} samples to rank (over {PERCENTILE_MAX:,}); the histogram has them",
+            scoped_link(run, "counters", "histogram", name=glob_escape(counter_name)),
+        )
+        return True
+    return False
+
+
 def tracks_table(tracks: Iterable[pb.CountersList.Row], fmt_value: Callable[[float], str], title: str) -> Table:
     rows = [
         [Cell(t.scope), Cell(t.track_type), Cell(t.unit or "-"), count_cell(t.count)]
@@ -330,7 +447,13 @@ class CountersListView(View):
     title = "Counters"
     description = (
         "Every counter track with the process, thread or CPU it belongs to, its sample count and the "
-        "min, average (of the samples) and max of its values. Counter names repeat across owners "
+        "min, average (of the samples) and max of its values in its unit (times as ms, sizes as MiB). "
+        "A cumulative counter (at most 1% of its samples over the trace lower than the one before: thread "
+        "time, instructions) shows its rate: its rise over the range per second of the "
+        "range (time per second as a share of wall time: CPU %). By default gauges that change come first, the "
+        "ones that vary most (variation: (max - min) / max(|max|, |min|)) on top, then cumulative counters "
+        "by rate, then counters that never change; "
+        "sort=rate|count|max|avg|name ranks otherwise. Counter names repeat across owners "
         "(cpufreq per CPU, mem.rss per process): each row is one track. name is a glob on the "
         "counter name; pid/process include the process's thread counters; with time, only samples "
         "in the range count."
@@ -339,7 +462,8 @@ class CountersListView(View):
     uses_top = True
     flags = SERIES_FLAGS | {"min_count", "sort"}
     sorts = tuple(LIST_SORTS)
-    canned_sql = f"""WITH tracks AS (
+    canned_sql = f"""WITH {CANNED_RANGE},
+tracks AS (
   SELECT {TRACK_COLUMNS}
   {TRACK_FROM.replace(chr(10), chr(10) + "  ")}
   WHERE tr.event_type = 'counter'
@@ -358,12 +482,27 @@ stats AS (
   WHERE :time != '' AND c.track_id IN (SELECT track_id FROM tracks)
     AND c.ts >= (SELECT report_range_start(:time)) AND c.ts < (SELECT report_range_end(:time))
   GROUP BY c.track_id
+),
+-- Cumulative (monotonic): over the whole trace at most {MONOTONIC_DROPS:.0%} of its samples are lower than the one before.
+counted AS (
+  SELECT t.*, s.count, s.min, s.avg, s.max, {MONOTONIC_SQL} AS monotonic
+  FROM tracks t JOIN stats s ON s.track_id = t.track_id
+  LEFT JOIN report_track_stats m ON m.track_id = t.track_id
+  WHERE s.count >= coalesce(CAST(nullif(:min_count, '') AS INTEGER), 0)
+),
+ranked AS (
+  -- rate: a cumulative counter's rise over the range, per second of the range
+  SELECT r.*, {rate_sql("range_end - range_start")} AS rate, {VARIATION_SQL} AS variation
+  FROM counted r, range
 )
-SELECT t.*, s.count, s.min, s.avg, s.max
-FROM tracks t JOIN stats s ON s.track_id = t.track_id
-WHERE s.count >= coalesce(CAST(nullif(:min_count, '') AS INTEGER), 0)
-ORDER BY CASE {canned_sort(sorts[0])} WHEN 'count' THEN -s.count WHEN 'max' THEN -s.max
-                                                   WHEN 'avg' THEN -s.avg END, t.name, t.track_id
+SELECT * FROM ranked
+-- variation: gauges that change, by variation; then cumulative counters, by rate per second; then constants.
+ORDER BY CASE WHEN {canned_sort(sorts[0])} = 'variation' THEN
+           CASE WHEN monotonic THEN 1 WHEN variation > 0 THEN 0 ELSE 2 END END,
+         CASE {canned_sort(sorts[0])} WHEN 'count' THEN -count WHEN 'max' THEN -max WHEN 'avg' THEN -avg
+           WHEN 'rate' THEN -coalesce(rate, 0)
+           WHEN 'variation' THEN CASE WHEN monotonic THEN -coalesce(rate, 0) ELSE -variation END END,
+         CASE WHEN {canned_sort(sorts[0])} IN ('variation', 'rate') THEN -count END, name, track_id
 LIMIT {CANNED_TOP}"""
 
     def has_data(self, run: ReportRun) -> bool:
@@ -397,7 +536,7 @@ LIMIT {CANNED_TOP}"""
     def tables(self, msg: pb.CountersList, run: ReportRun) -> list[Table]:
         rows = []
         for r in msg.rows:
-            show = value_format(r.min, r.max)
+            show = unit_format(r.unit, r.min, r.max)
             timeline = scoped_link(run, "counters", "timeline", name=glob_escape(r.name), **row_owner(r))
             inspect = scoped_link(run, "counters", "inspect", name=glob_escape(r.name), **row_owner(r))
             rows.append(
@@ -411,15 +550,15 @@ LIMIT {CANNED_TOP}"""
                     Cell(show(r.min)),
                     Cell(show(r.avg)),
                     Cell(show(r.max)),
-                    Cell(r.unit or "-"),
+                    Cell(rate_text(r.unit, r.rate) if r.monotonic else "-"),
                 ]
             )
         return [
             Table(
                 f"Counters ({plural(msg.total_rows, 'track')} in scope)",
-                ("Counter", "Type", "Scope", "Samples", "Min", "Avg", "Max", "Unit"),
+                ("Counter", "Type", "Scope", "Samples", "Min", "Avg", "Max", "Rate"),
                 rows,
-                align="lllrrrrl",
+                align="lllrrrrr",
                 empty="(no counters in scope)",
             )
         ]
@@ -601,20 +740,43 @@ class CountersHistogramView(View):
     uses_top = True
     flags = SERIES_FLAGS | {"buckets"}
     required = ("name",)
-    canned_sql = f"""-- Linear buckets; the report uses log-spaced ones when the values span more than 100x.
-WITH {CANNED_RANGE},
+    canned_sql = f"""-- Linear buckets with round edges; the report uses log-spaced ones (edges 1, 2, 5 x 10^k) when the
+-- values are positive and span more than 100x.
+WITH RECURSIVE {CANNED_RANGE},
 {CANNED_SERIES},
 {CANNED_SAMPLES},
 bounds AS (
   SELECT min(value) AS low, max(value) AS high, count(*) AS n,
          coalesce(CAST(nullif(:buckets, '') AS INTEGER), 20) AS buckets
   FROM samples
+),
+exponent(k) AS (SELECT -12 UNION ALL SELECT k + 1 FROM exponent WHERE k < 18),
+nice(v) AS (
+  SELECT CAST(m.c || 'e' || e.k AS REAL)
+  FROM exponent e, (SELECT '1' AS c UNION ALL SELECT '2' UNION ALL SELECT '2.5' UNION ALL SELECT '5') m
+  WHERE m.c <> '2.5' OR e.k >= 1
+),
+layout AS (
+  -- The narrowest 1, 2, 2.5 or 5 x 10^k wide buckets that cover the values in at most that many from a
+  -- multiple of the width (one bucket when every value is the same).
+  SELECT b.*, w.width, floor(b.low / w.width) * w.width AS start
+  FROM bounds b, (
+    SELECT min(n.v) AS width FROM nice n, bounds
+    WHERE n.v >= (high - low) / buckets AND floor((high - floor(low / n.v) * n.v) / n.v) + 1 <= buckets
+  ) w
+),
+shape AS (
+  SELECT *, CASE WHEN high = low THEN 1 ELSE floor((high - start) / width) + 1 END AS used FROM layout
+),
+placed AS (
+  SELECT CAST(min(floor((s.value - l.start) / l.width), l.used - 1) AS INTEGER) AS bucket, l.*
+  FROM samples s, shape l
 )
-SELECT min(CAST((s.value - b.low) * b.buckets / max(b.high - b.low, 1e-300) AS INTEGER), b.buckets - 1) AS bucket,
-       b.low + (b.high - b.low) * min(CAST((s.value - b.low) * b.buckets / max(b.high - b.low, 1e-300) AS INTEGER),
-                                      b.buckets - 1) / b.buckets AS low,
-       count(*) AS count, round(100.0 * count(*) / b.n, 1) AS percent
-FROM samples s, bounds b
+SELECT bucket,
+       CASE WHEN high = low THEN low ELSE start + width * bucket END AS low,
+       CASE WHEN high = low THEN low ELSE start + width * (bucket + 1) END AS high,
+       count(*) AS count, round(100.0 * count(*) / n, 1) AS percent
+FROM placed
 GROUP BY bucket
 ORDER BY bucket"""
 
@@ -634,12 +796,11 @@ ORDER BY bucket"""
         else:
             if lo > 0 and hi / lo > LOG_SCALE_RATIO:
                 out.scale = "log"
-                ratio = (hi / lo) ** (1 / n)
-                edges = [lo * ratio**i for i in range(n)] + [hi]
+                edges = fmt.log_edges(lo, hi, n)
             else:
                 out.scale = "linear"
-                width = (hi - lo) / n
-                edges = [lo + width * i for i in range(n)] + [hi]
+                edges = fmt.linear_edges(lo, hi, n)
+            n = len(edges) - 1
             # Bucket i holds [edges[i], edges[i+1]); the last one also holds the maximum.
             positions = [bisect.bisect_left(values, e) for e in edges[:-1]] + [len(values)]
             for i in range(n):
@@ -725,8 +886,7 @@ LIMIT {CANNED_TOP}"""
             run, series_where(run, name), f"tracks of {name}", LIST_SORTS["count"], run.scope.top, keep_empty=True
         )
         run.truncation(len(rows), total, f"{name} tracks")
-        values = sorted_values(run, name)
-        fill_value_stats(out.stats, values)
+        out.percentiles_left_out = value_stats(run, name, out.stats)
         out.unit = next((r["unit"] for r in rows if r["unit"]), "")
         if ts is not None:
             out.ts = ts
@@ -758,13 +918,18 @@ LIMIT {CANNED_TOP}"""
                 f"{name} on {first.scope} only",
                 scoped_link(run, "counters", "inspect", name=glob_escape(name), **row_owner(first)),
             )
-        if ts is None and values:
+        if ts is None and out.stats.count:
+            in_range, range_params = sample_range(run)
             peak = run.query(
                 f"when {name} peaked",
-                """SELECT c.ts FROM counter c
-WHERE c.track_id IN (SELECT value FROM json_each(:track_ids)) AND c.value = :max_value
+                f"""SELECT c.ts FROM counter c
+WHERE c.track_id IN (SELECT value FROM json_each(:track_ids)) AND c.value = :max_value{in_range}
 ORDER BY c.ts LIMIT 1""",
-                {"track_ids": "[" + ",".join(str(t.track.track_id) for t in out.tracks) + "]", "max_value": values[-1]},
+                {
+                    "track_ids": "[" + ",".join(str(t.track.track_id) for t in out.tracks) + "]",
+                    "max_value": out.stats.max,
+                    **range_params,
+                },
             )
             if peak:
                 run.next_step(
@@ -826,6 +991,10 @@ ORDER BY ts, id""",
     def tables(self, msg: pb.CountersInspect, run: ReportRun) -> list[Table]:
         st = msg.stats
         show = fmt.number  # inspect shows exact values
+
+        def pct(v: float) -> str:
+            return "-" if msg.percentiles_left_out else show(v)
+
         unit = msg.unit
         at = run.offset(msg.ts) if msg.ts else ""
         out: list[Table] = []
@@ -845,7 +1014,7 @@ ORDER BY ts, id""",
                 facts += [
                     ("Samples", str(st.count)),
                     ("Min / avg / max", " / ".join(with_unit(show(v), unit) for v in (st.min, st.avg, st.max))),
-                    ("p50 / p95 / p99", " / ".join(show(v) for v in (st.p50, st.p95, st.p99))),
+                    ("p50 / p95 / p99", " / ".join(pct(v) for v in (st.p50, st.p95, st.p99))),
                     (
                         "Delta",
                         f"{'+' if msg.delta >= 0 else ''}{with_unit(show(msg.delta), unit)} "
@@ -912,7 +1081,11 @@ ORDER BY ts, id""",
                 Table(
                     f"{msg.name}, all tracks pooled",
                     ("Samples", "Min", "Avg", "Max", "p50", "p95", "p99"),
-                    [[Cell(str(st.count))] + [Cell(show(v)) for v in (st.min, st.avg, st.max, st.p50, st.p95, st.p99)]],
+                    [
+                        [Cell(str(st.count))]
+                        + [Cell(show(v)) for v in (st.min, st.avg, st.max)]
+                        + [Cell(pct(v)) for v in (st.p50, st.p95, st.p99)]
+                    ],
                 )
             )
         return out
@@ -931,7 +1104,7 @@ class CountersDiff(DiffSpec):
     sorts = {"count": "count", "avg": "avg", "max": "max", "name": ""}
     display = ("count", "avg")
     row_filters = {"min_count": "count"}
-    summed_ids = ("track_id", "pid", "tid", "scope")
+    summed_ids = ("track_id", "pid", "tid", "scope", "monotonic", "rate", "variation")
 
     def key(self, row: Any) -> tuple[str, ...]:
         return (

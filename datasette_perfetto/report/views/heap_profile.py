@@ -19,6 +19,7 @@ from .calltree import (
     CallstackView,
     CallTreeDiff,
     CallTreeView,
+    FunctionTotals,
     function_ctes,
     function_totals,
     load_callsites,
@@ -73,6 +74,11 @@ def canned_allocations(callsite: str) -> str:
   GROUP BY a.callsite_id"""
 
 
+def own_allocations(t: FunctionTotals) -> int:
+    """What the functions view's Self count column and min_count count: allocations with the function on top."""
+    return t.self_count
+
+
 class HeapProfileView(CallstackView):
     noun = "heap-profile"
     empty = "(no allocations in scope)"
@@ -87,8 +93,10 @@ class FunctionsView(HeapProfileView):
     name = "functions"
     title = "Heap profile by function"
     description = (
-        "Bytes allocated per function: self with the function at the top of the stack, total with it "
-        "anywhere in the stack; count and average size of its own allocations."
+        "Bytes allocated per function: self with the function at the top of the stack (its own "
+        "allocations: their count and average size, '-' when it made none), total with it anywhere in the "
+        "stack (with its callees' allocations: their count, and average on hover). min_count counts its own "
+        "allocations, as the Self count column."
     )
     result_field = "heap_profile_functions"
     uses_top = True
@@ -109,11 +117,11 @@ selfs AS (
 )
 SELECT t.name AS function, coalesce(sf.self_bytes, 0) AS self_bytes, t.total_bytes,
        coalesce(sf.self_count, 0) AS count,
-       CASE WHEN coalesce(sf.self_count, 0) > 0 THEN sf.self_bytes / sf.self_count
-            ELSE t.total_bytes / max(t.total_count, 1) END AS avg_size
+       CASE WHEN coalesce(sf.self_count, 0) > 0 THEN sf.self_bytes / sf.self_count ELSE 0 END AS avg_size,
+       t.total_count
 FROM totals t LEFT JOIN selfs sf ON sf.name = t.name
 WHERE (:name = '' OR t.name GLOB :name)
-  AND t.total_count >= CAST(coalesce(nullif(:min_count, ''), 0) AS INTEGER)
+  AND coalesce(sf.self_count, 0) >= CAST(coalesce(nullif(:min_count, ''), 0) AS INTEGER)
 ORDER BY CASE {canned_sort(sorts[0])} WHEN 'self' THEN -coalesce(sf.self_bytes, 0)
                                                  WHEN 'total' THEN -t.total_bytes
                                                  WHEN 'count' THEN -coalesce(sf.self_count, 0) END,
@@ -135,24 +143,33 @@ LIMIT {CANNED_TOP}"""
         for name, t in function_totals(top_down(cs)).items():
             if name in totals:
                 totals[name].self_unreleased, totals[name].total_unreleased = t.self_value, t.total_value
-        rows = self.sorted_functions(run, cs, totals, lambda t: t.total_count)
+        rows = self.sorted_functions(run, cs, totals, own_allocations)
         out.total_rows = len(rows)
         out.total_bytes = cs.total_value
         out.total_count = cs.total_count
         for name, t in rows[: s.top]:
-            avg = t.self_value // t.self_count if t.self_count else t.total_value // max(t.total_count, 1)
             out.rows.add(
                 name=name,
                 self_bytes=t.self_value,
                 total_bytes=t.total_value,
                 self_count=t.self_count,
                 total_count=t.total_count,
-                avg_size=avg,
+                avg_size=t.self_value // t.self_count if t.self_count else 0,
                 self_percent=percent(t.self_value, cs.total_value),
                 total_percent=percent(t.total_value, cs.total_value),
                 self_unreleased_bytes=t.self_unreleased,
                 total_unreleased_bytes=t.total_unreleased,
             )
+        self.min_count_footnote(
+            run,
+            cs,
+            totals,
+            own_allocations,
+            lambda hidden: (
+                f"fewer than {s.min_count} own allocations: {sum(t.self_count for t in hidden):,} "
+                f"allocations, {byte_size(sum(t.self_value for t in hidden))}"
+            ),
+        )
         self.functions_steps(run, out.rows, len(rows), "The allocation call tree, top-down")
 
     def tables(self, msg: pb.HeapFunctions, run: ReportRun) -> list[Table]:
@@ -160,9 +177,13 @@ LIMIT {CANNED_TOP}"""
             [
                 Cell(r.name, self.function_link(run, "bottom-up", r.name)),
                 Cell(byte_size(r.self_bytes), title=f"{r.self_bytes} bytes ({r.self_percent:.1f}%)"),
+                Cell(fmt.number(r.self_count)),
+                Cell(byte_size(r.avg_size) if r.self_count else "-"),
                 Cell(byte_size(r.total_bytes), title=f"{r.total_bytes} bytes ({r.total_percent:.1f}%)"),
-                Cell(fmt.number(r.self_count), title=f"{r.self_count} self, {r.total_count} total"),
-                Cell(byte_size(r.avg_size)),
+                Cell(
+                    fmt.number(r.total_count),
+                    title=f"average {byte_size(r.total_bytes // r.total_count)}" if r.total_count else None,
+                ),
             ]
             for r in msg.rows
         ]
@@ -170,7 +191,7 @@ LIMIT {CANNED_TOP}"""
             Table(
                 f"Heap Profile ({byte_size(msg.total_bytes)} in {fmt.number(msg.total_count)} allocations, "
                 f"{msg.total_rows} functions)",
-                ("Function", "Self bytes", "Total bytes", "Count", "Avg size"),
+                ("Function", "Self bytes", "Self count", "Avg size", "Total bytes", "Total count"),
                 rows,
                 empty=self.empty_text(msg),
             )
@@ -233,7 +254,7 @@ class BottomUpView(TreeView):
 
 class FunctionsDiff(DiffSpec):
     """Joined on the function name, as the view aggregates (see stack_samples.FunctionsDiff). avg_size, the
-    per-allocation average, is the view's own: a function allocating 16 times instead of 8 doubles its
+    per-allocation average of its own allocations, is the view's own: a function allocating 16 times instead of 8 doubles its
     bytes and count and keeps its average."""
 
     noun, view, field = "heap-profile", "functions", "heap_profile_functions_diff"
@@ -253,13 +274,12 @@ class FunctionsDiff(DiffSpec):
     sorts = {"self": "self_bytes", "total": "total_bytes", "count": "self_count", "name": ""}
     display = ("self_bytes", "self_count", "avg_size")
     shown_count = 3
-    row_filters = {"min_count": "total_count"}
+    row_filters = {"min_count": "self_count"}
     counts_rows = False
 
     def derive(self, row: Any) -> None:
-        # As the view computes it: its own allocations' average, else its callees'.
-        own, total = row.self_count, max(row.total_count, 1)
-        row.avg_size = row.self_bytes // own if own else row.total_bytes // total
+        # As the view computes it: its own allocations' average (0 when it made none).
+        row.avg_size = row.self_bytes // row.self_count if row.self_count else 0
 
     def fill_extra(self, out: Any, base_msg: Any, target_msg: Any) -> None:
         for side, msg in (("baseline", base_msg), ("target", target_msg)):

@@ -42,7 +42,8 @@ def _thread_cpu(run: ReportRun, params: dict, utids: str = "") -> str:
 
 
 def _slice_counts(run: ReportRun, params: dict) -> str:
-    """Slices per slice track: precomputed for the whole trace, else counted in the range (by start)."""
+    """Slices per slice track: precomputed for the whole trace, else those in the range (as the slices views
+    count them: every slice with a part inside it)."""
     if run.scope.time is None:
         return """SELECT tr.id AS track_id, tr.utid, tr.upid, st.event_count AS slice_count
   FROM track tr JOIN report_track_stats st ON st.track_id = tr.id
@@ -50,7 +51,9 @@ def _slice_counts(run: ReportRun, params: dict) -> str:
     start, end = run.time_range()
     params.update(range_start=start, range_end=end)
     return """SELECT tr.id AS track_id, tr.utid, tr.upid,
-         (SELECT count(*) FROM slice s WHERE s.track_id = tr.id AND s.ts >= :range_start AND s.ts < :range_end)
+         (SELECT count(*) FROM slice s WHERE s.track_id = tr.id AND s.ts < :range_end
+            AND s.ts >= :range_start - (SELECT max(max_dur) FROM report_slice_name)
+            AND (s.dur < 0 AND (SELECT end_ts FROM trace_bounds) >= :range_start OR s.ts + s.dur >= :range_start))
            AS slice_count
   FROM track tr
   WHERE tr.event_type = 'slice'"""
@@ -73,7 +76,7 @@ class ProcessesTableView(View):
         "CPU time as a share of the range (can exceed 100% on several CPUs), the number of slices on "
         "its own and its threads' tracks, and its busiest threads (by CPU time, else by slice count). "
         "process and name are globs on the process name; min_count hides processes with fewer slices; "
-        "with time, CPU time is clipped to the range and slices that start in it are counted."
+        "with time, CPU time is clipped to the range and slices with a part inside it are counted."
     )
     result_field = "processes_table"
     uses_top = True
@@ -97,11 +100,13 @@ process_cpu AS (
   SELECT th.upid, sum(tc.cpu_time) AS cpu_time FROM thread_cpu tc JOIN thread th ON th.id = tc.utid GROUP BY th.upid
 ),
 track_slices AS (
-  -- The whole trace: precomputed at import; a time range: slices that start in it.
+  -- The whole trace: precomputed at import; a time range: slices with a part inside it.
   SELECT tr.id, tr.utid, tr.upid,
          CASE WHEN :time = '' THEN coalesce((SELECT event_count FROM report_track_stats WHERE track_id = tr.id), 0)
               ELSE (SELECT count(*) FROM slice s WHERE s.track_id = tr.id
-                    AND s.ts >= (SELECT range_start FROM range) AND s.ts < (SELECT range_end FROM range)) END
+                    AND s.ts < (SELECT range_end FROM range)
+                    AND (s.dur < 0 AND trace_end() >= (SELECT range_start FROM range)
+                         OR s.ts + s.dur >= (SELECT range_start FROM range))) END
            AS slice_count
   FROM track tr WHERE tr.event_type = 'slice'
 ),

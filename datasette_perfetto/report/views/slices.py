@@ -82,8 +82,19 @@ _CANNED_OWNER_TRACKS = f"""(SELECT tr.id FROM track tr
                        LEFT JOIN process p ON p.id = coalesce(tr.upid, th.upid)
                        WHERE {optional_terms(TRACK_FLAGS, " " * 25)})"""
 # An instance clipped to the range and the bucket it starts in (timeline, with layout).
-_CANNED_PIECE_COLUMNS = """max(s.ts, range_start) AS piece_start, min(s.ts + max(s.dur, 0), range_end) AS instance_end,
+_CANNED_PIECE_COLUMNS = """max(s.ts, range_start) AS piece_start,
+         min(CASE WHEN s.dur < 0 THEN trace_end() ELSE s.ts + s.dur END, range_end) AS instance_end,
          min(n - 1, (max(s.ts, range_start) - range_start) / bucket_dur) AS bucket"""
+
+
+# An instance's duration as the report counts it: its part inside the range (the trace without `time`; an
+# unfinished one lasts to the range's end), as CLIPPED_DUR; of the `range` CTE's columns, or of `time` itself.
+CANNED_DUR = (
+    "max(min(CASE WHEN s.dur < 0 THEN trace_end() ELSE s.ts + s.dur END, range_end) - max(s.ts, range_start), 0)"
+)
+_CANNED_TIME_DUR = CANNED_DUR.replace("range_end", "coalesce((SELECT report_range_end(:time)), trace_end())").replace(
+    "range_start", "coalesce((SELECT report_range_start(:time)), trace_start())"
+)
 
 
 def canned_instances(columns: str, range_table: str = "range", unless: str = "", near_ts: bool = False) -> str:
@@ -93,8 +104,9 @@ def canned_instances(columns: str, range_table: str = "range", unless: str = "",
     `near_ts` the instants around ts (the `at` query), else the time range, else the name's index."""
     longest = f"(SELECT max(max_dur) FROM report_slice_name WHERE name IN {_CANNED_NAMES})"
     rest = """
-    AND (:time = '' OR s.ts < range_end AND s.ts + max(s.dur, 0) >= range_start)
-    AND (:min_duration = '' OR s.dur >= report_duration(:min_duration))"""
+    AND (:time = '' OR s.ts < range_end AND (s.dur < 0 AND trace_end() >= range_start OR s.ts + s.dur >= range_start))
+    AND (:min_duration = '' OR s.dur >= report_duration(:min_duration)
+         OR s.dur < 0 AND trace_end() - s.ts >= report_duration(:min_duration))"""
     if unless:
         rest += f"\n    AND NOT EXISTS (SELECT 1 FROM {unless})"
     no_ts = " AND :ts = ''" if near_ts else ""
@@ -120,12 +132,14 @@ def canned_instances(columns: str, range_table: str = "range", unless: str = "",
     )
 
 
-# The flags on a slice s and its owners (as SLICE_FROM joins them).
-_CANNED_SLICE_TERMS = optional_terms(
-    (*TRACK_FLAGS, "time", "name", "min_duration"),
-    time="(s.ts < (SELECT report_range_end(:time)) AND s.ts + max(s.dur, 0) >= (SELECT report_range_start(:time)))",
+# The flags on a slice s and its owners (as SLICE_FROM joins them) but min_duration, which the slices table
+# applies to names' totals.
+_CANNED_TABLE_TERMS = optional_terms(
+    (*TRACK_FLAGS, "time", "name"),
+    time="(s.ts < (SELECT report_range_end(:time))"
+    " AND (s.dur < 0 AND trace_end() >= (SELECT report_range_start(:time))"
+    " OR s.ts + s.dur >= (SELECT report_range_start(:time))))",
     name="s.name GLOB :name",
-    min_duration="s.dur >= report_duration(:min_duration)",
 )
 
 
@@ -133,7 +147,10 @@ class SlicesTableView(View):
     noun = "slices"
     name = "table"
     title = "Slices by name"
-    description = "Count, total and maximum duration of each slice name."
+    description = (
+        "Count, total and maximum duration of each slice name; min_duration hides names with less time in "
+        "total, min_count those with fewer instances."
+    )
     result_field = "slices_table"
     uses_top = True
     flags = SCOPE_FLAGS | {"min_count", "sort"}
@@ -142,12 +159,12 @@ class SlicesTableView(View):
   -- The whole trace: the per-name aggregates precomputed at import; else the slices in scope.
   SELECT name, count, total_dur, max_dur, max_slice_id
   FROM report_slice_name
-  WHERE {_CANNED_NO_OWNER} AND :time = '' AND :min_duration = '' AND (:name = '' OR name GLOB :name)
+  WHERE {_CANNED_NO_OWNER} AND :time = '' AND (:name = '' OR name GLOB :name)
   UNION ALL
-  SELECT s.name, count(*), sum(max(s.dur, 0)), max(s.dur), s.id
+  SELECT s.name, count(*), sum({_CANNED_TIME_DUR}), max({_CANNED_TIME_DUR}), s.id
   {SLICE_FROM.replace(chr(10), chr(10) + "  ")}
-  WHERE NOT ({_CANNED_NO_OWNER} AND :time = '' AND :min_duration = '')
-    AND {_CANNED_SLICE_TERMS}
+  WHERE NOT ({_CANNED_NO_OWNER} AND :time = '')
+    AND {_CANNED_TABLE_TERMS}
   GROUP BY s.name
 )
 SELECT b.name, b.count, b.total_dur,
@@ -160,6 +177,8 @@ LEFT JOIN slice m ON m.id = b.max_slice_id
 LEFT JOIN track tr ON tr.id = m.track_id
 LEFT JOIN thread th ON th.id = tr.utid
 WHERE b.count >= CAST(coalesce(nullif(:min_count, ''), 0) AS INTEGER)
+  -- min_duration hides names with less time in total.
+  AND (:min_duration = '' OR b.total_dur >= report_duration(:min_duration))
 ORDER BY CASE {canned_sort(sorts[0])} WHEN 'dur' THEN -b.total_dur WHEN 'count' THEN -b.count
                                                 WHEN 'max' THEN -b.max_dur END, b.name
 LIMIT {CANNED_TOP}"""
@@ -171,24 +190,28 @@ LIMIT {CANNED_TOP}"""
         s = run.scope
         order = SORT_COLUMNS[self.sort_key(s)]
         owner = owner_tracks(run)
-        if owner is not None and s.time is None and s.min_duration is None:
+        # min_duration hides names with less time in total (the RFC's row filter), as min_count those with fewer
+        # instances: it selects no instances.
+        narrowed = owner is not None or s.time is not None
+        if owner is not None and s.time is None:
             # A thread's, process's or track's slices: the per track and name aggregates precomputed at import.
-            w = scope_where(run)
+            w = scope_where(run, min_duration=False)
             by_track = Where()
             by_track.add(f"t.track_id IN {owner.terms[0]}", **owner.params)
             if s.name is not None:
                 by_track.add("t.name GLOB :name", name=s.name)
             grouped = f"""SELECT t.name, sum(t.count) AS count, sum(t.total_dur) AS total_dur, max(t.max_dur) AS max_dur,
-       t.max_slice_id AS max_id
+       t.max_slice_id AS max_id, sum(t.unfinished) AS unfinished
 FROM report_slice_track_name t
 {by_track.sql()}
 GROUP BY t.name"""
             grouped_params = by_track.params
-        elif is_narrowed(run):
-            w = scope_where(run)
+        elif narrowed:
+            w = scope_where(run, min_duration=False)
             # +s.name: group with a sort rather than scan the whole name index (SQLite's pick otherwise).
-            grouped = f"""SELECT s.name AS name, count(*) AS count, sum(max(s.dur, 0)) AS total_dur,
-       max(s.dur) AS max_dur, s.id AS max_id
+            dur = scope_dur(run)
+            grouped = f"""SELECT s.name AS name, count(*) AS count, sum({dur}) AS total_dur,
+       max({dur}) AS max_dur, s.id AS max_id, sum(s.dur < 0) AS unfinished
 FROM slice s
 {w.sql()}
 GROUP BY +s.name"""
@@ -198,23 +221,35 @@ GROUP BY +s.name"""
             w = Where()
             if s.name is not None:
                 w.add("name GLOB :name", name=s.name)
-            grouped = f"""SELECT name, count, total_dur, max_dur, max_slice_id AS max_id
+            grouped = f"""SELECT name, count, total_dur, max_dur, max_slice_id AS max_id, unfinished
 FROM report_slice_name
 {w.sql()}"""
             grouped_params = w.params
         having = Where()
         if s.min_count is not None:
             having.add("count >= :min_count", min_count=s.min_count)
+        shown = Where()
+        if s.min_duration is not None:
+            shown.add("total_dur >= :min_duration", min_duration=s.min_duration)
+        # The names min_duration hides are counted before it applies (for its footnote).
         rows = run.query(
             "slice names, top by the sort key (with the totals in scope)",
             f"""WITH by_name AS (
 {grouped}
+),
+judged AS (
+  SELECT *, {" AND ".join(shown.terms) or "1"} AS shown FROM by_name {having.sql()}
 )
-SELECT *, count(*) OVER () AS total_names, sum(count) OVER () AS total_slices
-FROM by_name {having.sql()}
+SELECT * FROM (
+  SELECT *, sum(shown) OVER () AS total_names, sum(CASE WHEN shown THEN count END) OVER () AS total_slices,
+         sum(CASE WHEN shown THEN unfinished END) OVER () AS total_unfinished,
+         sum(NOT shown) OVER () AS hidden_names, sum(CASE WHEN NOT shown THEN count END) OVER () AS hidden_slices
+  FROM judged
+)
+WHERE shown
 ORDER BY {order}, name
 LIMIT :top""",
-            {**grouped_params, **having.params, "top": s.top},
+            {**grouped_params, **having.params, **shown.params, "top": s.top},
         )
         out.total_rows = rows[0]["total_names"] if rows else 0
         out.total_slices = rows[0]["total_slices"] if rows else 0
@@ -231,23 +266,61 @@ LIMIT :top""",
         known = {r["name"]: (r["count"], r["total_dur"] or 0, r["max_dur"]) for r in rows}
         if run.lean:
             pass  # a side of a diff: its rows are only joined
-        elif is_narrowed(run):
+        elif narrowed:
             stats_in_scope(run, {row.name: row.stats for row in out.rows}, w, known, out.total_slices)
         else:
             for row in out.rows:
                 sn = SliceName(row.name, row.count, row.total_dur, row.max_dur)
-                duration_stats(run, row.stats, name_where(run, sn), row.name, known[row.name], narrowed=False)
+                where = name_where(run, sn, min_duration=False)
+                duration_stats(run, row.stats, where, row.name, known[row.name], narrowed=False)
         run.truncation(len(rows), out.total_rows, "slice names")
+        if s.min_duration is not None:
+            self._min_duration_footnote(run, rows, grouped, {**grouped_params, **having.params, **shown.params})
+        clipped_footnote(run)
+        if rows and rows[0]["total_unfinished"]:
+            first = next(r["name"] for r in rows if r["unfinished"]) if any(r["unfinished"] for r in rows) else None
+            unfinished_footnote(
+                run,
+                rows[0]["total_unfinished"],
+                view_link(run, "slices", "inspect", name=glob_escape(first))
+                if first is not None
+                else run.link(run.noun, run.view),
+            )
         if out.rows:
             top = out.rows[0]
             run.next_step(f"Distribution of {top.name} durations", view_link(run, "slices", "histogram", name=top.name))
             run.next_step(f"The longest {top.name} instance", inspect_link(run, top.max_instance))
 
+    @staticmethod
+    def _min_duration_footnote(run: ReportRun, rows: list, grouped: str, params: dict) -> None:
+        """What min_duration hid: the names (and their slices) with less time in total."""
+        if rows:
+            names, slices = rows[0]["hidden_names"] or 0, rows[0]["hidden_slices"] or 0
+        else:  # nothing shown: count them alone
+            having = "WHERE count >= :min_count" if "min_count" in params else ""
+            hidden = run.query(
+                "slice names below min_duration",
+                f"""WITH by_name AS (
+{grouped}
+)
+SELECT count(*) AS names, coalesce(sum(count), 0) AS slices FROM by_name {having}""",
+                params,
+            )[0]
+            names, slices = hidden["names"], hidden["slices"]
+        if names:
+            run.footnote(
+                f"min_duration={fmt.duration(run.scope.min_duration or 0)} hid {names} slice name"
+                f"{'s' if names != 1 else ''} ({fmt.count(slices)} slices) with less time in total; "
+                "rerun without it",
+                run.link(run.noun, run.view, min_duration=None),
+            )
+
     def tables(self, msg: pb.SlicesTable, run: ReportRun) -> list[Table]:
         rows = []
         for r in msg.rows:
             inst = r.max_instance
-            max_text = f"{fmt.duration(r.max_dur)} @ {run.offset(inst.ts)} ({instance_where(inst)})"
+            unfinished = " (unfinished)" if inst.dur < 0 else ""
+            max_text = f"{fmt.duration(r.max_dur)}{unfinished} @ {run.offset(inst.ts)} ({instance_where(inst)})"
             rows.append(
                 [
                     Cell(r.name, view_link(run, "slices", "inspect", name=r.name)),
@@ -281,6 +354,82 @@ def is_narrowed(run: ReportRun) -> bool:
     return any(getattr(s, f) is not None for f in (*TRACK_FLAGS, "time", "min_duration"))
 
 
+# An instance's duration inside the time range (the part of it there), as scheduling clips: a still-open slice
+# (dur -1) runs to the end of the trace (or of the range, if sooner). Bound by :range_start / :range_end, which
+# name_where and scope_where add.
+CLIPPED_DUR = (
+    "max(min(CASE WHEN s.dur < 0 THEN (SELECT end_ts FROM trace_bounds) ELSE s.ts + s.dur END, :range_end)"
+    " - max(s.ts, :range_start), 0)"
+)
+
+
+# An instance's duration over the whole trace: an unfinished one lasts to the end of the trace (as in
+# report_slice_name).
+WHOLE_DUR = "CASE WHEN s.dur < 0 THEN max((SELECT end_ts FROM trace_bounds) - s.ts, 0) ELSE s.dur END"
+# Instances at least min_duration long, an unfinished one to the end of the trace.
+MIN_DURATION = f"(s.dur >= :min_duration OR s.dur < 0 AND {WHOLE_DUR} >= :min_duration)"
+# Slices with a part in the range (an unfinished one is open from its start on).
+IN_RANGE = (
+    "s.ts < :range_end\n"
+    "  AND (s.dur < 0 AND (SELECT end_ts FROM trace_bounds) >= :range_start OR s.ts + s.dur >= :range_start)"
+)
+
+
+def scope_dur(run: ReportRun) -> str:
+    """The duration each instance counts for: clipped to the range under `time`, else its own, an
+    unfinished one's to the end of the trace."""
+    return CLIPPED_DUR if run.scope.time is not None else WHOLE_DUR
+
+
+def unfinished_footnote(run: ReportRun, unfinished: int, link: Link) -> None:
+    """Say how many of the instances counted never ended, and what they were counted to."""
+    if unfinished:
+        to = (
+            "the end of the time range (or of the trace, if sooner)"
+            if run.scope.time is not None
+            else "the end of the trace"
+        )
+        run.footnote(
+            f"{unfinished} unfinished slice{'s' if unfinished != 1 else ''} (never ended: dur -1) "
+            f"{'are' if unfinished != 1 else 'is'} counted up to {to}",
+            link,
+        )
+
+
+def longest_first(run: ReportRun, w: Where) -> str:
+    """The ids of the instances under `w` (with a name term), longest first by the counted duration, at most
+    :top. Over the whole trace the (name, dur) index gives the longest finished ones; the unfinished ones
+    (dur -1, first in that index) are ranked by the time they count for."""
+    if run.scope.time is not None:
+        return f"SELECT s.id FROM slice s\n{w.sql()}\nORDER BY {CLIPPED_DUR} DESC, s.id DESC LIMIT :top"
+    finished = Where(list(w.terms), dict(w.params))
+    finished.add("s.dur >= 0")
+    unfinished = Where(list(w.terms), dict(w.params))
+    unfinished.add("s.dur < 0")
+    return f"""SELECT id FROM (
+  SELECT * FROM (SELECT s.id, s.dur AS d FROM slice s
+    {finished.sql().replace(chr(10), chr(10) + "    ")}
+    ORDER BY s.dur DESC, s.id DESC LIMIT :top)
+  UNION ALL
+  SELECT s.id, {WHOLE_DUR} FROM slice s
+  {unfinished.sql().replace(chr(10), chr(10) + "  ")}
+)
+ORDER BY d DESC, id DESC LIMIT :top"""
+
+
+def clipped_footnote(run: ReportRun) -> None:
+    """Under `time`, say that durations are the parts of the instances inside the range."""
+    if run.scope.time is not None:
+        start, end = run.time_range()
+        if end <= run.trace.start or start >= run.trace.end:
+            return  # an empty window: its own footnote says so
+        run.footnote(
+            f"Durations are clipped to the time range {run.offset(start)}-{run.offset(end)}: an instance counts "
+            "only its part inside it; see the instances whole",
+            run.link(run.noun, run.view, time=None),
+        )
+
+
 def owner_tracks(run: ReportRun) -> Where | None:
     """The tracks the owner flags select, as a subquery (None when no owner flag is set)."""
     return subquery(
@@ -291,7 +440,7 @@ LEFT JOIN process p ON p.id = coalesce(tr.upid, th.upid)""",
     )
 
 
-def scope_where(run: ReportRun, name: bool = True) -> Where:
+def scope_where(run: ReportRun, name: bool = True, min_duration: bool = True) -> Where:
     """WHERE terms on `slice s` alone for the run's scope, for queries over many names.
 
     Owner flags become the set of tracks they select, so the (track_id, ts) index stays usable; a
@@ -306,15 +455,16 @@ def scope_where(run: ReportRun, name: bool = True) -> Where:
     if s.time is not None:
         start, end = run.time_range()
         w.add(
-            "s.ts < :range_end AND s.ts + max(s.dur, 0) >= :range_start\n"
+            f"{IN_RANGE}\n"
+            # An unfinished slice's max_dur lasts to the end of the trace: the bound keeps it in.
             "  AND s.ts >= :range_start - (SELECT max(max_dur) FROM report_slice_name)",
             range_start=start,
             range_end=end,
         )
     if name and s.name is not None:
         w.add("s.name GLOB :name", name=s.name)
-    if s.min_duration is not None:
-        w.add("s.dur >= :min_duration", min_duration=s.min_duration)
+    if min_duration and s.min_duration is not None:
+        w.add(MIN_DURATION, min_duration=s.min_duration)
     return w
 
 
@@ -326,10 +476,16 @@ class SliceName:
     count: int
     total_dur: int
     max_dur: int
+    unfinished: int = 0
 
 
 def name_where(
-    run: ReportRun, sn: SliceName, at: tuple[int, int] | None = None, at_start: bool = False, may_scan: bool = False
+    run: ReportRun,
+    sn: SliceName,
+    at: tuple[int, int] | None = None,
+    at_start: bool = False,
+    may_scan: bool = False,
+    min_duration: bool = True,
 ) -> Where:
     """WHERE terms on `slice s` for the instances of one name in scope (and, for inspect, containing
     the instants `at`, or with `at_start` starting at them).
@@ -369,7 +525,8 @@ def name_where(
         if s.time is not None:
             start, end = run.time_range()
             terms["time"] = (
-                "{+}s.ts < :range_end AND s.ts >= :range_start - :longest\n  AND s.ts + max(s.dur, 0) >= :range_start",
+                "{+}s.ts < :range_end AND s.ts >= :range_start - :longest\n"
+                "  AND (s.dur < 0 AND (SELECT end_ts FROM trace_bounds) >= :range_start OR s.ts + s.dur >= :range_start)",
                 {"range_start": start, "range_end": end, "longest": longest},
             )
             cost["time"] = per_ns * (end - start + longest)
@@ -387,8 +544,8 @@ def name_where(
     w = Where()
     for key, (term, params) in terms.items():
         w.add(term.replace("{+}", "" if key == driver else "+"), **params)
-    if s.min_duration is not None:
-        w.add("s.dur >= :min_duration", min_duration=s.min_duration)
+    if min_duration and s.min_duration is not None:
+        w.add(MIN_DURATION, min_duration=s.min_duration)
     return w
 
 
@@ -414,10 +571,10 @@ def resolve_name(run: ReportRun, view: View) -> SliceName:
     """
     glob = run.scope.name or ""
     found = {
-        r["name"]: SliceName(r["name"], r["count"], r["total_dur"], r["max_dur"])
+        r["name"]: SliceName(r["name"], r["count"], r["total_dur"], r["max_dur"], r["unfinished"])
         for r in run.query(
             "slice names matching name",
-            """SELECT name, count, total_dur, max_dur
+            """SELECT name, count, total_dur, max_dur, unfinished
 FROM report_slice_name
 WHERE name = :name OR name GLOB :name
 ORDER BY name = :name DESC, name
@@ -430,10 +587,10 @@ LIMIT :limit""",
     if len(found) > 1 and is_narrowed(run):
         w = scope_where(run, name=False)
         found = {
-            r["name"]: SliceName(r["name"], r["count"], r["total_dur"], r["max_dur"])
+            r["name"]: SliceName(r["name"], r["count"], r["total_dur"], r["max_dur"], r["unfinished"])
             for r in run.query(
                 "slice names matching name that have slices in scope",
-                f"""SELECT c.name, c.count, c.total_dur, c.max_dur
+                f"""SELECT c.name, c.count, c.total_dur, c.max_dur, c.unfinished
 FROM report_slice_name c
 WHERE c.name GLOB :name
   AND EXISTS (SELECT 1 FROM slice s {w.sql()} AND s.name = c.name)
@@ -474,8 +631,8 @@ def duration_stats(
     if known is None:
         agg = run.query(
             "count, total and longest",
-            f"""SELECT count(*) AS n, coalesce(sum(max(s.dur, 0)), 0) AS total,
-       max(s.dur) AS longest
+            f"""SELECT count(*) AS n, coalesce(sum({scope_dur(run)}), 0) AS total,
+       max({scope_dur(run)}) AS longest
 FROM slice s
 {w.sql()}""",
             w.params,
@@ -498,11 +655,11 @@ FROM report_slice_name_percentile WHERE name = :name""",
             row = rows[0]
             _fill_stats(out, known, {0: row["min"], **{percentile_index(n, p): row[f"p{p}"] for p in PERCENTILES}})
             return
-    # Ordering by dur is ordering by max(dur, 0) (unfinished slices, -1, come first either way), so
-    # on one name the (name, dur) index serves each rank without a sort.
+    # A database without the precomputed percentiles: rank the counted durations.
     ranks = {"min": 0, **{f"p{p}": percentile_index(n, p) for p in PERCENTILES}}
     picks = ",\n       ".join(
-        f"(SELECT max(s.dur, 0) FROM slice s {w.sql()} ORDER BY s.dur LIMIT 1 OFFSET :rank_{k}) AS {k}" for k in ranks
+        f"(SELECT {scope_dur(run)} AS d FROM slice s {w.sql()} ORDER BY d LIMIT 1 OFFSET :rank_{k}) AS {k}"
+        for k in ranks
     )
     row = run.query(
         "minimum and percentiles (nearest rank)",
@@ -558,7 +715,7 @@ def stats_in_scope(
     rows = run.query(
         "minimum and percentiles (nearest rank) of each name in scope",
         f"""WITH in_scope AS MATERIALIZED (
-  SELECT s.name, max(s.dur, 0) AS dur
+  SELECT s.name, {scope_dur(run)} AS dur
   FROM slice s
   {w.sql().replace(chr(10), chr(10) + "  ")}{names_term}
 ),
@@ -697,6 +854,11 @@ def instance_owner_cells(run: ReportRun, inst: pb.SliceInstance) -> tuple[Cell, 
     )
 
 
+def instance_dur(inst: pb.SliceInstance) -> str:
+    """An instance's own duration; an unfinished one (dur -1) says so."""
+    return fmt.duration(inst.dur) if inst.dur >= 0 else "(unfinished)"
+
+
 def instance_cells(run: ReportRun, inst: pb.SliceInstance) -> list[Cell]:
     thread, process, track = instance_owner_cells(run, inst)
     return [
@@ -706,7 +868,7 @@ def instance_cells(run: ReportRun, inst: pb.SliceInstance) -> list[Cell]:
             title=f"ts {inst.ts}",
             href=run.linker.details("slice", inst.id),
         ),
-        Cell(fmt.duration(inst.dur) if inst.dur >= 0 else "(unfinished)", title=f"{inst.dur} ns"),
+        Cell(instance_dur(inst), title=f"{inst.dur} ns"),
         thread,
         process,
         track,
@@ -725,7 +887,7 @@ class SlicesHistogramView(View):
         "The distribution of one slice name's durations: instance counts per duration bucket, "
         "log-spaced when the durations span more than two orders of magnitude (the scale is "
         "labelled), with p50/p95/p99. name must match exactly one slice name; unfinished slices "
-        "count as 0."
+        "last to the end of the trace (or of the range); with time, each instance counts its part inside the range."
     )
     result_field = "slices_histogram"
     flags = SCOPE_FLAGS | {"buckets"}
@@ -733,7 +895,7 @@ class SlicesHistogramView(View):
     canned_sql = f"""WITH RECURSIVE {CANNED_RANGE},
 {CANNED_NICE},
 instance AS MATERIALIZED (
-  {canned_instances("max(s.dur, 0) AS dur")}
+  {canned_instances(CANNED_DUR + " AS dur")}
 ),
 bounds AS (
   SELECT min(dur) AS low, max(dur) AS high, min(CASE WHEN dur > 0 THEN dur END) AS positive,
@@ -741,23 +903,49 @@ bounds AS (
   FROM instance
   HAVING count(*) > 0
 ),
+level(j) AS (SELECT 0 UNION ALL SELECT j + 1 FROM level WHERE j < 18),
+ladder(j, v) AS (
+  -- Round log-scale edges: 1, 2, 5 x 10^k at level 0, every j-th power of ten at level j.
+  SELECT 0, p.v * m.c FROM power p, (SELECT 1 AS c UNION ALL SELECT 2 UNION ALL SELECT 5) m
+  UNION ALL
+  SELECT l.j, p.v FROM power p, level l WHERE l.j > 0 AND (length(p.v) - 1) % l.j = 0
+),
+rung AS (
+  SELECT l.j, (SELECT max(d.v) FROM ladder d WHERE d.j = l.j AND d.v <= b.positive) AS lo,
+         coalesce((SELECT min(d.v) FROM ladder d WHERE d.j = l.j AND d.v >= b.high), b.high) AS hi
+  FROM level l, bounds b
+),
+log_rung AS (
+  -- The finest level whose edges from the shortest non-zero duration to the longest make at most that
+  -- many buckets.
+  SELECT r.* FROM rung r, bounds b
+  WHERE (SELECT count(*) FROM ladder d WHERE d.j = r.j AND d.v BETWEEN r.lo AND r.hi) - 1 <= b.buckets
+     OR (SELECT count(*) FROM ladder d WHERE d.j = r.j AND d.v BETWEEN r.lo AND r.hi) <= 2
+  ORDER BY r.j
+  LIMIT 1
+),
+edge(i, v) AS (
+  SELECT row_number() OVER (ORDER BY d.v) - 1, d.v
+  FROM ladder d, log_rung g WHERE d.j = g.j AND d.v BETWEEN g.lo AND g.hi
+),
 layout AS (
-  -- Log-spaced buckets from the shortest non-zero duration when the durations span more than 100x
-  -- (zero durations get a bucket of their own, numbered -1); else linear ones, the narrowest
-  -- 1, 2, 2.5 or 5 x 10^k wide that cover them in at most that many buckets from a multiple of the width.
+  -- Log-spaced buckets with round edges (above) when the durations span more than 100x (zero durations
+  -- get a bucket of their own, numbered -1); else linear ones, the narrowest 1, 2, 2.5 or 5 x 10^k wide
+  -- that cover them in at most that many buckets from a multiple of the width.
   SELECT b.*, coalesce(b.positive > 0 AND b.high * 1.0 / b.positive > 100, 0) AS log_scale,
-         ln(b.high * 1.0 / b.positive) / b.buckets AS log_step, w.width, b.low / w.width * w.width AS start
+         w.width, b.low / w.width * w.width AS start
   FROM bounds b, (
     SELECT min(n.v) AS width FROM nice n, bounds
     WHERE n.v >= (high - low) * 1.0 / buckets AND (high - low / n.v * n.v) / n.v + 1 <= buckets
   ) w
 ),
 shape AS (
-  SELECT *, CASE WHEN log_scale THEN buckets ELSE (high - start) / width + 1 END AS n FROM layout
+  SELECT *, CASE WHEN log_scale THEN (SELECT count(*) FROM edge) - 1 ELSE (high - start) / width + 1 END AS n
+  FROM layout
 ),
 counts AS (
   SELECT CASE WHEN log_scale AND dur <= 0 THEN -1
-              WHEN log_scale THEN min(n - 1, CAST(ln(dur * 1.0 / positive) / log_step AS INTEGER))
+              WHEN log_scale THEN min(n - 1, (SELECT count(*) FROM edge e WHERE e.v <= dur) - 1)
               ELSE min(n - 1, (dur - start) / width) END AS bucket,
          count(*) AS count
   FROM instance, shape
@@ -765,9 +953,10 @@ counts AS (
 ),
 series(i) AS (SELECT -1 UNION ALL SELECT i + 1 FROM series, shape WHERE i + 1 < n)
 SELECT i AS bucket, CASE WHEN log_scale THEN 'log' ELSE 'linear' END AS scale,
-       CASE WHEN i = -1 THEN 0 WHEN log_scale THEN positive * exp(log_step * i) ELSE start + width * i END AS low,
+       CASE WHEN i = -1 THEN 0 WHEN log_scale THEN (SELECT e.v FROM edge e WHERE e.i = series.i)
+            ELSE start + width * i END AS low,
        CASE WHEN i = -1 THEN 0
-            WHEN log_scale THEN CASE WHEN i = n - 1 THEN high ELSE positive * exp(log_step * (i + 1)) END
+            WHEN log_scale THEN (SELECT e.v FROM edge e WHERE e.i = series.i + 1)
             WHEN high = low THEN low
             WHEN i = n - 1 THEN max(start + width * n, high)
             ELSE start + width * (i + 1) END AS high,
@@ -781,26 +970,37 @@ ORDER BY i"""
         sn = resolve_name(run, self)
         name = out.name = sn.name
         w = name_where(run, sn)
+        # The duration each instance counts for: under `time` its part inside the range; an unfinished one's
+        # to the end of the range or trace.
+        dur = f"({scope_dur(run)})"
         if is_narrowed(run):
             agg = run.query(
                 "count, total, longest and shortest non-zero",
                 f"""SELECT count(*) AS n,
-       coalesce(sum(max(s.dur, 0)), 0) AS total, max(s.dur) AS longest,
-       min(CASE WHEN s.dur > 0 THEN s.dur END) AS shortest_positive
+       coalesce(sum({dur}), 0) AS total, max({dur}) AS longest,
+       min(CASE WHEN {dur} > 0 THEN {dur} END) AS shortest_positive, sum(s.dur < 0) AS unfinished
 FROM slice s
 {w.sql()}""",
                 w.params,
             )[0]
             known = (agg["n"], agg["total"], agg["longest"])
             positive = agg["shortest_positive"]
+            unfinished = agg["unfinished"] or 0
         else:
             known = (sn.count, sn.total_dur, sn.max_dur)
+            # The (name, dur) index gives the shortest finished one; the unfinished ones (dur -1) are few.
             positive = run.value(
                 "the shortest non-zero duration",
-                f"""SELECT min(s.dur) FROM slice s
-{w.sql()} AND s.dur > 0""",
+                f"""SELECT min(d) FROM (
+  SELECT min(s.dur) AS d FROM slice s
+  {w.sql()} AND s.dur > 0
+  UNION ALL
+  SELECT min({dur}) FROM slice s
+  {w.sql()} AND s.dur < 0
+) WHERE d > 0""",
                 w.params,
             )
+            unfinished = sn.unfinished
         duration_stats(run, out.stats, w, name, known, is_narrowed(run))
         if not out.stats.count:
             out.scale = "linear"
@@ -809,38 +1009,46 @@ FROM slice s
         buckets = run.scope.buckets
         if positive and high / positive > LOG_SCALE_SPREAD:
             out.scale = "log"
-            step = math.log(high / positive) / buckets
+            edges = fmt.log_edges(positive, high, buckets)
+            buckets = len(edges) - 1
+            params = {f"edge_{i}": e for i, e in enumerate(edges[1:-1], 1)}
             index = (
-                "CASE WHEN s.dur <= 0 THEN -1 "
-                "ELSE min(:last_bucket, CAST(ln(s.dur * 1.0 / :low) / :log_step AS INTEGER)) END"
+                "CASE WHEN {d} <= 0 THEN -1 "
+                + "".join(f"WHEN {{d}} < :edge_{i} THEN {i - 1} " for i in range(1, buckets))
+                + f"ELSE {buckets - 1} END"
             )
-            params = {"low": positive, "log_step": step}
-            edges = [positive * math.exp(step * i) for i in range(buckets)] + [float(high)]
         else:
             out.scale = "linear"
-            width = nice_ceil((high - low) / buckets) if high > low else 1
-            start = low // width * width
-            while (high - start) // width + 1 > buckets:
-                width = nice_ceil(width + 1)
-                start = low // width * width
-            buckets = (high - start) // width + 1
-            index = "min(:last_bucket, (max(s.dur, 0) - :low) / :width)"
-            params = {"low": start, "width": width}
-            edges = [start + width * i for i in range(buckets)] + [max(start + width * buckets, high)]
-            if high == low:
-                edges = [low, low]  # every instance has the same duration
-        counts = {
-            r["bucket"]: r["count"]
-            for r in run.query(
-                "instances per bucket",
-                f"""SELECT {index} AS bucket,
+            edges = fmt.linear_edges(low, high, buckets)
+            buckets = len(edges) - 1
+            index = "min(:last_bucket, ({d} - :low) / :width)"
+            params = {"low": edges[0], "width": edges[1] - edges[0] if high > low else 1, "last_bucket": buckets - 1}
+        if run.scope.time is None:
+            # Finished instances by dur alone (the (name, dur) index covers them); the few unfinished ones
+            # (dur -1) by the time they count for, which needs their start.
+            finished = Where(list(w.terms), dict(w.params))
+            finished.add("s.dur >= 0")
+            unfinished_w = Where(list(w.terms), dict(w.params))
+            unfinished_w.add("s.dur < 0")
+            sql = f"""SELECT bucket, sum(n) AS count FROM (
+  SELECT {index.format(d="s.dur")} AS bucket, count(*) AS n
+  FROM slice s
+  {finished.sql().replace(chr(10), chr(10) + "  ")}
+  GROUP BY bucket
+  UNION ALL
+  SELECT {index.format(d=dur)} AS bucket, count(*)
+  FROM slice s
+  {unfinished_w.sql().replace(chr(10), chr(10) + "  ")}
+  GROUP BY bucket
+)
+GROUP BY bucket"""
+        else:
+            sql = f"""SELECT {index.format(d=dur)} AS bucket,
        count(*) AS count
 FROM slice s
 {w.sql()}
-GROUP BY bucket""",
-                {**w.params, **params, "last_bucket": buckets - 1},
-            )
-        }
+GROUP BY bucket"""
+        counts = {r["bucket"]: r["count"] for r in run.query("instances per bucket", sql, {**w.params, **params})}
         if -1 in counts:
             out.buckets.add(low=0, high=0, count=counts[-1])
         for i in range(buckets):
@@ -849,16 +1057,16 @@ GROUP BY bucket""",
             "the longest instance",
             f"""SELECT {INSTANCE_COLUMNS}
 {SLICE_FROM}
-{w.sql()}
-ORDER BY s.dur DESC, s.id DESC
-LIMIT 1""",
-            w.params,
+WHERE s.id IN ({longest_first(run, w)})""",
+            {**w.params, "top": 1},
         )
+        clipped_footnote(run)
+        unfinished_footnote(run, unfinished, view_link(run, "slices", "inspect", name=name))
         run.next_step(f"{name} over time", view_link(run, "slices", "timeline", name=name))
         if longest:
             inst = pb.SliceInstance()
             fill_instance(inst, longest[0])
-            run.next_step(f"The longest {name} ({fmt.duration(inst.dur)})", inspect_link(run, inst))
+            run.next_step(f"The longest {name} ({instance_dur(inst)})", inspect_link(run, inst))
 
     def charts(self, msg: pb.SlicesHistogram, run: ReportRun) -> list[Chart]:
         total = max(msg.stats.count, 1)
@@ -871,7 +1079,7 @@ LIMIT 1""",
             bars.append(Bar(label, b.count, f"{b.count} ({100.0 * b.count / total:.1f}%)" if b.count else ""))
         spaced = [b for b in msg.buckets if b.high > 0]
         if msg.scale == "log" and spaced and spaced[0].low > 0:
-            buckets = f"log-scale buckets, each {spaced[0].high / spaced[0].low:.2f}x wider than the last"
+            buckets = "log-scale buckets with round edges"
         else:
             width = spaced[0].high - spaced[0].low if spaced else 0
             buckets = f"linear buckets of {fmt.duration(width)}" if width else "one bucket (all equal)"
@@ -977,6 +1185,14 @@ ORDER BY i"""
             for label, covered in sorted(by_owner.items(), key=lambda kv: (-kv[1], kv[0]))[:DOMINANT]:
                 bucket.dominant.add(name=label, value=covered)
         busiest = max(out.buckets, key=lambda b: (b.total_dur, b.count), default=None)
+        if is_narrowed(run):
+            w = name_where(run, sn)
+            unfinished = run.value(
+                "unfinished instances", f"SELECT count(*) FROM slice s\n{w.sql()} AND s.dur < 0", w.params
+            )
+        else:
+            unfinished = sn.unfinished
+        unfinished_footnote(run, unfinished or 0, view_link(run, "slices", "inspect", name=name))
         run.next_step(f"Distribution of {name} durations", view_link(run, "slices", "histogram", name=name))
         if busiest is not None and busiest.total_dur + busiest.count:
             run.next_step(
@@ -998,7 +1214,9 @@ ORDER BY i"""
         return run.query(
             "time covered per bucket and track",
             f"""WITH RECURSIVE instance AS MATERIALIZED (
-  SELECT s.track_id, max(s.ts, :range_start) AS piece_start, min(s.ts + max(s.dur, 0), :range_end) AS instance_end,
+  SELECT s.track_id, max(s.ts, :range_start) AS piece_start,
+         min(CASE WHEN s.dur < 0 THEN (SELECT end_ts FROM trace_bounds) ELSE s.ts + s.dur END, :range_end)
+           AS instance_end,
          min(:last_bucket, (max(s.ts, :range_start) - :range_start) / :bucket_dur) AS bucket
   FROM slice s
   {w.sql().replace(chr(10), chr(10) + "  ")}
@@ -1087,6 +1305,9 @@ WHERE tr.id IN (SELECT value FROM json_each(:ids))""",
 # -- inspect ----------------------------------------------------------------------------------
 
 
+_INSPECT_COLUMNS = f"s.id, s.dur AS raw_dur, {CANNED_DUR} AS dur, CASE WHEN :ts = '' THEN NULL ELSE s.ts END AS ts"
+
+
 class SlicesInspectView(View):
     noun = "slices"
     name = "inspect"
@@ -1102,16 +1323,17 @@ class SlicesInspectView(View):
     uses_top = True
     flags = SCOPE_FLAGS | {"ts"}
     required = ("name",)
-    canned_sql = f"""-- The matching instances, longest first, with how many match. ts picks those starting then
--- (an offset in s or ms covers the microsecond around it), else those running then. The report
--- also shows a single match's args, ancestors and children.
+    canned_sql = f"""-- The matching instances, longest first (an unfinished one lasts to the end of the trace
+-- or range), with how many match. ts picks those starting then (an offset in s or ms covers the
+-- microsecond around it), else those running then. The report also shows a single match's args,
+-- ancestors and children.
 WITH {CANNED_RANGE},
 at AS (
   SELECT (SELECT report_time(:ts)) AS ts,
          CASE WHEN trim(:ts) GLOB '*[a-z]' AND trim(:ts) NOT GLOB '*[uµn]s' THEN 500 ELSE 0 END AS half
 ),
 matched AS MATERIALIZED (
-  {canned_instances("s.id, s.dur, CASE WHEN :ts = '' THEN NULL ELSE s.ts END AS ts", near_ts=True)}
+  {canned_instances(_INSPECT_COLUMNS, near_ts=True)}
 ),
 starting AS (
   SELECT m.id, m.dur FROM matched m, at WHERE m.ts BETWEEN at.ts - at.half AND at.ts + at.half
@@ -1123,10 +1345,11 @@ picked AS (
   UNION ALL
   SELECT m.id, m.dur FROM matched m, at
   WHERE :ts != '' AND NOT EXISTS (SELECT 1 FROM starting)
-    AND m.ts <= at.ts + at.half AND (m.dur < 0 OR m.ts + m.dur >= at.ts - at.half)
+    AND m.ts <= at.ts + at.half AND (m.raw_dur < 0 OR m.ts + m.raw_dur >= at.ts - at.half)
 ),
 longest AS (
-  SELECT id, count(*) OVER () AS matched FROM picked
+  -- By the time each counts for: an unfinished one lasts to the end of the range.
+  SELECT id, dur, count(*) OVER () AS matched FROM picked
   ORDER BY dur DESC, id DESC
   LIMIT {CANNED_TOP}
 )
@@ -1136,7 +1359,7 @@ JOIN slice s ON s.id = longest.id
 JOIN track tr ON tr.id = s.track_id
 LEFT JOIN thread th ON th.id = tr.utid
 LEFT JOIN process p ON p.id = coalesce(tr.upid, th.upid)
-ORDER BY s.dur DESC, s.id DESC"""
+ORDER BY longest.dur DESC, s.id DESC"""
 
     def compute(self, run: ReportRun, out: pb.SlicesInspect) -> None:
         sn = resolve_name(run, self)
@@ -1152,16 +1375,20 @@ ORDER BY s.dur DESC, s.id DESC"""
             if not starting:
                 w = name_where(run, sn, at)
         duration_stats(run, out.stats, w, name, narrowed=is_narrowed(run) or run.scope.ts is not None)
+        clipped_footnote(run)
         out.matched = out.stats.count
         rows = run.query(
-            "the longest instances",
-            f"""SELECT {INSTANCE_COLUMNS}, s.arg_set_id, s.parent_id
+            "the longest instances (an unfinished one by the time it counts for)",
+            f"""SELECT {INSTANCE_COLUMNS}, s.arg_set_id, s.parent_id, {scope_dur(run)} AS counted
 {SLICE_FROM}
-{w.sql()}
-ORDER BY s.dur DESC, s.id DESC
-LIMIT :top""",
+WHERE s.id IN ({longest_first(run, w)})
+ORDER BY counted DESC, s.id DESC""",
             {**w.params, "top": run.scope.top},
         )
+        unfinished = run.value(
+            "unfinished instances", f"SELECT count(*) FROM slice s\n{w.sql()} AND s.dur < 0", w.params
+        )
+        unfinished_footnote(run, unfinished or 0, run.link(run.noun, run.view))
         for r in rows:
             fill_instance(out.instances.add(), r)
         run.truncation(len(rows), out.matched, f"{name} instances")
@@ -1173,9 +1400,9 @@ LIMIT :top""",
             inst, runner_up = out.instances[0], out.instances[1]
             if run.scope.ts is None:
                 run.next_step(
-                    f"Only the longest ({fmt.duration(inst.dur)} at {run.offset(inst.ts)})", inspect_link(run, inst)
+                    f"Only the longest ({instance_dur(inst)} at {run.offset(inst.ts)})", inspect_link(run, inst)
                 )
-            elif inst.dur > runner_up.dur:
+            elif inst.dur > runner_up.dur and runner_up.dur >= 0:
                 # Already at this instant: instances alike but for their duration (async tracks of one
                 # process, say) part by it.
                 run.next_step(
@@ -1258,7 +1485,7 @@ LIMIT :top""",
             ("Slice id", Cell(str(inst.id), href=run.linker.details("slice", inst.id))),
             ("Name", Cell(inst.name)),
             ("Start", Cell(f"{run.offset(inst.ts)} (ts {inst.ts})")),
-            ("Dur", Cell(fmt.duration(inst.dur) if inst.dur >= 0 else "(unfinished)")),
+            ("Dur", Cell(instance_dur(inst))),
             ("Self dur", Cell(fmt.duration(msg.self_dur))),
             ("Thread", thread),
             ("Process", process),
@@ -1286,7 +1513,7 @@ LIMIT :top""",
                 Cell(str(inst.depth)),
                 Cell(inst.name, inspect_link(run, inst), href=run.linker.details("slice", inst.id)),
                 Cell(run.offset(inst.ts), title=f"ts {inst.ts}"),
-                Cell(fmt.duration(inst.dur) if inst.dur >= 0 else "(unfinished)"),
+                Cell(instance_dur(inst)),
             ]
             for inst in instances
         ]
@@ -1306,7 +1533,7 @@ class SlicesDiff(DiffSpec):
     )
     sorts = {"dur": "total_dur", "count": "count", "max": "max_dur", "name": ""}
     display = ("total_dur", "count")
-    row_filters = {"min_count": "count"}
+    row_filters = {"min_count": "count", "min_duration": "total_dur"}
     counts_rows = False
 
     def derive(self, row: Any) -> None:

@@ -17,6 +17,7 @@ from .calltree import (
     CallstackView,
     CallTreeDiff,
     CallTreeView,
+    FunctionTotals,
     function_ctes,
     function_totals,
     load_callsites,
@@ -25,13 +26,30 @@ from .calltree import (
     tree_canned_sql,
 )
 
-SCOPE_FLAGS = frozenset({*OWNER_FLAGS, "time", "name"})
+SCOPE_FLAGS = frozenset({*OWNER_FLAGS, "time", "name", "exclude_idle"})
+
+# V8's pseudo-frames: a sample whose leaf is one of these ran no JavaScript (exclude_idle leaves them out).
+IDLE_FRAMES = ("(idle)", "(program)", "(garbage collector)")
+IDLE_CALLSITES = """SELECT c.id FROM stack_profile_callsite c JOIN stack_profile_frame f ON f.id = c.frame_id
+  WHERE f.name IN ({names})"""
+IDLE_PARAMS = {f"idle_{i}": name for i, name in enumerate(IDLE_FRAMES)}
+# The canned queries' exclude_idle term: a sample whose leaf is not a pseudo-frame (always true when unset or false).
+CANNED_NOT_IDLE = (
+    "(lower(trim(:exclude_idle)) IN ('', '0', 'false', 'no', 'off') OR s.callsite_id NOT IN ("
+    + IDLE_CALLSITES.format(names=", ".join(f"'{n}'" for n in IDLE_FRAMES))
+    + "))"
+)
 
 # A sample → its task context → the thread and process sampled.
 SAMPLE_FROM = """FROM stack_sample s
 LEFT JOIN profiler_task_context tc ON tc.id = s.task_context_id
 LEFT JOIN thread th ON th.id = tc.utid
 LEFT JOIN process p ON p.id = coalesce(tc.upid, th.upid)"""
+
+
+def not_idle_term(column: str) -> str:
+    """A sample's (or weighted sample's) callsite `column` is not one of V8's pseudo-frames (exclude_idle)."""
+    return f"{column} NOT IN ({IDLE_CALLSITES.format(names=', '.join(':' + p for p in IDLE_PARAMS))})"
 
 
 def sample_where(run: ReportRun) -> tuple[str, Where]:
@@ -49,23 +67,28 @@ def canned_samples(callsite: str) -> str:
     return f"""  SELECT {callsite}, count(*) AS samples
   {SAMPLE_FROM.replace(chr(10), chr(10) + "  ")}
   WHERE {optional_terms((*OWNER_FLAGS, "time"), time=in_canned_range("s.ts"))}
+    AND {CANNED_NOT_IDLE}
   GROUP BY s.callsite_id"""
 
 
 def load_samples(run: ReportRun) -> Callsites:
     source, w = sample_where(run)
+    placed = bool(w.terms)  # process, thread or time flags: weighted samples have none of those
+    if run.scope.exclude_idle:
+        w.add(not_idle_term("s.callsite_id"), **IDLE_PARAMS)
     weight_sql = f"""SELECT s.callsite_id, count(*) AS value, 0 AS count
 {source}
 {w.sql()}
 GROUP BY s.callsite_id"""
-    if has_aggregate_samples(run) and not w.terms:
+    if has_aggregate_samples(run) and not placed:
         # Profiles without timestamps or threads (collapsed-stack files) count by their weights,
         # unless a process/thread/time flag asks for samples they cannot be placed in.
-        weight_sql = """SELECT callsite_id, sum(value) AS value, 0 AS count FROM (
+        not_idle = f"\nWHERE {not_idle_term('callsite_id')}" if run.scope.exclude_idle else ""
+        weight_sql = f"""SELECT callsite_id, sum(value) AS value, 0 AS count FROM (
   SELECT s.callsite_id, 1 AS value FROM stack_sample s
   UNION ALL
   SELECT a.callsite_id, CAST(a.value AS INTEGER) FROM aggregate_sample a
-)
+){not_idle}
 GROUP BY callsite_id"""
     return load_callsites(run, "samples", weight_sql, w.params, run.scope.name)
 
@@ -74,6 +97,11 @@ def has_aggregate_samples(run: ReportRun) -> bool:
     return run.has_tables("aggregate_sample") and bool(
         run.value("any weighted (collapsed-stack) sample", "SELECT EXISTS(SELECT 1 FROM aggregate_sample)")
     )
+
+
+def self_samples(t: FunctionTotals) -> int:
+    """What the functions view's Samples column and min_count count: samples with the function on top."""
+    return t.self_value
 
 
 class StackSamplesView(CallstackView):
@@ -93,7 +121,8 @@ class FunctionsView(StackSamplesView):
     title = "Stack samples by function"
     description = (
         "CPU samples per function: Self% with the function at the top of the stack, Total% with it "
-        "anywhere in the stack (a recursive function counts once per sample)."
+        "anywhere in the stack (a recursive function counts once per sample); Samples and min_count "
+        "count the self samples, as the RFC's Samples column."
     )
     result_field = "stack_samples_functions"
     uses_top = True
@@ -116,7 +145,7 @@ SELECT t.name AS function, coalesce(sf.self, 0) AS self_samples, t.total AS tota
        round(100.0 * t.total / (SELECT sum(samples) FROM sampled), 1) AS total_percent
 FROM totals t LEFT JOIN selfs sf ON sf.name = t.name
 WHERE (:name = '' OR t.name GLOB :name)
-  AND t.total >= CAST(coalesce(nullif(:min_count, ''), 0) AS INTEGER)
+  AND coalesce(sf.self, 0) >= CAST(coalesce(nullif(:min_count, ''), 0) AS INTEGER)
 ORDER BY CASE {canned_sort(sorts[0])} WHEN 'self' THEN -coalesce(sf.self, 0) WHEN 'total' THEN -t.total
          END, CASE {canned_sort(sorts[0])} WHEN 'self' THEN -t.total END, t.name
 LIMIT {CANNED_TOP}"""
@@ -127,7 +156,7 @@ LIMIT {CANNED_TOP}"""
         s = run.scope
         cs = load_samples(run)
         totals = function_totals(top_down(cs))
-        rows = self.sorted_functions(run, cs, totals, lambda t: t.total_value)
+        rows = self.sorted_functions(run, cs, totals, self_samples)
         out.total_rows = len(rows)
         out.total_samples = cs.total_value
         for name, t in rows[: s.top]:
@@ -138,6 +167,13 @@ LIMIT {CANNED_TOP}"""
                 self_percent=percent(t.self_value, cs.total_value),
                 total_percent=percent(t.total_value, cs.total_value),
             )
+        self.min_count_footnote(
+            run,
+            cs,
+            totals,
+            self_samples,
+            lambda hidden: f"fewer than {s.min_count} self samples: {sum(t.self_value for t in hidden):,} samples",
+        )
         self.functions_steps(run, out.rows, len(rows), "The call tree, top-down")
 
     def tables(self, msg: pb.StackFunctions, run: ReportRun) -> list[Table]:
@@ -225,7 +261,7 @@ class FunctionsDiff(DiffSpec):
     )
     sorts = {"self": "self_count", "total": "total_count", "name": ""}
     display = ("self_count", "total_count")
-    row_filters = {"min_count": "total_count"}
+    row_filters = {"min_count": "self_count"}
     counts_rows = False
 
     def fill_extra(self, out: Any, base_msg: Any, target_msg: Any) -> None:

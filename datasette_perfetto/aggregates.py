@@ -21,7 +21,7 @@ for _name in ("slice", "counter", "state", "profiler_sample", "sched", "thread_s
 INT64_MAX = (1 << 63) - 1
 
 _SLICE = schema.table("slice").stored_columns
-_ID, _TS, _DUR, _TRACK, _NAME = (_SLICE.index(c) for c in ("id", "ts", "dur", "track_id", "name"))
+_ID, _TS, _DUR, _TRACK, _NAME, _PARENT = (_SLICE.index(c) for c in ("id", "ts", "dur", "track_id", "name", "parent_id"))
 
 
 class TimeBounds:
@@ -66,68 +66,99 @@ class SliceNameAggregates:
     starts and earliest start (the longest of them) until then. The longest
     instance is the one with the lowest id among equals, as SQLite's max() with
     a bare column picks it. A total beyond int64 (only absurd durations get
-    there) is kept at INT64_MAX, where SQLite's sum() would fail the import."""
+    there) is kept at INT64_MAX, where SQLite's sum() would fail the import.
+
+    Self time (a slice's duration minus its direct children's) is kept the same
+    way: the slice tracker writes children before their parent, so a parent's
+    row finds its children's durations summed (finished ones, and the unfinished
+    ones' count and sum of starts, resolved at the end like the parent's own)."""
 
     def __init__(self) -> None:
         # (track_id, name) -> [count, finished total, finished max, its id, unfinished count, their ts sum,
-        # earliest unfinished ts, its id]
+        # earliest unfinished ts, its id, self time known, self time's multiple of the trace's end]
         self.by_track_name: dict[tuple, list] = {}
+        # parent slice id -> [its children's finished durations, unfinished children, their ts sum]
+        self._children: dict[int, list] = {}
 
     def add(self, rows: list[tuple]) -> None:
-        aggregates = self.by_track_name
+        aggregates, children = self.by_track_name, self._children
         for row in rows:
-            dur, slice_id = row[_DUR], row[_ID]
+            dur, slice_id, parent_id = row[_DUR], row[_ID], row[_PARENT]
             key = (row[_TRACK], row[_NAME])
             agg = aggregates.get(key)
             if agg is None:
-                agg = aggregates[key] = [0, 0, None, None, 0, 0, None, None]
+                agg = aggregates[key] = [0, 0, None, None, 0, 0, None, None, 0, 0]
             agg[0] += 1
+            kids = children.pop(slice_id, None)
+            if kids is not None:  # self time: less the children's (an unfinished one's: end - ts)
+                agg[8] -= kids[0] - kids[2]
+                agg[9] -= kids[1]
             if dur < 0:
                 ts = row[_TS]
+                if parent_id is not None:
+                    siblings = children.get(parent_id)
+                    if siblings is None:
+                        siblings = children[parent_id] = [0, 0, 0]
+                    siblings[1] += 1
+                    siblings[2] += ts
+                agg[8] -= ts
+                agg[9] += 1
                 agg[4] += 1
                 agg[5] += ts
                 if agg[6] is None or ts < agg[6] or (ts == agg[6] and slice_id < agg[7]):
                     agg[6], agg[7] = ts, slice_id
                 continue
+            if parent_id is not None:
+                siblings = children.get(parent_id)
+                if siblings is None:
+                    siblings = children[parent_id] = [0, 0, 0]
+                siblings[0] += dur
+            agg[8] += dur
             agg[1] += dur
             if agg[2] is None or dur > agg[2] or (dur == agg[2] and slice_id < agg[3]):
                 agg[2], agg[3] = dur, slice_id
 
     @staticmethod
-    def _resolve(agg: list, end: int) -> tuple[int, int, int, int, int]:
-        """(count, total, longest, its id, unfinished) with the unfinished slices lasting to `end`."""
-        count, total, longest, slice_id, unfinished, ts_sum, earliest, earliest_id = agg
+    def _resolve(agg: list, end: int) -> tuple[int, int, int, int, int, int]:
+        """(count, total, longest, its id, unfinished, self) with the unfinished slices lasting to `end`."""
+        count, total, longest, slice_id, unfinished, ts_sum, earliest, earliest_id, self_known, self_ends = agg
         if unfinished:
             total += unfinished * end - ts_sum
             open_dur = max(end - earliest, 0)
             if longest is None or open_dur > longest or (open_dur == longest and earliest_id < slice_id):
                 longest, slice_id = open_dur, earliest_id
-        return count, total, longest, slice_id, unfinished
+        return count, total, longest, slice_id, unfinished, self_known + self_ends * end
 
     def track_name_rows(self, end: int) -> Iterator[tuple]:
         """report_slice_track_name rows, in GROUP BY track_id, name order; `end`: the trace's end."""
         for (track_id, name), agg in sorted(self.by_track_name.items(), key=lambda kv: (kv[0][0], _text_key(kv[0][1]))):
-            count, total, longest, slice_id, unfinished = self._resolve(agg, end)
-            yield track_id, name, count, min(total, INT64_MAX), longest, slice_id, unfinished
+            count, total, longest, slice_id, unfinished, self_dur = self._resolve(agg, end)
+            yield track_id, name, count, min(total, INT64_MAX), longest, slice_id, unfinished, _int64(self_dur)
 
     def name_rows(self, end: int) -> Iterator[tuple]:
         """report_slice_name rows, in GROUP BY name order."""
         by_name: dict[str | None, list] = {}
         for (_, name), agg in self.by_track_name.items():
-            count, total, longest, slice_id, unfinished = self._resolve(agg, end)
+            count, total, longest, slice_id, unfinished, self_dur = self._resolve(agg, end)
             named = by_name.get(name)
             if named is None:
-                by_name[name] = [count, total, longest, slice_id, unfinished]
+                by_name[name] = [count, total, longest, slice_id, unfinished, self_dur]
                 continue
             named[0] += count
             named[1] += total
             named[4] += unfinished
+            named[5] += self_dur
             if longest > named[2] or (longest == named[2] and slice_id < named[3]):
                 named[2], named[3] = longest, slice_id
-        for name, (count, total, longest, slice_id, unfinished) in sorted(
+        for name, (count, total, longest, slice_id, unfinished, self_dur) in sorted(
             by_name.items(), key=lambda kv: _text_key(kv[0])
         ):
-            yield name, count, min(total, INT64_MAX), longest, slice_id, unfinished
+            yield name, count, min(total, INT64_MAX), longest, slice_id, unfinished, _int64(self_dur)
+
+
+def _int64(value: int) -> int:
+    """A sum kept within int64 (only absurd durations leave it)."""
+    return max(min(value, INT64_MAX), -INT64_MAX - 1)
 
 
 def _text_key(value: str | None) -> tuple:

@@ -1122,6 +1122,7 @@ REPORT_SLICE_NAME = Table(
         C("max_dur", "INTEGER", "Longest duration (an unfinished slice's to the end of the trace).", unit=TS),
         C("max_slice_id", "INTEGER", "→ slice.id of a longest instance."),
         C("unfinished", "INTEGER", "Slices with this name never ended (dur -1)."),
+        C("self_dur", "INTEGER", "Sum of self times: each slice's duration less its direct children's.", unit=TS),
     ),
     indexes=(("name",), ("total_dur",)),
 )
@@ -1219,6 +1220,7 @@ REPORT_SLICE_TRACK_NAME = Table(
         C("max_dur", "INTEGER", "Longest duration (an unfinished slice's to the end of the trace).", unit=TS),
         C("max_slice_id", "INTEGER", "→ slice.id of a longest one."),
         C("unfinished", "INTEGER", "Of them, slices never ended (dur -1)."),
+        C("self_dur", "INTEGER", "Sum of their self times: durations less their direct children's.", unit=TS),
     ),
     indexes=(("track_id",),),
 )
@@ -1274,12 +1276,15 @@ GROUP BY cell, {keys}"""
 
 # A slice's duration as the report counts it: an unfinished one (dur -1) lasts to the end of the trace.
 _SLICE_DUR = "CASE WHEN dur < 0 THEN max((SELECT end_ts FROM trace_bounds) - ts, 0) ELSE dur END"
+# Its self time: less its direct children's durations, counted the same way.
+_SLICE_SELF = f"{_SLICE_DUR} - coalesce((SELECT sum({_SLICE_DUR}) FROM slice k WHERE k.parent_id = slice.id), 0)"
 
 DERIVED: tuple[Derived, ...] = (
     Derived(
         REPORT_SLICE_NAME,
-        "INSERT INTO report_slice_name (name, count, total_dur, max_dur, max_slice_id, unfinished) "
-        f"SELECT name, count(*), sum({_SLICE_DUR}), max({_SLICE_DUR}), id, sum(dur < 0) FROM slice GROUP BY name",
+        "INSERT INTO report_slice_name (name, count, total_dur, max_dur, max_slice_id, unfinished, self_dur) "
+        f"SELECT name, count(*), sum({_SLICE_DUR}), max({_SLICE_DUR}), id, sum(dur < 0), sum({_SLICE_SELF}) "
+        "FROM slice GROUP BY name",
         streamed=True,
     ),
     # Each name's durations ranked in the (name, dur) index's order; the ranks the percentiles need kept.
@@ -1339,9 +1344,10 @@ DERIVED: tuple[Derived, ...] = (
     ),
     Derived(
         REPORT_SLICE_TRACK_NAME,
-        "INSERT INTO report_slice_track_name (track_id, name, count, total_dur, max_dur, max_slice_id, unfinished) "
-        f"SELECT track_id, name, count(*), sum({_SLICE_DUR}), max({_SLICE_DUR}), id, sum(dur < 0) FROM slice "
-        "GROUP BY track_id, name",
+        "INSERT INTO report_slice_track_name (track_id, name, count, total_dur, max_dur, max_slice_id, unfinished, "
+        "self_dur) "
+        f"SELECT track_id, name, count(*), sum({_SLICE_DUR}), max({_SLICE_DUR}), id, sum(dur < 0), "
+        f"sum({_SLICE_SELF}) FROM slice GROUP BY track_id, name",
         streamed=True,
     ),
     # Instances are clipped to the trace, as the timeline clips them to its range.

@@ -72,8 +72,12 @@ def sched(sched_db):
 )
 async def test_slices_table_rows(demo, query):
     report, canned = await both(demo, "demo", "slices", "table", query)
-    assert [(r["name"], r["count"], r["total_dur"], r["max_dur"]) for r in canned] == [
-        (r["name"], int(r["count"]), int(r.get("total_dur", 0)), int(r.get("max_dur", 0))) for r in report["rows"]
+    assert [(r["name"], r["count"], r["self_dur"], r["total_dur"], r["max_dur"]) for r in canned] == [
+        (r["name"], int(r["count"]), int(r.get("self_dur", 0)), int(r.get("total_dur", 0)), int(r.get("max_dur", 0)))
+        for r in report["rows"]
+    ]
+    assert [r["percent_of_slice_time"] for r in canned] == [
+        round(r.get("percent_of_slice_time", 0), 1) for r in report["rows"]
     ]
     assert canned and [r["max_ts"] for r in canned] == [int(r["max_instance"]["ts"]) for r in report["rows"]]
 

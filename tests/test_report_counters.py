@@ -316,7 +316,9 @@ async def test_timeline_holds_values_and_combines_tracks(synth):
 async def test_timeline_html_draws_a_labelled_chart(demo_db):
     page = (await served(demo_db.path).client.get("/demo/-/report/counters/timeline?name=MemoryUsage&buckets=10")).text
     assert "<svg" in page and "MemoryUsage over time" in page and "(linear scale" in page
-    assert "154.0M" in page  # the first bucket's average: (151.4M + ... ) / 4, as checked against SQL above
+    # The first bucket's average, 154.0M bytes ((151.4M + ... ) / 4, as checked against SQL above), in its unit:
+    # 154.0e6 / 2^20 = 146.9 -> 147 MiB.
+    assert "147 MiB" in page and "154.0M" not in page
 
 
 # -- histogram ----------------------------------------------------------------------------------------
@@ -390,7 +392,9 @@ async def test_inspect_value_at_ts_is_the_last_sample_at_or_before_it(demo_db):
     around = [int(s["ts"]) for s in i["samples"]]
     assert len(around) == 10 and around == sorted(around) and around[4] == at_ts and around[5] > ts
     text = (await served(demo_db.path).client.get("/demo/-/report/counters/inspect.txt?name=MemoryUsage&ts=1s")).text
-    assert f"{int(at_value):,} bytes (sampled at" in text and "<- value at ts" in text
+    # In its unit (the exact figure is in the JSON): 194,668,215 bytes / 2^20 = 185.65 -> 186 MiB.
+    assert at_value == 194_668_215
+    assert "186 MiB (sampled at" in text and "<- value at ts" in text
 
 
 @pytest.mark.asyncio
@@ -533,3 +537,110 @@ async def test_series_canned_queries_agree_with_the_reports(demo_db):
         int(report["stats"]["count"]),
         report["delta"],
     )
+
+
+# -- time-weighted averages under time, values in their unit ----------------------------------------------
+
+
+def weighted_trace() -> bytes:
+    """Ten seconds (T0 to T0 + 10s). `level` (ms) in delta: 0 @0s, 10 @1.5s, 30 @2.5s, 99 @8s; in epsilon:
+    100 @3s."""
+    b = TraceBuilder()
+    seq = b.sequence(1)
+    seq.process(40, "delta")
+    seq.process(50, "epsilon")
+    main = seq.thread(40, 41, "delta-main")
+    seq.counter_track(301, "level", parent_uuid=process_uuid(40), unit="ms")
+    seq.counter_track(302, "level", parent_uuid=process_uuid(50), unit="ms")
+    seq.slice_begin(T0, main, "run")
+    samples = [(T0, 301, 0), (T0 + 1_500_000_000, 301, 10), (T0 + 2_500_000_000, 301, 30)]
+    samples += [(T0 + 3 * SECOND, 302, 100), (T0 + 8 * SECOND, 301, 99)]
+    for ts, track, value in samples:
+        seq.counter(ts, track, value)
+    seq.slice_end(T0 + 10 * SECOND, main)
+    return b.to_bytes()
+
+
+@pytest.fixture(scope="module")
+def weighted(tmp_path_factory):
+    return ingest_named(tmp_path_factory, weighted_trace(), "weighted")
+
+
+# (time, delta's count/min/avg/max, epsilon's (None: no sample in the range), inspect's pooled average)
+WEIGHTED_CASES = [
+    # delta: 10 for 1s, then 30 for 3s (its span to 8s cut by the range's end): (10 + 90) / 4 = 25, not 20.
+    # epsilon: 100 from 3s. Pooled: (10 + 90 + 100 * 2.5) / 6.5.
+    ("1.5s,5.5s", (2, 10, 25, 30), (1, 100, 100, 100), 350 / 6.5),
+    # delta: 10 (sampled before the range) holds for 0.5s, then 30 for 3s: 95 / 3.5.
+    ("2s,5.5s", (1, 30, 95 / 3.5, 30), (1, 100, 100, 100), (95 + 250) / 6),
+    # delta: 30 for 1s, then 99 to the trace end (2s): (30 + 198) / 3 = 76; epsilon has no sample in it (no
+    # row of its own) but its 100 holds through it, so the pooled average has it: (228 + 300) / 6 = 88.
+    ("7s,10s", (1, 99, 76, 99), None, 88),
+]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("time, delta, epsilon, pooled", WEIGHTED_CASES)
+async def test_averages_under_time_are_time_weighted(weighted, time, delta, epsilon, pooled):
+    ds = served(weighted)
+    data = await get_json(ds, f"/weighted/-/report/counters.json?name=level&time={time}")
+    rows = {r["pid"]: r for r in data["counters_list"]["rows"]}
+    expected = {40: delta} | ({50: epsilon} if epsilon else {})
+    assert {int(pid): (int(r["count"]), r["min"], pytest.approx(r["avg"]), r["max"]) for pid, r in rows.items()} == {
+        pid: (c, lo, pytest.approx(avg), hi) for pid, (c, lo, avg, hi) in expected.items()
+    }
+    assert any("time-weighted" in f["text"] for f in data["footnotes"])
+    # The canned query agrees.
+    canned = (await ds.client.get(f"/weighted/counters_list.json?_shape=array&name=level&time={time}")).json()
+    assert {r["pid"]: r["avg"] for r in canned} == {pid: pytest.approx(v[2]) for pid, v in expected.items()}
+    # Inspect: each track's average as the list's; the pooled one weighs every track by time.
+    data = await get_json(ds, f"/weighted/-/report/counters/inspect.json?name=level&time={time}")
+    i = data["counters_inspect"]
+    assert i["stats"]["avg"] == pytest.approx(pooled)
+    assert {int(t["track"]["pid"]): t["track"].get("avg", 0) for t in i["tracks"]} == {
+        40: pytest.approx(delta[2]),
+        50: pytest.approx(epsilon[2] if epsilon else 0),
+    }
+    canned = (await ds.client.get(f"/weighted/counters_inspect.json?_shape=array&name=level&time={time}")).json()
+    assert {r["pid"]: r["avg"] for r in canned} == {40: pytest.approx(delta[2]), 50: epsilon and pytest.approx(100)}
+
+
+@pytest.mark.asyncio
+async def test_whole_trace_averages_stay_plain(weighted):
+    data = await get_json(weighted, "/weighted/-/report/counters.json?name=level&pid=40")
+    (row,) = data["counters_list"]["rows"]
+    assert row["avg"] == pytest.approx((0 + 10 + 30 + 99) / 4)
+    assert not any("time-weighted" in f["text"] for f in data["footnotes"])
+
+
+@pytest.mark.asyncio
+async def test_values_show_their_unit_in_every_view(weighted):
+    client = served(weighted).client
+    # The list: 25 ms as a time (the unit is ms).
+    page = (await client.get("/weighted/-/report/counters?name=level&pid=40&time=1.5s,5.5s")).text
+    assert ">10ms<" in page and ">25ms<" in page and ">30ms<" in page
+    # Inspect (text): min / avg / max, the value at ts and the delta in ms; 95 / 3.5 = 27.14 -> 27.1ms.
+    text = (await client.get("/weighted/-/report/counters/inspect.txt?name=level&pid=40&time=2s,5.5s&ts=3s")).text
+    assert re.search(r"Min / avg / max +30ms / 27\.1ms / 30ms", text), text
+    assert "30ms (sampled at 2.5s)" in text
+    # Timeline: the 2s-3s bucket holds 10 (held) then 30.
+    text = (await client.get("/weighted/-/report/counters/timeline.txt?name=level&pid=40&buckets=10")).text
+    assert "30ms  min 10ms  max 30ms  1 sample" in text, text
+    # Histogram: values 0, 10, 30, 99 in four 25ms buckets, edges and stats in the unit.
+    text = (await client.get("/weighted/-/report/counters/histogram.txt?name=level&pid=40&buckets=4")).text
+    assert re.search(r"0ns-25ms \|#+ *\| 2 \(50.0%\)", text) and "75ms-100ms |" in text, text
+    # Whole trace: a plain average of the samples, (0 + 10 + 30 + 99) / 4 = 34.75 -> 34.8ms.
+    assert re.search(r"4 +0ns +34\.8ms +99ms +30ms +99ms +99ms", text), text
+
+
+def test_unit_format_folds_units_into_values():
+    from datasette_perfetto.report.views.counters import unit_format
+
+    assert unit_format("bytes", 0, 4 << 20)(1.5 * (1 << 20)) == "1.5 MiB"
+    assert unit_format("ns", 0, 1e9)(82_000_000) == "82ms"
+    assert unit_format("ms", 0, 100)(27.142857) == "27.1ms"
+    assert unit_format("%", 0, 20)(12.5) == "12.5%"  # tenths tell 0..20 apart in 100 steps
+    assert unit_format("%", 0, 100)(12.5) == "12%"
+    assert unit_format("Hz", 0, 5000)(3000) == "3000 Hz"
+    assert unit_format("count", 0, 1000)(7) == "7"
+    assert unit_format("count", 0, 10)(7) == "7.0"  # tenths tell 0..10 apart in 100 steps

@@ -132,14 +132,15 @@ def test_slices_diff_text_marks_every_known_difference(demo_pair):
     text = to_text(diff(demo_pair, "slices", "table"))
     assert text.startswith("[target target.db 2.4s | baseline base.db 2s | full trace | 4 processes]\n")
     rows = lines_of(text)
+    # Self time (these have no children: equal to their duration), then the duration.
     assert cells(rows["BitmapDecode"]) == [
         "BitmapDecode",
         "(absent)",
         "120ms",
         "+120ms",
         "(absent)",
-        "4",
-        "+4",
+        "120ms",
+        "+120ms",
         "added",
     ]
     assert cells(rows["LegacyDecode"]) == [
@@ -147,16 +148,18 @@ def test_slices_diff_text_marks_every_known_difference(demo_pair):
         "60ms",
         "(absent)",
         "-60ms",
-        "3",
+        "60ms",
         "(absent)",
-        "-3",
+        "-60ms",
         "removed",
     ]
-    assert cells(rows["Raster"]) == ["Raster", "144ms", "204ms", "+60ms", "50", "50", "0", "+42%"]
-    # Ranked by the absolute duration delta: +120ms, -60ms, +60ms (tie broken by the count delta), then the rest.
+    assert cells(rows["Raster"]) == ["Raster", "144ms", "204ms", "+60ms", "144ms", "204ms", "+60ms", "+42%"]
+    # A parent shows its self time, less than its duration.
+    assert cells(rows["ChannelMojo::OnMessageReceived"])[1:7] == ["96.5ms", "96.5ms", "0", "194ms", "194ms", "0"]
+    # Ranked by the absolute self time delta: +120ms, -60ms, +60ms (tie broken by the count delta), then the rest.
     names = [line.split()[0] for line in text.splitlines()[4:7]]
     assert names == ["BitmapDecode", "LegacyDecode", "Raster"]
-    assert "49 slice names: 1 added, 1 removed, 1 changed, 46 unchanged; by dur delta" in text
+    assert "49 slice names: 1 added, 1 removed, 1 changed, 46 unchanged; by self delta" in text
     assert (
         "* the baseline trace is 18% shorter than the target's (2s vs 2.4s); deltas are raw, not normalized: "
         "datasette perfetto report base.db slices table"
@@ -175,8 +178,11 @@ def test_slices_diff_json_deltas_match_sql_on_each_database(demo_pair):
         conn = sqlite3.connect(path)
         sides.append(
             {
-                name: (n, total)
-                for name, n, total in conn.execute("SELECT name, count(*), sum(max(dur, 0)) FROM slice GROUP BY name")
+                name: (n, total, self_dur)
+                for name, n, total, self_dur in conn.execute(
+                    "SELECT s.name, count(*), sum(max(s.dur, 0)), sum(max(s.dur, 0) - coalesce("
+                    "(SELECT sum(max(k.dur, 0)) FROM slice k WHERE k.parent_id = s.id), 0)) FROM slice s GROUP BY s.name"
+                )
             }
         )
         conn.close()
@@ -184,9 +190,10 @@ def test_slices_diff_json_deltas_match_sql_on_each_database(demo_pair):
     rows = data["slices_table_diff"]["rows"]
     assert {r["name"] for r in rows} == set(base) | set(target)
     for r in rows:
-        b, t = base.get(r["name"], (0, 0)), target.get(r["name"], (0, 0))
+        b, t = base.get(r["name"], (0, 0, 0)), target.get(r["name"], (0, 0, 0))
         assert int(r.get("count_delta", 0)) == t[0] - b[0], r["name"]
         assert int(r.get("total_dur_delta", 0)) == t[1] - b[1], r["name"]
+        assert int(r.get("self_dur_delta", 0)) == t[2] - b[2], r["name"]
         expected = (
             "added"
             if r["name"] not in base
@@ -203,8 +210,8 @@ def test_slices_diff_json_deltas_match_sql_on_each_database(demo_pair):
     assert by_name["LegacyDecode"]["baseline"]["total_dur"] == 60000000
     summary = data["slices_table_diff"]["summary"]
     assert summary == {
-        "sort": "dur",
-        "sort_column": "total_dur",
+        "sort": "self",
+        "sort_column": "self_dur",
         "total_rows": 49,
         "added": 1,
         "removed": 1,

@@ -229,7 +229,9 @@ async def test_sql_links_and_canned_queries_need_execute_sql(demo_db):
 
 @pytest.mark.asyncio
 async def test_canned_query_takes_report_flag_syntax(demo_ds, demo_db):
-    rows = (await demo_ds.client.get("/demo/slices_table.json?_shape=array&time=0.5s,1s&thread=Cr*&top=2")).json()
+    rows = (
+        await demo_ds.client.get("/demo/slices_table.json?_shape=array&time=0.5s,1s&thread=Cr*&top=2&sort=dur")
+    ).json()
     start = demo_db.one("SELECT start_ts FROM trace_bounds")
     expected = demo_db.rows(
         "SELECT s.name, count(*) FROM slice s JOIN thread_track tt ON tt.id = s.track_id JOIN thread USING (utid) "

@@ -165,17 +165,23 @@ async def test_table_of_threads_from_per_track_aggregates_matches_sql(demo_db, q
     data = await get_json(ds, f"/demo/-/report/slices.json?{query}&top=100")
     assert ran(data, "report_slice_track_name")
     rows = data["slices_table"]["rows"]
+    # Ranked by self time: each slice's duration less its direct children's.
     want = demo_db.rows(
-        f"""SELECT s.name, count(*), sum(max(s.dur, 0)), max(s.dur) FROM slice s
+        f"""SELECT s.name, count(*), sum(max(s.dur, 0)), max(s.dur),
+               sum(s.dur - coalesce((SELECT sum(k.dur) FROM slice k WHERE k.parent_id = s.id), 0)) AS self
+        FROM slice s
         JOIN track tr ON tr.id = s.track_id LEFT JOIN thread t ON t.id = tr.utid
         LEFT JOIN process p ON p.id = coalesce(tr.upid, t.upid)
-        WHERE {where} GROUP BY s.name ORDER BY 3 DESC, 1""",
+        WHERE {where} GROUP BY s.name ORDER BY 5 DESC, 1""",
         params,
     )
-    assert [(r["name"], int(r["count"]), int(r.get("total_dur", 0)), int(r.get("max_dur", 0))) for r in rows] == want
+    assert [
+        (r["name"], int(r["count"]), int(r.get("total_dur", 0)), int(r.get("max_dur", 0)), int(r.get("self_dur", 0)))
+        for r in rows
+    ] == want
     for r in rows:  # the longest instance is one of that name, that long, in scope
         assert r["max_instance"].get("dur") == r.get("max_dur") and r["max_instance"]["name"] == r["name"]
-    assert int(data["slices_table"]["total_slices"]) == sum(n for _, n, _, _ in want)
+    assert int(data["slices_table"]["total_slices"]) == sum(n for _, n, _, _, _ in want)
 
 
 @pytest.mark.asyncio

@@ -72,10 +72,27 @@ async def test_time_window_clips_slices_table_histogram_and_inspect(window_db):
         )
     )
     assert {name: int(r["total_dur"]) for name, r in rows.items()} == expected
+    # Self time: the clipped part less the clipped parts of the direct children; its share is of the clipped
+    # top-level slices' time (every slice's self time summed).
+    clip = "max(min(CASE WHEN {a}.dur < 0 THEN :end ELSE {a}.ts + {a}.dur END, :end) - max({a}.ts, :start), 0)"
+    in_window = "s.ts < :end AND (s.dur < 0 OR s.ts + s.dur >= :start)"
+    window = {"start": start, "end": end}
+    self_sql = (
+        f"SELECT s.name, sum({clip.format(a='s')} - coalesce((SELECT sum({clip.format(a='k')}) FROM slice k "
+        f"WHERE k.parent_id = s.id), 0)) FROM slice s WHERE {in_window} GROUP BY s.name"
+    )
+    expected_self = dict(window_db.rows(self_sql, window))
+    assert {name: int(r.get("self_dur", 0)) for name, r in rows.items()} == expected_self
+    slice_time = window_db.one(
+        f"SELECT sum({clip.format(a='s')}) FROM slice s WHERE {in_window} AND s.depth = 0", window
+    )
+    assert int(data["slices_table"]["slice_time"]) == slice_time == sum(expected_self.values())
+    long_share = 100.0 * expected_self["Long"] / slice_time
+    assert rows["Long"]["percent_of_slice_time"] == pytest.approx(long_share)
     assert rows["Long"]["stats"]["max"] == 100 * MS and rows["Long"]["stats"]["min"] == 10 * MS
     assert any("clipped to the time range" in f["text"] for f in data["footnotes"])
     page = (await ds.client.get(f"/{db}/-/report/slices?time=2s,2.1s")).text
-    assert "clipped to the time range" in page and "110.0%" in page
+    assert "clipped to the time range" in page and f"{long_share:.1f}%" in page and "% of slice time" in page
     hist = (await get_json(ds, f"/{db}/-/report/slices/histogram.json?name=Long&time=2s,2.1s"))["slices_histogram"]
     assert {k: int(v) for k, v in hist["stats"].items()}.items() >= {
         "count": 2,

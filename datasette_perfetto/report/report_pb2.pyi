@@ -333,9 +333,9 @@ class TracksTable(_message.Message):
     def __init__(self, rows: _Optional[_Iterable[_Union[TracksTable.Row, _Mapping]]] = ..., total_rows: _Optional[int] = ...) -> None: ...
 
 class SlicesTable(_message.Message):
-    __slots__ = ("rows", "total_rows", "total_slices")
+    __slots__ = ("rows", "total_rows", "total_slices", "slice_time")
     class Row(_message.Message):
-        __slots__ = ("name", "count", "total_dur", "percent_of_trace", "max_dur", "max_instance", "stats")
+        __slots__ = ("name", "count", "total_dur", "percent_of_trace", "max_dur", "max_instance", "stats", "self_dur", "percent_of_slice_time")
         NAME_FIELD_NUMBER: _ClassVar[int]
         COUNT_FIELD_NUMBER: _ClassVar[int]
         TOTAL_DUR_FIELD_NUMBER: _ClassVar[int]
@@ -343,6 +343,8 @@ class SlicesTable(_message.Message):
         MAX_DUR_FIELD_NUMBER: _ClassVar[int]
         MAX_INSTANCE_FIELD_NUMBER: _ClassVar[int]
         STATS_FIELD_NUMBER: _ClassVar[int]
+        SELF_DUR_FIELD_NUMBER: _ClassVar[int]
+        PERCENT_OF_SLICE_TIME_FIELD_NUMBER: _ClassVar[int]
         name: str
         count: int
         total_dur: int
@@ -350,14 +352,18 @@ class SlicesTable(_message.Message):
         max_dur: int
         max_instance: SliceInstance
         stats: DurationStats
-        def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., total_dur: _Optional[int] = ..., percent_of_trace: _Optional[float] = ..., max_dur: _Optional[int] = ..., max_instance: _Optional[_Union[SliceInstance, _Mapping]] = ..., stats: _Optional[_Union[DurationStats, _Mapping]] = ...) -> None: ...
+        self_dur: int
+        percent_of_slice_time: float
+        def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., total_dur: _Optional[int] = ..., percent_of_trace: _Optional[float] = ..., max_dur: _Optional[int] = ..., max_instance: _Optional[_Union[SliceInstance, _Mapping]] = ..., stats: _Optional[_Union[DurationStats, _Mapping]] = ..., self_dur: _Optional[int] = ..., percent_of_slice_time: _Optional[float] = ...) -> None: ...
     ROWS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_ROWS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_SLICES_FIELD_NUMBER: _ClassVar[int]
+    SLICE_TIME_FIELD_NUMBER: _ClassVar[int]
     rows: _containers.RepeatedCompositeFieldContainer[SlicesTable.Row]
     total_rows: int
     total_slices: int
-    def __init__(self, rows: _Optional[_Iterable[_Union[SlicesTable.Row, _Mapping]]] = ..., total_rows: _Optional[int] = ..., total_slices: _Optional[int] = ...) -> None: ...
+    slice_time: int
+    def __init__(self, rows: _Optional[_Iterable[_Union[SlicesTable.Row, _Mapping]]] = ..., total_rows: _Optional[int] = ..., total_slices: _Optional[int] = ..., slice_time: _Optional[int] = ...) -> None: ...
 
 class HistogramBucket(_message.Message):
     __slots__ = ("low", "high", "count")
@@ -680,7 +686,7 @@ class DiffSummary(_message.Message):
 class SlicesTableDiff(_message.Message):
     __slots__ = ("summary", "rows", "baseline_total_slices", "target_total_slices")
     class Row(_message.Message):
-        __slots__ = ("name", "change", "baseline", "target", "count_delta", "total_dur_delta", "percent_of_trace_delta", "max_dur_delta", "avg_dur_delta")
+        __slots__ = ("name", "change", "baseline", "target", "count_delta", "total_dur_delta", "percent_of_trace_delta", "max_dur_delta", "avg_dur_delta", "self_dur_delta", "percent_of_slice_time_delta")
         NAME_FIELD_NUMBER: _ClassVar[int]
         CHANGE_FIELD_NUMBER: _ClassVar[int]
         BASELINE_FIELD_NUMBER: _ClassVar[int]
@@ -690,6 +696,8 @@ class SlicesTableDiff(_message.Message):
         PERCENT_OF_TRACE_DELTA_FIELD_NUMBER: _ClassVar[int]
         MAX_DUR_DELTA_FIELD_NUMBER: _ClassVar[int]
         AVG_DUR_DELTA_FIELD_NUMBER: _ClassVar[int]
+        SELF_DUR_DELTA_FIELD_NUMBER: _ClassVar[int]
+        PERCENT_OF_SLICE_TIME_DELTA_FIELD_NUMBER: _ClassVar[int]
         name: str
         change: str
         baseline: SlicesTable.Row
@@ -699,7 +707,9 @@ class SlicesTableDiff(_message.Message):
         percent_of_trace_delta: float
         max_dur_delta: int
         avg_dur_delta: int
-        def __init__(self, name: _Optional[str] = ..., change: _Optional[str] = ..., baseline: _Optional[_Union[SlicesTable.Row, _Mapping]] = ..., target: _Optional[_Union[SlicesTable.Row, _Mapping]] = ..., count_delta: _Optional[int] = ..., total_dur_delta: _Optional[int] = ..., percent_of_trace_delta: _Optional[float] = ..., max_dur_delta: _Optional[int] = ..., avg_dur_delta: _Optional[int] = ...) -> None: ...
+        self_dur_delta: int
+        percent_of_slice_time_delta: float
+        def __init__(self, name: _Optional[str] = ..., change: _Optional[str] = ..., baseline: _Optional[_Union[SlicesTable.Row, _Mapping]] = ..., target: _Optional[_Union[SlicesTable.Row, _Mapping]] = ..., count_delta: _Optional[int] = ..., total_dur_delta: _Optional[int] = ..., percent_of_trace_delta: _Optional[float] = ..., max_dur_delta: _Optional[int] = ..., avg_dur_delta: _Optional[int] = ..., self_dur_delta: _Optional[int] = ..., percent_of_slice_time_delta: _Optional[float] = ...) -> None: ...
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
     ROWS_FIELD_NUMBER: _ClassVar[int]
     BASELINE_TOTAL_SLICES_FIELD_NUMBER: _ClassVar[int]

@@ -103,6 +103,44 @@ def sample_range(run: ReportRun, alias: str = "c") -> tuple[str, dict]:
     return (f" AND {alias}.ts >= :range_start AND {alias}.ts < :range_end", {"range_start": start, "range_end": end})
 
 
+def spans_sql(track_ids: str, start: str, end: str, trace_end: str, also: str = "") -> str:
+    """Each sample a time range weighs (ts <= start of the range's held value: the last sample before it),
+    with the ts of the track's next sample (the trace end after the last one): what time-weighted averages
+    read. Spans are clipped with held_sql; samples at or after the range's end are left out."""
+    return f"""SELECT c.track_id, c.ts, c.value,
+         lead(c.ts, 1, {trace_end}) OVER (PARTITION BY c.track_id ORDER BY c.ts, c.id) AS next_ts
+  FROM counter c
+  WHERE c.track_id IN ({track_ids}) AND c.ts < {end}
+    AND c.ts >= coalesce((SELECT max(h.ts) FROM counter h WHERE h.track_id = c.track_id AND h.ts < {start}),
+                         {start}){also}"""
+
+
+def held_sql(start: str, end: str) -> str:
+    """How long a span's value (alias s) holds inside [start, end)."""
+    return f"max(min(s.next_ts, {end}) - max(s.ts, {start}), 0)"
+
+
+def weighted_avg_sql(start: str, end: str) -> str:
+    """The time-weighted average over spans (alias s) in [start, end); the samples' plain average when the
+    range has no length."""
+    held = held_sql(start, end)
+    return (
+        f"coalesce(sum(s.value * CAST({held} AS REAL)) / nullif(sum({held}), 0), "
+        f"avg(CASE WHEN s.ts >= {start} THEN s.value END))"
+    )
+
+
+def weighted_note(run: ReportRun) -> None:
+    """The footnote of views whose averages are time-weighted (under time)."""
+    if run.scope.time is not None:
+        run.footnote(
+            "Averages are time-weighted over the time range: each sample's value holds until the track's next "
+            "sample (the last one until the trace end), and the value in force at the range's start counts "
+            "from there; the whole trace's are plain averages of the samples",
+            scoped_link(run, run.noun, run.view, time=None),
+        )
+
+
 def _counter_names(run: ReportRun, purpose: str, w: Where, limit: int) -> list[str]:
     return [
         r[0]
@@ -170,12 +208,17 @@ def track_stats(
   FROM report_track_stats st
   WHERE st.track_id IN (SELECT track_id FROM tracks)"""
     else:
-        in_range, range_params = sample_range(run)
-        params.update(range_params)
-        stats = f"""SELECT c.track_id, count(*) AS count, min(c.value) AS min, avg(c.value) AS avg, max(c.value) AS max
-  FROM counter c
-  WHERE c.track_id IN (SELECT track_id FROM tracks){in_range}
-  GROUP BY c.track_id"""
+        weighted_note(run)
+        # Time-weighted averages; count, min and max of the samples in the range.
+        start, end = run.time_range()
+        params.update(range_start=start, range_end=end, trace_end=run.trace.end)
+        inside = "s.ts >= :range_start"
+        stats = f"""SELECT s.track_id, sum({inside}) AS count, min(CASE WHEN {inside} THEN s.value END) AS min,
+         {weighted_avg_sql(":range_start", ":range_end")} AS avg,
+         max(CASE WHEN {inside} THEN s.value END) AS max
+  FROM ({spans_sql("SELECT track_id FROM tracks", ":range_start", ":range_end", ":trace_end")}) s
+  GROUP BY s.track_id
+  HAVING sum({inside}) > 0"""
     having = ""
     if min_count is not None:
         having = "WHERE r.count >= :min_count"
@@ -286,9 +329,12 @@ BYTE_UNITS = {"bytes": 1, "byte": 1, "b": 1, "kb": 1024, "kib": 1024}
 PERCENT_UNITS = {"%", "percent"}
 
 
-def unit_format(unit: str, lo: float, hi: float) -> Callable[[float], str]:
+def unit_format(
+    unit: str, lo: float, hi: float, steps: int = 100, number: Callable[[float], str] | None = None
+) -> Callable[[float], str]:
     """Values with their unit folded in: times as 82ms, sizes as 1.4 MiB, shares as 12.5%; other units
-    after a compact number (3000 Hz); no unit (or 'count') the number alone."""
+    after a compact number (3000 Hz) telling values `(hi - lo) / steps` apart; no unit (or 'count') the
+    number alone (`number` formats the numbers instead). Every view of the noun formats values with it."""
     key = (unit or "").strip().lower()
     if key in TIME_UNITS:
         scale = TIME_UNITS[key]
@@ -296,14 +342,14 @@ def unit_format(unit: str, lo: float, hi: float) -> Callable[[float], str]:
     if key in BYTE_UNITS:
         size = BYTE_UNITS[key]
         return lambda v: fmt.byte_size(round(v * size))
-    compact = value_format(lo, hi)
+    compact = number or value_format(lo, hi, steps)
 
-    def number(v: float) -> str:
+    def text(v: float) -> str:
         return compact(v) if v else "0"
 
     if key in PERCENT_UNITS:
-        return lambda v: f"{number(v)}%"
-    return lambda v: with_unit(number(v), unit)
+        return lambda v: f"{text(v)}%"
+    return lambda v: with_unit(text(v), unit)
 
 
 def rate_text(unit: str, rate: float) -> str:
@@ -385,14 +431,16 @@ WHERE st.track_id IN ({series_ids(w)}) AND st.event_count > 0""",
             w.params,
         )[0]
     else:
-        in_range, range_params = sample_range(run)
+        # Count, min and max of the samples in the range; the average time-weighted, the tracks pooled.
+        start, end = run.time_range()
+        inside = "s.ts >= :range_start"
         row = run.query(
             f"values of {counter_name}: stats",
-            f"""SELECT count(*) AS count, min(c.value) AS min, avg(c.value) AS avg, max(c.value) AS max,
-       count(DISTINCT c.track_id) AS tracks
-FROM counter c
-WHERE c.track_id IN ({series_ids(w)}){in_range}""",
-            {**w.params, **range_params},
+            f"""SELECT sum({inside}) AS count, min(CASE WHEN {inside} THEN s.value END) AS min,
+       {weighted_avg_sql(":range_start", ":range_end")} AS avg, max(CASE WHEN {inside} THEN s.value END) AS max,
+       count(DISTINCT CASE WHEN {inside} THEN s.track_id END) AS tracks
+FROM ({spans_sql(series_ids(w), ":range_start", ":range_end", ":trace_end")}) s""",
+            {**w.params, "range_start": start, "range_end": end, "trace_end": run.trace.end},
         )[0]
     if not row["count"]:
         return False
@@ -433,6 +481,10 @@ CANNED_SERIES = f"""series AS (
   WHERE tr.event_type = 'counter' AND tr.name GLOB :name
     AND {CANNED_OWNER}
 )"""
+# Spans for time-weighted averages, computed only with a time range.
+CANNED_SPANS = spans_sql(
+    "{track_ids}", "(SELECT range_start FROM range)", "(SELECT range_end FROM range)", "trace_end()", " AND :time != ''"
+).replace("\n", "\n  ")
 CANNED_SAMPLES = """samples AS (
   SELECT c.track_id, c.ts, c.value
   FROM counter c, range
@@ -447,7 +499,8 @@ class CountersListView(View):
     title = "Counters"
     description = (
         "Every counter track with the process, thread or CPU it belongs to, its sample count and the "
-        "min, average (of the samples) and max of its values in its unit (times as ms, sizes as MiB). "
+        "min, average (of the samples; with time, time-weighted over the range) and max of its values in its "
+        "unit (times as ms, sizes as MiB). "
         "A cumulative counter (at most 1% of its samples over the trace lower than the one before: thread "
         "time, instructions) shows its rate: its rise over the range per second of the "
         "range (time per second as a share of wall time: CPU %). By default gauges that change come first, the "
@@ -456,7 +509,7 @@ class CountersListView(View):
         "sort=rate|count|max|avg|name ranks otherwise. Counter names repeat across owners "
         "(cpufreq per CPU, mem.rss per process): each row is one track. name is a glob on the "
         "counter name; pid/process include the process's thread counters; with time, only samples "
-        "in the range count."
+        "in the range count, and averages weigh each value by how long it held in the range."
     )
     result_field = "counters_list"
     uses_top = True
@@ -477,11 +530,14 @@ stats AS (
   FROM report_track_stats st
   WHERE :time = '' AND st.track_id IN (SELECT track_id FROM tracks)
   UNION ALL
-  SELECT c.track_id, count(*), min(c.value), avg(c.value), max(c.value)
-  FROM counter c
-  WHERE :time != '' AND c.track_id IN (SELECT track_id FROM tracks)
-    AND c.ts >= (SELECT report_range_start(:time)) AND c.ts < (SELECT report_range_end(:time))
-  GROUP BY c.track_id
+  -- In a range: count, min and max of its samples; the average time-weighted (each value holds until
+  -- the track's next sample, the last until the trace end; the one in force at the start counts from there).
+  SELECT s.track_id, sum(s.ts >= range_start), min(CASE WHEN s.ts >= range_start THEN s.value END),
+         {weighted_avg_sql("range_start", "range_end")},
+         max(CASE WHEN s.ts >= range_start THEN s.value END)
+  FROM ({CANNED_SPANS.format(track_ids="SELECT track_id FROM tracks")}) s, range
+  GROUP BY s.track_id
+  HAVING sum(s.ts >= range_start) > 0
 ),
 -- Cumulative (monotonic): over the whole trace at most {MONOTONIC_DROPS:.0%} of its samples are lower than the one before.
 counted AS (
@@ -705,7 +761,9 @@ FROM ({series}) s""",
 
     def charts(self, msg: pb.CountersTimeline, run: ReportRun) -> list[Chart]:
         known = [b for b in msg.buckets if b.has_value]
-        show = value_format(min((b.min for b in known), default=0), max((b.max for b in known), default=0))
+        show = unit_format(
+            unit_of(msg.tracks), min((b.min for b in known), default=0), max((b.max for b in known), default=0)
+        )
         bars = []
         for b in msg.buckets:
             if not b.has_value:
@@ -717,13 +775,14 @@ FROM ({series}) s""",
             if b.dominant:
                 note += "  top: " + ", ".join(f"{d.name} {show(d.value)}" for d in b.dominant)
             bars.append(Bar(run.offset(b.start_ts), b.value if b.has_value else 0.0, note))
-        unit = unit_of(msg.tracks)
-        label = "average value per bucket" + (f", {unit}" if unit else "")
+        label = "average value per bucket"  # in its unit in each bar's note
         return [Chart(f"{msg.name} over time, {fmt.duration(msg.bucket_dur)} buckets", "linear", label, bars)]
 
     def tables(self, msg: pb.CountersTimeline, run: ReportRun) -> list[Table]:
         tracks = list(msg.tracks)
-        show = value_format(min((t.min for t in tracks), default=0), max((t.max for t in tracks), default=0))
+        show = unit_format(
+            unit_of(tracks), min((t.min for t in tracks), default=0), max((t.max for t in tracks), default=0)
+        )
         return [tracks_table(tracks, show, f"{msg.name}: {plural(len(tracks), 'track')}")]
 
 
@@ -809,23 +868,21 @@ ORDER BY bucket"""
         run.next_step(f"{name} over time", scoped_link(run, "counters", "timeline", name=glob_escape(name)))
 
     def charts(self, msg: pb.CountersHistogram, run: ReportRun) -> list[Chart]:
-        label: Callable[[float], str]
-        if msg.scale == "log":
-            label = fmt.count
-        else:
-            label = value_format(msg.stats.min, msg.stats.max, 10 * max(len(msg.buckets), 1))
+        # Bucket edges with the unit folded in; log-spaced edges are round numbers, so compact ones do.
+        unit = unit_of(msg.tracks)
+        steps = 10 * max(len(msg.buckets), 1)
+        label = unit_format(unit, msg.stats.min, msg.stats.max, steps, fmt.count if msg.scale == "log" else None)
         total = msg.stats.count or 1
         bars = [
             Bar(f"{label(b.low)}-{label(b.high)}", b.count, f"{b.count} ({100.0 * b.count / total:.1f}%)")
             for b in msg.buckets
         ]
-        unit = unit_of(msg.tracks)
-        title = f"Distribution of {msg.name} values{' in ' + unit if unit else ''}, {msg.scale}-spaced buckets"
+        title = f"Distribution of {msg.name} values, {msg.scale}-spaced buckets"
         return [Chart(title, "linear", "bar length: samples per bucket", bars)]
 
     def tables(self, msg: pb.CountersHistogram, run: ReportRun) -> list[Table]:
         st = msg.stats
-        show = value_format(st.min, st.max)
+        show = unit_format(unit_of(msg.tracks), st.min, st.max)
         stats = Table(
             f"{msg.name} values",
             ("Samples", "Min", "Avg", "Max", "p50", "p95", "p99"),
@@ -853,10 +910,11 @@ class CountersInspectView(View):
     name = "inspect"
     title = "Counter inspect"
     description = (
-        "One counter: its value at ts (the last sample at or before ts), and the min, average, max "
-        "and delta (last minus first sample) over the range. " + SCOPE_NOTE + " With several "
-        "tracks, each gets a row; narrow with pid, tid or cpu to see one in detail, with the "
-        "samples around ts."
+        "One counter: its value at ts (the last sample at or before ts), and the min, average "
+        "(time-weighted with time), max and delta (last minus first sample) over the range. "
+        + SCOPE_NOTE
+        + " With several tracks, each gets a row; narrow with pid, tid or cpu to see one in detail, "
+        "with the samples around ts."
     )
     result_field = "counters_inspect"
     uses_top = True
@@ -864,13 +922,22 @@ class CountersInspectView(View):
     required = ("name",)
     canned_sql = f"""WITH {CANNED_RANGE},
 {CANNED_SERIES},
-{CANNED_SAMPLES}
+{CANNED_SAMPLES},
+-- With time: time-weighted averages (each value holds until the track's next sample, the last until the
+-- trace end; the one in force at the range's start counts from there).
+averages AS (
+  SELECT s.track_id, {weighted_avg_sql("range_start", "range_end")} AS avg
+  FROM ({CANNED_SPANS.format(track_ids="SELECT id FROM series")}) s, range
+  GROUP BY s.track_id
+  HAVING sum(s.ts >= range_start) > 0
+)
 SELECT tr.id AS track_id, tr.name, {OWNER_COLUMNS},
        (SELECT c.value FROM counter c WHERE c.track_id = tr.id AND c.ts <= (SELECT report_time(:ts))
         ORDER BY c.ts DESC, c.id DESC LIMIT 1) AS value_at_ts,
        (SELECT count(*) FROM samples s WHERE s.track_id = tr.id) AS count,
        (SELECT min(s.value) FROM samples s WHERE s.track_id = tr.id) AS min,
-       (SELECT avg(s.value) FROM samples s WHERE s.track_id = tr.id) AS avg,
+       CASE WHEN :time = '' THEN (SELECT avg(s.value) FROM samples s WHERE s.track_id = tr.id)
+            ELSE (SELECT a.avg FROM averages a WHERE a.track_id = tr.id) END AS avg,
        (SELECT max(s.value) FROM samples s WHERE s.track_id = tr.id) AS max,
        (SELECT s.value FROM samples s WHERE s.track_id = tr.id ORDER BY s.ts DESC LIMIT 1)
          - (SELECT s.value FROM samples s WHERE s.track_id = tr.id ORDER BY s.ts LIMIT 1) AS delta
@@ -990,12 +1057,14 @@ ORDER BY ts, id""",
 
     def tables(self, msg: pb.CountersInspect, run: ReportRun) -> list[Table]:
         st = msg.stats
-        show = fmt.number  # inspect shows exact values
+        unit = msg.unit
+        # Exact numbers, with their unit folded in (times and sizes scaled: the exact figure is a sample's
+        # cell title, and in the JSON).
+        show = unit_format(unit, st.min, st.max, number=fmt.number)
 
         def pct(v: float) -> str:
             return "-" if msg.percentiles_left_out else show(v)
 
-        unit = msg.unit
         at = run.offset(msg.ts) if msg.ts else ""
         out: list[Table] = []
         if len(msg.tracks) == 1:
@@ -1005,7 +1074,7 @@ ORDER BY ts, id""",
                 facts.append(
                     (
                         f"Value at {at}",
-                        f"{with_unit(show(msg.value_at_ts), unit)} (sampled at {run.offset(msg.value_ts)})"
+                        f"{show(msg.value_at_ts)} (sampled at {run.offset(msg.value_ts)})"
                         if msg.has_value_at_ts
                         else "(no sample at or before ts)",
                     )
@@ -1013,11 +1082,11 @@ ORDER BY ts, id""",
             if st.count:
                 facts += [
                     ("Samples", str(st.count)),
-                    ("Min / avg / max", " / ".join(with_unit(show(v), unit) for v in (st.min, st.avg, st.max))),
+                    ("Min / avg / max", " / ".join(show(v) for v in (st.min, st.avg, st.max))),
                     ("p50 / p95 / p99", " / ".join(pct(v) for v in (st.p50, st.p95, st.p99))),
                     (
                         "Delta",
-                        f"{'+' if msg.delta >= 0 else ''}{with_unit(show(msg.delta), unit)} "
+                        f"{'+' if msg.delta >= 0 else ''}{show(msg.delta)} "
                         f"({run.offset(msg.first_ts)} to {run.offset(msg.last_ts)})",
                     ),
                 ]
@@ -1042,7 +1111,7 @@ ORDER BY ts, id""",
                     rows.append(
                         [
                             Cell(exact_offset(s.ts, run.trace.start), title=str(s.ts)),
-                            Cell(show(s.value)),
+                            Cell(show(s.value), title=fmt.number(s.value)),
                             Cell(change),
                             Cell(marker),
                         ]

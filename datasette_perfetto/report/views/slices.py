@@ -40,7 +40,13 @@ LEFT JOIN process p ON p.id = coalesce(tr.upid, th.upid)"""
 
 # The flags every slices view takes.
 SCOPE_FLAGS = frozenset({*TRACK_FLAGS, "time", "name", "min_duration"})
-SORT_COLUMNS = {"dur": "total_dur DESC", "count": "count DESC", "max": "max_dur DESC", "name": "name"}
+SORT_COLUMNS = {
+    "self": "self_dur DESC",
+    "dur": "total_dur DESC",
+    "count": "count DESC",
+    "max": "max_dur DESC",
+    "name": "name",
+}
 
 
 def fill_instance(out: pb.SliceInstance, row: sqlite3.Row) -> None:
@@ -134,12 +140,12 @@ def canned_instances(columns: str, range_table: str = "range", unless: str = "",
 
 # The flags on a slice s and its owners (as SLICE_FROM joins them) but min_duration, which the slices table
 # applies to names' totals.
+# The slices table's scope whatever name selects (self time subtracts children of any name).
 _CANNED_TABLE_TERMS = optional_terms(
-    (*TRACK_FLAGS, "time", "name"),
+    (*TRACK_FLAGS, "time"),
     time="(s.ts < (SELECT report_range_end(:time))"
     " AND (s.dur < 0 AND trace_end() >= (SELECT report_range_start(:time))"
     " OR s.ts + s.dur >= (SELECT report_range_start(:time))))",
-    name="s.name GLOB :name",
 )
 
 
@@ -154,20 +160,37 @@ class SlicesTableView(View):
     result_field = "slices_table"
     uses_top = True
     flags = SCOPE_FLAGS | {"min_count", "sort"}
-    sorts = ("dur", "count", "max", "name")
-    canned_sql = f"""WITH by_name AS (
-  -- The whole trace: the per-name aggregates precomputed at import; else the slices in scope.
-  SELECT name, count, total_dur, max_dur, max_slice_id
-  FROM report_slice_name
-  WHERE {_CANNED_NO_OWNER} AND :time = '' AND (:name = '' OR name GLOB :name)
-  UNION ALL
-  SELECT s.name, count(*), sum({_CANNED_TIME_DUR}), max({_CANNED_TIME_DUR}), s.id
+    sorts = ("self", "dur", "count", "max", "name")
+    canned_sql = f"""WITH in_scope AS (
+  -- The slices in scope whatever name selects, each with its self time: its duration (clipped to the time
+  -- range) less its direct children's. Not needed for the whole trace.
+  SELECT s.id, s.name, s.parent_id, {_CANNED_TIME_DUR} AS dur,
+         {_CANNED_TIME_DUR} - coalesce((SELECT sum({_CANNED_TIME_DUR.replace("s.", "k.")}) FROM slice k
+                                       WHERE k.parent_id = s.id), 0) AS self_dur
   {SLICE_FROM.replace(chr(10), chr(10) + "  ")}
   WHERE NOT ({_CANNED_NO_OWNER} AND :time = '')
     AND {_CANNED_TABLE_TERMS}
-  GROUP BY s.name
+),
+by_name AS (
+  -- The whole trace: the per-name aggregates precomputed at import; else the slices in scope.
+  SELECT name, count, self_dur, total_dur, max_dur, max_slice_id
+  FROM report_slice_name
+  WHERE {_CANNED_NO_OWNER} AND :time = '' AND (:name = '' OR name GLOB :name)
+  UNION ALL
+  SELECT name, count(*), sum(self_dur), sum(dur), max(dur), id
+  FROM in_scope
+  WHERE :name = '' OR name GLOB :name
+  GROUP BY name
+),
+slice_time AS (
+  -- Every slice's self time summed: the time the top-level slices cover.
+  SELECT coalesce(sum(self_dur), 0) AS ns FROM report_slice_name WHERE {_CANNED_NO_OWNER} AND :time = ''
+  UNION ALL
+  SELECT coalesce(sum(dur), 0) FROM in_scope WHERE parent_id IS NULL AND NOT ({_CANNED_NO_OWNER} AND :time = '')
 )
-SELECT b.name, b.count, b.total_dur,
+SELECT b.name, b.count, b.self_dur,
+       round(100.0 * b.self_dur / max((SELECT sum(ns) FROM slice_time), 1), 1) AS percent_of_slice_time,
+       b.total_dur,
        round(100.0 * b.total_dur / max(coalesce((SELECT report_range_end(:time)), trace_end())
                                        - coalesce((SELECT report_range_start(:time)), trace_start()), 1), 1)
          AS percent_of_trace,
@@ -179,8 +202,8 @@ LEFT JOIN thread th ON th.id = tr.utid
 WHERE b.count >= CAST(coalesce(nullif(:min_count, ''), 0) AS INTEGER)
   -- min_duration hides names with less time in total.
   AND (:min_duration = '' OR b.total_dur >= report_duration(:min_duration))
-ORDER BY CASE {canned_sort(sorts[0])} WHEN 'dur' THEN -b.total_dur WHEN 'count' THEN -b.count
-                                                WHEN 'max' THEN -b.max_dur END, b.name
+ORDER BY CASE {canned_sort(sorts[0])} WHEN 'self' THEN -b.self_dur WHEN 'dur' THEN -b.total_dur
+                                                WHEN 'count' THEN -b.count WHEN 'max' THEN -b.max_dur END, b.name
 LIMIT {CANNED_TOP}"""
 
     def has_data(self, run: ReportRun) -> bool:
@@ -201,30 +224,57 @@ LIMIT {CANNED_TOP}"""
             if s.name is not None:
                 by_track.add("t.name GLOB :name", name=s.name)
             grouped = f"""SELECT t.name, sum(t.count) AS count, sum(t.total_dur) AS total_dur, max(t.max_dur) AS max_dur,
-       t.max_slice_id AS max_id, sum(t.unfinished) AS unfinished
+       t.max_slice_id AS max_id, sum(t.unfinished) AS unfinished, sum(t.self_dur) AS self_dur
 FROM report_slice_track_name t
 {by_track.sql()}
 GROUP BY t.name"""
             grouped_params = by_track.params
+            slice_time = run.value(
+                "the slice time in scope: the self time of every slice (the top-level slices' time)",
+                f"SELECT coalesce(sum(t.self_dur), 0) FROM report_slice_track_name t WHERE t.track_id IN {owner.terms[0]}",
+                owner.params,
+            )
         elif narrowed:
             w = scope_where(run, min_duration=False)
             # +s.name: group with a sort rather than scan the whole name index (SQLite's pick otherwise).
             dur = scope_dur(run)
+            # Self time: less the direct children's counted durations (children share their parent's track, and a
+            # child outside the range counts nothing), of every name.
+            children = scope_where(run, name=False, min_duration=False)
+            children.add("s.parent_id IS NOT NULL")
             grouped = f"""SELECT s.name AS name, count(*) AS count, sum({dur}) AS total_dur,
-       max({dur}) AS max_dur, s.id AS max_id, sum(s.dur < 0) AS unfinished
+       max({dur}) AS max_dur, s.id AS max_id, sum(s.dur < 0) AS unfinished,
+       sum({dur} - coalesce(c.dur, 0)) AS self_dur
 FROM slice s
+LEFT JOIN (
+  SELECT s.parent_id, sum({dur}) AS dur FROM slice s
+  {children.sql()}
+  GROUP BY s.parent_id
+) c ON c.parent_id = s.id
 {w.sql()}
 GROUP BY +s.name"""
-            grouped_params = w.params
+            grouped_params = {**children.params, **w.params}
+            # Every slice's self time summed is the top-level slices' time (each child is subtracted once).
+            top_level = scope_where(run, name=False, min_duration=False)
+            top_level.add("s.parent_id IS NULL")
+            slice_time = run.value(
+                "the slice time in scope: the self time of every slice (the top-level slices' time)",
+                f"SELECT coalesce(sum({dur}), 0) FROM slice s {top_level.sql()}",
+                top_level.params,
+            )
         else:
             # Unscoped: the per-name aggregates precomputed at ingest.
             w = Where()
             if s.name is not None:
                 w.add("name GLOB :name", name=s.name)
-            grouped = f"""SELECT name, count, total_dur, max_dur, max_slice_id AS max_id, unfinished
+            grouped = f"""SELECT name, count, total_dur, max_dur, max_slice_id AS max_id, unfinished, self_dur
 FROM report_slice_name
 {w.sql()}"""
             grouped_params = w.params
+            slice_time = run.value(
+                "the slice time in scope: the self time of every slice (the top-level slices' time)",
+                "SELECT coalesce(sum(self_dur), 0) FROM report_slice_name",
+            )
         having = Where()
         if s.min_count is not None:
             having.add("count >= :min_count", min_count=s.min_count)
@@ -253,6 +303,7 @@ LIMIT :top""",
         )
         out.total_rows = rows[0]["total_names"] if rows else 0
         out.total_slices = rows[0]["total_slices"] if rows else 0
+        out.slice_time = slice_time or 0
         range_dur = run.range_dur()
         instances = fetch_instances(run, "the longest instance of each name", [r["max_id"] for r in rows])
         for r in rows:
@@ -260,6 +311,8 @@ LIMIT :top""",
                 name=r["name"] or "", count=r["count"], total_dur=r["total_dur"] or 0, max_dur=r["max_dur"] or 0
             )
             row.percent_of_trace = 100.0 * row.total_dur / range_dur
+            row.self_dur = r["self_dur"] or 0
+            row.percent_of_slice_time = 100.0 * row.self_dur / out.slice_time if out.slice_time else 0.0
             if r["max_id"] in instances:
                 fill_instance(row.max_instance, instances[r["max_id"]])
         # Percentiles for the JSON (text shows count/total/max).
@@ -276,6 +329,8 @@ LIMIT :top""",
         run.truncation(len(rows), out.total_rows, "slice names")
         if s.min_duration is not None:
             self._min_duration_footnote(run, rows, grouped, {**grouped_params, **having.params, **shown.params})
+        if not run.lean:
+            self._self_time_footnote(run, out.slice_time)
         clipped_footnote(run)
         if rows and rows[0]["total_unfinished"]:
             first = next(r["name"] for r in rows if r["unfinished"]) if any(r["unfinished"] for r in rows) else None
@@ -290,6 +345,17 @@ LIMIT :top""",
             top = out.rows[0]
             run.next_step(f"Distribution of {top.name} durations", view_link(run, "slices", "histogram", name=top.name))
             run.next_step(f"The longest {top.name} instance", inspect_link(run, top.max_instance))
+
+    @staticmethod
+    def _self_time_footnote(run: ReportRun, slice_time: int) -> None:
+        """What self time and its percentage are, with the denominator."""
+        other = ("dur", "total duration") if SlicesTableView().sort_key(run.scope) == "self" else ("self", "self time")
+        run.footnote(
+            "Self dur: each slice's duration less its direct children's. % of slice time: of "
+            f"{fmt.duration(slice_time)}, the self time of every slice in scope (whatever name selects), which is "
+            f"the time the top-level slices cover, summed over their tracks; rank by {other[1]} with sort={other[0]}",
+            run.link(run.noun, run.view, sort=other[0]),
+        )
 
     @staticmethod
     def _min_duration_footnote(run: ReportRun, rows: list, grouped: str, params: dict) -> None:
@@ -325,8 +391,9 @@ SELECT count(*) AS names, coalesce(sum(count), 0) AS slices FROM by_name {having
                 [
                     Cell(r.name, view_link(run, "slices", "inspect", name=r.name)),
                     count_cell(r.count),
+                    Cell(fmt.duration(r.self_dur)),
+                    Cell(fmt.percent(r.percent_of_slice_time)),
                     Cell(fmt.duration(r.total_dur)),
-                    Cell(fmt.percent(r.percent_of_trace)),
                     Cell(max_text, inspect_link(run, inst)),
                 ]
             )
@@ -334,9 +401,9 @@ SELECT count(*) AS names, coalesce(sum(count), 0) AS slices FROM by_name {having
         return [
             Table(
                 title,
-                ("Name", "Count", "Total dur", "% of trace", "Max dur"),
+                ("Name", "Count", "Self dur", "% of slice time", "Total dur", "Max dur"),
                 rows,
-                align="lrrrl",
+                align="lrrrrl",
                 empty="(no slices in scope)",
             )
         ]
@@ -1526,13 +1593,15 @@ class SlicesDiff(DiffSpec):
     key_fields, key_headers = ("name",), ("Name",)
     measures = (
         Measure("count", "count", "count"),
+        Measure("self_dur", "self", "duration"),
+        Measure("percent_of_slice_time", "% of slice time", "percent"),
         Measure("total_dur", "dur", "duration"),
         Measure("percent_of_trace", "% of trace", "percent"),
         Measure("max_dur", "max", "duration", "max"),
         Measure("stats.avg", "avg", "duration", "derived", delta="avg_dur_delta"),  # per instance
     )
-    sorts = {"dur": "total_dur", "count": "count", "max": "max_dur", "name": ""}
-    display = ("total_dur", "count")
+    sorts = {"self": "self_dur", "dur": "total_dur", "count": "count", "max": "max_dur", "name": ""}
+    display = ("self_dur", "total_dur", "count")
     row_filters = {"min_count": "count", "min_duration": "total_dur"}
     counts_rows = False
 

@@ -6,6 +6,7 @@ import hashlib
 import os
 import select
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -325,5 +326,10 @@ def test_the_real_command_serves_until_stopped(tmp_path):
             with urllib.request.urlopen(url, timeout=30) as response:
                 assert response.status == 200
                 assert b"rank0" in response.read()
+            # Stopped as a user stops it (Ctrl+C): a clean exit, which also lets Datasette remove its
+            # temporary internal database (a SIGKILL would leave it behind).
+            process.send_signal(signal.SIGINT)
+            assert process.wait(timeout=30) == 0
         finally:
-            process.kill()
+            if process.poll() is None:
+                process.kill()

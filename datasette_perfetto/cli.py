@@ -165,7 +165,7 @@ def _serve_until_stopped(ds, paths: list[str], sock, host: str, open_browser: bo
 @perfetto.command(context_settings={"ignore_unknown_options": True})  # SQL may begin with "--" (a comment)
 @click.argument("database", type=click.Path(exists=True, dir_okay=False))
 @click.argument("sql", required=False)
-@click.option("-f", "--file", "sql_file", type=click.File("r", encoding="utf-8"), help="Read the SQL from this file")
+@click.option("-f", "--file", "sql_file", help="Read the SQL from this file")
 @click.option(
     "-p", "--param", "params", type=(str, str), multiple=True, help="Bind :NAME to VALUE (text) in every statement"
 )
@@ -222,15 +222,31 @@ def query(database: str, sql: str | None, sql_file, params: tuple[tuple[str, str
             click.echo(format_table(columns, rows))
 
 
+def _read_sql(name: str) -> str:
+    """The SQL text of a file or of standard input ("-"), which must be UTF-8: one line otherwise."""
+    try:
+        if name == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(name, "rb") as f:
+                data = f.read()
+        return data.decode("utf-8")
+    except OSError as e:
+        raise click.ClickException(f"{name}: cannot read the SQL: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        shown = "standard input" if name == "-" else name
+        raise click.ClickException(f"{shown}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+
+
 def _query_text(sql: str | None, sql_file) -> str:
     if sql_file is not None:
         if sql is not None:
             raise click.ClickException("give the SQL either as an argument or with --file, not both")
-        return sql_file.read()
+        return _read_sql(sql_file)
     if sql is None:
         raise click.ClickException("no SQL given: pass it as an argument, - for standard input, or --file FILE")
     if sql == "-":
-        return sys.stdin.read()
+        return _read_sql("-")
     if sql.startswith("-") and not any(c.isspace() for c in sql):
         # An option click does not know (ignore_unknown_options passes it on as the SQL argument).
         raise click.ClickException(f"no such option: {sql}")

@@ -24,7 +24,7 @@ from datasette_perfetto.trace_builder import TraceBuilder
 LONG = "RenderWidgetHostImpl::ForwardGestureEventWithLatencyInfo::DispatchToRendererCompositorThread"
 
 
-def invoke(*args: str, input: str | None = None, env: dict[str, str] | None = None):
+def invoke(*args: str, input: str | bytes | None = None, env: dict[str, str] | None = None):
     return CliRunner().invoke(cli, ["perfetto", *args], input=input, env=env)
 
 
@@ -220,13 +220,22 @@ def test_query_takes_comments_first_files_and_several_statements(demo_db, tmp_pa
         (["-- just a comment"], "no SQL statement"),
         (["SELECT :missing"], "SQL error"),
         (["SELECT 1", "--file", "q.sql"], "not both"),
+        (["--file", "bad.sql"], "bad.sql: not UTF-8 text"),
+        (["--file", "nosuch.sql"], "nosuch.sql: cannot read the SQL: No such file or directory"),
     ],
 )
 def test_bad_query_input_is_one_line(demo_db, tmp_path, args, message):
     (tmp_path / "q.sql").write_text("SELECT 1")
-    args = [str(tmp_path / a) if a == "q.sql" else a for a in args]
+    (tmp_path / "bad.sql").write_bytes(b"\xff\xfe SELECT 1")
+    args = [str(tmp_path / a) if a.endswith(".sql") else a for a in args]
     result = invoke("query", str(demo_db.path), *args)
     assert result.exit_code == 1 and message in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_sql_on_standard_input_that_is_not_utf8_is_one_line(demo_db):
+    result = invoke("query", str(demo_db.path), "-", input=b"\xff\xfe SELECT 1")
+    assert result.exit_code == 1
+    assert result.output == "Error: standard input: not UTF-8 text (invalid start byte at byte 0)\n"
 
 
 def test_next_steps_run_as_printed(demo_db, tmp_path):

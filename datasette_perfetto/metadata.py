@@ -230,7 +230,7 @@ def not_a_trace_database(database: str) -> str:
     return f"{database} is not a trace database (no {' and '.join(MARKER_TABLES)} tables)"
 
 
-def _read_is_trace(path: str, immutable: bool) -> bool | None:
+def read_is_trace(path: str, immutable: bool) -> bool | None:
     """None when the answer is unknown for now (file locked): do not cache."""
     uri = Path(path).resolve().as_uri() + ("?immutable=1" if immutable else "?mode=ro")
     try:
@@ -257,7 +257,7 @@ def is_trace_database(db) -> bool:
     cached = _detected.get(db.name)
     if cached is not None and cached[0] == identity:
         return cached[1]
-    result = _read_is_trace(db.path, immutable=not db.is_mutable)
+    result = read_is_trace(db.path, immutable=not db.is_mutable)
     if result is None:
         return False
     _detected[db.name] = (identity, result)

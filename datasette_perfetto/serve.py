@@ -33,7 +33,7 @@ except ImportError:  # not POSIX: no lock (two runs of one trace may both import
     fcntl = None  # type: ignore[assignment]
 
 from .ingest import IngestError, Progress, TraceSummary, ingest, open_trace
-from .metadata import _read_is_trace
+from .metadata import read_is_trace
 
 CACHE_ENV = "DATASETTE_PERFETTO_CACHE"
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -100,7 +100,7 @@ def is_sqlite_file(path: str) -> bool:
 
 def check_served_database(path: str) -> None:
     """A database given to serve must be a trace database; IngestError (one line) otherwise."""
-    found = _read_is_trace(path, immutable=False)
+    found = read_is_trace(path, immutable=False)
     if found is None:
         raise IngestError(f"{path}: database is locked by another process")
     if not found:

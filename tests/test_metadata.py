@@ -195,13 +195,13 @@ async def test_local_metadata_wins_and_does_not_leak(trace_db):
 @pytest.mark.asyncio
 async def test_detection_is_cached_per_file_version(tmp_path, plain_db, demo_bytes, monkeypatch):
     calls = []
-    real = md._read_is_trace
+    real = md.read_is_trace
 
     def counting(path, immutable):
         calls.append(path)
         return real(path, immutable)
 
-    monkeypatch.setattr(md, "_read_is_trace", counting)
+    monkeypatch.setattr(md, "read_is_trace", counting)
     path = tmp_path / "later.db"
     path.write_bytes(plain_db.read_bytes())
     immutable = tmp_path / "frozen.db"

@@ -16,6 +16,7 @@ import click
 
 from .functions import register_functions
 from .ingest import IngestError, TraceSummary, ingest
+from .scratch import sigterm_raises_system_exit
 
 
 def register(cli: click.Group) -> None:
@@ -44,7 +45,8 @@ def ingest_command(traces: tuple[str, ...], output: str, quiet: bool) -> None:
     from .progress import progress_for  # here: tqdm is not loaded for every `datasette` command
 
     try:
-        summaries = ingest(list(traces), output, progress_for(quiet))
+        with sigterm_raises_system_exit():
+            summaries = ingest(list(traces), output, progress_for(quiet))
     except IngestError as e:
         raise click.ClickException(str(e)) from None
     if not quiet:
@@ -121,7 +123,8 @@ def serve_command(
                 if not quiet:
                     click.echo(f"{path}: waiting for another process importing it", err=True)
 
-            db, summaries = cached_database(path, cache, progress=progress_for(quiet), on_wait=waiting)
+            with sigterm_raises_system_exit():
+                db, summaries = cached_database(path, cache, progress=progress_for(quiet), on_wait=waiting)
             if not quiet:
                 if summaries is None:
                     click.echo(f"{path}: imported before, {db}", err=True)
@@ -321,7 +324,8 @@ def demo(output: str, port: int, no_serve: bool) -> None:
     except OSError as e:
         raise click.ClickException(f"{trace_path}: cannot write the demo trace: {e.strerror or e}") from None
     try:
-        ingest([trace_path], output)
+        with sigterm_raises_system_exit():
+            ingest([trace_path], output)
     except IngestError as e:
         raise click.ClickException(str(e)) from None
     click.echo(f"Ingested {trace_path} into {output}", err=True)

@@ -20,6 +20,7 @@ from .importers.common.options import ImportOptions
 from .importers.proto.reader import looks_like_proto_trace
 from .importers.proto.split_tokenize import SplitFailed
 from .model import TraceContext, TraceModel
+from .scratch import OwnedFile, create_temp_database, remove_database_files, sweep_abandoned
 from .stats import REGISTRY, Stats
 from .writer import WriterError
 
@@ -228,11 +229,22 @@ def _ingest(paths, db_path, progress: Progress, separate_writer, split_tokenize)
     directory = os.path.dirname(os.path.abspath(db_path))
     if not os.path.isdir(directory):
         raise IngestError(f"{db_path}: directory {directory} does not exist")
-    fd, tmp_path = tempfile.mkstemp(prefix=".ingest-", suffix=".db", dir=directory)
-    os.close(fd)
-    os.unlink(tmp_path)
+    for path in paths:
+        if _same_file(path, db_path):
+            raise IngestError(f"{db_path}: the output is one of the input traces; choose another output file")
+    sweep_abandoned(directory)
+    try:
+        temporary = create_temp_database(directory)
+    except OSError as e:
+        raise IngestError(f"{db_path}: cannot create a temporary file in {directory}: {e.strerror or e}") from None
+    tmp_path = temporary.path
     total = max(sum(os.path.getsize(p) for p in paths if os.path.isfile(p)), 1)
-    model = TraceModel.create(tmp_path, total, separate_writer)
+    try:
+        model = TraceModel.create(tmp_path, total, separate_writer)
+    except BaseException:
+        remove_database_files(tmp_path)
+        temporary.release()
+        raise
     summaries: list[TraceSummary] = []
     # The importers build no reference cycles, and the cyclic collector would
     # otherwise rescan every buffered event again and again (~20% of the time).
@@ -271,15 +283,28 @@ def _ingest(paths, db_path, progress: Progress, separate_writer, split_tokenize)
             summaries.append(TraceSummary(path, fmt, size, stats, stats.problems()))
         model.finish(progress.phase)
     except WriterError as e:
-        _discard(model, tmp_path, gc_was_enabled)
+        _discard(model, temporary, gc_was_enabled)
         raise IngestError(f"{db_path}: cannot write the database: {e}") from None
     except BaseException:
-        _discard(model, tmp_path, gc_was_enabled)
+        _discard(model, temporary, gc_was_enabled)
         raise
     if gc_was_enabled:
         gc.enable()
-    os.replace(tmp_path, db_path)
+    try:
+        os.replace(tmp_path, db_path)
+    except OSError as e:
+        remove_database_files(tmp_path)
+        raise IngestError(f"{db_path}: cannot replace it: {e.strerror or e}") from None
+    finally:
+        temporary.release()
     return summaries
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet)
+        return False
 
 
 def every_machine_stats(trace: TraceContext) -> Stats:
@@ -301,16 +326,15 @@ def _reopen(path: str) -> BinaryIO:
     return open_trace(path)[1]
 
 
-def _discard(model: TraceModel, tmp_path: str, gc_was_enabled: bool) -> None:
+def _discard(model: TraceModel, temporary: OwnedFile, gc_was_enabled: bool) -> None:
     """After a failure: stops the writer and removes the unfinished database."""
     if gc_was_enabled:
         gc.enable()
-    model.abort()
-    for suffix in ("", "-journal", "-wal", "-shm"):
-        try:
-            os.unlink(tmp_path + suffix)
-        except FileNotFoundError:
-            pass
+    try:
+        model.abort()
+    finally:
+        remove_database_files(temporary.path)
+        temporary.release()
 
 
 def ingest_bytes(data: bytes, db_path: str) -> list[TraceSummary]:

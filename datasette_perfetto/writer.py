@@ -10,6 +10,7 @@ the same calls; `open_writer` picks one.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import pickle
 import queue
 import sqlite3
@@ -19,6 +20,7 @@ from itertools import chain
 from typing import Any
 
 from . import schema
+from .scratch import die_with_parent
 
 MULTI_ROWS = 50  # rows per INSERT statement (13 columns x 50 stays far below SQLite's variable limit)
 
@@ -145,7 +147,7 @@ class SqliteWriter:
 _FINISH_METHODS = frozenset(method for _, method in FINISH_STEPS)
 
 
-def _serve(path: str, inbox, outbox) -> None:
+def _serve(path: str, inbox, outbox, parent_pid: int, parent_ends: tuple) -> None:
     """The child process: runs the parent's calls on a SqliteWriter, in order.
 
     Calls answer only when the parent waits for them (query, the finish steps);
@@ -154,6 +156,11 @@ def _serve(path: str, inbox, outbox) -> None:
     child ends after the last finish step, or after a failed one (the parent
     stops there too).
     """
+    die_with_parent(parent_pid)
+    # The parent's ends of the pipes, inherited through fork: held here, the inbox would
+    # never see the end of its input when the parent dies.
+    for end in parent_ends:
+        end.close()
     failure: str | None = None
     try:
         writer: SqliteWriter | None = SqliteWriter(path)
@@ -192,7 +199,10 @@ class WriterProcess:
         to_child_r, self._to_child = ctx.Pipe(duplex=False)
         self._from_child, from_child_w = ctx.Pipe(duplex=False)
         self.process = ctx.Process(
-            target=_serve, args=(path, to_child_r, from_child_w), daemon=True, name="datasette-perfetto-writer"
+            target=_serve,
+            args=(path, to_child_r, from_child_w, os.getpid(), (self._to_child, self._from_child)),
+            daemon=True,
+            name="datasette-perfetto-writer",
         )
         self.process.start()
         to_child_r.close()

@@ -24,9 +24,10 @@ from .scope import FLAGS, ReportError, Scope, shown
 
 ALWAYS_ALLOWED = frozenset({"top"})
 
-# A process that is not a machine's idle (swapper, pid 0) process: every machine of a
-# multi-machine trace has one, as in trace_processor. `{p}` is the process table's alias.
-REAL_PROCESS = "{p}.upid NOT IN (SELECT upid FROM thread WHERE is_idle AND upid IS NOT NULL)"
+# A process that is not a placeholder: pid 0 without a name is a machine's idle (swapper)
+# process, which every machine of a multi-machine trace has, or, in a JSON trace, where
+# trace_processor puts events without a pid (one per input). `{p}` is the process table's alias.
+REAL_PROCESS = "NOT ({p}.pid = 0 AND {p}.name IS NULL)"
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,11 @@ def count(n: float | None) -> str:
     return str(int(n)) if float(n).is_integer() else f"{n:.3g}"
 
 
+def plural(n: float, word: str, shown: str | None = None) -> str:
+    """`n word`, with an s unless n is 1; `shown` is n as displayed (default: as is)."""
+    return f"{n if shown is None else shown} {word}{'' if n == 1 else 's'}"
+
+
 def percent(p: float | None) -> str:
     return "-" if p is None else f"{p:.1f}%"
 

@@ -22,10 +22,10 @@ import multiprocessing
 import os
 import pickle
 import shutil
-import tempfile
 from collections.abc import Callable
 from typing import BinaryIO, Protocol
 
+from ...scratch import OwnedFile, create_runs_folder, die_with_parent
 from ...stats import Stats
 from ..common.sorter import Sorter
 
@@ -148,10 +148,10 @@ def start_helper(importer: SplitTokenizer, reopen: Callable[[], BinaryIO]) -> tu
     ctx = multiprocessing.get_context("fork")
     claims = SequenceClaims(ctx)
     receive, send = ctx.Pipe(duplex=False)
-    runs = tempfile.mkdtemp(prefix="datasette-perfetto-")  # the child's sorted runs, for the parent
+    runs = create_runs_folder()  # the child's sorted runs, for the parent
     process = ctx.Process(
         target=_helper_main,
-        args=(importer, reopen, claims, send, runs),
+        args=(importer, reopen, claims, send, runs.path, os.getpid()),
         daemon=True,
         name="datasette-perfetto-tokenizer",
     )
@@ -169,7 +169,7 @@ def split_wanted(setting: bool | None, size: int) -> bool:
 
 
 class HelperHandle:
-    def __init__(self, process, receive, runs: str) -> None:
+    def __init__(self, process, receive, runs: OwnedFile) -> None:
         self.process = process
         self.receive = receive
         self.runs = runs
@@ -201,12 +201,14 @@ class HelperHandle:
 
     def discard_runs(self) -> None:
         """Removes the runs folder (the importer has opened, and so unlinked, what it takes)."""
-        shutil.rmtree(self.runs, ignore_errors=True)
+        shutil.rmtree(self.runs.path, ignore_errors=True)
+        self.runs.release()
 
 
 def _helper_main(
-    importer: SplitTokenizer, reopen: Callable[[], BinaryIO], claims: SequenceClaims, send, runs: str
+    importer: SplitTokenizer, reopen: Callable[[], BinaryIO], claims: SequenceClaims, send, runs: str, parent_pid: int
 ) -> None:
+    die_with_parent(parent_pid)
     answer: tuple
     try:
         sorter: Sorter[tuple] = Sorter(HELPER_RUN_EVENTS, spill_dir=runs)

@@ -363,10 +363,6 @@ def rate_text(unit: str, rate: float) -> str:
     return f"{with_unit(fmt.count(rate), unit)}/s"
 
 
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
 def with_unit(text: str, unit: str) -> str:
     return f"{text} {unit}" if unit and unit != "count" else text
 
@@ -611,7 +607,7 @@ LIMIT {CANNED_TOP}"""
             )
         return [
             Table(
-                f"Counters ({plural(msg.total_rows, 'track')} in scope)",
+                f"Counters ({fmt.plural(msg.total_rows, 'track')} in scope)",
                 ("Counter", "Type", "Scope", "Samples", "Min", "Avg", "Max", "Rate"),
                 rows,
                 align="lllrrrrr",
@@ -771,7 +767,7 @@ FROM ({series}) s""",
             elif b.count == 0:
                 note = f"{show(b.value)} (held; no samples)"
             else:
-                note = f"{show(b.value)}  min {show(b.min)}  max {show(b.max)}  {plural(b.count, 'sample')}"
+                note = f"{show(b.value)}  min {show(b.min)}  max {show(b.max)}  {fmt.plural(b.count, 'sample')}"
             if b.dominant:
                 note += "  top: " + ", ".join(f"{d.name} {show(d.value)}" for d in b.dominant)
             bars.append(Bar(run.offset(b.start_ts), b.value if b.has_value else 0.0, note))
@@ -783,7 +779,7 @@ FROM ({series}) s""",
         show = unit_format(
             unit_of(tracks), min((t.min for t in tracks), default=0), max((t.max for t in tracks), default=0)
         )
-        return [tracks_table(tracks, show, f"{msg.name}: {plural(len(tracks), 'track')}")]
+        return [tracks_table(tracks, show, f"{msg.name}: {fmt.plural(len(tracks), 'track')}")]
 
 
 class CountersHistogramView(View):
@@ -902,7 +898,7 @@ ORDER BY bucket"""
             empty="(no samples in scope)",
         )
         tracks = list(msg.tracks)
-        return [stats, tracks_table(tracks, show, f"{msg.name}: {plural(len(tracks), 'track')}")]
+        return [stats, tracks_table(tracks, show, f"{msg.name}: {fmt.plural(len(tracks), 'track')}")]
 
 
 class CountersInspectView(View):

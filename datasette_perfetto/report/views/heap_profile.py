@@ -189,7 +189,8 @@ LIMIT {CANNED_TOP}"""
         ]
         return [
             Table(
-                f"Heap Profile ({byte_size(msg.total_bytes)} in {fmt.number(msg.total_count)} allocations, "
+                f"Heap Profile ({byte_size(msg.total_bytes)} in "
+                f"{fmt.plural(msg.total_count, 'allocation', fmt.number(msg.total_count))}, "
                 f"{msg.total_rows} functions)",
                 ("Function", "Self bytes", "Self count", "Avg size", "Total bytes", "Total count"),
                 rows,
@@ -227,7 +228,7 @@ class TreeView(HeapProfileView, CallTreeView):
     def describe(self, n: pb.CallTree.Node) -> str:
         return (
             f"{n.name or UNNAMED}: {byte_size(n.total_value)} allocated ({n.total_percent:.1f}%) in "
-            f"{n.total_count} allocations, self {byte_size(n.self_value)} ({n.self_percent:.1f}%)"
+            f"{fmt.plural(n.total_count, 'allocation')}, self {byte_size(n.self_value)} ({n.self_percent:.1f}%)"
         )
 
 

@@ -213,7 +213,8 @@ class TracksDiff(DiffSpec):
 
     def key_cells(self, row: Any, run: ReportRun, out: Any) -> list[Cell]:
         link = diff_link(run, row, "tracks", "table", track=glob_escape(row.name)) if row.name else None
-        return [Cell(row.name or "-", link), Cell(row.type), Cell(row.owner)]
+        # Unnamed tracks as elsewhere ("(unnamed thread track)"); whose they are is the Owner column.
+        return [Cell(data.track_title(row.name, None, None, row.type), link), Cell(row.type), Cell(row.owner)]
 
 
 VIEWS = [TracksTableView()]

@@ -1,0 +1,138 @@
+"""A killed ingest (SIGKILL or SIGTERM at a random moment) leaves no process, no temporary file and an
+existing database intact. SIGTERM cleans up at once, as Ctrl+C does; after SIGKILL the children die
+with their parent and the next ingest removes the files the killed one could not."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from shared_data import TRACES
+
+from datasette_perfetto.ingest import ingest
+from datasette_perfetto.scratch import RUNS_PREFIX
+
+BIG_TRACE = TRACES / "chrome_startup.pftrace"  # large enough for the writer child and the tokenizer helper
+RUNS = 3  # per signal
+rng = random.Random("kill-test")
+MOMENTS = {sig: [rng.uniform(0.5, 3.5) for _ in range(RUNS)] for sig in ("SIGKILL", "SIGTERM")}
+
+
+def group_processes(pgid: int) -> list[int]:
+    """Live (not zombie) processes of the process group."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "
+        state, pgrp = fields[0], int(fields[2])
+        if pgrp == pgid and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def leftovers(folder: Path, pid: int) -> list[str]:
+    mine = [p.name for p in folder.iterdir() if p.name.startswith(f".ingest-{pid}-")]
+    runs = [p for p in os.listdir(tempfile.gettempdir()) if p.startswith(f"{RUNS_PREFIX}{pid}-")]
+    return mine + runs
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def existing(tmp_path, demo_db) -> Path:
+    out = tmp_path / "out.db"
+    out.write_bytes(Path(demo_db.path).read_bytes())
+    return out
+
+
+@pytest.mark.skipif(not BIG_TRACE.is_file(), reason="needs the shared chrome_startup.pftrace")
+@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="needs /proc to find the child processes")
+@pytest.mark.parametrize(
+    "sig,moment", [(sig, moment) for sig, moments in MOMENTS.items() for moment in moments], ids=str
+)
+def test_killed_ingest_leaves_nothing_behind(tmp_path, existing, demo_trace, sig, moment):
+    before = digest(existing)
+    command = [sys.executable, "-m", "datasette", "perfetto", "ingest", "-q", str(BIG_TRACE), "-o", str(existing)]
+    process = subprocess.Popen(command, start_new_session=True, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(moment)
+        process.send_signal(getattr(signal, sig))
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    if process.returncode == 0:
+        pytest.skip(f"the ingest finished before {moment:.2f} s")  # a slow machine: nothing was killed
+    deadline = time.monotonic() + 10
+    while group_processes(process.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert group_processes(process.pid) == [], "a child process outlived the killed ingest"
+    assert digest(existing) == before, "the existing database changed"
+    if sig == "SIGTERM":
+        # -SIGTERM: it arrived while Python was still starting, before the ingest created anything.
+        assert process.returncode in (128 + signal.SIGTERM, -signal.SIGTERM), stderr
+        assert "Traceback" not in stderr
+        assert leftovers(tmp_path, process.pid) == []
+    else:
+        assert process.returncode == -signal.SIGKILL
+        ingest([str(demo_trace)], str(tmp_path / "next.db"))  # the next ingest in the folder
+        assert leftovers(tmp_path, process.pid) == []
+    assert digest(existing) == before
+
+
+def test_a_temporary_database_of_a_live_ingest_is_not_swept(tmp_path, demo_trace):
+    """Only files whose owner is gone are removed: a live owner (here: this process) keeps its file."""
+    from datasette_perfetto.scratch import create_temp_database, sweep_abandoned
+
+    live = create_temp_database(str(tmp_path))
+    try:
+        assert sweep_abandoned(str(tmp_path)) == []
+        assert os.path.exists(live.path)
+    finally:
+        live.release()
+        os.unlink(live.path)
+
+
+def test_a_temporary_database_of_a_dead_owner_is_swept(tmp_path):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    pid = int(dead.stdout)
+    stale = tmp_path / f".ingest-{pid}-abcd1234.db"
+    stale.write_bytes(b"half a database")
+    journal = tmp_path / f".ingest-{pid}-abcd1234.db-journal"
+    journal.write_bytes(b"")
+    unrelated = tmp_path / ".ingest-notapid.db"  # not ours to judge
+    unrelated.write_bytes(b"")
+    from datasette_perfetto.scratch import sweep_abandoned
+
+    assert str(stale) in sweep_abandoned(str(tmp_path))
+    assert not stale.exists() and not journal.exists() and unrelated.exists()
+
+
+def test_output_that_is_an_input_is_refused(tmp_path, demo_trace):
+    trace = tmp_path / "in.pftrace"
+    trace.write_bytes(demo_trace.read_bytes())
+    result = subprocess.run(
+        [sys.executable, "-m", "datasette", "perfetto", "ingest", str(trace), "-o", str(trace)],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"Error: {trace}: the output is one of the input traces; choose another output file"
+    ]
+    assert trace.read_bytes() == demo_trace.read_bytes()

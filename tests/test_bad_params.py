@@ -51,6 +51,7 @@ CASES = [
     ("slices/timeline", "buckets", DIGITS, {"name": NAME}),
     ("slices", "sort", LONG, {}),
     ("scheduling", "group_by", LONG, {}),
+    ("slices/histogram", "measure", "total", {"name": NAME}),
 ]
 IDS = [f"{path}-{param}-{len(value)}-{value[:1]}" for path, param, value, _ in CASES]
 # httpx refuses a URL over 64 KiB: the values that %-escape to three characters a byte are for the CLI only.

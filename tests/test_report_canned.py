@@ -90,6 +90,8 @@ async def test_slices_table_rows(demo, query):
         ("name=URLRequest&buckets=7", "linear"),
         ("name=MessageLoop::RunTask&thread=Cr*&time=0.2s,1.8s&buckets=6", "linear"),
         ("name=ThreadPool::RunTask&pid=100&min_duration=2ms", "linear"),
+        ("name=Raster&measure=self", "log"),
+        ("name=MessageLoop::RunTask&thread=Cr*&time=0.2s,1.8s&buckets=6&measure=self", "linear"),
     ],
 )
 async def test_slices_histogram_buckets(demo, query, scale):

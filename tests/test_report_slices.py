@@ -75,6 +75,42 @@ async def test_histogram_of_widely_spread_durations_is_log_scaled_and_says_so(ds
     assert "log-scale buckets" in page and "<svg" in page and "48" in page
 
 
+def self_times(db, name: str) -> list[int]:
+    """Each instance's duration less its direct children's (the demo's slices all end)."""
+    return [
+        r[0]
+        for r in db.rows(
+            """SELECT s.dur - coalesce((SELECT sum(k.dur) FROM slice k WHERE k.parent_id = s.id), 0)
+               FROM slice s WHERE s.name = ? ORDER BY 1""",
+            (name,),
+        )
+    ]
+
+
+@pytest.mark.asyncio
+async def test_histogram_of_self_times_matches_sql(ds, demo_db):
+    url = "/demo/-/report/slices/histogram.json?name=MessageLoop::RunTask&measure=self&buckets=8"
+    hist = (await get_json(ds, url))["slices_histogram"]
+    selfs = self_times(demo_db, "MessageLoop::RunTask")
+    assert selfs != durations(demo_db, "MessageLoop::RunTask")  # it has children: the two measures differ
+    assert hist["measure"] == "self"
+    assert stats(hist["stats"]) == expected_stats(selfs)
+    buckets = hist["buckets"]
+    for i, b in enumerate(buckets):
+        last = i == len(buckets) - 1
+        inside = [d for d in selfs if b.get("low", 0) <= d and (d <= b["high"] if last else d < b["high"])]
+        assert int(b.get("count", 0)) == len(inside), b
+    # Its total is the slices table's self time of the name.
+    table = (await get_json(ds, "/demo/-/report/slices.json?name=MessageLoop::RunTask"))["slices_table"]
+    assert int(table["rows"][0]["self_dur"]) == sum(selfs)
+    page = (await ds.client.get(url.replace(".json", ""))).text
+    assert "MessageLoop::RunTask self times" in page and "less its direct children" in page
+    plain = (await get_json(ds, "/demo/-/report/slices/histogram.json?name=MessageLoop::RunTask"))["slices_histogram"]
+    assert plain["measure"] == "dur" and stats(plain["stats"]) == expected_stats(
+        durations(demo_db, "MessageLoop::RunTask")
+    )
+
+
 @pytest.mark.asyncio
 async def test_histogram_scoped_to_a_thread(ds, demo_db):
     hist = (await get_json(ds, "/demo/-/report/slices/histogram.json?name=Raster&thread=Compositor"))[

@@ -376,16 +376,18 @@ class HistogramBucket(_message.Message):
     def __init__(self, low: _Optional[float] = ..., high: _Optional[float] = ..., count: _Optional[int] = ...) -> None: ...
 
 class SlicesHistogram(_message.Message):
-    __slots__ = ("name", "scale", "buckets", "stats")
+    __slots__ = ("name", "scale", "buckets", "stats", "measure")
     NAME_FIELD_NUMBER: _ClassVar[int]
     SCALE_FIELD_NUMBER: _ClassVar[int]
     BUCKETS_FIELD_NUMBER: _ClassVar[int]
     STATS_FIELD_NUMBER: _ClassVar[int]
+    MEASURE_FIELD_NUMBER: _ClassVar[int]
     name: str
     scale: str
     buckets: _containers.RepeatedCompositeFieldContainer[HistogramBucket]
     stats: DurationStats
-    def __init__(self, name: _Optional[str] = ..., scale: _Optional[str] = ..., buckets: _Optional[_Iterable[_Union[HistogramBucket, _Mapping]]] = ..., stats: _Optional[_Union[DurationStats, _Mapping]] = ...) -> None: ...
+    measure: str
+    def __init__(self, name: _Optional[str] = ..., scale: _Optional[str] = ..., buckets: _Optional[_Iterable[_Union[HistogramBucket, _Mapping]]] = ..., stats: _Optional[_Union[DurationStats, _Mapping]] = ..., measure: _Optional[str] = ...) -> None: ...
 
 class TimelineBucket(_message.Message):
     __slots__ = ("start_ts", "end_ts", "value", "count", "total_dur", "dominant", "min", "max", "has_value")

@@ -34,6 +34,8 @@ FLAGS: dict[str, str] = {
     "max_lines": "Node budget for tree views (default 100).",
     "buckets": "Buckets for timeline and histogram views (default 20).",
     "group_by": "Grouping key where a view has one (scheduling summary: thread | process).",
+    "measure": "Slices histogram: what each instance counts for, dur (its duration, the default) or self "
+    "(its duration less its direct children's).",
     "exclude_idle": "Stack samples: leave out V8's pseudo-frames (idle), (program) and (garbage collector) "
     "(1/true/yes/on; 0/false/no/off).",
     "baseline": "Compare against a baseline trace: a database served alongside (web) or a database file (CLI); "
@@ -41,6 +43,7 @@ FLAGS: dict[str, str] = {
 }
 
 DEFAULT_TOP = 10
+MEASURES = ("dur", "self")
 DEFAULT_MAX_LINES = 100
 DEFAULT_BUCKETS = 20
 MAX_TOP = 10_000
@@ -222,6 +225,7 @@ class Scope:
     buckets: int = DEFAULT_BUCKETS
     group_by: str | None = None
     exclude_idle: bool = False
+    measure: str = "dur"
     baseline: str | None = None
     # The flags as the user wrote them, for echoing and for links.
     given: tuple[tuple[str, str], ...] = field(default=(), compare=False)
@@ -253,6 +257,10 @@ class Scope:
                 values[key] = _int(text, key, 1, MAX_BUCKETS)
             elif key == "exclude_idle":
                 values[key] = _bool(text, key)
+            elif key == "measure":
+                if text not in MEASURES:
+                    raise ReportError(f"measure: expected one of {', '.join(MEASURES)}, got {shown(text)}", key)
+                values[key] = text
             elif key == "min_duration":
                 values[key] = parse_duration(text, key)
             elif key == "ts":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sqlite3
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -448,6 +449,13 @@ def scope_dur(run: ReportRun) -> str:
     return CLIPPED_DUR if run.scope.time is not None else WHOLE_DUR
 
 
+def self_value(dur: str) -> str:
+    """An instance's self time: `dur` (an expression of slice s) less its direct children's, each counted as
+    `dur` counts it (so a child outside the time range subtracts nothing). Through the parent_id index."""
+    child = re.sub(r"\bs\.", "k.", dur)
+    return f"({dur} - coalesce((SELECT sum({child}) FROM slice k WHERE k.parent_id = s.id), 0))"
+
+
 def unfinished_footnote(run: ReportRun, unfinished: int, link: Link) -> None:
     """Say how many of the instances counted never ended, and what they were counted to."""
     if unfinished:
@@ -692,21 +700,24 @@ def duration_stats(
     name: str,
     known: tuple[int, int, int] | None = None,
     narrowed: bool = True,
+    value: str | None = None,
 ) -> None:
-    """count/total/min/avg/max and nearest-rank p50/p95/p99 of max(dur, 0) over `slice s` under `w`
-    (which selects instances of `name` only)."""
+    """count/total/min/avg/max and nearest-rank p50/p95/p99 of what each instance counts for (`value`, an
+    expression of slice s; default its duration in scope) over `slice s` under `w` (which selects instances
+    of `name` only). A `value` other than the duration is always ranked (nothing is precomputed for it)."""
+    value = value or scope_dur(run)
     if known is None:
         agg = run.query(
             "count, total and longest",
-            f"""SELECT count(*) AS n, coalesce(sum({scope_dur(run)}), 0) AS total,
-       max({scope_dur(run)}) AS longest
+            f"""SELECT count(*) AS n, coalesce(sum({value}), 0) AS total,
+       max({value}) AS longest
 FROM slice s
 {w.sql()}""",
             w.params,
         )[0]
         known = (agg["n"], agg["total"], agg["longest"])
-    if narrowed:
-        stats_in_scope(run, {name: out}, w, {name: known})
+    if narrowed or value != scope_dur(run):
+        stats_in_scope(run, {name: out}, w, {name: known}, value=value)
         return
     n, total, longest = known
     if not n:
@@ -742,9 +753,11 @@ def stats_in_scope(
     w: Where,
     known: dict[str, tuple[int, int, int]],
     in_scope: int | None = None,
+    value: str | None = None,
 ) -> None:
     """Duration stats of several names in one pass over the slices in scope (`w` without a name term):
-    each name's durations ranked, and only the ranks the percentiles need kept.
+    each name's durations (or `value`s, an expression of slice s) ranked, and only the ranks the
+    percentiles need kept.
 
     Given `in_scope` (the slices in scope, all read to find the names'), names get their minimum and
     percentiles (in the order given) only while their instances total at most PERCENTILE_BUDGET, and
@@ -782,7 +795,7 @@ def stats_in_scope(
     rows = run.query(
         "minimum and percentiles (nearest rank) of each name in scope",
         f"""WITH in_scope AS MATERIALIZED (
-  SELECT s.name, {scope_dur(run)} AS dur
+  SELECT s.name, {value or scope_dur(run)} AS dur
   FROM slice s
   {w.sql().replace(chr(10), chr(10) + "  ")}{names_term}
 ),
@@ -946,6 +959,11 @@ def instance_cells(run: ReportRun, inst: pb.SliceInstance) -> list[Cell]:
 # -- histogram --------------------------------------------------------------------------------
 
 
+# What a histogram instance counts for: its duration in scope, or with :measure = 'self' that less its direct
+# children's (each counted the same way).
+_CANNED_MEASURE = f"CASE WHEN :measure = 'self' THEN {self_value(CANNED_DUR)} ELSE {CANNED_DUR} END"
+
+
 class SlicesHistogramView(View):
     noun = "slices"
     name = "histogram"
@@ -954,15 +972,16 @@ class SlicesHistogramView(View):
         "The distribution of one slice name's durations: instance counts per duration bucket, "
         "log-spaced when the durations span more than two orders of magnitude (the scale is "
         "labelled), with p50/p95/p99. name must match exactly one slice name; unfinished slices "
-        "last to the end of the trace (or of the range); with time, each instance counts its part inside the range."
+        "last to the end of the trace (or of the range); with time, each instance counts its part inside the range. "
+        "measure=self: the distribution of self times (each instance's duration less its direct children's)."
     )
     result_field = "slices_histogram"
-    flags = SCOPE_FLAGS | {"buckets"}
+    flags = SCOPE_FLAGS | {"buckets", "measure"}
     required = ("name",)
     canned_sql = f"""WITH RECURSIVE {CANNED_RANGE},
 {CANNED_NICE},
 instance AS MATERIALIZED (
-  {canned_instances(CANNED_DUR + " AS dur")}
+  {canned_instances(_CANNED_MEASURE + " AS dur")}
 ),
 bounds AS (
   SELECT min(dur) AS low, max(dur) AS high, min(CASE WHEN dur > 0 THEN dur END) AS positive,
@@ -1038,9 +1057,12 @@ ORDER BY i"""
         name = out.name = sn.name
         w = name_where(run, sn)
         # The duration each instance counts for: under `time` its part inside the range; an unfinished one's
-        # to the end of the range or trace.
-        dur = f"({scope_dur(run)})"
-        if is_narrowed(run):
+        # to the end of the range or trace. With measure=self, that less its direct children's.
+        out.measure = run.scope.measure
+        by_self = out.measure == "self"
+        dur = self_value(scope_dur(run)) if by_self else f"({scope_dur(run)})"
+        ranked = is_narrowed(run) or by_self  # nothing precomputed applies
+        if ranked:
             agg = run.query(
                 "count, total, longest and shortest non-zero",
                 f"""SELECT count(*) AS n,
@@ -1068,7 +1090,7 @@ FROM slice s
                 w.params,
             )
             unfinished = sn.unfinished
-        duration_stats(run, out.stats, w, name, known, is_narrowed(run))
+        duration_stats(run, out.stats, w, name, known, ranked, value=dur)
         if not out.stats.count:
             out.scale = "linear"
             return
@@ -1090,7 +1112,7 @@ FROM slice s
             buckets = len(edges) - 1
             index = "min(:last_bucket, ({d} - :low) / :width)"
             params = {"low": edges[0], "width": edges[1] - edges[0] if high > low else 1, "last_bucket": buckets - 1}
-        if run.scope.time is None:
+        if run.scope.time is None and not by_self:
             # Finished instances by dur alone (the (name, dur) index covers them); the few unfinished ones
             # (dur -1) by the time they count for, which needs their start.
             finished = Where(list(w.terms), dict(w.params))
@@ -1120,20 +1142,33 @@ GROUP BY bucket"""
             out.buckets.add(low=0, high=0, count=counts[-1])
         for i in range(buckets):
             out.buckets.add(low=edges[i], high=edges[i + 1], count=counts.get(i, 0))
+        top_ids = (
+            f"SELECT s.id FROM slice s\n{w.sql()}\nORDER BY {dur} DESC, s.id DESC LIMIT :top"
+            if by_self
+            else longest_first(run, w)
+        )
         longest = run.query(
-            "the longest instance",
+            "the instance with the most self time" if by_self else "the longest instance",
             f"""SELECT {INSTANCE_COLUMNS}
 {SLICE_FROM}
-WHERE s.id IN ({longest_first(run, w)})""",
+WHERE s.id IN ({top_ids})""",
             {**w.params, "top": 1},
         )
         clipped_footnote(run)
         unfinished_footnote(run, unfinished, view_link(run, "slices", "inspect", name=name))
+        if by_self:
+            run.footnote(
+                "Self time: each instance's duration less its direct children's (of any name); see the durations",
+                run.link(run.noun, run.view, measure=None),
+            )
+        else:
+            run.next_step(f"{name} by self time (less its children)", run.link(run.noun, run.view, measure="self"))
         run.next_step(f"{name} over time", view_link(run, "slices", "timeline", name=name))
         if longest:
             inst = pb.SliceInstance()
             fill_instance(inst, longest[0])
-            run.next_step(f"The longest {name} ({instance_dur(inst)})", inspect_link(run, inst))
+            what = f"The {name} with the most self time" if by_self else f"The longest {name}"
+            run.next_step(f"{what} ({instance_dur(inst)})", inspect_link(run, inst))
 
     def charts(self, msg: pb.SlicesHistogram, run: ReportRun) -> list[Chart]:
         total = max(msg.stats.count, 1)
@@ -1150,10 +1185,14 @@ WHERE s.id IN ({longest_first(run, w)})""",
         else:
             width = spaced[0].high - spaced[0].low if spaced else 0
             buckets = f"linear buckets of {fmt.duration(width)}" if width else "one bucket (all equal)"
-        return [Chart(f"{msg.name} durations in {buckets}", "linear", "bar length: instances", bars)]
+        return [Chart(f"{msg.name} {measure_label(msg)} in {buckets}", "linear", "bar length: instances", bars)]
 
     def tables(self, msg: pb.SlicesHistogram, run: ReportRun) -> list[Table]:
-        return [stats_table(f"{msg.name} durations", msg.stats)]
+        return [stats_table(f"{msg.name} {measure_label(msg)}", msg.stats)]
+
+
+def measure_label(msg: pb.SlicesHistogram) -> str:
+    return "self times" if msg.measure == "self" else "durations"
 
 
 # -- timeline ---------------------------------------------------------------------------------

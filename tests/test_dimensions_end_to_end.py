@@ -40,3 +40,21 @@ async def test_track_details_show_the_inherited_rank(ddp_db):
     assert "rank" in text and "rank 1" in text
     page = (await ds.client.get(f"/ddp/-/track/{track_id}")).text
     assert "rank 1" in page and "machine" in page
+
+
+@pytest.mark.asyncio
+async def test_two_ranks_count_their_own_processes_only(ddp_db):
+    """Each input's events without a pid land in a nameless pid-0 process (as in trace_processor): a placeholder,
+    like a machine's idle process, which the report neither counts nor lists."""
+    import sqlite3
+
+    conn = sqlite3.connect(ddp_db)
+    placeholders = conn.execute("SELECT count(*) FROM process WHERE pid = 0 AND name IS NULL").fetchone()[0]
+    named = conn.execute("SELECT count(*) FROM process WHERE NOT (pid = 0 AND name IS NULL)").fetchone()[0]
+    conn.close()
+    assert placeholders == 3 and named == 6  # upid 0, and one per input; Spans, Traces and python per rank
+    ds = served(ddp_db)
+    report = (await ds.client.get("/ddp/-/report/processes.json")).json()
+    assert report["context"]["process_count"] == named
+    assert report["processes_table"]["total_rows"] == named
+    assert all(r.get("pid") for r in report["processes_table"]["rows"])

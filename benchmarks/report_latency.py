@@ -228,12 +228,19 @@ def requests(conn, db_name: str) -> list[tuple[str, str]]:
 async def measure(db: str, repeat: int, only: str = "") -> list[tuple[str, float, float, int]]:
     import sqlite3
 
-    from datasette.app import Datasette
-
     db_name = os.path.splitext(os.path.basename(db))[0]
     conn = sqlite3.connect(db)
     paths = [(label, path) for label, path in requests(conn, db_name) if only in label]
     conn.close()
+    return await time_requests(db, paths, repeat)
+
+
+async def time_requests(db: str, paths: list[tuple[str, str]], repeat: int) -> list[tuple[str, float, float, int]]:
+    """(label, p50 ms, p95 ms, status) of each (label, path), requested `repeat` times through Datasette's ASGI
+    client with the default 1 s time limit (benchmarks/dimensions.py times its pages with it too)."""
+    from datasette.app import Datasette
+
+    db_name = os.path.splitext(os.path.basename(db))[0]
     ds = Datasette([db], settings={"sql_time_limit_ms": 1000})
     await ds.client.get(f"/{db_name}/-/report/slices")  # startup, table counts
     results = []

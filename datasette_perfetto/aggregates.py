@@ -7,7 +7,7 @@ Each gives exactly what its SQL in schema.py would; tests check the two agree.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from . import schema
 
@@ -47,6 +47,15 @@ class TimeBounds:
         bounds[0] = min(starts) if bounds[0] is None else min(bounds[0], min(starts))
         if ends:
             bounds[1] = max(ends) if bounds[1] is None else max(bounds[1], max(ends))
+
+    def absorb(self, other: TimeBounds) -> None:
+        """Adds another storage's bounds (a parallel ingest's input, merge.py)."""
+        for table, (start, end) in other.bounds.items():
+            bounds = self.bounds.setdefault(table, [None, None])
+            if start is not None:
+                bounds[0] = start if bounds[0] is None else min(bounds[0], start)
+            if end is not None:
+                bounds[1] = end if bounds[1] is None else max(bounds[1], end)
 
     def trace_bounds(self) -> tuple[int, int]:
         """trace_processor's trace_bounds over every timed table: (0, 0) when empty,
@@ -117,6 +126,18 @@ class SliceNameAggregates:
             agg[1] += dur
             if agg[2] is None or dur > agg[2] or (dur == agg[2] and slice_id < agg[3]):
                 agg[2], agg[3] = dur, slice_id
+
+    def absorb(self, other: SliceNameAggregates, track_id: Callable[[int], int], slice_delta: int) -> None:
+        """Adds another storage's aggregates, of slices on other tracks (a parallel ingest's input,
+        merge.py): `track_id` maps its track ids, `slice_delta` is added to its slice ids."""
+        for (track, name), agg in other.by_track_name.items():
+            agg = list(agg)
+            for at in (3, 7):  # the longest finished and the earliest unfinished slice's ids
+                if agg[at] is not None:
+                    agg[at] += slice_delta
+            self.by_track_name[(track_id(track), name)] = agg
+        for parent_id, kids in other._children.items():
+            self._children[parent_id + slice_delta] = list(kids)
 
     @staticmethod
     def _resolve(agg: list, end: int) -> tuple[int, int, int, int, int, int]:

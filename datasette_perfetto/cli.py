@@ -11,6 +11,7 @@ import sqlite3
 import sys
 import webbrowser
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -32,7 +33,19 @@ def perfetto() -> None:
 @click.argument("traces", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Database file to write")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or summary")
-def ingest_command(traces: tuple[str, ...], output: str, quiet: bool) -> None:
+@click.option(
+    "-j",
+    "--jobs",
+    help="Parse the traces in this many processes (auto: one per CPU); the database is the same",
+)
+@click.option(
+    "--cluster",
+    metavar="ADDRESS",
+    help="Parse the traces on the Dask cluster at ADDRESS (local: start one here, --jobs workers)",
+)
+def ingest_command(
+    traces: tuple[str, ...], output: str, quiet: bool, jobs: str | None = None, cluster: str | None = None
+) -> None:
     """Import TRACES (Perfetto protobuf, optionally gzipped) into a new SQLite database.
 
     The database is only written if every trace imports; an existing OUTPUT
@@ -41,12 +54,18 @@ def ingest_command(traces: tuple[str, ...], output: str, quiet: bool) -> None:
     \b
     Example:
         datasette perfetto ingest trace.pftrace -o trace.db
+        datasette perfetto ingest rank*.json.gz -o job.db --jobs 4
     """
+    from . import parallel
     from .progress import progress_for  # here: tqdm is not loaded for every `datasette` command
 
     try:
+        workers = parallel.parse_jobs(jobs)
         with sigterm_raises_system_exit():
-            summaries = ingest(list(traces), output, progress_for(quiet))
+            if workers is None and cluster is None:
+                summaries = ingest(list(traces), output, progress_for(quiet))
+            else:
+                summaries = parallel.ingest(list(traces), output, progress_for(quiet), workers, cluster)
     except IngestError as e:
         raise click.ClickException(str(e)) from None
     if not quiet:
@@ -210,6 +229,12 @@ def query(database: str, sql: str | None, sql_file, params: tuple[tuple[str, str
         raise click.ClickException(f"SQL error: {' '.join(str(e).split())}") from None
     finally:
         conn.close()
+    echo_results(results, fmt)
+
+
+def echo_results(results: list[tuple[list[str], list[list]]], fmt: str) -> None:
+    """Each result's rows on stdout: an aligned table (text), CSV, or one JSON object per result
+    (`{"columns": [...], "rows": [[...], ...]}`); text and CSV put a blank line between results."""
     for n, (columns, rows) in enumerate(results):
         if fmt == "json":
             click.echo(json.dumps({"columns": columns, "rows": rows}))
@@ -363,10 +388,11 @@ def conformance(cases_dir: str, prefix: str, verbose: bool) -> None:
 
 def _report_options(fn):
     """One --flag per report scope flag (--min-duration for min_duration)."""
-    from .report.scope import FLAGS
+    from .report.scope import FLAGS, REPEATABLE_FLAGS
 
     for flag, help_text in reversed(list(FLAGS.items())):
-        fn = click.option(f"--{flag.replace('_', '-')}", flag, default=None, help=help_text)(fn)
+        repeatable = flag in REPEATABLE_FLAGS
+        fn = click.option(f"--{flag.replace('_', '-')}", flag, default=None, multiple=repeatable, help=help_text)(fn)
     return fn
 
 
@@ -415,8 +441,8 @@ def report_command(database: str, noun, view, output_format: str, width: str | N
         columns = int(width)
     else:
         raise click.ClickException(f"width: expected a whole number of columns (0: no limit), got {width!r}")
-    params = {k: v for k, v in flags.items() if v is not None}
-    baseline = (params.get("baseline") or "").strip()
+    params = {k: list(v) if isinstance(v, tuple) else v for k, v in flags.items() if v not in (None, ())}
+    baseline = str(params.get("baseline") or "").strip()
     conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
     register_functions(conn)
     base_conn = None
@@ -455,3 +481,104 @@ def report_command(database: str, noun, view, output_format: str, width: str | N
         click.echo(to_text(result, columns), nl=False)
         if show_sql:
             click.echo("\n" + to_sql(result), nl=False)
+
+
+def _fleet_module(name: str):
+    """export.py or batch.py, which need pyarrow and duckdb (the `fleet` extra): one line when missing."""
+    import importlib
+
+    try:
+        return importlib.import_module(f".{name}", __package__)
+    except ModuleNotFoundError as e:
+        if e.name in ("pyarrow", "duckdb"):
+            raise click.ClickException(
+                f"{e.name} is not installed; it comes with: pip install 'datasette-perfetto[fleet]'"
+            ) from None
+        raise
+
+
+@perfetto.command(name="export")
+@click.argument("databases", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["parquet"]), default="parquet", show_default=True)
+@click.option("-o", "--output", required=True, type=click.Path(file_okay=False), help="Folder of the dataset")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar or summary")
+def export_command(databases: tuple[str, ...], fmt: str, output: str, quiet: bool) -> None:
+    """Write every table of trace DATABASES as Parquet under OUTPUT, one partition per trace.
+
+    Each table is OUTPUT/<table>/trace=<name>/part-<schema>.parquet (name: the database's file name
+    without .db), as DuckDB, Spark and pyarrow read a partitioned dataset. Exporting a database
+    again replaces its partitions; a failed export leaves them as they were.
+
+    \b
+    Example:
+        datasette perfetto export rank*.db --format parquet -o fleet/
+        datasette perfetto batch "select name, count(*) from slice group by 1" fleet/
+    """
+    from .progress import counting_bar
+
+    export = _fleet_module("export")
+    bar = counting_bar(len(databases) * len(export.export_tables()), "export", "table")
+    bar.disable = bar.disable or quiet
+    try:
+        with sigterm_raises_system_exit():
+            summaries = export.export_parquet(list(databases), output, lambda trace, table: bar.update(1))
+    except export.ExportError as e:
+        raise click.ClickException(str(e)) from None
+    finally:
+        bar.close()
+    if not quiet:
+        for s in summaries:
+            missing = f"; lacks {', '.join(s.missing_tables)}" if s.missing_tables else ""
+            click.echo(f"{s.database}: trace {s.trace}, {s.rows:,} rows{missing}", err=True)
+        click.echo(f"Wrote {output}", err=True)
+
+
+@perfetto.command(name="batch", context_settings={"ignore_unknown_options": True})  # SQL may begin with "--"
+@click.argument("sql")
+@click.argument("sources", nargs=-1, required=True, type=click.Path())
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "csv"]), default="text", show_default=True)
+def batch_command(sql: str, sources: tuple[str, ...], fmt: str) -> None:
+    """Run one SELECT on every trace of SOURCES with DuckDB: the union of the per-trace results,
+    with a `trace` column first.
+
+    SOURCES are folders written by `export` and trace databases (.db, exported to a temporary
+    folder first). The SQL sees one trace's tables and views at a time, so a GROUP BY groups
+    within each trace; it is DuckDB's SQL (`/` of integers is a real division). A trace without a
+    table the SQL uses is reported on stderr and skipped. SQL `-` reads it from standard input.
+
+    \b
+    Example:
+        datasette perfetto batch "select name, count(*) as n from slice group by name" fleet/
+        datasette perfetto batch "select count(*) from sched" a.db b.db --format json
+    """
+    from .progress import counting_bar
+
+    text = _query_text(sql, None)
+    batch = _fleet_module("batch")
+    for source in sources:
+        if not os.path.exists(source):
+            raise click.ClickException(f"{source}: no such file or folder")
+    bars: dict[str, Any] = {}  # desc -> tqdm bar, made on first use, closed at the end
+    exported = sum(1 for s in sources if not os.path.isdir(s)) * len(batch.export_tables())
+
+    def on_export(trace: str, table: str) -> None:
+        if "export" not in bars:
+            bars["export"] = counting_bar(exported, "export", "table")
+        bars["export"].update(1)
+
+    def on_skip(trace: str, table: str) -> None:
+        click.echo(f"{trace}: no {table} table; skipped", err=True)
+
+    def progress(total: int):
+        bar = bars["batch"] = counting_bar(total, "batch", "trace")
+        return lambda: bar.update(1)
+
+    try:
+        with sigterm_raises_system_exit():
+            result = batch.run_batch(text, list(sources), on_skip, progress, on_export)
+    except batch.BatchError as e:
+        raise click.ClickException(str(e)) from None
+    finally:
+        for bar in bars.values():
+            bar.close()
+    echo_results([(result.columns, result.rows)], fmt)

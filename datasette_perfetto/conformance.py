@@ -83,8 +83,11 @@ def _expected_value(field: tuple[str, bool]):
 
 
 def values_equal(actual, expected) -> bool:
-    if expected is None or expected == "[NULL]":
+    if expected is None:
         return actual is None
+    if expected == "[NULL]":
+        # trace_processor prints NULL as [NULL]: a query's own '[NULL]' string reads the same.
+        return actual is None or actual == "[NULL]"
     if isinstance(expected, str):
         if isinstance(actual, bytes):
             actual = actual.decode("utf-8", "replace")
@@ -132,6 +135,8 @@ def run_case(case_dir: str, workdir: str, **ingest_options) -> CaseResult:
     if trace is None:
         return CaseResult(case_id, False, "no trace file")
     db_path = os.path.join(workdir, case_id + ".db")
+    # trace_processor's diff-test runner passes --analyze-trace-proto-content.
+    ingest_options.setdefault("analyze_proto_content", True)
     try:
         ingest([trace], db_path, **ingest_options)
     except IngestError as e:

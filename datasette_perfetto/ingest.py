@@ -12,9 +12,9 @@ import gc
 import os
 import tempfile
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from .importers.common.options import ImportOptions
 from .importers.proto.reader import looks_like_proto_trace
@@ -23,6 +23,10 @@ from .model import TraceContext, TraceModel
 from .scratch import OwnedFile, create_temp_database, remove_database_files, sweep_abandoned
 from .stats import REGISTRY, Stats
 from .writer import WriterError
+
+# Imports every input into the model, in order as a serial ingest would: (model, paths, the output's
+# directory, progress) -> their summaries. parallel.py's does it in several processes.
+ImportInputs = Callable[["TraceModel", Sequence[str], str, "Progress"], "list[TraceSummary]"]
 
 
 class IngestError(Exception):
@@ -205,25 +209,42 @@ def ingest(
     progress: Progress | None = None,
     separate_writer: bool | None = None,
     split_tokenize: bool | None = None,
+    analyze_proto_content: bool = False,
+    import_inputs: ImportInputs | None = None,
 ) -> list[TraceSummary]:
     """Imports every trace in `paths` into a new database at `db_path`.
 
     Two settings choose how the machine's cores are used (None: for large
     inputs; True: always; False: never): `separate_writer`, SQLite writes in a
-    child process, and `split_tokenize`, proto traces tokenized by two processes."""
+    child process, and `split_tokenize`, proto traces tokenized by two processes.
+    `analyze_proto_content` mirrors trace_processor's --analyze-trace-proto-content (only
+    its annotation arg sets; see ImportOptions). `import_inputs(model, paths, directory, progress)`,
+    if given, imports the inputs into the model instead of import_input one after the other (parallel.py:
+    several processes or a Dask cluster; the database is the same)."""
     progress = progress or Progress()
+    extra: dict[str, Any] = {"analyze_proto_content": True} if analyze_proto_content else {}
+    if import_inputs is not None:
+        extra["import_inputs"] = import_inputs
     try:
         try:
-            return _ingest(paths, db_path, progress, separate_writer, split_tokenize)
+            return _ingest(paths, db_path, progress, separate_writer, split_tokenize, **extra)
         except SplitFailed:
             # Rare (a sequence both processes would need, or the helper failed): the
             # single-process import is always right.
-            return _ingest(paths, db_path, progress, separate_writer, False)
+            return _ingest(paths, db_path, progress, separate_writer, False, **extra)
     finally:
         progress.finished()
 
 
-def _ingest(paths, db_path, progress: Progress, separate_writer, split_tokenize) -> list[TraceSummary]:
+def _ingest(
+    paths,
+    db_path,
+    progress: Progress,
+    separate_writer,
+    split_tokenize,
+    analyze_proto_content=False,
+    import_inputs: ImportInputs | None = None,
+) -> list[TraceSummary]:
     if not paths:
         raise IngestError("no trace files given")
     directory = os.path.dirname(os.path.abspath(db_path))
@@ -240,7 +261,9 @@ def _ingest(paths, db_path, progress: Progress, separate_writer, split_tokenize)
     tmp_path = temporary.path
     total = max(sum(os.path.getsize(p) for p in paths if os.path.isfile(p)), 1)
     try:
-        model = TraceModel.create(tmp_path, total, separate_writer)
+        # A parallel ingest's parent only merges: its writes in this process, where its workers
+        # are not forked with a writer's pipes and thread.
+        model = TraceModel.create(tmp_path, total, False if import_inputs is not None else separate_writer)
     except BaseException:
         remove_database_files(tmp_path)
         temporary.release()
@@ -251,36 +274,11 @@ def _ingest(paths, db_path, progress: Progress, separate_writer, split_tokenize)
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        for path in paths:
-            fmt, stream = open_trace(path)
-            importer_cls = _importer_for(fmt)
-            if importer_cls is None:
-                stream.close()
-                raise IngestError(f"{path}: {fmt} traces are not supported yet")
-            size = os.path.getsize(path)
-            trace = model.begin_trace(path, fmt, size)
-            progress.input_started(path, size)
-            reported = [0]
-
-            # Importers report the share of their input done; Progress counts bytes.
-            def report(fraction: float, size: int = size, reported: list = reported) -> None:
-                done = min(int(fraction * size), size)
-                if done > reported[0]:
-                    progress.advanced(done - reported[0])
-                    reported[0] = done
-
-            try:
-                with stream:
-                    options = ImportOptions(split_tokenize, reopen=functools.partial(_reopen, path))
-                    importer_cls(trace, options).run(stream, report)
-            except (OSError, EOFError, zlib.error) as e:
-                raise IngestError(f"{path}: read error: {e}") from None
-            if trace.packets_read == 0:
-                raise IngestError(f"{path}: no readable data (empty, truncated or corrupt trace)")
-            progress.phase("Resolving track dimensions")
-            model.end_trace(trace)
-            stats = every_machine_stats(trace)
-            summaries.append(TraceSummary(path, fmt, size, stats, stats.problems()))
+        if import_inputs is None:
+            for path in paths:
+                summaries.append(import_input(model, path, progress, split_tokenize, analyze_proto_content))
+        else:
+            summaries = import_inputs(model, paths, directory, progress)
         model.finish(progress.phase)
     except WriterError as e:
         _discard(model, temporary, gc_was_enabled)
@@ -298,6 +296,46 @@ def _ingest(paths, db_path, progress: Progress, separate_writer, split_tokenize)
     finally:
         temporary.release()
     return summaries
+
+
+def import_input(
+    model: TraceModel, path: str, progress: Progress, split_tokenize: bool | None, analyze_proto_content: bool = False
+) -> TraceSummary:
+    """Imports one input into `model` (its rows into the model's storage) and returns its summary:
+    one step of a serial ingest, and what each job of a parallel one runs (parallel.py)."""
+    fmt, stream = open_trace(path)
+    importer_cls = _importer_for(fmt)
+    if importer_cls is None:
+        stream.close()
+        raise IngestError(f"{path}: {fmt} traces are not supported yet")
+    size = os.path.getsize(path)
+    trace = model.begin_trace(path, fmt, size)
+    progress.input_started(path, size)
+    reported = [0]
+
+    # Importers report the share of their input done; Progress counts bytes.
+    def report(fraction: float, size: int = size, reported: list = reported) -> None:
+        done = min(int(fraction * size), size)
+        if done > reported[0]:
+            progress.advanced(done - reported[0])
+            reported[0] = done
+
+    try:
+        with stream:
+            options = ImportOptions(
+                split_tokenize,
+                reopen=functools.partial(_reopen, path),
+                analyze_proto_content=analyze_proto_content,
+            )
+            importer_cls(trace, options).run(stream, report)
+    except (OSError, EOFError, zlib.error) as e:
+        raise IngestError(f"{path}: read error: {e}") from None
+    if trace.packets_read == 0:
+        raise IngestError(f"{path}: no readable data (empty, truncated or corrupt trace)")
+    progress.phase("Resolving track dimensions")
+    model.end_trace(trace)
+    stats = every_machine_stats(trace)
+    return TraceSummary(path, fmt, size, stats, stats.problems())
 
 
 def _same_file(a: str, b: str) -> bool:

@@ -198,7 +198,7 @@ class TraceModel:
         self.machines: list[MachineRow] = []  # by id
         self.machine_ids: dict[int, int] = {}  # raw id (TracePacket.machine_id) -> id
         self.track_dimensions: dict[int, list] = {}  # track id -> its effective dimensions (resolve_trace)
-        self.traces: list[TraceContext] = []
+        self.trace_count = 0  # inputs begun: the next input's trace_file id
         self._add_host()
 
     @classmethod
@@ -238,13 +238,14 @@ class TraceModel:
         return True
 
     def begin_trace(self, path: str, trace_type: str, size: int) -> TraceContext:
-        trace = TraceContext(self, len(self.traces), path, trace_type, size)
+        self.storage.forget_arg_sets()
+        trace = TraceContext(self, self.trace_count, path, trace_type, size)
         try:
             with open(path, "rb") as f:
                 trace.content_hash = fnv1a_hash_bytes(f.read(4096))
         except OSError:
             pass
-        self.traces.append(trace)
+        self.trace_count += 1
         if trace_type in ("proto", "systrace"):
             swapper = self.threads[0]
             if swapper.name is None:
@@ -314,6 +315,7 @@ class TraceModel:
         is called as each named step begins (for progress displays)."""
         phase("Writing processes, threads and tracks")
         s = self.storage
+        s.forget_arg_sets()
         # label_index: the host is 0 (whatever its id), the other machines 1..n in id order.
         others = [m for m in self.machines if m.raw_id != 0]
         for m in self.machines:

@@ -35,6 +35,25 @@ class _Bar(tqdm):
     monitor_interval = 0
 
 
+def counting_bar(total: int, desc: str, unit: str, stream: TextIO | None = None) -> tqdm:
+    """A bar counting items (tables exported, traces queried) on a terminal, after SHOW_AFTER
+    seconds; disabled (it draws nothing) when the stream is not a terminal."""
+    stream = stream or sys.stderr
+    sized = _columns(stream) > 0  # a terminal that reports no size (a fresh pty): assume 80x24, as BarProgress
+    return _Bar(
+        total=total,
+        desc=desc,
+        unit=unit,
+        file=stream,
+        disable=not stream.isatty(),
+        leave=False,
+        delay=SHOW_AFTER,
+        dynamic_ncols=sized,
+        ncols=None if sized else 80,
+        nrows=None if sized else 24,
+    )
+
+
 def size_text(n: float) -> str:
     return tqdm.format_sizeof(n, "B", 1000)
 
@@ -160,4 +179,4 @@ class LineProgress(_Shown):
             self.last_line = now
 
 
-__all__ = ["progress_for", "BarProgress", "LineProgress", "SHOW_AFTER", "LINE_EVERY"]
+__all__ = ["progress_for", "counting_bar", "BarProgress", "LineProgress", "SHOW_AFTER", "LINE_EVERY"]

@@ -20,6 +20,10 @@ class Column:
     # slice.slice_id); stored nowhere, so the writer never inserts it.
     generated: str | None = None
     unit: str | None = None
+    # The table whose ids the column holds (an `id` column holds its own table's): what a merge of
+    # databases (merge.py) offsets or remaps. Set ids (args.arg_set_id, ...) are their table's row ids.
+    # A doc saying "→ table.id" (or .upid, .utid, .arg_set_id) of a table declares it too.
+    ref: str | None = None
 
     @property
     def stored(self) -> bool:
@@ -85,8 +89,8 @@ class View:
         return f"CREATE VIEW [{self.name}] AS {self.sql}"
 
 
-def C(name, type, doc, generated=None, unit=None) -> Column:
-    return Column(name, type, doc, generated, unit)
+def C(name, type, doc, generated=None, unit=None, ref=None) -> Column:
+    return Column(name, type, doc, generated, unit, ref)
 
 
 TS = "ns"
@@ -121,9 +125,9 @@ CPU = Table(
         C("cpu", "INTEGER", "0-based core number on its machine."),
         C("cluster_id", "INTEGER", "Cluster shared by CPUs of one cluster."),
         C("processor", "TEXT", "Description of the core (CpuInfo); NULL if none was recorded."),
-        C("machine_id", "INTEGER", "→ machine.id."),
+        C("machine_id", "INTEGER", "→ machine.id.", ref="machine"),
         C("capacity", "INTEGER", "Relative CPU capacity (devicetree cpu-capacity)."),
-        C("arg_set_id", "INTEGER", "Extra args (e.g. cpu_features.raw_bitmap)."),
+        C("arg_set_id", "INTEGER", "Extra args (e.g. cpu_features.raw_bitmap).", ref="args"),
     ),
 )
 
@@ -134,7 +138,7 @@ CPU_AVAILABLE_FREQUENCIES = Table(
         C("id", "INTEGER", "Row id."),
         C("cpu", "INTEGER", "The ucpu value (the core number on single-machine traces).", generated="ucpu"),
         C("freq", "INTEGER", "An available frequency, in kHz.", unit="kHz"),
-        C("ucpu", "INTEGER", "→ cpu.id."),
+        C("ucpu", "INTEGER", "→ cpu.id.", ref="cpu"),
     ),
 )
 
@@ -151,9 +155,56 @@ GPU = Table(
         C("architecture", "TEXT", "GPU architecture."),
         C("uuid", "TEXT", "GPU uuid, as hex."),
         C("pci_bdf", "TEXT", "PCI bus/device/function."),
-        C("machine_id", "INTEGER", "→ machine.id."),
-        C("arg_set_id", "INTEGER", "Vendor-specific extra info (→ args.arg_set_id)."),
+        C("machine_id", "INTEGER", "→ machine.id.", ref="machine"),
+        C("arg_set_id", "INTEGER", "Vendor-specific extra info (→ args.arg_set_id).", ref="args"),
     ),
+)
+
+GPU_COUNTER_GROUP = Table(
+    "gpu_counter_group",
+    "GPU counter tracks by counter group (GpuCounterDescriptor groups): one row per track and group.",
+    (
+        C("id", "INTEGER", "Row id."),
+        C("group_id", "INTEGER", "GpuCounterGroup enum value, or a producer-defined group id."),
+        C("track_id", "INTEGER", "→ gpu_counter_track.id.", ref="track"),
+        C("name", "TEXT", "Group name; NULL for enum groups."),
+        C("description", "TEXT", "Group description; NULL for enum groups."),
+    ),
+    indexes=(("track_id",),),
+)
+
+GPU_CONTEXT = Table(
+    "gpu_context",
+    "Graphics contexts (GL context, VkDevice, CUDA context) seen on GPU render stages, with their process and API.",
+    (
+        C("id", "INTEGER", "Row id."),
+        C("context_id", "INTEGER", "The context handle (→ gpu_slice.context_id)."),
+        C("pid", "INTEGER", "Process id of the context."),
+        C("api", "TEXT", "OPEN_GL, VULKAN, OPEN_CL, CUDA, HIP or UNDEFINED."),
+    ),
+)
+
+VULKAN_MEMORY_ALLOCATIONS = Table(
+    "vulkan_memory_allocations",
+    "Vulkan memory events (VulkanMemoryEvent): driver and device memory allocations, binds and frees.",
+    (
+        C("id", "INTEGER", "Row id."),
+        C("arg_set_id", "INTEGER", "The event's annotations (→ args.arg_set_id).", ref="args"),
+        C("source", "TEXT", "DRIVER, DEVICE, GPU_DEVICE_MEMORY, GPU_BUFFER, GPU_IMAGE or UNSPECIFIED."),
+        C("operation", "TEXT", "CREATE, DESTROY, BIND, DESTROY_BOUND, ANNOTATIONS or UNSPECIFIED."),
+        C("timestamp", "INTEGER", "The event's own timestamp.", unit="ns"),
+        C("upid", "INTEGER", "→ process.upid.", ref="process"),
+        C("device", "INTEGER", "VkDevice handle."),
+        C("device_memory", "INTEGER", "VkDeviceMemory handle."),
+        C("memory_type", "INTEGER", "Memory type index."),
+        C("heap", "INTEGER", "Memory heap index."),
+        C("function_name", "TEXT", "The calling function."),
+        C("object_handle", "INTEGER", "Handle of the buffer or image."),
+        C("memory_address", "INTEGER", "Address of the memory."),
+        C("memory_size", "INTEGER", "Size in bytes."),
+        C("scope", "TEXT", "Allocation scope: COMMAND, OBJECT, CACHE, DEVICE, INSTANCE or UNSPECIFIED."),
+    ),
+    indexes=(("upid",),),
 )
 
 TRACE_FILE = Table(
@@ -161,11 +212,11 @@ TRACE_FILE = Table(
     "One row per input file ingested into this database (trace_processor's __intrinsic_trace_file).",
     (
         C("id", "INTEGER", "Trace file id (→ trace_id columns elsewhere)."),
-        C("parent_id", "INTEGER", "Containing file, for archives; NULL for top-level inputs."),
+        C("parent_id", "INTEGER", "Containing file, for archives; NULL for top-level inputs.", ref="trace_file"),
         C("name", "TEXT", "File name as given on the command line."),
         C("size", "INTEGER", "File size in bytes.", unit="bytes"),
         C("trace_type", "TEXT", "Detected format: proto, json, systrace, ..."),
-        C("processing_order", "INTEGER", "Order in which the file was imported."),
+        C("processing_order", "INTEGER", "Order in which the file was imported.", ref="trace_file"),
     ),
 )
 
@@ -179,13 +230,13 @@ PROCESS = Table(
         C("name", "TEXT", "Process name."),
         C("start_ts", "INTEGER", "Start time, when a creation event was seen.", unit=TS),
         C("end_ts", "INTEGER", "End time, when a destruction event was seen.", unit=TS),
-        C("parent_upid", "INTEGER", "→ process.upid of the parent process."),
+        C("parent_upid", "INTEGER", "→ process.upid of the parent process.", ref="process"),
         C("uid", "INTEGER", "Unix uid."),
         C("android_appid", "INTEGER", "Android app id."),
         C("android_user_id", "INTEGER", "Android multi-user id."),
         C("cmdline", "TEXT", "Command line."),
-        C("arg_set_id", "INTEGER", "Extra args (→ args.arg_set_id)."),
-        C("machine_id", "INTEGER", "→ machine.id."),
+        C("arg_set_id", "INTEGER", "Extra args (→ args.arg_set_id).", ref="args"),
+        C("machine_id", "INTEGER", "→ machine.id.", ref="machine"),
     ),
     indexes=(("pid",),),
 )
@@ -200,11 +251,11 @@ THREAD = Table(
         C("name", "TEXT", "Thread name."),
         C("start_ts", "INTEGER", "Start time, if known.", unit=TS),
         C("end_ts", "INTEGER", "End time, if known.", unit=TS),
-        C("upid", "INTEGER", "→ process.upid; NULL if the owning process is unknown."),
+        C("upid", "INTEGER", "→ process.upid; NULL if the owning process is unknown.", ref="process"),
         C("is_main_thread", "INTEGER", "1 if tid == pid; NULL if unknown."),
         C("is_idle", "INTEGER", "1 for a kernel idle task (utid 0)."),
-        C("machine_id", "INTEGER", "→ machine.id."),
-        C("arg_set_id", "INTEGER", "Extra args (→ args.arg_set_id)."),
+        C("machine_id", "INTEGER", "→ machine.id.", ref="machine"),
+        C("arg_set_id", "INTEGER", "Extra args (→ args.arg_set_id).", ref="args"),
     ),
     indexes=(("tid",), ("upid",)),
 )
@@ -221,16 +272,27 @@ TRACK = Table(
             "dimension_arg_set_id",
             "INTEGER",
             "Args that tell this track apart from others of the same type; NULL for a global track.",
+            ref="args",
         ),
-        C("parent_id", "INTEGER", "→ track.id of the parent (TrackDescriptor parent_uuid hierarchies)."),
-        C("source_arg_set_id", "INTEGER", "Args about where the track came from (description, trace_id, ...)."),
-        C("machine_id", "INTEGER", "→ machine.id."),
+        C("parent_id", "INTEGER", "→ track.id of the parent (TrackDescriptor parent_uuid hierarchies).", ref="track"),
+        C(
+            "source_arg_set_id",
+            "INTEGER",
+            "Args about where the track came from (description, trace_id, ...).",
+            ref="args",
+        ),
+        C("machine_id", "INTEGER", "→ machine.id.", ref="machine"),
         C("track_group_id", "INTEGER", "Shared by tracks that form one logical UI track."),
         C("event_type", "TEXT", "slice, counter or state."),
         C("counter_unit", "TEXT", "Unit of a counter track's values."),
-        C("utid", "INTEGER", "→ thread.utid for thread-associated tracks (mirrors the utid dimension)."),
-        C("upid", "INTEGER", "→ process.upid for process-associated tracks (mirrors the upid dimension)."),
-        C("trace_id", "INTEGER", "→ trace_file.id the track came from."),
+        C("utid", "INTEGER", "→ thread.utid for thread-associated tracks (mirrors the utid dimension).", ref="thread"),
+        C(
+            "upid",
+            "INTEGER",
+            "→ process.upid for process-associated tracks (mirrors the upid dimension).",
+            ref="process",
+        ),
+        C("trace_id", "INTEGER", "→ trace_file.id the track came from.", ref="trace_file"),
     ),
     indexes=(("utid",), ("upid",), ("name",)),
 )
@@ -242,12 +304,12 @@ SLICE = Table(
         C("id", "INTEGER", "Slice id; ids follow ts order."),
         C("ts", "INTEGER", "Start timestamp.", unit=TS),
         C("dur", "INTEGER", "Duration; -1 if the slice never ended, 0 for instants.", unit=TS),
-        C("track_id", "INTEGER", "→ track.id."),
+        C("track_id", "INTEGER", "→ track.id.", ref="track"),
         C("category", "TEXT", "Category (TrackEvent/JSON cat)."),
         C("name", "TEXT", "Slice name."),
         C("depth", "INTEGER", "Nesting depth on its track; 0 is a root slice."),
-        C("parent_id", "INTEGER", "→ slice.id of the enclosing slice; NULL at depth 0."),
-        C("arg_set_id", "INTEGER", "→ args.arg_set_id."),
+        C("parent_id", "INTEGER", "→ slice.id of the enclosing slice; NULL at depth 0.", ref="slice"),
+        C("arg_set_id", "INTEGER", "→ args.arg_set_id.", ref="args"),
         C("thread_ts", "INTEGER", "Thread CPU time at the start.", unit=TS),
         C("thread_dur", "INTEGER", "Thread CPU time used by the slice.", unit=TS),
         C("thread_instruction_count", "INTEGER", "Instruction counter at the start."),
@@ -266,12 +328,37 @@ FLOW = Table(
     "Flow arrows between slices (TrackEvent flow ids, JSON flow events).",
     (
         C("id", "INTEGER", "Flow id."),
-        C("slice_out", "INTEGER", "→ slice.id where the arrow starts."),
-        C("slice_in", "INTEGER", "→ slice.id where the arrow ends."),
+        C("slice_out", "INTEGER", "→ slice.id where the arrow starts.", ref="slice"),
+        C("slice_in", "INTEGER", "→ slice.id where the arrow ends.", ref="slice"),
         C("trace_id", "INTEGER", "Raw flow id from the trace."),
-        C("arg_set_id", "INTEGER", "→ args.arg_set_id."),
+        C("arg_set_id", "INTEGER", "→ args.arg_set_id.", ref="args"),
     ),
     indexes=(("slice_out",), ("slice_in",)),
+)
+
+TRACK_EVENT_CALLSTACKS = Table(
+    "__intrinsic_track_event_callstacks",
+    "Callstacks TrackEvents carry (inline or interned), one row per slice event with one "
+    "(trace_processor's table of that name).",
+    (
+        C("id", "INTEGER", "Row id."),
+        C("slice_id", "INTEGER", "→ slice.id.", ref="slice"),
+        C("track_id", "INTEGER", "→ track.id of the slice.", ref="track"),
+        C(
+            "callsite_id",
+            "INTEGER",
+            "→ stack_profile_callsite.id: the stack where the slice began (NULL on end rows).",
+            ref="stack_profile_callsite",
+        ),
+        C(
+            "end_callsite_id",
+            "INTEGER",
+            "→ stack_profile_callsite.id: the stack where the slice ended.",
+            ref="stack_profile_callsite",
+        ),
+        C("weight", "REAL", "The event's callstack_weight, if any."),
+    ),
+    indexes=(("slice_id",),),
 )
 
 COUNTER = Table(
@@ -280,12 +367,13 @@ COUNTER = Table(
     (
         C("id", "INTEGER", "Row id; ids follow ts order."),
         C("ts", "INTEGER", "Timestamp.", unit=TS),
-        C("track_id", "INTEGER", "→ counter_track.id."),
+        C("track_id", "INTEGER", "→ counter_track.id.", ref="track"),
         C("value", "REAL", "Counter value."),
-        C("arg_set_id", "INTEGER", "→ args.arg_set_id."),
+        C("arg_set_id", "INTEGER", "→ args.arg_set_id.", ref="args"),
     ),
-    # value is in the index so per track and time range statistics (the counters report) read the index only.
-    indexes=(("track_id", "ts", "value"),),
+    # value is in the index so per track and time range statistics (the counters report) read the index only;
+    # id keeps rows of equal ts in row order (as trace_processor returns them).
+    indexes=(("track_id", "ts", "id", "value"),),
 )
 
 STATE = Table(
@@ -295,10 +383,10 @@ STATE = Table(
         C("id", "INTEGER", "Row id."),
         C("ts", "INTEGER", "Start timestamp.", unit=TS),
         C("dur", "INTEGER", "Duration; -1 if still open.", unit=TS),
-        C("track_id", "INTEGER", "→ track.id (a state track)."),
+        C("track_id", "INTEGER", "→ track.id (a state track).", ref="track"),
         C("category", "TEXT", "Category."),
         C("value", "TEXT", "The state."),
-        C("arg_set_id", "INTEGER", "→ args.arg_set_id."),
+        C("arg_set_id", "INTEGER", "→ args.arg_set_id.", ref="args"),
     ),
     indexes=(("track_id", "ts"),),
 )
@@ -312,10 +400,10 @@ SCHED = Table(
         C("ts", "INTEGER", "Time the thread was switched in.", unit=TS),
         C("dur", "INTEGER", "Running time; -1 for the last, still running slice on a CPU.", unit=TS),
         C("cpu", "INTEGER", "The ucpu value (the core number on single-machine traces).", generated="ucpu"),
-        C("utid", "INTEGER", "→ thread.utid (utid 0 = swapper/idle)."),
+        C("utid", "INTEGER", "→ thread.utid (utid 0 = swapper/idle).", ref="thread"),
         C("end_state", "TEXT", "State of the thread when switched out (R, R+, S, D, ...); NULL while open."),
         C("priority", "INTEGER", "Kernel priority."),
-        C("ucpu", "INTEGER", "→ cpu.id."),
+        C("ucpu", "INTEGER", "→ cpu.id.", ref="cpu"),
         C("ts_end", "INTEGER", "ts + dur (legacy column).", generated="ts + dur", unit=TS),
     ),
     indexes=(("utid", "ts"), ("ucpu", "ts"), ("ts",)),
@@ -330,14 +418,14 @@ THREAD_STATE = Table(
         C("ts", "INTEGER", "Start time.", unit=TS),
         C("dur", "INTEGER", "Duration; -1 if still open.", unit=TS),
         C("cpu", "INTEGER", "The ucpu value while Running (or of the wakeup).", generated="ucpu"),
-        C("utid", "INTEGER", "→ thread.utid."),
+        C("utid", "INTEGER", "→ thread.utid.", ref="thread"),
         C("state", "TEXT", "Running, or a task state code such as R, R+, S, D."),
         C("io_wait", "INTEGER", "1 if blocked on I/O."),
         C("blocked_function", "TEXT", "Kernel function the thread was blocked in."),
-        C("waker_utid", "INTEGER", "→ thread.utid of the thread that woke this one."),
-        C("waker_id", "INTEGER", "→ thread_state.id of the waker's state at the wakeup."),
+        C("waker_utid", "INTEGER", "→ thread.utid of the thread that woke this one.", ref="thread"),
+        C("waker_id", "INTEGER", "→ thread_state.id of the waker's state at the wakeup.", ref="thread_state"),
         C("irq_context", "INTEGER", "1 if the wakeup came from interrupt context."),
-        C("ucpu", "INTEGER", "→ cpu.id."),
+        C("ucpu", "INTEGER", "→ cpu.id.", ref="cpu"),
     ),
     indexes=(("utid", "ts"), ("ts",)),
 )
@@ -348,10 +436,10 @@ SPURIOUS_SCHED_WAKEUP = Table(
     (
         C("id", "INTEGER", "Row id."),
         C("ts", "INTEGER", "Time of the wakeup.", unit=TS),
-        C("thread_state_id", "INTEGER", "→ thread_state.id the thread was in."),
+        C("thread_state_id", "INTEGER", "→ thread_state.id the thread was in.", ref="thread_state"),
         C("irq_context", "INTEGER", "1 if the wakeup came from interrupt context."),
-        C("utid", "INTEGER", "→ thread.utid woken."),
-        C("waker_utid", "INTEGER", "→ thread.utid of the waker."),
+        C("utid", "INTEGER", "→ thread.utid woken.", ref="thread"),
+        C("waker_utid", "INTEGER", "→ thread.utid of the waker.", ref="thread"),
     ),
 )
 
@@ -360,7 +448,7 @@ ARGS = Table(
     "Key/value arguments. Rows sharing arg_set_id form one set; other tables point at sets.",
     (
         C("id", "INTEGER", "Row id."),
-        C("arg_set_id", "INTEGER", "Set id; equals the id of the set's first row."),
+        C("arg_set_id", "INTEGER", "Set id; equals the id of the set's first row.", ref="args"),
         C("flat_key", "TEXT", "Key without array indexes (debug.foo.bar)."),
         C("key", "TEXT", "Full key (debug.foo[0].bar); EXTRACT_ARG matches this."),
         C("int_value", "INTEGER", "Value for int, uint, pointer and bool."),
@@ -382,7 +470,8 @@ ARGS = Table(
             ),
         ),
     ),
-    indexes=(("arg_set_id", "key"), ("key",)),
+    # (arg_set_id) alone: a set's args are read in id (insertion) order, as trace_processor lists them.
+    indexes=(("arg_set_id",), ("key",)),
 )
 
 STATS = Table(
@@ -397,8 +486,8 @@ STATS = Table(
         C("source", "TEXT", "trace (counted by the recorder) or analysis (counted at import)."),
         C("value", "INTEGER", "The count or value."),
         C("description", "TEXT", "What the stat means."),
-        C("machine_id", "INTEGER", "→ machine.id; NULL for global stats."),
-        C("trace_id", "INTEGER", "→ trace_file.id; NULL for global stats."),
+        C("machine_id", "INTEGER", "→ machine.id; NULL for global stats.", ref="machine"),
+        C("trace_id", "INTEGER", "→ trace_file.id; NULL for global stats.", ref="trace_file"),
     ),
     indexes=(("name",),),
 )
@@ -412,8 +501,8 @@ METADATA = Table(
         C("key_type", "TEXT", "single or multi."),
         C("int_value", "INTEGER", "Value for integer keys."),
         C("str_value", "TEXT", "Value for string keys."),
-        C("machine_id", "INTEGER", "→ machine.id for machine-scoped keys."),
-        C("trace_id", "INTEGER", "→ trace_file.id for trace-scoped keys."),
+        C("machine_id", "INTEGER", "→ machine.id for machine-scoped keys.", ref="machine"),
+        C("trace_id", "INTEGER", "→ trace_file.id for trace-scoped keys.", ref="trace_file"),
     ),
 )
 
@@ -427,7 +516,7 @@ CLOCK_SNAPSHOT = Table(
         C("clock_name", "TEXT", "Name of builtin clocks."),
         C("clock_value", "INTEGER", "Value of that clock at the snapshot."),
         C("snapshot_id", "INTEGER", "Snapshot this row belongs to."),
-        C("machine_id", "INTEGER", "→ machine.id."),
+        C("machine_id", "INTEGER", "→ machine.id.", ref="machine"),
     ),
 )
 
@@ -462,9 +551,14 @@ STACK_PROFILE_FRAME = Table(
     (
         C("id", "INTEGER", "Frame id (→ stack_profile_callsite.frame_id)."),
         C("name", "TEXT", "Name of the function this location is in."),
-        C("mapping", "INTEGER", "→ stack_profile_mapping.id."),
+        C("mapping", "INTEGER", "→ stack_profile_mapping.id.", ref="stack_profile_mapping"),
         C("rel_pc", "INTEGER", "Program counter relative to the start of the mapping."),
-        C("symbol_set_id", "INTEGER", "→ stack_profile_symbol.symbol_set_id: symbol information, if any."),
+        C(
+            "symbol_set_id",
+            "INTEGER",
+            "→ stack_profile_symbol.symbol_set_id: symbol information, if any.",
+            ref="stack_profile_symbol",
+        ),
         C("deobfuscated_name", "TEXT", "Deobfuscated function name (Java/R8)."),
         C("type", "TEXT", "Kind of frame (native, kernel, interpreted, jit, ...) when the producer says."),
     ),
@@ -476,7 +570,7 @@ STACK_PROFILE_SYMBOL = Table(
     "Symbol information of frames: rows sharing symbol_set_id describe one frame, including inlined functions.",
     (
         C("id", "INTEGER", "Row id."),
-        C("symbol_set_id", "INTEGER", "Set id (→ stack_profile_frame.symbol_set_id)."),
+        C("symbol_set_id", "INTEGER", "Set id (→ stack_profile_frame.symbol_set_id).", ref="stack_profile_symbol"),
         C("name", "TEXT", "Function name."),
         C("source_file", "TEXT", "Source file (for V8 frames: the script URL)."),
         C("line_number", "INTEGER", "Line number."),
@@ -492,8 +586,13 @@ STACK_PROFILE_CALLSITE = Table(
     (
         C("id", "INTEGER", "Callsite id."),
         C("depth", "INTEGER", "Distance from the root (outermost) frame; 0 at the root."),
-        C("parent_id", "INTEGER", "→ stack_profile_callsite.id of the caller; NULL at the root."),
-        C("frame_id", "INTEGER", "→ stack_profile_frame.id."),
+        C(
+            "parent_id",
+            "INTEGER",
+            "→ stack_profile_callsite.id of the caller; NULL at the root.",
+            ref="stack_profile_callsite",
+        ),
+        C("frame_id", "INTEGER", "→ stack_profile_frame.id.", ref="stack_profile_frame"),
     ),
     indexes=(("parent_id",),),
 )
@@ -504,9 +603,14 @@ PROFILER_TASK_CONTEXT = Table(
     "(trace_processor's __intrinsic_profiler_task_context).",
     (
         C("id", "INTEGER", "Task context id (→ profiler_sample.task_context_id)."),
-        C("upid", "INTEGER", "→ process.upid, if known."),
-        C("utid", "INTEGER", "→ thread.utid, if known."),
-        C("async_context_id", "INTEGER", "Stackful asynchronous context (goroutine, fiber), if any."),
+        C("upid", "INTEGER", "→ process.upid, if known.", ref="process"),
+        C("utid", "INTEGER", "→ thread.utid, if known.", ref="thread"),
+        C(
+            "async_context_id",
+            "INTEGER",
+            "Stackful asynchronous context (goroutine, fiber), if any.",
+            ref="profiler_async_context",
+        ),
     ),
 )
 
@@ -518,12 +622,27 @@ PROFILER_SAMPLE = Table(
         C("id", "INTEGER", "Sample id; ids follow ts order."),
         C("ts", "INTEGER", "Time of the sample.", unit=TS),
         C("source", "TEXT", "The profiler that took it, e.g. legacy_v8 (V8 CPU profiles in JSON traces)."),
-        C("task_context_id", "INTEGER", "→ profiler_task_context.id: the process/thread sampled."),
-        C("execution_context_id", "INTEGER", "CPU and privilege mode of the sample, if known."),
-        C("callsite_id", "INTEGER", "→ stack_profile_callsite.id of the leaf frame; NULL without a stack."),
+        C(
+            "task_context_id",
+            "INTEGER",
+            "→ profiler_task_context.id: the process/thread sampled.",
+            ref="profiler_task_context",
+        ),
+        C(
+            "execution_context_id",
+            "INTEGER",
+            "CPU and privilege mode of the sample, if known.",
+            ref="profiler_execution_context",
+        ),
+        C(
+            "callsite_id",
+            "INTEGER",
+            "→ stack_profile_callsite.id of the leaf frame; NULL without a stack.",
+            ref="stack_profile_callsite",
+        ),
         C("unwind_error", "TEXT", "Set when unwinding the stack failed."),
-        C("session_id", "INTEGER", "Profiler session the sample came from, if known."),
-        C("counter_set_id", "INTEGER", "Counter values recorded with the sample, if any."),
+        C("session_id", "INTEGER", "Profiler session the sample came from, if known.", ref="profiler_session"),
+        C("counter_set_id", "INTEGER", "Counter values recorded with the sample, if any.", ref="profiler_counter_set"),
     ),
     indexes=(("ts",), ("callsite_id",)),
 )
@@ -533,7 +652,7 @@ PROFILER_EXECUTION_CONTEXT = Table(
     "CPU and privilege mode profiler samples were taken in (trace_processor's __intrinsic_profiler_execution_context).",
     (
         C("id", "INTEGER", "Execution context id (→ profiler_sample.execution_context_id)."),
-        C("ucpu", "INTEGER", "→ cpu.id the sample was taken on, if known."),
+        C("ucpu", "INTEGER", "→ cpu.id the sample was taken on, if known.", ref="cpu"),
         C("cpu_mode", "TEXT", "user, kernel, hypervisor, guest_user or guest_kernel, if known."),
     ),
 )
@@ -558,7 +677,12 @@ PROFILER_ASYNC_CONTEXT = Table(
         C("id", "INTEGER", "Async context id."),
         C("name", "TEXT", "Name of the context."),
         C("kind", "TEXT", "Kind, e.g. goroutine or fiber."),
-        C("parent_id", "INTEGER", "→ profiler_async_context.id of the enclosing context."),
+        C(
+            "parent_id",
+            "INTEGER",
+            "→ profiler_async_context.id of the enclosing context.",
+            ref="profiler_async_context",
+        ),
     ),
 )
 
@@ -568,8 +692,8 @@ PROFILER_COUNTER_SET = Table(
     "(trace_processor's __intrinsic_profiler_counter_set).",
     (
         C("id", "INTEGER", "Row id."),
-        C("counter_set_id", "INTEGER", "Set id (→ profiler_sample.counter_set_id)."),
-        C("counter_id", "INTEGER", "→ counter.id."),
+        C("counter_set_id", "INTEGER", "Set id (→ profiler_sample.counter_set_id).", ref="profiler_counter_set"),
+        C("counter_id", "INTEGER", "→ counter.id.", ref="counter"),
     ),
     indexes=(("counter_set_id",),),
 )
@@ -582,7 +706,7 @@ HEAP_PROFILE = Table(
         C("ts", "INTEGER", "Start of the profiling window.", unit=TS),
         C("ts_end", "INTEGER", "Time of the dump (joins heap_profile_allocation.ts with upid).", unit=TS),
         C("dur", "INTEGER", "ts_end - ts.", unit=TS),
-        C("upid", "INTEGER", "→ process.upid."),
+        C("upid", "INTEGER", "→ process.upid.", ref="process"),
         C("heap_name", "TEXT", "Heap, e.g. libc.malloc; NULL if the dump does not say."),
     ),
 )
@@ -594,9 +718,14 @@ HEAP_PROFILE_ALLOCATION = Table(
     (
         C("id", "INTEGER", "Row id."),
         C("ts", "INTEGER", "Time of the dump the row belongs to.", unit=TS),
-        C("upid", "INTEGER", "→ process.upid."),
+        C("upid", "INTEGER", "→ process.upid.", ref="process"),
         C("heap_name", "TEXT", "Heap, e.g. libc.malloc ('unknown' if the dump does not say)."),
-        C("callsite_id", "INTEGER", "→ stack_profile_callsite.id of the allocating leaf frame."),
+        C(
+            "callsite_id",
+            "INTEGER",
+            "→ stack_profile_callsite.id of the allocating leaf frame.",
+            ref="stack_profile_callsite",
+        ),
         C("count", "INTEGER", "> 0: allocations made; < 0: allocations freed."),
         C("size", "INTEGER", "> 0: bytes allocated; < 0: bytes freed.", unit="bytes"),
     ),
@@ -609,7 +738,7 @@ HEAP_GRAPH = Table(
     (
         C("id", "INTEGER", "Dump id."),
         C("ts", "INTEGER", "Time of the dump.", unit=TS),
-        C("upid", "INTEGER", "→ process.upid whose heap was dumped."),
+        C("upid", "INTEGER", "→ process.upid whose heap was dumped.", ref="process"),
         C("dump_reason", "TEXT", "Why the heap was dumped (e.g. OOME), if known."),
         C("heap_size", "INTEGER", "Bytes allocated on the heap, as the VM reports it.", unit="bytes"),
         C("truncated", "INTEGER", "1 if packets of the dump are missing."),
@@ -624,8 +753,8 @@ HEAP_GRAPH_CLASS = Table(
         C("name", "TEXT", "Class name (possibly obfuscated)."),
         C("deobfuscated_name", "TEXT", "Deobfuscated class name, if a mapping was given."),
         C("location", "TEXT", "APK, dex or jar the class was loaded from."),
-        C("superclass_id", "INTEGER", "→ heap_graph_class.id of the superclass."),
-        C("classloader_id", "INTEGER", "→ heap_graph_object.id of the class loader."),
+        C("superclass_id", "INTEGER", "→ heap_graph_class.id of the superclass.", ref="heap_graph_class"),
+        C("classloader_id", "INTEGER", "→ heap_graph_object.id of the class loader.", ref="heap_graph_object"),
         C("kind", "TEXT", "KIND_NORMAL, KIND_ARRAY, KIND_WEAK_REFERENCE, ..."),
     ),
 )
@@ -635,17 +764,27 @@ HEAP_GRAPH_OBJECT = Table(
     "Objects of Java heap dumps. Rows sharing (upid, graph_sample_ts) form one dump.",
     (
         C("id", "INTEGER", "Object id."),
-        C("upid", "INTEGER", "→ process.upid."),
+        C("upid", "INTEGER", "→ process.upid.", ref="process"),
         C("graph_sample_ts", "INTEGER", "Time of the dump.", unit=TS),
         C("self_size", "INTEGER", "Bytes the object takes on the Java heap.", unit="bytes"),
         C("native_size", "INTEGER", "Approximate native bytes it owns (NativeAllocationRegistry).", unit="bytes"),
-        C("reference_set_id", "INTEGER", "→ heap_graph_reference.reference_set_id: its outgoing references."),
+        C(
+            "reference_set_id",
+            "INTEGER",
+            "→ heap_graph_reference.reference_set_id: its outgoing references.",
+            ref="heap_graph_reference",
+        ),
         C("reachable", "INTEGER", "1 if reachable from a GC root; 0 for garbage not yet collected."),
         C("heap_type", "TEXT", "ART heap (HEAP_TYPE_APP, HEAP_TYPE_ZYGOTE, HEAP_TYPE_BOOT_IMAGE)."),
-        C("type_id", "INTEGER", "→ heap_graph_class.id."),
+        C("type_id", "INTEGER", "→ heap_graph_class.id.", ref="heap_graph_class"),
         C("root_type", "TEXT", "The GC root kind if the object is a root (ROOT_JAVA_FRAME, ...)."),
         C("root_distance", "INTEGER", "Distance from a root; -1 (trace_processor computes it on demand)."),
-        C("object_data_id", "INTEGER", "→ heap_graph_object_data (HPROF only)."),
+        C(
+            "object_data_id",
+            "INTEGER",
+            "→ heap_graph_object_data (Bitmap fields, HPROF data).",
+            ref="heap_graph_object_data",
+        ),
     ),
     indexes=(("upid", "graph_sample_ts"), ("type_id",), ("reference_set_id",)),
 )
@@ -655,14 +794,57 @@ HEAP_GRAPH_REFERENCE = Table(
     "References between heap dump objects: rows sharing reference_set_id are one object's fields.",
     (
         C("id", "INTEGER", "Row id."),
-        C("reference_set_id", "INTEGER", "Set id (→ heap_graph_object.reference_set_id)."),
-        C("owner_id", "INTEGER", "→ heap_graph_object.id holding the reference."),
-        C("owned_id", "INTEGER", "→ heap_graph_object.id referred to; NULL for a null reference."),
+        C("reference_set_id", "INTEGER", "Set id (→ heap_graph_object.reference_set_id).", ref="heap_graph_reference"),
+        C("owner_id", "INTEGER", "→ heap_graph_object.id holding the reference.", ref="heap_graph_object"),
+        C(
+            "owned_id",
+            "INTEGER",
+            "→ heap_graph_object.id referred to; NULL for a null reference.",
+            ref="heap_graph_object",
+        ),
         C("field_name", "TEXT", "Field holding the reference, e.g. Foo.name."),
         C("field_type_name", "TEXT", "Declared type of the field."),
         C("deobfuscated_field_name", "TEXT", "Deobfuscated field name, if a mapping was given."),
     ),
     indexes=(("reference_set_id",), ("owned_id",)),
+)
+
+HEAP_GRAPH_OBJECT_DATA = Table(
+    "heap_graph_object_data",
+    "Extra data of heap dump objects (→ heap_graph_object.object_data_id): Bitmap fields, HPROF strings/arrays.",
+    (
+        C("id", "INTEGER", "Row id."),
+        C(
+            "field_set_id",
+            "INTEGER",
+            "→ heap_graph_primitive.field_set_id: the object's primitive fields.",
+            ref="heap_graph_primitive",
+        ),
+        C("value_string", "TEXT", "Value of a java.lang.String (HPROF only)."),
+        C("array_element_type", "TEXT", "Element type of a primitive array (HPROF only)."),
+        C("array_element_count", "INTEGER", "Element count of a primitive array (HPROF only)."),
+        C("array_data_id", "INTEGER", "Id of a primitive array's bytes (HPROF only)."),
+        C("array_data_hash", "INTEGER", "Hash of a primitive array's bytes (HPROF only)."),
+    ),
+)
+
+HEAP_GRAPH_PRIMITIVE = Table(
+    "heap_graph_primitive",
+    "Primitive field values of heap dump objects: rows sharing field_set_id are one object's.",
+    (
+        C("id", "INTEGER", "Row id."),
+        C("field_set_id", "INTEGER", "Set id (→ heap_graph_object_data.field_set_id).", ref="heap_graph_primitive"),
+        C("field_name", "TEXT", "Field, e.g. android.graphics.Bitmap.mWidth."),
+        C("field_type", "TEXT", "Primitive type: boolean, byte, char, short, int, long, float, double."),
+        C("bool_value", "INTEGER", "Value of a boolean field."),
+        C("byte_value", "INTEGER", "Value of a byte field."),
+        C("char_value", "INTEGER", "Value of a char field (code point)."),
+        C("short_value", "INTEGER", "Value of a short field."),
+        C("int_value", "INTEGER", "Value of an int field."),
+        C("long_value", "INTEGER", "Value of a long field."),
+        C("float_value", "REAL", "Value of a float field."),
+        C("double_value", "REAL", "Value of a double field."),
+    ),
 )
 
 HEAP_GRAPH_DOMINATOR = Table(
@@ -671,11 +853,12 @@ HEAP_GRAPH_DOMINATOR = Table(
     "table). An object's retained size is what the GC would free if it went: itself and every object "
     "only reachable through it. GC roots hang under a virtual root, so their idom_object_id is NULL.",
     (
-        C("object_id", "INTEGER", "→ heap_graph_object.id (reachable objects only)."),
+        C("object_id", "INTEGER", "→ heap_graph_object.id (reachable objects only).", ref="heap_graph_object"),
         C(
             "idom_object_id",
             "INTEGER",
             "→ heap_graph_object.id of the immediate dominator; NULL under the virtual root.",
+            ref="heap_graph_object",
         ),
         C("retained_size", "INTEGER", "Sum of self_size over the objects it dominates, itself included.", unit="bytes"),
         C("retained_count", "INTEGER", "Number of objects it dominates, itself included."),
@@ -683,14 +866,33 @@ HEAP_GRAPH_DOMINATOR = Table(
     indexes=(("object_id",), ("idom_object_id",)),
 )
 
+HEAP_GRAPH_JAVA_OOME_DETAILS = Table(
+    "__intrinsic_heap_graph_java_oome_details",
+    "The OutOfMemoryError that made ART dump a heap (trace_processor's table of that name; "
+    "android_heap_graph_java_oome_details is its stdlib view).",
+    (
+        C("id", "INTEGER", "Row id."),
+        C("heap_graph_id", "INTEGER", "→ heap_graph.id of the dump."),
+        C("allocation_size_bytes", "INTEGER", "Size of the allocation that failed.", unit="bytes"),
+        C("total_bytes_free", "INTEGER", "Free bytes on the Java heap then.", unit="bytes"),
+        C("free_bytes_until_oom", "INTEGER", "Bytes that could still be allocated before the error.", unit="bytes"),
+        C("error_msg", "TEXT", "The error's message."),
+    ),
+)
+
 HEAP_GRAPH_THREAD_CALLSITE = Table(
     "heap_graph_thread_callsite",
     "Stacks of the threads of a heap dump's process (ART OutOfMemoryError dumps).",
     (
         C("id", "INTEGER", "Row id."),
-        C("heap_graph_id", "INTEGER", "→ heap_graph.id."),
-        C("utid", "INTEGER", "→ thread.utid."),
-        C("callsite_id", "INTEGER", "→ stack_profile_callsite.id of the thread's innermost frame."),
+        C("heap_graph_id", "INTEGER", "→ heap_graph.id.", ref="heap_graph"),
+        C("utid", "INTEGER", "→ thread.utid.", ref="thread"),
+        C(
+            "callsite_id",
+            "INTEGER",
+            "→ stack_profile_callsite.id of the thread's innermost frame.",
+            ref="stack_profile_callsite",
+        ),
     ),
 )
 
@@ -699,7 +901,7 @@ PROFILER_SMAPS = Table(
     "Per mapping memory statistics (smaps) captured with heap profiles.",
     (
         C("id", "INTEGER", "Row id."),
-        C("upid", "INTEGER", "→ process.upid."),
+        C("upid", "INTEGER", "→ process.upid.", ref="process"),
         C("ts", "INTEGER", "Time of the snapshot.", unit=TS),
         C("path", "TEXT", "Path of the mapping."),
         C("size_kb", "INTEGER", "Size of the mapping.", unit="KiB"),
@@ -737,8 +939,8 @@ AGGREGATE_SAMPLE = Table(
     "Weighted callstacks of aggregate profiles (trace_processor's __intrinsic_aggregate_sample).",
     (
         C("id", "INTEGER", "Row id."),
-        C("aggregate_profile_id", "INTEGER", "→ aggregate_profile.id."),
-        C("callsite_id", "INTEGER", "→ stack_profile_callsite.id of the leaf frame."),
+        C("aggregate_profile_id", "INTEGER", "→ aggregate_profile.id.", ref="aggregate_profile"),
+        C("callsite_id", "INTEGER", "→ stack_profile_callsite.id of the leaf frame.", ref="stack_profile_callsite"),
         C("value", "REAL", "Weight, e.g. the sample count of a collapsed-stack line."),
     ),
     indexes=(("callsite_id",),),
@@ -751,7 +953,7 @@ TRACK_DIMENSION = Table(
     "cpu, process, thread: synthesized from the import) or custom (declared by the producer, e.g. rank). "
     "Not a trace_processor table. Join on track_id: slices, counters and states carry theirs.",
     (
-        C("track_id", "INTEGER", "→ track.id."),
+        C("track_id", "INTEGER", "→ track.id.", ref="track"),
         C("name", "TEXT", "Canonical dimension name (→ dimension.name), e.g. machine, cpu, rank."),
         C("value_type", "TEXT", "'int' or 'string': which of int_value / string_value holds the value."),
         C(
@@ -773,6 +975,7 @@ TRACK_DIMENSION = Table(
             "→ track.id whose descriptor declared it; NULL for synthesized "
             "well-known dimensions and for declarations on a process or thread "
             "that has no track of its own.",
+            ref="track",
         ),
         C(
             "is_inherited",
@@ -822,7 +1025,7 @@ TRACK_SUBTITLE = Table(
     "distinct value in the database, machine, gpu, cpu, then custom names alphabetically (never process or "
     "thread), joined with ' · '; '' when none shows.",
     (
-        C("track_id", "INTEGER", "→ track.id."),
+        C("track_id", "INTEGER", "→ track.id.", ref="track"),
         C("subtitle", "TEXT", "The labels, e.g. 'machine 1 · rank 3'."),
     ),
     indexes=(("track_id",),),
@@ -833,12 +1036,16 @@ TABLES: tuple[Table, ...] = (
     CPU,
     CPU_AVAILABLE_FREQUENCIES,
     GPU,
+    GPU_COUNTER_GROUP,
+    GPU_CONTEXT,
+    VULKAN_MEMORY_ALLOCATIONS,
     TRACE_FILE,
     PROCESS,
     THREAD,
     TRACK,
     SLICE,
     FLOW,
+    TRACK_EVENT_CALLSTACKS,
     COUNTER,
     STATE,
     SCHED,
@@ -865,8 +1072,11 @@ TABLES: tuple[Table, ...] = (
     HEAP_GRAPH_CLASS,
     HEAP_GRAPH_OBJECT,
     HEAP_GRAPH_REFERENCE,
+    HEAP_GRAPH_OBJECT_DATA,
+    HEAP_GRAPH_PRIMITIVE,
     HEAP_GRAPH_DOMINATOR,
     HEAP_GRAPH_THREAD_CALLSITE,
+    HEAP_GRAPH_JAVA_OOME_DETAILS,
     PROFILER_SMAPS,
     AGGREGATE_PROFILE,
     AGGREGATE_SAMPLE,
@@ -912,7 +1122,7 @@ _GPU_SLICE_ARGS = (
     ("hw_queue_id", "int"),
     ("upid", "int"),
     ("render_subpasses", "str"),
-    ("render_stage_category", "str"),
+    ("render_stage_category", "int"),
 )
 
 
@@ -930,6 +1140,82 @@ def _gpu_slice_sql() -> str:
         "UNION SELECT track_id FROM track_dimension WHERE name = 'gpu')"
     )
 
+
+def _arg(arg_set: str, key: str, kind: str) -> str:
+    """One arg's value, as trace_processor's extract_arg reads it (int, str or real)."""
+    column = {"int": "int_value", "str": "string_value", "real": "real_value"}[kind]
+    return f"(SELECT {column} FROM args WHERE args.arg_set_id = {arg_set} AND args.key = '{key}')"
+
+
+_SLICE_BASE = (
+    "slice.id, slice.ts, slice.dur, slice.track_id, slice.category, slice.name, slice.depth, "
+    "slice.parent_id, slice.arg_set_id"
+)
+
+# Graphics views: (column, arg key, kind, doc), in trace_processor's column order.
+_FRAME_SLICE_ARGS = (
+    ("layer_name", "layer_name", "str", "Name of the graphics layer the slice happened on."),
+    ("frame_number", "frame_number", "int", "Frame number the slice is associated with."),
+    ("queue_to_acquire_time", "queue_to_acquire_time", "int", "Time between queue and acquire of the buffer."),
+    ("acquire_to_latch_time", "acquire_to_latch_time", "int", "Time between acquire and latch of the buffer."),
+    ("latch_to_present_time", "latch_to_present_time", "int", "Time between latch and present of the buffer."),
+)
+_EXPECTED_FRAME_ARGS = (
+    ("display_frame_token", "Display frame token", "int", "Display frame token (vsync id)."),
+    ("surface_frame_token", "Surface frame token", "int", "Surface frame token; NULL for a display frame."),
+    ("upid", None, "int", "→ process.upid of the app (or SurfaceFlinger) that made the frame."),
+    ("layer_name", "Layer name", "str", "Layer name of a surface frame."),
+)
+_ACTUAL_FRAME_ARGS = _EXPECTED_FRAME_ARGS + (
+    ("present_type", "Present type", "str", "How the frame was presented (on time, early, late, ...)."),
+    ("on_time_finish", "On time finish", "int", "1 if the frame finished on time."),
+    ("gpu_composition", "GPU composition", "int", "1 if the frame used GPU composition."),
+    ("jank_type", "Jank type", "str", "Jank reasons, comma separated; None if no jank."),
+    ("jank_severity_type", "Jank severity type", "str", "Severity of the jank (None, Partial, Full, Unknown)."),
+    ("prediction_type", "Prediction type", "str", "Frame's prediction type (valid, expired, ...)."),
+    ("jank_tag", "Jank tag", "str", "Jank tag derived from the jank type."),
+    ("jank_tag_experimental", "Jank tag (experimental)", "str", "Jank tag from the experimental jank type."),
+    ("jank_score", "Jank Severity Score", "real", "Jank severity score."),
+    ("latched_unsignaled_count", "Latched unsignaled count", "int", "Surface frames latched unsignaled."),
+    (
+        "addressable_unsignaled_latch_count",
+        "Addressable unsignaled latch count",
+        "int",
+        "Surface frames unsignaled at latch but signaled in time for vsync.",
+    ),
+    ("latched_fence_state", "Latched fence state", "str", "Fence state at the first latch attempt."),
+)
+_SLICE_VIEW_COLUMNS = tuple(
+    c
+    for c in SLICE.columns
+    if c.name in ("id", "ts", "dur", "track_id", "category", "name", "depth", "parent_id", "arg_set_id")
+)
+
+
+def _slice_args_view(args: tuple, where: str) -> str:
+    cols = ", ".join(
+        f"track.upid AS {name}" if key is None else f"{_arg('slice.arg_set_id', key, kind)} AS {name}"
+        for name, key, kind, _ in args
+    )
+    return f"SELECT {_SLICE_BASE}, {cols} FROM slice JOIN track ON slice.track_id = track.id WHERE {where}"
+
+
+def _arg_columns(args: tuple) -> tuple[Column, ...]:
+    types = {"int": "INTEGER", "str": "TEXT", "real": "REAL"}
+    return _SLICE_VIEW_COLUMNS + tuple(C(name, types[kind], doc) for name, _, kind, doc in args)
+
+
+# trace_processor's gpu_track: the track types it counts as "loosely tied to a GPU".
+GPU_TRACK_TYPES = (
+    "drm_vblank",
+    "drm_sched_ring",
+    "drm_fence",
+    "mali_mcu_state",
+    "gpu_render_stage",
+    "vulkan_events",
+    "gpu_log",
+    "graphics_frame_event",
+)
 
 VIEWS: tuple[View, ...] = (
     View(
@@ -980,6 +1266,18 @@ VIEWS: tuple[View, ...] = (
         "FROM track WHERE event_type = 'state'",
     ),
     View(
+        "process_state_track",
+        "State tracks associated with a process.",
+        "SELECT id, name, type, parent_id, source_arg_set_id, machine_id, upid "
+        "FROM track WHERE event_type = 'state' AND upid IS NOT NULL",
+    ),
+    View(
+        "thread_state_track",
+        "State tracks associated with a thread.",
+        "SELECT id, name, type, parent_id, source_arg_set_id, machine_id, utid "
+        "FROM track WHERE event_type = 'state' AND utid IS NOT NULL",
+    ),
+    View(
         "sched_slice",
         "Scheduling slices (the sched table without ts_end).",
         "SELECT id, ts, dur, cpu, utid, end_state, priority, ucpu FROM sched",
@@ -999,6 +1297,38 @@ VIEWS: tuple[View, ...] = (
             C(key, "INTEGER" if kind == "int" else "TEXT", f"The slice's `{key}` arg, if any.")
             for key, kind in _GPU_SLICE_ARGS
         ),
+    ),
+    View(
+        "gpu_track",
+        "Tracks loosely tied to a GPU (DRM vblank/scheduler/fence, Mali MCU state, render stages, Vulkan "
+        "events, GPU log, graphics frame events); trace_processor's deprecated gpu_track.",
+        "SELECT id, name, type, parent_id, source_arg_set_id, dimension_arg_set_id, machine_id, type AS scope, "
+        f"{_arg('source_arg_set_id', 'description', 'str')} AS description, "
+        f"{_arg('dimension_arg_set_id', 'context_id', 'int')} AS context_id FROM track WHERE type IN "
+        f"({', '.join(repr(t) for t in GPU_TRACK_TYPES)})",
+        (
+            C("scope", "TEXT", "The track's type (deprecated name)."),
+            C("description", "TEXT", "The track's description."),
+            C("context_id", "INTEGER", "The GPU context id the track belongs to, if any."),
+        ),
+    ),
+    View(
+        "frame_slice",
+        "Android graphics frame events (GraphicsFrameEvent): buffer lifecycle and phase slices per layer.",
+        _slice_args_view(_FRAME_SLICE_ARGS, "track.type = 'graphics_frame_event'"),
+        _arg_columns(_FRAME_SLICE_ARGS),
+    ),
+    View(
+        "expected_frame_timeline_slice",
+        "Expected timeline of Android display frames (SurfaceFlinger) and surface frames (apps).",
+        _slice_args_view(_EXPECTED_FRAME_ARGS, "track.type = 'android_expected_frame_timeline'") + " ORDER BY slice.id",
+        _arg_columns(_EXPECTED_FRAME_ARGS),
+    ),
+    View(
+        "actual_frame_timeline_slice",
+        "Actual timeline of Android display and surface frames, with their jank analysis.",
+        _slice_args_view(_ACTUAL_FRAME_ARGS, "track.type = 'android_actual_frame_timeline'") + " ORDER BY slice.id",
+        _arg_columns(_ACTUAL_FRAME_ARGS),
     ),
     View(
         "instant",
@@ -1075,6 +1405,23 @@ VIEWS: tuple[View, ...] = (
         "LEFT JOIN profiler_task_context tc ON tc.id = ps.task_context_id "
         "LEFT JOIN profiler_execution_context ec ON ec.id = ps.execution_context_id "
         "LEFT JOIN cpu c ON c.id = ec.ucpu WHERE ps.source = 'linux.perf'",
+    ),
+    View(
+        "android_heap_graph_java_oome_details",
+        "Java OutOfMemoryErrors that triggered heap dumps (stdlib android.memory.heap_graph.oome).",
+        "SELECT * FROM __intrinsic_heap_graph_java_oome_details",
+    ),
+    # trace_processor's names of the profiler tables, which diff tests and stdlib code query.
+    *(
+        View(f"__intrinsic_{name}", f"Same as {name} (trace_processor's name).", f"SELECT * FROM {name}")
+        for name in (
+            "profiler_sample",
+            "profiler_task_context",
+            "profiler_execution_context",
+            "profiler_session",
+            "profiler_async_context",
+            "profiler_counter_set",
+        )
     ),
     View(
         "perf_session",
@@ -1279,6 +1626,45 @@ _SLICE_DUR = "CASE WHEN dur < 0 THEN max((SELECT end_ts FROM trace_bounds) - ts,
 # Its self time: less its direct children's durations, counted the same way.
 _SLICE_SELF = f"{_SLICE_DUR} - coalesce((SELECT sum({_SLICE_DUR}) FROM slice k WHERE k.parent_id = slice.id), 0)"
 
+REPORT_SLICE_DIMENSION = Table(
+    "report_slice_dimension",
+    "Per dimension with more than one value (RFC 0039; process and thread aside), value and slice name: the "
+    "slices' count, total, self time, minimum, maximum and nearest-rank percentiles of their durations, "
+    "precomputed at import for the report's dimensions compare (not a trace_processor table).",
+    (
+        C("dimension", "TEXT", "→ dimension.name, e.g. rank, machine."),
+        C("value", "TEXT", "The value as text (track_dimension's int_value or string_value)."),
+        C("name", "TEXT", "Slice name."),
+        C("count", "INTEGER", "Slices of this name on tracks with this value."),
+        C("total_dur", "INTEGER", "Sum of their durations (unfinished slices last to the end of the trace).", unit=TS),
+        C("self_dur", "INTEGER", "Sum of their self times: durations less their direct children's.", unit=TS),
+        C("min_dur", "INTEGER", "Shortest duration.", unit=TS),
+        C("max_dur", "INTEGER", "Longest duration.", unit=TS),
+        *(
+            C(f"p{p}_dur", "INTEGER", f"Duration at the {p}th percentile (nearest rank).", unit=TS)
+            for p in REPORT_PERCENTILES
+        ),
+    ),
+    indexes=(("dimension", "name"),),
+)
+# The dimensions subtitles show: more than one value, process and thread aside (they always have).
+_SHOWN_DIMENSIONS = (
+    "SELECT name FROM track_dimension WHERE name NOT IN ('process', 'thread') GROUP BY name "
+    "HAVING count(DISTINCT coalesce(CAST(int_value AS TEXT), string_value)) > 1"
+)
+_SLICE_DIMENSION_POPULATE = (
+    "INSERT INTO report_slice_dimension (dimension, value, name, count, total_dur, self_dur, min_dur, max_dur, "
+    + ", ".join(f"p{p}_dur" for p in REPORT_PERCENTILES)
+    + ") SELECT dimension, value, name, count(*), sum(d), sum(self), min(d), max(d), "
+    + ", ".join(f"max(CASE WHEN rank = {_nearest_rank(p)} THEN d END)" for p in REPORT_PERCENTILES)
+    + " FROM (SELECT dimension, value, name, d, self, "
+    "row_number() OVER (PARTITION BY dimension, value, name ORDER BY d) - 1 AS rank, "
+    "count(*) OVER (PARTITION BY dimension, value, name) - 1 AS last FROM ("
+    "SELECT g.name AS dimension, coalesce(CAST(g.int_value AS TEXT), g.string_value) AS value, slice.name AS name, "
+    f"{_SLICE_DUR} AS d, {_SLICE_SELF} AS self FROM slice JOIN track_dimension g ON g.track_id = slice.track_id "
+    f"WHERE g.name IN ({_SHOWN_DIMENSIONS}))) GROUP BY dimension, value, name"
+)
+
 DERIVED: tuple[Derived, ...] = (
     Derived(
         REPORT_SLICE_NAME,
@@ -1380,6 +1766,7 @@ DERIVED: tuple[Derived, ...] = (
         )
         + ") WHERE inside > 0",
     ),
+    Derived(REPORT_SLICE_DIMENSION, _SLICE_DIMENSION_POPULATE),
 )
 
 

@@ -46,9 +46,12 @@ class OwnedFile:
             self._lock_fd = None
 
 
-def create_temp_database(directory: str) -> OwnedFile:
-    """An empty `.ingest-<pid>-*.db` in `directory`, owner-locked; OSError when it cannot be created."""
-    fd, path = tempfile.mkstemp(prefix=f"{DATABASE_PREFIX}{os.getpid()}-", suffix=".db", dir=directory)
+def create_temp_database(directory: str, owner_pid: int | None = None) -> OwnedFile:
+    """An empty `.ingest-<pid>-*.db` in `directory`, owner-locked; OSError when it cannot be created.
+    `owner_pid` names the ingest it belongs to when a child creates it (a parallel ingest's job):
+    the file is then swept once that ingest is gone."""
+    pid = os.getpid() if owner_pid is None else owner_pid
+    fd, path = tempfile.mkstemp(prefix=f"{DATABASE_PREFIX}{pid}-", suffix=".db", dir=directory)
     fcntl.flock(fd, fcntl.LOCK_EX)  # SQLite's own locks are fcntl locks: independent of this one
     return OwnedFile(path, fd)
 
@@ -68,10 +71,11 @@ def remove_database_files(path: str) -> None:
             os.unlink(path + suffix)
 
 
-def sweep_abandoned(directory: str) -> list[str]:
+def sweep_abandoned(directory: str, own: bool = False) -> list[str]:
     """Removes the temporary databases in `directory` and the runs folders in the system temp
     folder whose ingest is provably gone; returns what it removed. Never raises for a file it
-    cannot inspect or remove: sweeping is a courtesy, not part of the import."""
+    cannot inspect or remove: sweeping is a courtesy, not part of the import. With `own`, also
+    this process's files that nobody holds (its stopped children's, after a failure)."""
     removed = []
     for folder, pattern, is_database in (
         (directory, _DATABASE_NAME, True),
@@ -83,7 +87,8 @@ def sweep_abandoned(directory: str) -> list[str]:
             continue
         for name in names:
             match = pattern.match(name)
-            if match is None or _pid_alive(int(match.group(1))):
+            pid = int(match.group(1)) if match else 0
+            if match is None or (_pid_alive(pid) and not (own and pid == os.getpid())):
                 continue
             path = os.path.join(folder, name)
             lock_path = path if is_database else os.path.join(path, OWNER_LOCK)

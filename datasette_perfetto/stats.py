@@ -68,6 +68,19 @@ EXTRA_STATS = (
 )
 
 
+# Indexed stats whose index is an id of one of our tables rather than a CPU, buffer or pid number
+# (trace_processor indexes them by upid or perf session): what a merge of databases remaps (merge.py).
+INDEX_REFS = {
+    "heap_graph_invalid_string_id": "process",
+    "heap_graph_malformed_packet": "process",
+    "heap_graph_missing_packet": "process",
+    "heapprofd_malformed_packet": "process",
+    "perf_chosen_process_shard": "profiler_session",
+    "perf_guardrail_stop_ts": "profiler_session",
+    "perf_process_shard_count": "profiler_session",
+}
+
+
 def _load_registry() -> dict[str, StatSpec]:
     text = resources.files(__package__).joinpath("stats.tsv").read_text(encoding="utf-8")
     registry: dict[str, StatSpec] = {}

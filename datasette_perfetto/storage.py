@@ -111,7 +111,8 @@ class TraceStorage:
         rows = self._buffers["args"]
         for i, (flat_key, k, value_type, value) in enumerate(key, set_id):
             if value is None:
-                rows.append((i, set_id, flat_key, k, None, None, None, "null"))
+                # A NULL string stays a string arg (trace_processor's null StringId); else a null arg.
+                rows.append((i, set_id, flat_key, k, None, None, None, "string" if value_type == "string" else "null"))
             elif value_type in _INT_TYPES:
                 rows.append((i, set_id, flat_key, k, to_int64(int(value)), None, None, value_type))
             elif value_type in _TEXT_TYPES:
@@ -124,6 +125,12 @@ class TraceStorage:
             self.flush("args")
         self._arg_sets[key] = set_id
         return set_id
+
+    def forget_arg_sets(self) -> None:
+        """Empties the deduplication cache: each input's arg sets (and the ones written at the end) are
+        deduplicated among themselves only, so an input's ids do not depend on the inputs before it and
+        a parallel ingest (merge.py) gives the serial one's ids."""
+        self._arg_sets.clear()
 
     def trace_bounds(self) -> tuple[int, int]:
         """trace_bounds over everything written so far."""

@@ -378,6 +378,16 @@ class TraceBuilder:
         self.packets.append(packet)
         return packet
 
+    def extension_packet(self, field_number: int, payload: bytes, **fields: Any) -> pb.TracePacket:
+        """Append a TracePacket (with `fields`) carrying `payload` in a TracePacket extension field the
+        perfetto package does not declare, e.g. frame_timeline_event = 76 (kept as an unknown field)."""
+        base = pb.TracePacket(**fields).SerializeToString()
+        packet = pb.TracePacket.FromString(
+            base + encode_varint(field_number << 3 | 2) + encode_varint(len(payload)) + payload
+        )
+        self.packets.append(packet)
+        return packet
+
     def to_trace(self) -> pb.Trace:
         trace = pb.Trace()
         trace.packet.extend(self.packets)
@@ -1327,7 +1337,7 @@ def _demo_heap_graph(builder: TraceBuilder, ts: int) -> None:
         location_names=[
             dict(iid=iid, str=path.encode())
             for iid, path in (
-                (apk, "/data/app/org.chromium.chrome/base.apk"),
+                (apk, "/data/app/~~Xk3jQw==/org.chromium.chrome-Zx9QpA==/base.apk"),
                 (framework, "/system/framework/framework.jar"),
                 (core, "/apex/com.android.art/javalib/core-oj.jar"),
             )

@@ -258,6 +258,10 @@ class WriterProcess:
                 phase(name)
                 self._call(method)
                 self._answer()
+        except BaseException:
+            # Interrupted (SIGTERM, Ctrl+C) between two steps: the child waits for the next one.
+            self.process.terminate()
+            raise
         finally:
             self._stop()
 

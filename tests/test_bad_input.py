@@ -334,3 +334,23 @@ def test_names_that_are_not_utf8_are_kept_escaped(ingest_data):
     assert db.rows("SELECT name, category FROM slice") == [("\\xff\\xfe\\xfd\\xfcslice", "\\xff\\xfe\\xfd\\xfccat")]
     assert db.one("SELECT name FROM thread WHERE tid = 2") == "\\xff\\xfe\\xfd\\xfcthread"
     assert db.one("SELECT string_value FROM args WHERE key = 'debug.k'") == "\\xff\\xfe\\xfd\\xfcvalue"
+
+
+def test_translation_table_strings_that_are_not_utf8_are_kept_escaped(ingest_data):
+    """upb raises on iterating a map whose strings are not UTF-8 (found by the fuzzer): the table is read from
+    its wire format instead, and the renamed slice keeps its bytes, escaped."""
+    b = TraceBuilder()
+    b.packet(
+        timestamp=500,
+        trusted_packet_sequence_id=9,
+        translation_table=pb.TranslationTable(
+            slice_name=pb.SliceNameTranslationTable(raw_to_deobfuscated_name={"RRRRraw": "DDDDnice"})
+        ),
+    )
+    seq = b.sequence(1, intern=False)
+    track = seq.thread(1, 2, "main")
+    seq.slice_begin(1_000, track, "RRRRraw")
+    seq.slice_end(2_000, track)
+    data = b.to_bytes().replace(b"RRRR", b"\xff\xfe\xfd\xfc").replace(b"DDDD", b"\xe1\x80zz")
+    _, db = ingest_data(data)
+    assert db.rows("SELECT name FROM slice") == [("\\xe1\\x80zznice",)]

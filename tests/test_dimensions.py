@@ -150,7 +150,7 @@ def test_rfc_queries_run_unchanged(ingest_data):
             "WHERE d.name = 'rank' AND d.int_value = 3"
         )
     ) == ["annotate", "child work", "step"]
-    # gpu_slice exists with trace_processor's columns; no importer writes GPU slices yet.
+    # gpu_slice exists with trace_processor's columns (this trace has no GPU slices).
     assert db.rows(RFC_QUERY_GPU_BUSY_PER_RANK) == []
     columns = [r[1] for r in db.rows("PRAGMA table_info(gpu_slice)")]
     assert columns[:9] == ["id", "ts", "dur", "track_id", "category", "name", "depth", "parent_id", "arg_set_id"]

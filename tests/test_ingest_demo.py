@@ -227,6 +227,7 @@ def test_the_phone_is_a_second_machine_with_its_system_info(demo_db):
                 ("system_ram_bytes", info.system_ram_bytes),
                 ("system_ram_gb", 8),
                 ("android_build_fingerprint", info.android_build_fingerprint),
+                ("android_incremental_build", info.android_build_fingerprint.split("/")[4].split(":")[0]),
                 ("android_device_manufacturer", info.android_device_manufacturer),
                 ("android_sdk_version", info.android_sdk_version),
             )

@@ -492,7 +492,8 @@ def test_args_flatten_like_trace_processor():
         ("args.a.b", "args.a.b[1][0]", "real", 2.5),
         ("args.a.b", "args.a.b[1][1]", "string", "x"),
         ("args.t", "args.t", "bool", 1),
-        ("args.big", "args.big", "real", float(1 << 70)),
+        # Beyond int64: trace_processor's digit accumulation wraps (2^70 keeps no low bits).
+        ("args.big", "args.big", "real", 0.0),
     ]
 
 

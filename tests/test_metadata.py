@@ -125,6 +125,11 @@ async def test_database_page_lists_tables_and_views(trace_db):
     r = await ds.client.get("/trace")
     assert r.status_code == 200
     for name in [t.name for t in schema.TABLES] + [v.name for v in schema.VIEWS]:
+        if DATASETTE_1 and name.startswith("_"):
+            # Datasette 1.0 hides tables named with a leading underscore (trace_processor's
+            # __intrinsic_* names) from the list; they are still served.
+            assert (await ds.client.get(f"/trace/{name}")).status_code == 200, name
+            continue
         assert f'href="/trace/{name}"' in r.text, name
     assert str(escape(md.DATABASE_DESCRIPTION)) in r.text
 

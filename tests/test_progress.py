@@ -69,7 +69,16 @@ def test_terminal_shows_a_bar_per_input_then_the_steps(tmp_path):
     # tokenizer helper and the writer child (this is a two-process import) print nothing.
     rest = pieces[len(bars) :]
     assert [re.sub(r" \d+\.\d s$", "", p) for p in rest[:4]] == PHASES
-    assert rest[4:] == [f"{PFTRACE}: proto, {PFTRACE.stat().st_size:,} bytes", f"Wrote {tmp_path / 't.db'}"]
+    # The trace's config and final flush, as trace_processor counts them (a write_into_file trace with
+    # DISCARD buffers, its last flush not confirmed).
+    stats = (
+        "config_write_into_file_discard[0]=1, config_write_into_file_discard[1]=1, "
+        "config_write_into_file_no_flush=1, traced_final_flush_failed=1"
+    )
+    assert rest[4:] == [
+        f"{PFTRACE}: proto, {PFTRACE.stat().st_size:,} bytes; stats: {stats}",
+        f"Wrote {tmp_path / 't.db'}",
+    ]
     assert pieces[: len(bars)] == bars
 
 

@@ -44,6 +44,17 @@ CASES = [
     ("counters", "histogram", {"name": "IPCMessagesSent"}),
     ("counters", "inspect", {"name": "MemoryUsage", "ts": "1s"}),
     ("counters", "inspect", {"name": "IPC*", "time": "0.5s,1.5s"}),
+    # Dimensions (RFC 0039): the demo's phone is machine 1, its two displays a custom dimension.
+    ("dimensions", "list", {}),
+    ("dimensions", "compare", {"by": "machine", "top": "5"}),
+    ("dimensions", "compare", {"by": "machine", "baseline_value": "0", "top": "3"}),
+    ("slices", "table", {"group_by": "machine", "top": "8"}),
+    ("slices", "table", {"dim": "machine=1"}),
+    ("slices", "histogram", {"name": "Raster", "group_by": "thread"}),
+    ("processes", "table", {"group_by": "machine"}),
+    ("tracks", "table", {"group_by": "display"}),
+    ("counters", "list", {"group_by": "display"}),
+    ("scheduling", "summary", {"group_by": "machine"}),
     *[
         (noun, view, {})
         for noun, views in (

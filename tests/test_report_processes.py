@@ -214,7 +214,7 @@ async def test_tracks_of_a_cpu_in_a_real_trace(cpufreq):
     (row,) = data["tracks_table"]["rows"]
     assert (row["name"], row["type"], int(row["cpu"]), int(row["event_count"])) == ("cpufreq", "cpu_frequency", 2, 1)
     text = (await get(cpufreq, "/cpufreq/-/report/tracks.txt")).text
-    assert re.search(r"cpufreq\s+cpu_frequency\s+counter\s+2\s+cpu 1", text), text
+    assert re.search(r"cpufreq · cpu 1\s+cpu_frequency\s+counter\s+2\s+cpu 1", text), text  # its subtitle too
 
 
 # -- errors and links -------------------------------------------------------------------------------------

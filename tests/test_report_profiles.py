@@ -112,7 +112,9 @@ def test_v8_canned_functions_query_agrees_on_self_and_total(v8_db):
     from datasette_perfetto.report.views.stack_samples import FunctionsView
 
     conn = connect_with_functions(v8_db.path)
-    params = {k: "" for k in ("pid", "process", "tid", "thread", "time", "name", "min_count", "sort", "exclude_idle")}
+    params = {
+        k: "" for k in ("pid", "process", "tid", "thread", "time", "name", "min_count", "sort", "exclude_idle", "dim")
+    }
     rows = conn.execute(FunctionsView.canned_sql, {**params, "top": "20"}).fetchall()
     msg, _ = result(v8_db.path, "stack-samples", "functions", top=20)
     assert [(r[0], r[1], r[2]) for r in rows] == [(r.name, r.self_count, r.total_count) for r in msg.rows]
@@ -356,7 +358,7 @@ def test_stack_samples_min_count_counts_self_samples_and_says_what_it_hid(profil
     from datasette_perfetto.report.views.stack_samples import FunctionsView
 
     conn = connect_with_functions(profile_db)
-    params = {k: "" for k in ("pid", "process", "tid", "thread", "time", "name", "sort", "exclude_idle")}
+    params = {k: "" for k in ("pid", "process", "tid", "thread", "time", "name", "sort", "exclude_idle", "dim")}
     rows = conn.execute(FunctionsView.canned_sql, {**params, "min_count": "3", "top": "20"}).fetchall()
     assert [(row[0], row[1]) for row in rows] == [(row.name, row.self_count) for row in msg.rows]
     # Without min_count, no footnote.
@@ -399,7 +401,7 @@ def test_heap_functions_count_and_average_describe_their_own_allocations(profile
     from datasette_perfetto.report.views.heap_profile import FunctionsView
 
     conn = connect_with_functions(profile_db)
-    params = {k: "" for k in ("pid", "process", "time", "name", "sort")}
+    params = {k: "" for k in ("pid", "process", "time", "name", "sort", "dim")}
     rows = conn.execute(FunctionsView.canned_sql, {**params, "min_count": "2", "top": "20"}).fetchall()
     assert [(row[0], row[3], row[4]) for row in rows] == [("leaf", 2, 100)]
 

@@ -23,6 +23,8 @@ from . import report_pb2 as pb
 from .scope import FLAGS, ReportError, Scope, shown
 
 ALWAYS_ALLOWED = frozenset({"top"})
+# Between the values of a repeatable flag in the context's scope map: dim=rank=1 & machine=2.
+DIM_SEPARATOR = " & "
 
 # A process that is not a placeholder: pid 0 without a name is a machine's idle (swapper)
 # process, which every machine of a multi-machine trace has, or, in a JSON trace, where
@@ -42,7 +44,14 @@ class Link:
 
     @classmethod
     def to(cls, noun: str, view: str = "", params: dict | None = None, format: str = "", database: str = "") -> Link:
-        return cls(noun, view, tuple((k, str(v)) for k, v in (params or {}).items() if v is not None), format, database)
+        """`params`: flag -> value, or a list of values for a repeatable flag (dim), each its own parameter."""
+        pairs = [
+            (k, str(one))
+            for k, v in (params or {}).items()
+            if v is not None
+            for one in (v if isinstance(v, (list, tuple)) else [v])
+        ]
+        return cls(noun, view, tuple(pairs), format, database)
 
 
 class Linker:
@@ -96,6 +105,7 @@ class Cell:
     title: str | None = None  # hover text in HTML
     css: str = ""  # an extra HTML class (diff deltas: colour on top of the +/- and added/removed text)
     href: str | None = None  # a details page (/{db}/-/slice/{id}, ...): Linker.details; HTML only
+    subtitle: str = ""  # of a track, thread or process named: under the name in HTML, after it in text
 
 
 def count_cell(n: int) -> Cell:
@@ -215,6 +225,56 @@ class ReportRun:
         self._tables: dict[tuple[str, ...], bool] = parent._tables if parent else {}
         if parent is None:
             self._outside_trace_footnotes()
+            if scope.dim:
+                self.check_dims(scope.dim)
+
+    def dimension_values(self, name: str) -> list[sqlite3.Row]:
+        """A dimension's distinct values in the database: value (as text), label and display name, by value."""
+        return self.query(
+            f"the values of dimension {name}",
+            """SELECT coalesce(CAST(int_value AS TEXT), string_value) AS value, min(label) AS label,
+       min(display_name) AS display_name
+FROM track_dimension
+WHERE name = :name
+GROUP BY value_type, int_value, string_value
+ORDER BY value_type, int_value, string_value""",
+            {"name": name},
+        )
+
+    def dimension_names(self) -> list[str]:
+        """The dimensions present in the database (none in a database ingested before they were)."""
+        if not self.has_tables("dimension", "track_dimension"):
+            return []
+        return [
+            r["name"]
+            for r in self.query(
+                "the dimensions present",
+                "SELECT name FROM dimension WHERE name IN (SELECT name FROM track_dimension)\n"
+                "ORDER BY is_well_known DESC, name",
+            )
+        ]
+
+    def check_dims(self, dims: Sequence[tuple[str, str]], param: str = "dim") -> None:
+        """Each (name, value) names a dimension present and one of its values (typed value, label or display
+        name); a ReportError listing the dimensions, or that dimension's values, otherwise."""
+        names = self.dimension_names()
+        for name, value in dims:
+            if name not in names:
+                raise ReportError(
+                    f"{param}: no dimension {shown(name)} in this trace; dimensions: {', '.join(names) or '(none)'}",
+                    param,
+                    names,
+                )
+            values = self.dimension_values(name)
+            if not any(value in (v["value"], v["label"], v["display_name"]) for v in values):
+                options = [dimension_value_text(v) for v in values]
+                more = ", ..." if len(options) > VALUE_LIST_LIMIT else ""
+                raise ReportError(
+                    f"{param}: dimension {name} has no value {shown(value)}; its values: "
+                    f"{', '.join(options[:VALUE_LIST_LIMIT])}{more}",
+                    param,
+                    [v["value"] for v in values],
+                )
 
     def _outside_trace_footnotes(self) -> None:
         """A time range or ts outside the trace is answered, not refused (the same command runs on any trace,
@@ -243,8 +303,7 @@ class ReportRun:
 
     def section(self, noun: str, view: str, flags: frozenset[str]) -> ReportRun:
         """A run of another view inside this one, with only the flags that view takes."""
-        given = tuple((k, v) for k, v in self.scope.given if k in flags)
-        scope = Scope.parse(dict(given))
+        scope = Scope.parse([(k, v) for k, v in self.scope.given if k in flags])
         return ReportRun(self.conn, scope, self.linker, noun, view, parent=self)
 
     def query(self, purpose: str, sql: str, params: dict[str, Any] | None = None) -> list[sqlite3.Row]:
@@ -354,9 +413,19 @@ class ReportRun:
             range_end_ts=end,
             range="full trace" if self.scope.time is None else f"{self.offset(start)}-{self.offset(end)}",
         )
-        for key, value in self.scope.given:
-            c.scope[key] = value
+        for key, value in self.scope.to_params().items():
+            # A repeatable flag's values (dim) in one entry, as the header shows them.
+            c.scope[key] = value if isinstance(value, str) else DIM_SEPARATOR.join(value)
         return c
+
+
+# An unknown dimension value's error lists at most this many values.
+VALUE_LIST_LIMIT = 50
+
+
+def dimension_value_text(v: sqlite3.Row) -> str:
+    """A dimension value as an error lists it: 3 (rank 3), or the label alone when it is the value."""
+    return v["value"] if v["label"] in (None, v["value"]) else f"{v['value']} ({v['label']})"
 
 
 class View:

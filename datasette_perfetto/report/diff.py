@@ -18,9 +18,9 @@ from typing import Any
 from ..metadata import is_trace_connection, not_a_trace_database
 from . import format as fmt
 from . import report_pb2 as pb
-from .base import ALWAYS_ALLOWED, Link, Linker, ReportResult, ReportRun, Table, View
+from .base import ALWAYS_ALLOWED, DIM_SEPARATOR, Link, Linker, ReportResult, ReportRun, Table, View
 from .diff_spec import DiffSpec
-from .scope import MAX_TOP, ReportError, Scope, shown
+from .scope import MAX_TOP, Params, ReportError, Scope, grouped, shown
 from .views import DIFF_SPECS, NOUNS, find_view
 from .views.overview import SECTIONS
 
@@ -56,7 +56,7 @@ class DiffPlan:
     view: View
     specs: list[DiffSpec]
     scope: Scope  # as given, baseline included
-    params: dict[str, str]  # the flags as given, baseline excluded
+    params: dict[str, str | list[str]]  # the flags as given, baseline excluded
 
     @property
     def is_overview(self) -> bool:
@@ -73,7 +73,7 @@ class DiffPlan:
         return replace(Scope.parse(keep), top=JOIN_TOP, **spec.side_changes)
 
 
-def prepare(noun: str | None, view_name: str | None, params: dict[str, str]) -> DiffPlan:
+def prepare(noun: str | None, view_name: str | None, params: Params) -> DiffPlan:
     """Validates a diff request without touching a database; ReportError for anything wrong."""
     view = find_view(noun, view_name)
     scope = Scope.parse(params)
@@ -90,7 +90,7 @@ def prepare(noun: str | None, view_name: str | None, params: dict[str, str]) -> 
         )
     if scope.baseline is None:
         raise ReportError("baseline: name the database to compare against", "baseline")
-    plain = {k: v for k, v in scope.given if k != "baseline"}
+    plain = grouped([(k, v) for k, v in scope.given if k != "baseline"])
     view.check(Scope.parse(plain))
     if len(specs) == 1 and scope.sort is not None and scope.sort not in specs[0].sorts:
         sorts = list(specs[0].sorts)
@@ -126,7 +126,10 @@ def compute_side(conn: sqlite3.Connection, plan: DiffPlan, linker: Linker, datab
         raise ReportError(not_a_trace_database(database))
     view = plan.view
     spec = plan.specs[0]
-    run = ReportRun(conn, plan.side_scope(spec, view.flags), linker, view.noun, view.name)
+    try:
+        run = ReportRun(conn, plan.side_scope(spec, view.flags), linker, view.noun, view.name)
+    except ReportError as e:  # a dim value one side lacks: say which
+        raise ReportError(f"{database}: {e.message}", e.param, e.options) from None
     run.lean = True
     side = Side(database, run)
     for spec in plan.specs:
@@ -224,7 +227,7 @@ def join(plan: DiffPlan, baseline: Side, target: Side, linker: Linker) -> Report
     report.context.database = target.database
     base_context = baseline.run.context()
     base_context.scope.clear()
-    base_context.scope.update(plan.params)
+    base_context.scope.update({k: v if isinstance(v, str) else DIM_SEPARATOR.join(v) for k, v in plan.params.items()})
     base_context.database = baseline.database
     report.baseline.CopyFrom(base_context)
     for side, label in ((baseline, "baseline"), (target, "target")):
@@ -302,7 +305,7 @@ def run_diff(
     baseline_conn: sqlite3.Connection,
     noun: str | None,
     view_name: str | None,
-    params: dict[str, str],
+    params: Params,
     linker: Linker,
     baseline_linker: Linker,
     target_db: str,

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
 
 from . import report_pb2 as pb
 from .base import Link, Linker, ReportResult, ReportRun
-from .scope import ReportError, Scope
+from .scope import Params, ReportError, Scope
 from .views import find_view
 
 
 def run_report(
-    conn: sqlite3.Connection, noun: str | None, view_name: str | None, params: Mapping[str, str], linker: Linker
+    conn: sqlite3.Connection, noun: str | None, view_name: str | None, params: Params, linker: Linker
 ) -> ReportResult:
     """Raises ReportError for anything the request got wrong."""
     view = find_view(noun, view_name)
@@ -20,7 +19,7 @@ def run_report(
     if scope.baseline is not None:
         from .diff import prepare
 
-        prepare(noun, view_name, dict(params))  # the reason this view takes no baseline, if it takes none
+        prepare(noun, view_name, params)  # the reason this view takes no baseline, if it takes none
         raise ReportError("baseline: a diff reads two databases; run it with diff.run_diff", "baseline")
     view.check(scope)
     run = ReportRun(conn, scope, linker, view.noun, view.name)

@@ -25,7 +25,8 @@ FLAG_TERMS = {
 PROCESS_FLAGS = ("pid", "process")
 THREAD_FLAGS = ("tid", "thread")
 OWNER_FLAGS = PROCESS_FLAGS + THREAD_FLAGS
-TRACK_FLAGS = OWNER_FLAGS + ("track",)
+# The flags that select tracks (the slices views'): their owners, the track name, their dimensions.
+TRACK_FLAGS = OWNER_FLAGS + ("track", "dim")
 
 
 @dataclass
@@ -46,13 +47,107 @@ class Where:
 
 
 def flag_terms(run: ReportRun, flags: Iterable[str]) -> Where:
-    """The terms of those of `flags` the run's scope sets, in the order given (it shows in the SQL)."""
+    """The terms of those of `flags` the run's scope sets, in the order given (it shows in the SQL); dim's on
+    the track tr."""
     w = Where()
     for flag in flags:
         value = getattr(run.scope, flag)
-        if value is not None:
+        if flag == "dim":
+            w.extend(dim_terms(run, "track"))
+        elif value is not None:
             w.add(FLAG_TERMS[flag], **{flag: value})
     return w
+
+
+# -- dim scope: tracks, threads and processes by their RFC 0039 dimensions --------------------------------
+#
+# A track is in scope when each dim NAME=VALUE is one of its effective dimensions (track_dimension), VALUE
+# being the typed value, the label or the display name. A thread is in scope when one of its tracks is, or,
+# having no track of its own, when its process is; a process when one of its own or its threads' tracks is.
+# The slices, samples, counters and allocations in scope are those on these tracks, threads and processes.
+
+
+def dim_match(name: str, value: str) -> str:
+    """A track_dimension row d whose dimension is `name` and whose value is `value` (SQL expressions): the
+    typed value as text, the label or the display name."""
+    return (
+        f"d.name = {name} AND (CAST(d.int_value AS TEXT) = {value} OR d.string_value = {value}"
+        f" OR d.label = {value} OR d.display_name = {value})"
+    )
+
+
+def dim_tracks(name: str, value: str) -> str:
+    """The ids of the tracks with that dimension value."""
+    return f"SELECT d.track_id FROM track_dimension d WHERE {dim_match(name, value)}"
+
+
+def dim_processes(tracks: str) -> str:
+    """The upids of the processes in scope, given the tracks in scope (a query)."""
+    return (
+        "SELECT coalesce(tr.upid, th.upid) FROM track tr LEFT JOIN thread th ON th.id = tr.utid "
+        f"WHERE tr.id IN ({tracks})"
+    )
+
+
+def dim_threads(tracks: str, per_thread: str) -> str:
+    """The utids of the threads in scope, given the tracks in scope (a query): a thread with no track of its
+    own takes its process's, unless the dimension is one of threads (`per_thread`, an SQL truth value)."""
+    return (
+        f"SELECT tr.utid FROM track tr WHERE tr.id IN ({tracks}) AND tr.utid IS NOT NULL UNION "
+        f"SELECT th.id FROM thread th WHERE NOT {per_thread} AND th.upid IN ({dim_processes(tracks)}) "
+        "AND NOT EXISTS (SELECT 1 FROM track own WHERE own.utid = th.id)"
+    )
+
+
+# A dim term by what it selects: a track (tr.id), a thread (th.id), a process (p.id) or an owner (a sample's
+# thread, else its process); {id}/{thread}/{process} are the columns, when not those aliases.
+DIM_SUBJECTS = {
+    "track": "{id} IN ({tracks})",
+    "thread": "{id} IN ({threads})",
+    "process": "{id} IN ({processes})",
+    "owner": "({thread} IN ({threads}) OR {thread} IS NULL AND {process} IN ({processes}))",
+}
+_DEFAULT_IDS = {"track": "tr.id", "thread": "th.id", "process": "p.id", "owner": ""}
+
+
+def _dim_term(subject: str, tracks: str, per_thread: str, column: str | None = None) -> str:
+    return DIM_SUBJECTS[subject].format(
+        id=column or _DEFAULT_IDS[subject],
+        thread="th.id",
+        process="p.id",
+        tracks=tracks,
+        threads=dim_threads(tracks, per_thread) if subject in ("thread", "owner") else "",
+        processes=dim_processes(tracks) if subject in ("process", "owner") else "",
+    )
+
+
+def dim_terms(run: ReportRun, subject: str, column: str | None = None) -> Where:
+    """One term per dim flag on `subject` (track, thread, process or owner; `column` its id column when not
+    tr.id, th.id or p.id), each NAME and VALUE bound."""
+    w = Where()
+    for i, (name, value) in enumerate(run.scope.dim or ()):
+        tracks = dim_tracks(f":dim_name_{i}", f":dim_value_{i}")
+        per_thread = "1" if name == "thread" else "0"
+        w.add(_dim_term(subject, tracks, per_thread, column), **{f"dim_name_{i}": name, f"dim_value_{i}": value})
+    return w
+
+
+# The canned queries' one dim parameter, NAME=VALUE as in the report (quotes around VALUE optional).
+CANNED_DIM_NAME = "trim(substr(:dim, 1, instr(:dim, '=') - 1))"
+CANNED_DIM_VALUE = "trim(trim(substr(:dim, instr(:dim, '=') + 1)), '\"''')"
+
+
+# The tracks the canned dim parameter selects (its NAME and VALUE split once).
+CANNED_DIM_TRACKS = (
+    "SELECT d.track_id FROM track_dimension d, "
+    f"(SELECT {CANNED_DIM_NAME} AS name, {CANNED_DIM_VALUE} AS value) q WHERE {dim_match('q.name', 'q.value')}"
+)
+
+
+def canned_dim(subject: str, column: str | None = None) -> str:
+    """The optional dim term of a canned query on `subject` (as dim_terms)."""
+    per_thread = f"({CANNED_DIM_NAME} = 'thread')"
+    return f"(:dim = '' OR {_dim_term(subject, CANNED_DIM_TRACKS, per_thread, column)})"
 
 
 def subquery(w: Where, select: str) -> Where | None:
@@ -87,7 +182,9 @@ nice(v) AS (
 
 
 def optional(flag: str, term: str | None = None) -> str:
-    """A flag's term (FLAG_TERMS' unless given) that holds when the parameter is empty."""
+    """A flag's term (FLAG_TERMS' unless given; dim's on the track tr) that holds when the parameter is empty."""
+    if flag == "dim" and term is None:
+        return canned_dim("track")
     return f"(:{flag} = '' OR {term or FLAG_TERMS[flag]})"
 
 

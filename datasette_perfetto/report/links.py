@@ -29,7 +29,7 @@ def link_with_scope(
     run: ReportRun,
     noun: str,
     view: str,
-    changes: Mapping[str, str | None],
+    changes: Mapping[str, str | list[str] | None],
     database: str = "",
     view_flags: bool = False,
     carry_top: bool = True,
@@ -47,13 +47,13 @@ def link_with_scope(
     return Link.to(noun, view, params, database=database)
 
 
-def scoped_link(run: ReportRun, noun: str, view: str, **changes: str | None) -> Link:
+def scoped_link(run: ReportRun, noun: str, view: str, **changes: str | list[str] | None) -> Link:
     """A link to a view of another noun (or to a single-series view, which `changes` names): the scope
     flags it takes, never the per-view sort, name and min_count."""
     return link_with_scope(run, noun, view, changes)
 
 
-def view_link(run: ReportRun, noun: str, view: str, **changes: str | None) -> Link:
+def view_link(run: ReportRun, noun: str, view: str, **changes: str | list[str] | None) -> Link:
     """A link to another view of this report's noun: every flag the view takes, sort, name and min_count too."""
     return link_with_scope(run, noun, view, changes, view_flags=True)
 

@@ -13,6 +13,7 @@ from google.protobuf.message import Message
 from . import format as fmt
 from .base import Chart, ReportResult, Table
 from .scope import FLAGS
+from .subtitles import SEPARATOR, with_subtitle
 
 BAR_WIDTH = 40
 
@@ -53,16 +54,18 @@ def text_table(table: Table, width: int = 0) -> list[str]:
         return lines
     if not table.rows:
         return lines + [f"  {table.empty}"]
-    cells = [list(table.headers)] + [[c.text for c in row] for row in table.rows]
+    cells = [list(table.headers)] + [[with_subtitle(c.text, c.subtitle) for c in row] for row in table.rows]
+    # A subtitle is what tells apart rows of different ranks or machines: cutting keeps it whole.
+    subtitles = [[""] * len(table.headers)] + [[c.subtitle for c in row] for row in table.rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(table.headers))]
     align = table.alignment()
     if width > 0:
-        widths = _fit(cells, widths, align, width)
-    for row in cells:
+        widths = _fit(cells, widths, align, width, subtitles)
+    for row, row_subtitles in zip(cells, subtitles):
         out = []
         for i, text in enumerate(row):
             last = i == len(row) - 1
-            text = _cut(text, widths[i])
+            text = _cut(text, widths[i], row_subtitles[i])
             if align[i] == "r":
                 out.append(text.rjust(widths[i]))
             else:
@@ -74,10 +77,14 @@ def text_table(table: Table, width: int = 0) -> list[str]:
 # A cell that reads as a number (42, 1.2ms, 12.3K, 33.2%, -5): never cut, whatever its column.
 _NUMERIC = re.compile(r"[-+]?\.?\d[\d.,]*\s*[A-Za-zµ%]{0,3}")
 MIN_TEXT_WIDTH = 12  # a cut text column keeps at least this many characters
+MIN_NAME_WIDTH = 4  # and a name with a subtitle at least this many, besides the subtitle
 
 
-def _fit(cells: list[list[str]], widths: list[int], align: str, width: int) -> list[int]:
-    """Column widths for a table line to fit `width`: text (left-aligned) columns shrink, widest first."""
+def _fit(
+    cells: list[list[str]], widths: list[int], align: str, width: int, subtitles: list[list[str]] | None = None
+) -> list[int]:
+    """Column widths for a table line to fit `width`: text (left-aligned) columns shrink, widest first (never
+    below a subtitle and a few characters of its name)."""
     widths = list(widths)
     floors = []
     for i, a in enumerate(align):
@@ -85,7 +92,8 @@ def _fit(cells: list[list[str]], widths: list[int], align: str, width: int) -> l
             floors.append(widths[i])  # a numeric column is never cut
             continue
         numbers = [len(r[i]) for r in cells[1:] if _NUMERIC.fullmatch(r[i])]
-        floors.append(min(widths[i], max([MIN_TEXT_WIDTH, *numbers])))  # a header is cut as its column
+        kept = [len(SEPARATOR + r[i]) + MIN_NAME_WIDTH for r in (subtitles or [])[1:] if r[i]]
+        floors.append(min(widths[i], max([MIN_TEXT_WIDTH, *numbers, *kept])))  # a header is cut as its column
     excess = 2 + sum(widths) + 3 * (len(widths) - 1) - width
     while excess > 0:
         shrinkable = [i for i in range(len(widths)) if widths[i] > floors[i]]
@@ -101,8 +109,15 @@ def _fit(cells: list[list[str]], widths: list[int], align: str, width: int) -> l
     return widths
 
 
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+def _cut(text: str, width: int, subtitle: str = "") -> str:
+    """`text` in `width` characters, ending in "…" when cut; a subtitle at its end stays whole."""
+    if len(text) <= width:
+        return text
+    if subtitle:
+        tail = SEPARATOR + subtitle
+        if width - len(tail) >= 2:
+            return text[: width - len(tail) - 1] + "…" + tail
+    return text[: max(width - 1, 0)] + "…"
 
 
 def bar_length(value: float, top: float, scale: str, bar_width: int = BAR_WIDTH) -> int:

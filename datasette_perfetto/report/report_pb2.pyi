@@ -7,7 +7,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Report(_message.Message):
-    __slots__ = ("noun", "view", "context", "overview", "processes_table", "tracks_table", "slices_table", "slices_histogram", "slices_timeline", "slices_inspect", "scheduling_summary", "scheduling_timeline", "scheduling_inspect", "counters_list", "counters_timeline", "counters_histogram", "counters_inspect", "not_present", "overview_diff", "processes_table_diff", "tracks_table_diff", "slices_table_diff", "scheduling_summary_diff", "counters_list_diff", "stack_samples_functions", "stack_samples_top_down", "stack_samples_bottom_up", "heap_profile_functions", "heap_profile_top_down", "heap_profile_bottom_up", "heap_dump_types", "stack_samples_functions_diff", "heap_profile_functions_diff", "heap_dump_types_diff", "stack_samples_top_down_diff", "stack_samples_bottom_up_diff", "heap_profile_top_down_diff", "heap_profile_bottom_up_diff", "footnotes", "next_steps", "queries", "baseline")
+    __slots__ = ("noun", "view", "context", "overview", "processes_table", "tracks_table", "slices_table", "slices_histogram", "slices_timeline", "slices_inspect", "scheduling_summary", "scheduling_timeline", "scheduling_inspect", "counters_list", "counters_timeline", "counters_histogram", "counters_inspect", "not_present", "overview_diff", "processes_table_diff", "tracks_table_diff", "slices_table_diff", "scheduling_summary_diff", "counters_list_diff", "stack_samples_functions", "stack_samples_top_down", "stack_samples_bottom_up", "heap_profile_functions", "heap_profile_top_down", "heap_profile_bottom_up", "heap_dump_types", "stack_samples_functions_diff", "heap_profile_functions_diff", "heap_dump_types_diff", "stack_samples_top_down_diff", "stack_samples_bottom_up_diff", "heap_profile_top_down_diff", "heap_profile_bottom_up_diff", "dimensions_list", "dimensions_compare", "footnotes", "next_steps", "queries", "baseline")
     NOUN_FIELD_NUMBER: _ClassVar[int]
     VIEW_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_FIELD_NUMBER: _ClassVar[int]
@@ -46,6 +46,8 @@ class Report(_message.Message):
     STACK_SAMPLES_BOTTOM_UP_DIFF_FIELD_NUMBER: _ClassVar[int]
     HEAP_PROFILE_TOP_DOWN_DIFF_FIELD_NUMBER: _ClassVar[int]
     HEAP_PROFILE_BOTTOM_UP_DIFF_FIELD_NUMBER: _ClassVar[int]
+    DIMENSIONS_LIST_FIELD_NUMBER: _ClassVar[int]
+    DIMENSIONS_COMPARE_FIELD_NUMBER: _ClassVar[int]
     FOOTNOTES_FIELD_NUMBER: _ClassVar[int]
     NEXT_STEPS_FIELD_NUMBER: _ClassVar[int]
     QUERIES_FIELD_NUMBER: _ClassVar[int]
@@ -88,11 +90,13 @@ class Report(_message.Message):
     stack_samples_bottom_up_diff: CallTreeDiff
     heap_profile_top_down_diff: CallTreeDiff
     heap_profile_bottom_up_diff: CallTreeDiff
+    dimensions_list: DimensionsList
+    dimensions_compare: DimensionsCompare
     footnotes: _containers.RepeatedCompositeFieldContainer[Footnote]
     next_steps: _containers.RepeatedCompositeFieldContainer[NextStep]
     queries: _containers.RepeatedCompositeFieldContainer[Query]
     baseline: Context
-    def __init__(self, noun: _Optional[str] = ..., view: _Optional[str] = ..., context: _Optional[_Union[Context, _Mapping]] = ..., overview: _Optional[_Union[Overview, _Mapping]] = ..., processes_table: _Optional[_Union[ProcessesTable, _Mapping]] = ..., tracks_table: _Optional[_Union[TracksTable, _Mapping]] = ..., slices_table: _Optional[_Union[SlicesTable, _Mapping]] = ..., slices_histogram: _Optional[_Union[SlicesHistogram, _Mapping]] = ..., slices_timeline: _Optional[_Union[SlicesTimeline, _Mapping]] = ..., slices_inspect: _Optional[_Union[SlicesInspect, _Mapping]] = ..., scheduling_summary: _Optional[_Union[SchedulingSummary, _Mapping]] = ..., scheduling_timeline: _Optional[_Union[SchedulingTimeline, _Mapping]] = ..., scheduling_inspect: _Optional[_Union[SchedulingInspect, _Mapping]] = ..., counters_list: _Optional[_Union[CountersList, _Mapping]] = ..., counters_timeline: _Optional[_Union[CountersTimeline, _Mapping]] = ..., counters_histogram: _Optional[_Union[CountersHistogram, _Mapping]] = ..., counters_inspect: _Optional[_Union[CountersInspect, _Mapping]] = ..., not_present: _Optional[_Union[NotPresent, _Mapping]] = ..., overview_diff: _Optional[_Union[OverviewDiff, _Mapping]] = ..., processes_table_diff: _Optional[_Union[ProcessesTableDiff, _Mapping]] = ..., tracks_table_diff: _Optional[_Union[TracksTableDiff, _Mapping]] = ..., slices_table_diff: _Optional[_Union[SlicesTableDiff, _Mapping]] = ..., scheduling_summary_diff: _Optional[_Union[SchedulingSummaryDiff, _Mapping]] = ..., counters_list_diff: _Optional[_Union[CountersListDiff, _Mapping]] = ..., stack_samples_functions: _Optional[_Union[StackFunctions, _Mapping]] = ..., stack_samples_top_down: _Optional[_Union[CallTree, _Mapping]] = ..., stack_samples_bottom_up: _Optional[_Union[CallTree, _Mapping]] = ..., heap_profile_functions: _Optional[_Union[HeapFunctions, _Mapping]] = ..., heap_profile_top_down: _Optional[_Union[CallTree, _Mapping]] = ..., heap_profile_bottom_up: _Optional[_Union[CallTree, _Mapping]] = ..., heap_dump_types: _Optional[_Union[HeapDumpTypes, _Mapping]] = ..., stack_samples_functions_diff: _Optional[_Union[StackFunctionsDiff, _Mapping]] = ..., heap_profile_functions_diff: _Optional[_Union[HeapFunctionsDiff, _Mapping]] = ..., heap_dump_types_diff: _Optional[_Union[HeapDumpTypesDiff, _Mapping]] = ..., stack_samples_top_down_diff: _Optional[_Union[CallTreeDiff, _Mapping]] = ..., stack_samples_bottom_up_diff: _Optional[_Union[CallTreeDiff, _Mapping]] = ..., heap_profile_top_down_diff: _Optional[_Union[CallTreeDiff, _Mapping]] = ..., heap_profile_bottom_up_diff: _Optional[_Union[CallTreeDiff, _Mapping]] = ..., footnotes: _Optional[_Iterable[_Union[Footnote, _Mapping]]] = ..., next_steps: _Optional[_Iterable[_Union[NextStep, _Mapping]]] = ..., queries: _Optional[_Iterable[_Union[Query, _Mapping]]] = ..., baseline: _Optional[_Union[Context, _Mapping]] = ...) -> None: ...
+    def __init__(self, noun: _Optional[str] = ..., view: _Optional[str] = ..., context: _Optional[_Union[Context, _Mapping]] = ..., overview: _Optional[_Union[Overview, _Mapping]] = ..., processes_table: _Optional[_Union[ProcessesTable, _Mapping]] = ..., tracks_table: _Optional[_Union[TracksTable, _Mapping]] = ..., slices_table: _Optional[_Union[SlicesTable, _Mapping]] = ..., slices_histogram: _Optional[_Union[SlicesHistogram, _Mapping]] = ..., slices_timeline: _Optional[_Union[SlicesTimeline, _Mapping]] = ..., slices_inspect: _Optional[_Union[SlicesInspect, _Mapping]] = ..., scheduling_summary: _Optional[_Union[SchedulingSummary, _Mapping]] = ..., scheduling_timeline: _Optional[_Union[SchedulingTimeline, _Mapping]] = ..., scheduling_inspect: _Optional[_Union[SchedulingInspect, _Mapping]] = ..., counters_list: _Optional[_Union[CountersList, _Mapping]] = ..., counters_timeline: _Optional[_Union[CountersTimeline, _Mapping]] = ..., counters_histogram: _Optional[_Union[CountersHistogram, _Mapping]] = ..., counters_inspect: _Optional[_Union[CountersInspect, _Mapping]] = ..., not_present: _Optional[_Union[NotPresent, _Mapping]] = ..., overview_diff: _Optional[_Union[OverviewDiff, _Mapping]] = ..., processes_table_diff: _Optional[_Union[ProcessesTableDiff, _Mapping]] = ..., tracks_table_diff: _Optional[_Union[TracksTableDiff, _Mapping]] = ..., slices_table_diff: _Optional[_Union[SlicesTableDiff, _Mapping]] = ..., scheduling_summary_diff: _Optional[_Union[SchedulingSummaryDiff, _Mapping]] = ..., counters_list_diff: _Optional[_Union[CountersListDiff, _Mapping]] = ..., stack_samples_functions: _Optional[_Union[StackFunctions, _Mapping]] = ..., stack_samples_top_down: _Optional[_Union[CallTree, _Mapping]] = ..., stack_samples_bottom_up: _Optional[_Union[CallTree, _Mapping]] = ..., heap_profile_functions: _Optional[_Union[HeapFunctions, _Mapping]] = ..., heap_profile_top_down: _Optional[_Union[CallTree, _Mapping]] = ..., heap_profile_bottom_up: _Optional[_Union[CallTree, _Mapping]] = ..., heap_dump_types: _Optional[_Union[HeapDumpTypes, _Mapping]] = ..., stack_samples_functions_diff: _Optional[_Union[StackFunctionsDiff, _Mapping]] = ..., heap_profile_functions_diff: _Optional[_Union[HeapFunctionsDiff, _Mapping]] = ..., heap_dump_types_diff: _Optional[_Union[HeapDumpTypesDiff, _Mapping]] = ..., stack_samples_top_down_diff: _Optional[_Union[CallTreeDiff, _Mapping]] = ..., stack_samples_bottom_up_diff: _Optional[_Union[CallTreeDiff, _Mapping]] = ..., heap_profile_top_down_diff: _Optional[_Union[CallTreeDiff, _Mapping]] = ..., heap_profile_bottom_up_diff: _Optional[_Union[CallTreeDiff, _Mapping]] = ..., dimensions_list: _Optional[_Union[DimensionsList, _Mapping]] = ..., dimensions_compare: _Optional[_Union[DimensionsCompare, _Mapping]] = ..., footnotes: _Optional[_Iterable[_Union[Footnote, _Mapping]]] = ..., next_steps: _Optional[_Iterable[_Union[NextStep, _Mapping]]] = ..., queries: _Optional[_Iterable[_Union[Query, _Mapping]]] = ..., baseline: _Optional[_Union[Context, _Mapping]] = ...) -> None: ...
 
 class Context(_message.Message):
     __slots__ = ("trace", "trace_start_ts", "trace_end_ts", "trace_dur", "range", "range_start_ts", "range_end_ts", "process_count", "os", "machine", "scope", "database")
@@ -207,7 +211,7 @@ class ValueStats(_message.Message):
     def __init__(self, count: _Optional[int] = ..., min: _Optional[float] = ..., avg: _Optional[float] = ..., max: _Optional[float] = ..., p50: _Optional[float] = ..., p95: _Optional[float] = ..., p99: _Optional[float] = ...) -> None: ...
 
 class SliceInstance(_message.Message):
-    __slots__ = ("ts", "dur", "name", "track", "thread", "tid", "process", "pid", "depth", "id", "track_id", "utid", "upid")
+    __slots__ = ("ts", "dur", "name", "track", "thread", "tid", "process", "pid", "depth", "id", "track_id", "utid", "upid", "subtitle")
     TS_FIELD_NUMBER: _ClassVar[int]
     DUR_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -221,6 +225,7 @@ class SliceInstance(_message.Message):
     TRACK_ID_FIELD_NUMBER: _ClassVar[int]
     UTID_FIELD_NUMBER: _ClassVar[int]
     UPID_FIELD_NUMBER: _ClassVar[int]
+    SUBTITLE_FIELD_NUMBER: _ClassVar[int]
     ts: int
     dur: int
     name: str
@@ -234,18 +239,21 @@ class SliceInstance(_message.Message):
     track_id: int
     utid: int
     upid: int
-    def __init__(self, ts: _Optional[int] = ..., dur: _Optional[int] = ..., name: _Optional[str] = ..., track: _Optional[str] = ..., thread: _Optional[str] = ..., tid: _Optional[int] = ..., process: _Optional[str] = ..., pid: _Optional[int] = ..., depth: _Optional[int] = ..., id: _Optional[int] = ..., track_id: _Optional[int] = ..., utid: _Optional[int] = ..., upid: _Optional[int] = ...) -> None: ...
+    subtitle: str
+    def __init__(self, ts: _Optional[int] = ..., dur: _Optional[int] = ..., name: _Optional[str] = ..., track: _Optional[str] = ..., thread: _Optional[str] = ..., tid: _Optional[int] = ..., process: _Optional[str] = ..., pid: _Optional[int] = ..., depth: _Optional[int] = ..., id: _Optional[int] = ..., track_id: _Optional[int] = ..., utid: _Optional[int] = ..., upid: _Optional[int] = ..., subtitle: _Optional[str] = ...) -> None: ...
 
 class Named(_message.Message):
-    __slots__ = ("name", "value")
+    __slots__ = ("name", "value", "subtitle")
     NAME_FIELD_NUMBER: _ClassVar[int]
     VALUE_FIELD_NUMBER: _ClassVar[int]
+    SUBTITLE_FIELD_NUMBER: _ClassVar[int]
     name: str
     value: float
-    def __init__(self, name: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    subtitle: str
+    def __init__(self, name: _Optional[str] = ..., value: _Optional[float] = ..., subtitle: _Optional[str] = ...) -> None: ...
 
 class Overview(_message.Message):
-    __slots__ = ("slices", "scheduling", "counters", "processes", "absent", "stack_samples", "heap_profile", "heap_dump")
+    __slots__ = ("slices", "scheduling", "counters", "processes", "absent", "stack_samples", "heap_profile", "heap_dump", "by_dimension")
     SLICES_FIELD_NUMBER: _ClassVar[int]
     SCHEDULING_FIELD_NUMBER: _ClassVar[int]
     COUNTERS_FIELD_NUMBER: _ClassVar[int]
@@ -254,6 +262,7 @@ class Overview(_message.Message):
     STACK_SAMPLES_FIELD_NUMBER: _ClassVar[int]
     HEAP_PROFILE_FIELD_NUMBER: _ClassVar[int]
     HEAP_DUMP_FIELD_NUMBER: _ClassVar[int]
+    BY_DIMENSION_FIELD_NUMBER: _ClassVar[int]
     slices: SlicesTable
     scheduling: SchedulingSummary
     counters: CountersList
@@ -262,7 +271,8 @@ class Overview(_message.Message):
     stack_samples: StackFunctions
     heap_profile: HeapFunctions
     heap_dump: HeapDumpTypes
-    def __init__(self, slices: _Optional[_Union[SlicesTable, _Mapping]] = ..., scheduling: _Optional[_Union[SchedulingSummary, _Mapping]] = ..., counters: _Optional[_Union[CountersList, _Mapping]] = ..., processes: _Optional[_Union[ProcessesTable, _Mapping]] = ..., absent: _Optional[_Iterable[_Union[NotPresent, _Mapping]]] = ..., stack_samples: _Optional[_Union[StackFunctions, _Mapping]] = ..., heap_profile: _Optional[_Union[HeapFunctions, _Mapping]] = ..., heap_dump: _Optional[_Union[HeapDumpTypes, _Mapping]] = ...) -> None: ...
+    by_dimension: _containers.RepeatedCompositeFieldContainer[DimensionsCompare]
+    def __init__(self, slices: _Optional[_Union[SlicesTable, _Mapping]] = ..., scheduling: _Optional[_Union[SchedulingSummary, _Mapping]] = ..., counters: _Optional[_Union[CountersList, _Mapping]] = ..., processes: _Optional[_Union[ProcessesTable, _Mapping]] = ..., absent: _Optional[_Iterable[_Union[NotPresent, _Mapping]]] = ..., stack_samples: _Optional[_Union[StackFunctions, _Mapping]] = ..., heap_profile: _Optional[_Union[HeapFunctions, _Mapping]] = ..., heap_dump: _Optional[_Union[HeapDumpTypes, _Mapping]] = ..., by_dimension: _Optional[_Iterable[_Union[DimensionsCompare, _Mapping]]] = ...) -> None: ...
 
 class NotPresent(_message.Message):
     __slots__ = ("noun", "reason")
@@ -273,9 +283,9 @@ class NotPresent(_message.Message):
     def __init__(self, noun: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class ProcessesTable(_message.Message):
-    __slots__ = ("rows", "total_rows", "top_threads_by")
+    __slots__ = ("rows", "total_rows", "top_threads_by", "group_by")
     class Row(_message.Message):
-        __slots__ = ("upid", "pid", "name", "thread_count", "cpu_time", "percent_of_trace", "slice_count", "top_threads")
+        __slots__ = ("upid", "pid", "name", "thread_count", "cpu_time", "percent_of_trace", "slice_count", "top_threads", "subtitle", "group_value", "dims")
         UPID_FIELD_NUMBER: _ClassVar[int]
         PID_FIELD_NUMBER: _ClassVar[int]
         NAME_FIELD_NUMBER: _ClassVar[int]
@@ -284,6 +294,9 @@ class ProcessesTable(_message.Message):
         PERCENT_OF_TRACE_FIELD_NUMBER: _ClassVar[int]
         SLICE_COUNT_FIELD_NUMBER: _ClassVar[int]
         TOP_THREADS_FIELD_NUMBER: _ClassVar[int]
+        SUBTITLE_FIELD_NUMBER: _ClassVar[int]
+        GROUP_VALUE_FIELD_NUMBER: _ClassVar[int]
+        DIMS_FIELD_NUMBER: _ClassVar[int]
         upid: int
         pid: int
         name: str
@@ -292,19 +305,24 @@ class ProcessesTable(_message.Message):
         percent_of_trace: float
         slice_count: int
         top_threads: _containers.RepeatedCompositeFieldContainer[Named]
-        def __init__(self, upid: _Optional[int] = ..., pid: _Optional[int] = ..., name: _Optional[str] = ..., thread_count: _Optional[int] = ..., cpu_time: _Optional[int] = ..., percent_of_trace: _Optional[float] = ..., slice_count: _Optional[int] = ..., top_threads: _Optional[_Iterable[_Union[Named, _Mapping]]] = ...) -> None: ...
+        subtitle: str
+        group_value: str
+        dims: _containers.RepeatedScalarFieldContainer[str]
+        def __init__(self, upid: _Optional[int] = ..., pid: _Optional[int] = ..., name: _Optional[str] = ..., thread_count: _Optional[int] = ..., cpu_time: _Optional[int] = ..., percent_of_trace: _Optional[float] = ..., slice_count: _Optional[int] = ..., top_threads: _Optional[_Iterable[_Union[Named, _Mapping]]] = ..., subtitle: _Optional[str] = ..., group_value: _Optional[str] = ..., dims: _Optional[_Iterable[str]] = ...) -> None: ...
     ROWS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_ROWS_FIELD_NUMBER: _ClassVar[int]
     TOP_THREADS_BY_FIELD_NUMBER: _ClassVar[int]
+    GROUP_BY_FIELD_NUMBER: _ClassVar[int]
     rows: _containers.RepeatedCompositeFieldContainer[ProcessesTable.Row]
     total_rows: int
     top_threads_by: str
-    def __init__(self, rows: _Optional[_Iterable[_Union[ProcessesTable.Row, _Mapping]]] = ..., total_rows: _Optional[int] = ..., top_threads_by: _Optional[str] = ...) -> None: ...
+    group_by: str
+    def __init__(self, rows: _Optional[_Iterable[_Union[ProcessesTable.Row, _Mapping]]] = ..., total_rows: _Optional[int] = ..., top_threads_by: _Optional[str] = ..., group_by: _Optional[str] = ...) -> None: ...
 
 class TracksTable(_message.Message):
-    __slots__ = ("rows", "total_rows")
+    __slots__ = ("rows", "total_rows", "group_by")
     class Row(_message.Message):
-        __slots__ = ("id", "name", "type", "event_type", "event_count", "process", "pid", "thread", "tid", "cpu")
+        __slots__ = ("id", "name", "type", "event_type", "event_count", "process", "pid", "thread", "tid", "cpu", "subtitle", "group_value", "track_count")
         ID_FIELD_NUMBER: _ClassVar[int]
         NAME_FIELD_NUMBER: _ClassVar[int]
         TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -315,6 +333,9 @@ class TracksTable(_message.Message):
         THREAD_FIELD_NUMBER: _ClassVar[int]
         TID_FIELD_NUMBER: _ClassVar[int]
         CPU_FIELD_NUMBER: _ClassVar[int]
+        SUBTITLE_FIELD_NUMBER: _ClassVar[int]
+        GROUP_VALUE_FIELD_NUMBER: _ClassVar[int]
+        TRACK_COUNT_FIELD_NUMBER: _ClassVar[int]
         id: int
         name: str
         type: str
@@ -325,17 +346,22 @@ class TracksTable(_message.Message):
         thread: str
         tid: int
         cpu: int
-        def __init__(self, id: _Optional[int] = ..., name: _Optional[str] = ..., type: _Optional[str] = ..., event_type: _Optional[str] = ..., event_count: _Optional[int] = ..., process: _Optional[str] = ..., pid: _Optional[int] = ..., thread: _Optional[str] = ..., tid: _Optional[int] = ..., cpu: _Optional[int] = ...) -> None: ...
+        subtitle: str
+        group_value: str
+        track_count: int
+        def __init__(self, id: _Optional[int] = ..., name: _Optional[str] = ..., type: _Optional[str] = ..., event_type: _Optional[str] = ..., event_count: _Optional[int] = ..., process: _Optional[str] = ..., pid: _Optional[int] = ..., thread: _Optional[str] = ..., tid: _Optional[int] = ..., cpu: _Optional[int] = ..., subtitle: _Optional[str] = ..., group_value: _Optional[str] = ..., track_count: _Optional[int] = ...) -> None: ...
     ROWS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_ROWS_FIELD_NUMBER: _ClassVar[int]
+    GROUP_BY_FIELD_NUMBER: _ClassVar[int]
     rows: _containers.RepeatedCompositeFieldContainer[TracksTable.Row]
     total_rows: int
-    def __init__(self, rows: _Optional[_Iterable[_Union[TracksTable.Row, _Mapping]]] = ..., total_rows: _Optional[int] = ...) -> None: ...
+    group_by: str
+    def __init__(self, rows: _Optional[_Iterable[_Union[TracksTable.Row, _Mapping]]] = ..., total_rows: _Optional[int] = ..., group_by: _Optional[str] = ...) -> None: ...
 
 class SlicesTable(_message.Message):
-    __slots__ = ("rows", "total_rows", "total_slices", "slice_time")
+    __slots__ = ("rows", "total_rows", "total_slices", "slice_time", "group_by")
     class Row(_message.Message):
-        __slots__ = ("name", "count", "total_dur", "percent_of_trace", "max_dur", "max_instance", "stats", "self_dur", "percent_of_slice_time")
+        __slots__ = ("name", "count", "total_dur", "percent_of_trace", "max_dur", "max_instance", "stats", "self_dur", "percent_of_slice_time", "group_value", "group_label")
         NAME_FIELD_NUMBER: _ClassVar[int]
         COUNT_FIELD_NUMBER: _ClassVar[int]
         TOTAL_DUR_FIELD_NUMBER: _ClassVar[int]
@@ -345,6 +371,8 @@ class SlicesTable(_message.Message):
         STATS_FIELD_NUMBER: _ClassVar[int]
         SELF_DUR_FIELD_NUMBER: _ClassVar[int]
         PERCENT_OF_SLICE_TIME_FIELD_NUMBER: _ClassVar[int]
+        GROUP_VALUE_FIELD_NUMBER: _ClassVar[int]
+        GROUP_LABEL_FIELD_NUMBER: _ClassVar[int]
         name: str
         count: int
         total_dur: int
@@ -354,16 +382,20 @@ class SlicesTable(_message.Message):
         stats: DurationStats
         self_dur: int
         percent_of_slice_time: float
-        def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., total_dur: _Optional[int] = ..., percent_of_trace: _Optional[float] = ..., max_dur: _Optional[int] = ..., max_instance: _Optional[_Union[SliceInstance, _Mapping]] = ..., stats: _Optional[_Union[DurationStats, _Mapping]] = ..., self_dur: _Optional[int] = ..., percent_of_slice_time: _Optional[float] = ...) -> None: ...
+        group_value: str
+        group_label: str
+        def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., total_dur: _Optional[int] = ..., percent_of_trace: _Optional[float] = ..., max_dur: _Optional[int] = ..., max_instance: _Optional[_Union[SliceInstance, _Mapping]] = ..., stats: _Optional[_Union[DurationStats, _Mapping]] = ..., self_dur: _Optional[int] = ..., percent_of_slice_time: _Optional[float] = ..., group_value: _Optional[str] = ..., group_label: _Optional[str] = ...) -> None: ...
     ROWS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_ROWS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_SLICES_FIELD_NUMBER: _ClassVar[int]
     SLICE_TIME_FIELD_NUMBER: _ClassVar[int]
+    GROUP_BY_FIELD_NUMBER: _ClassVar[int]
     rows: _containers.RepeatedCompositeFieldContainer[SlicesTable.Row]
     total_rows: int
     total_slices: int
     slice_time: int
-    def __init__(self, rows: _Optional[_Iterable[_Union[SlicesTable.Row, _Mapping]]] = ..., total_rows: _Optional[int] = ..., total_slices: _Optional[int] = ..., slice_time: _Optional[int] = ...) -> None: ...
+    group_by: str
+    def __init__(self, rows: _Optional[_Iterable[_Union[SlicesTable.Row, _Mapping]]] = ..., total_rows: _Optional[int] = ..., total_slices: _Optional[int] = ..., slice_time: _Optional[int] = ..., group_by: _Optional[str] = ...) -> None: ...
 
 class HistogramBucket(_message.Message):
     __slots__ = ("low", "high", "count")
@@ -376,18 +408,32 @@ class HistogramBucket(_message.Message):
     def __init__(self, low: _Optional[float] = ..., high: _Optional[float] = ..., count: _Optional[int] = ...) -> None: ...
 
 class SlicesHistogram(_message.Message):
-    __slots__ = ("name", "scale", "buckets", "stats", "measure")
+    __slots__ = ("name", "scale", "buckets", "stats", "measure", "group_by", "groups")
     NAME_FIELD_NUMBER: _ClassVar[int]
     SCALE_FIELD_NUMBER: _ClassVar[int]
     BUCKETS_FIELD_NUMBER: _ClassVar[int]
     STATS_FIELD_NUMBER: _ClassVar[int]
     MEASURE_FIELD_NUMBER: _ClassVar[int]
+    GROUP_BY_FIELD_NUMBER: _ClassVar[int]
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
     name: str
     scale: str
     buckets: _containers.RepeatedCompositeFieldContainer[HistogramBucket]
     stats: DurationStats
     measure: str
-    def __init__(self, name: _Optional[str] = ..., scale: _Optional[str] = ..., buckets: _Optional[_Iterable[_Union[HistogramBucket, _Mapping]]] = ..., stats: _Optional[_Union[DurationStats, _Mapping]] = ..., measure: _Optional[str] = ...) -> None: ...
+    group_by: str
+    groups: _containers.RepeatedCompositeFieldContainer[GroupStats]
+    def __init__(self, name: _Optional[str] = ..., scale: _Optional[str] = ..., buckets: _Optional[_Iterable[_Union[HistogramBucket, _Mapping]]] = ..., stats: _Optional[_Union[DurationStats, _Mapping]] = ..., measure: _Optional[str] = ..., group_by: _Optional[str] = ..., groups: _Optional[_Iterable[_Union[GroupStats, _Mapping]]] = ...) -> None: ...
+
+class GroupStats(_message.Message):
+    __slots__ = ("value", "label", "stats")
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    STATS_FIELD_NUMBER: _ClassVar[int]
+    value: str
+    label: str
+    stats: DurationStats
+    def __init__(self, value: _Optional[str] = ..., label: _Optional[str] = ..., stats: _Optional[_Union[DurationStats, _Mapping]] = ...) -> None: ...
 
 class TimelineBucket(_message.Message):
     __slots__ = ("start_ts", "end_ts", "value", "count", "total_dur", "dominant", "min", "max", "has_value")
@@ -456,7 +502,7 @@ class SlicesInspect(_message.Message):
 class SchedulingSummary(_message.Message):
     __slots__ = ("group_by", "rows", "total_rows", "cpu_count")
     class Row(_message.Message):
-        __slots__ = ("name", "tid", "pid", "process", "cpu_time", "runnable", "sleeping", "percent_of_trace")
+        __slots__ = ("name", "tid", "pid", "process", "cpu_time", "runnable", "sleeping", "percent_of_trace", "subtitle", "group_value", "group_label", "dims")
         NAME_FIELD_NUMBER: _ClassVar[int]
         TID_FIELD_NUMBER: _ClassVar[int]
         PID_FIELD_NUMBER: _ClassVar[int]
@@ -465,6 +511,10 @@ class SchedulingSummary(_message.Message):
         RUNNABLE_FIELD_NUMBER: _ClassVar[int]
         SLEEPING_FIELD_NUMBER: _ClassVar[int]
         PERCENT_OF_TRACE_FIELD_NUMBER: _ClassVar[int]
+        SUBTITLE_FIELD_NUMBER: _ClassVar[int]
+        GROUP_VALUE_FIELD_NUMBER: _ClassVar[int]
+        GROUP_LABEL_FIELD_NUMBER: _ClassVar[int]
+        DIMS_FIELD_NUMBER: _ClassVar[int]
         name: str
         tid: int
         pid: int
@@ -473,7 +523,11 @@ class SchedulingSummary(_message.Message):
         runnable: int
         sleeping: int
         percent_of_trace: float
-        def __init__(self, name: _Optional[str] = ..., tid: _Optional[int] = ..., pid: _Optional[int] = ..., process: _Optional[str] = ..., cpu_time: _Optional[int] = ..., runnable: _Optional[int] = ..., sleeping: _Optional[int] = ..., percent_of_trace: _Optional[float] = ...) -> None: ...
+        subtitle: str
+        group_value: str
+        group_label: str
+        dims: _containers.RepeatedScalarFieldContainer[str]
+        def __init__(self, name: _Optional[str] = ..., tid: _Optional[int] = ..., pid: _Optional[int] = ..., process: _Optional[str] = ..., cpu_time: _Optional[int] = ..., runnable: _Optional[int] = ..., sleeping: _Optional[int] = ..., percent_of_trace: _Optional[float] = ..., subtitle: _Optional[str] = ..., group_value: _Optional[str] = ..., group_label: _Optional[str] = ..., dims: _Optional[_Iterable[str]] = ...) -> None: ...
     GROUP_BY_FIELD_NUMBER: _ClassVar[int]
     ROWS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_ROWS_FIELD_NUMBER: _ClassVar[int]
@@ -495,7 +549,7 @@ class SchedulingTimeline(_message.Message):
     def __init__(self, bucket_dur: _Optional[int] = ..., cpu_count: _Optional[int] = ..., buckets: _Optional[_Iterable[_Union[TimelineBucket, _Mapping]]] = ...) -> None: ...
 
 class SchedulingInspect(_message.Message):
-    __slots__ = ("thread", "tid", "process", "pid", "ts", "state", "state_ts", "state_dur", "cpu", "end_state", "waker_thread", "waker_tid", "wakeup_ts", "wakeup_latency", "blocked_function", "found")
+    __slots__ = ("thread", "tid", "process", "pid", "ts", "state", "state_ts", "state_dur", "cpu", "end_state", "waker_thread", "waker_tid", "wakeup_ts", "wakeup_latency", "blocked_function", "found", "subtitle")
     THREAD_FIELD_NUMBER: _ClassVar[int]
     TID_FIELD_NUMBER: _ClassVar[int]
     PROCESS_FIELD_NUMBER: _ClassVar[int]
@@ -512,6 +566,7 @@ class SchedulingInspect(_message.Message):
     WAKEUP_LATENCY_FIELD_NUMBER: _ClassVar[int]
     BLOCKED_FUNCTION_FIELD_NUMBER: _ClassVar[int]
     FOUND_FIELD_NUMBER: _ClassVar[int]
+    SUBTITLE_FIELD_NUMBER: _ClassVar[int]
     thread: str
     tid: int
     process: str
@@ -528,12 +583,13 @@ class SchedulingInspect(_message.Message):
     wakeup_latency: int
     blocked_function: str
     found: bool
-    def __init__(self, thread: _Optional[str] = ..., tid: _Optional[int] = ..., process: _Optional[str] = ..., pid: _Optional[int] = ..., ts: _Optional[int] = ..., state: _Optional[str] = ..., state_ts: _Optional[int] = ..., state_dur: _Optional[int] = ..., cpu: _Optional[int] = ..., end_state: _Optional[str] = ..., waker_thread: _Optional[str] = ..., waker_tid: _Optional[int] = ..., wakeup_ts: _Optional[int] = ..., wakeup_latency: _Optional[int] = ..., blocked_function: _Optional[str] = ..., found: _Optional[bool] = ...) -> None: ...
+    subtitle: str
+    def __init__(self, thread: _Optional[str] = ..., tid: _Optional[int] = ..., process: _Optional[str] = ..., pid: _Optional[int] = ..., ts: _Optional[int] = ..., state: _Optional[str] = ..., state_ts: _Optional[int] = ..., state_dur: _Optional[int] = ..., cpu: _Optional[int] = ..., end_state: _Optional[str] = ..., waker_thread: _Optional[str] = ..., waker_tid: _Optional[int] = ..., wakeup_ts: _Optional[int] = ..., wakeup_latency: _Optional[int] = ..., blocked_function: _Optional[str] = ..., found: _Optional[bool] = ..., subtitle: _Optional[str] = ...) -> None: ...
 
 class CountersList(_message.Message):
-    __slots__ = ("rows", "total_rows")
+    __slots__ = ("rows", "total_rows", "group_by")
     class Row(_message.Message):
-        __slots__ = ("name", "track_type", "scope", "count", "min", "avg", "max", "track_id", "unit", "process", "pid", "thread", "tid", "cpu", "gpu", "monotonic", "rate", "variation")
+        __slots__ = ("name", "track_type", "scope", "count", "min", "avg", "max", "track_id", "unit", "process", "pid", "thread", "tid", "cpu", "gpu", "monotonic", "rate", "variation", "subtitle", "group_value", "group_label")
         NAME_FIELD_NUMBER: _ClassVar[int]
         TRACK_TYPE_FIELD_NUMBER: _ClassVar[int]
         SCOPE_FIELD_NUMBER: _ClassVar[int]
@@ -552,6 +608,9 @@ class CountersList(_message.Message):
         MONOTONIC_FIELD_NUMBER: _ClassVar[int]
         RATE_FIELD_NUMBER: _ClassVar[int]
         VARIATION_FIELD_NUMBER: _ClassVar[int]
+        SUBTITLE_FIELD_NUMBER: _ClassVar[int]
+        GROUP_VALUE_FIELD_NUMBER: _ClassVar[int]
+        GROUP_LABEL_FIELD_NUMBER: _ClassVar[int]
         name: str
         track_type: str
         scope: str
@@ -570,12 +629,17 @@ class CountersList(_message.Message):
         monotonic: bool
         rate: float
         variation: float
-        def __init__(self, name: _Optional[str] = ..., track_type: _Optional[str] = ..., scope: _Optional[str] = ..., count: _Optional[int] = ..., min: _Optional[float] = ..., avg: _Optional[float] = ..., max: _Optional[float] = ..., track_id: _Optional[int] = ..., unit: _Optional[str] = ..., process: _Optional[str] = ..., pid: _Optional[int] = ..., thread: _Optional[str] = ..., tid: _Optional[int] = ..., cpu: _Optional[int] = ..., gpu: _Optional[int] = ..., monotonic: _Optional[bool] = ..., rate: _Optional[float] = ..., variation: _Optional[float] = ...) -> None: ...
+        subtitle: str
+        group_value: str
+        group_label: str
+        def __init__(self, name: _Optional[str] = ..., track_type: _Optional[str] = ..., scope: _Optional[str] = ..., count: _Optional[int] = ..., min: _Optional[float] = ..., avg: _Optional[float] = ..., max: _Optional[float] = ..., track_id: _Optional[int] = ..., unit: _Optional[str] = ..., process: _Optional[str] = ..., pid: _Optional[int] = ..., thread: _Optional[str] = ..., tid: _Optional[int] = ..., cpu: _Optional[int] = ..., gpu: _Optional[int] = ..., monotonic: _Optional[bool] = ..., rate: _Optional[float] = ..., variation: _Optional[float] = ..., subtitle: _Optional[str] = ..., group_value: _Optional[str] = ..., group_label: _Optional[str] = ...) -> None: ...
     ROWS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_ROWS_FIELD_NUMBER: _ClassVar[int]
+    GROUP_BY_FIELD_NUMBER: _ClassVar[int]
     rows: _containers.RepeatedCompositeFieldContainer[CountersList.Row]
     total_rows: int
-    def __init__(self, rows: _Optional[_Iterable[_Union[CountersList.Row, _Mapping]]] = ..., total_rows: _Optional[int] = ...) -> None: ...
+    group_by: str
+    def __init__(self, rows: _Optional[_Iterable[_Union[CountersList.Row, _Mapping]]] = ..., total_rows: _Optional[int] = ..., group_by: _Optional[str] = ...) -> None: ...
 
 class CountersTimeline(_message.Message):
     __slots__ = ("name", "bucket_dur", "buckets", "tracks")
@@ -688,7 +752,7 @@ class DiffSummary(_message.Message):
 class SlicesTableDiff(_message.Message):
     __slots__ = ("summary", "rows", "baseline_total_slices", "target_total_slices")
     class Row(_message.Message):
-        __slots__ = ("name", "change", "baseline", "target", "count_delta", "total_dur_delta", "percent_of_trace_delta", "max_dur_delta", "avg_dur_delta", "self_dur_delta", "percent_of_slice_time_delta")
+        __slots__ = ("name", "change", "baseline", "target", "count_delta", "total_dur_delta", "percent_of_trace_delta", "max_dur_delta", "avg_dur_delta", "self_dur_delta", "percent_of_slice_time_delta", "group_label")
         NAME_FIELD_NUMBER: _ClassVar[int]
         CHANGE_FIELD_NUMBER: _ClassVar[int]
         BASELINE_FIELD_NUMBER: _ClassVar[int]
@@ -700,6 +764,7 @@ class SlicesTableDiff(_message.Message):
         AVG_DUR_DELTA_FIELD_NUMBER: _ClassVar[int]
         SELF_DUR_DELTA_FIELD_NUMBER: _ClassVar[int]
         PERCENT_OF_SLICE_TIME_DELTA_FIELD_NUMBER: _ClassVar[int]
+        GROUP_LABEL_FIELD_NUMBER: _ClassVar[int]
         name: str
         change: str
         baseline: SlicesTable.Row
@@ -711,7 +776,8 @@ class SlicesTableDiff(_message.Message):
         avg_dur_delta: int
         self_dur_delta: int
         percent_of_slice_time_delta: float
-        def __init__(self, name: _Optional[str] = ..., change: _Optional[str] = ..., baseline: _Optional[_Union[SlicesTable.Row, _Mapping]] = ..., target: _Optional[_Union[SlicesTable.Row, _Mapping]] = ..., count_delta: _Optional[int] = ..., total_dur_delta: _Optional[int] = ..., percent_of_trace_delta: _Optional[float] = ..., max_dur_delta: _Optional[int] = ..., avg_dur_delta: _Optional[int] = ..., self_dur_delta: _Optional[int] = ..., percent_of_slice_time_delta: _Optional[float] = ...) -> None: ...
+        group_label: str
+        def __init__(self, name: _Optional[str] = ..., change: _Optional[str] = ..., baseline: _Optional[_Union[SlicesTable.Row, _Mapping]] = ..., target: _Optional[_Union[SlicesTable.Row, _Mapping]] = ..., count_delta: _Optional[int] = ..., total_dur_delta: _Optional[int] = ..., percent_of_trace_delta: _Optional[float] = ..., max_dur_delta: _Optional[int] = ..., avg_dur_delta: _Optional[int] = ..., self_dur_delta: _Optional[int] = ..., percent_of_slice_time_delta: _Optional[float] = ..., group_label: _Optional[str] = ...) -> None: ...
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
     ROWS_FIELD_NUMBER: _ClassVar[int]
     BASELINE_TOTAL_SLICES_FIELD_NUMBER: _ClassVar[int]
@@ -725,7 +791,7 @@ class SlicesTableDiff(_message.Message):
 class ProcessesTableDiff(_message.Message):
     __slots__ = ("summary", "rows", "top_threads_by")
     class Row(_message.Message):
-        __slots__ = ("name", "change", "baseline", "target", "baseline_rows", "target_rows", "thread_count_delta", "cpu_time_delta", "percent_of_trace_delta", "slice_count_delta")
+        __slots__ = ("name", "change", "baseline", "target", "baseline_rows", "target_rows", "thread_count_delta", "cpu_time_delta", "percent_of_trace_delta", "slice_count_delta", "subtitle")
         NAME_FIELD_NUMBER: _ClassVar[int]
         CHANGE_FIELD_NUMBER: _ClassVar[int]
         BASELINE_FIELD_NUMBER: _ClassVar[int]
@@ -736,6 +802,7 @@ class ProcessesTableDiff(_message.Message):
         CPU_TIME_DELTA_FIELD_NUMBER: _ClassVar[int]
         PERCENT_OF_TRACE_DELTA_FIELD_NUMBER: _ClassVar[int]
         SLICE_COUNT_DELTA_FIELD_NUMBER: _ClassVar[int]
+        SUBTITLE_FIELD_NUMBER: _ClassVar[int]
         name: str
         change: str
         baseline: ProcessesTable.Row
@@ -746,7 +813,8 @@ class ProcessesTableDiff(_message.Message):
         cpu_time_delta: int
         percent_of_trace_delta: float
         slice_count_delta: int
-        def __init__(self, name: _Optional[str] = ..., change: _Optional[str] = ..., baseline: _Optional[_Union[ProcessesTable.Row, _Mapping]] = ..., target: _Optional[_Union[ProcessesTable.Row, _Mapping]] = ..., baseline_rows: _Optional[int] = ..., target_rows: _Optional[int] = ..., thread_count_delta: _Optional[int] = ..., cpu_time_delta: _Optional[int] = ..., percent_of_trace_delta: _Optional[float] = ..., slice_count_delta: _Optional[int] = ...) -> None: ...
+        subtitle: str
+        def __init__(self, name: _Optional[str] = ..., change: _Optional[str] = ..., baseline: _Optional[_Union[ProcessesTable.Row, _Mapping]] = ..., target: _Optional[_Union[ProcessesTable.Row, _Mapping]] = ..., baseline_rows: _Optional[int] = ..., target_rows: _Optional[int] = ..., thread_count_delta: _Optional[int] = ..., cpu_time_delta: _Optional[int] = ..., percent_of_trace_delta: _Optional[float] = ..., slice_count_delta: _Optional[int] = ..., subtitle: _Optional[str] = ...) -> None: ...
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
     ROWS_FIELD_NUMBER: _ClassVar[int]
     TOP_THREADS_BY_FIELD_NUMBER: _ClassVar[int]
@@ -758,7 +826,7 @@ class ProcessesTableDiff(_message.Message):
 class SchedulingSummaryDiff(_message.Message):
     __slots__ = ("summary", "rows", "group_by", "baseline_cpu_count", "target_cpu_count")
     class Row(_message.Message):
-        __slots__ = ("name", "process", "change", "baseline", "target", "baseline_rows", "target_rows", "cpu_time_delta", "runnable_delta", "sleeping_delta", "percent_of_trace_delta")
+        __slots__ = ("name", "process", "change", "baseline", "target", "baseline_rows", "target_rows", "cpu_time_delta", "runnable_delta", "sleeping_delta", "percent_of_trace_delta", "subtitle")
         NAME_FIELD_NUMBER: _ClassVar[int]
         PROCESS_FIELD_NUMBER: _ClassVar[int]
         CHANGE_FIELD_NUMBER: _ClassVar[int]
@@ -770,6 +838,7 @@ class SchedulingSummaryDiff(_message.Message):
         RUNNABLE_DELTA_FIELD_NUMBER: _ClassVar[int]
         SLEEPING_DELTA_FIELD_NUMBER: _ClassVar[int]
         PERCENT_OF_TRACE_DELTA_FIELD_NUMBER: _ClassVar[int]
+        SUBTITLE_FIELD_NUMBER: _ClassVar[int]
         name: str
         process: str
         change: str
@@ -781,7 +850,8 @@ class SchedulingSummaryDiff(_message.Message):
         runnable_delta: int
         sleeping_delta: int
         percent_of_trace_delta: float
-        def __init__(self, name: _Optional[str] = ..., process: _Optional[str] = ..., change: _Optional[str] = ..., baseline: _Optional[_Union[SchedulingSummary.Row, _Mapping]] = ..., target: _Optional[_Union[SchedulingSummary.Row, _Mapping]] = ..., baseline_rows: _Optional[int] = ..., target_rows: _Optional[int] = ..., cpu_time_delta: _Optional[int] = ..., runnable_delta: _Optional[int] = ..., sleeping_delta: _Optional[int] = ..., percent_of_trace_delta: _Optional[float] = ...) -> None: ...
+        subtitle: str
+        def __init__(self, name: _Optional[str] = ..., process: _Optional[str] = ..., change: _Optional[str] = ..., baseline: _Optional[_Union[SchedulingSummary.Row, _Mapping]] = ..., target: _Optional[_Union[SchedulingSummary.Row, _Mapping]] = ..., baseline_rows: _Optional[int] = ..., target_rows: _Optional[int] = ..., cpu_time_delta: _Optional[int] = ..., runnable_delta: _Optional[int] = ..., sleeping_delta: _Optional[int] = ..., percent_of_trace_delta: _Optional[float] = ..., subtitle: _Optional[str] = ...) -> None: ...
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
     ROWS_FIELD_NUMBER: _ClassVar[int]
     GROUP_BY_FIELD_NUMBER: _ClassVar[int]
@@ -797,7 +867,7 @@ class SchedulingSummaryDiff(_message.Message):
 class TracksTableDiff(_message.Message):
     __slots__ = ("summary", "rows")
     class Row(_message.Message):
-        __slots__ = ("name", "type", "owner", "change", "baseline", "target", "baseline_rows", "target_rows", "event_count_delta")
+        __slots__ = ("name", "type", "owner", "change", "baseline", "target", "baseline_rows", "target_rows", "event_count_delta", "subtitle")
         NAME_FIELD_NUMBER: _ClassVar[int]
         TYPE_FIELD_NUMBER: _ClassVar[int]
         OWNER_FIELD_NUMBER: _ClassVar[int]
@@ -807,6 +877,7 @@ class TracksTableDiff(_message.Message):
         BASELINE_ROWS_FIELD_NUMBER: _ClassVar[int]
         TARGET_ROWS_FIELD_NUMBER: _ClassVar[int]
         EVENT_COUNT_DELTA_FIELD_NUMBER: _ClassVar[int]
+        SUBTITLE_FIELD_NUMBER: _ClassVar[int]
         name: str
         type: str
         owner: str
@@ -816,7 +887,8 @@ class TracksTableDiff(_message.Message):
         baseline_rows: int
         target_rows: int
         event_count_delta: int
-        def __init__(self, name: _Optional[str] = ..., type: _Optional[str] = ..., owner: _Optional[str] = ..., change: _Optional[str] = ..., baseline: _Optional[_Union[TracksTable.Row, _Mapping]] = ..., target: _Optional[_Union[TracksTable.Row, _Mapping]] = ..., baseline_rows: _Optional[int] = ..., target_rows: _Optional[int] = ..., event_count_delta: _Optional[int] = ...) -> None: ...
+        subtitle: str
+        def __init__(self, name: _Optional[str] = ..., type: _Optional[str] = ..., owner: _Optional[str] = ..., change: _Optional[str] = ..., baseline: _Optional[_Union[TracksTable.Row, _Mapping]] = ..., target: _Optional[_Union[TracksTable.Row, _Mapping]] = ..., baseline_rows: _Optional[int] = ..., target_rows: _Optional[int] = ..., event_count_delta: _Optional[int] = ..., subtitle: _Optional[str] = ...) -> None: ...
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
     ROWS_FIELD_NUMBER: _ClassVar[int]
     summary: DiffSummary
@@ -826,7 +898,7 @@ class TracksTableDiff(_message.Message):
 class CountersListDiff(_message.Message):
     __slots__ = ("summary", "rows")
     class Row(_message.Message):
-        __slots__ = ("name", "owner", "change", "baseline", "target", "baseline_rows", "target_rows", "count_delta", "min_delta", "avg_delta", "max_delta")
+        __slots__ = ("name", "owner", "change", "baseline", "target", "baseline_rows", "target_rows", "count_delta", "min_delta", "avg_delta", "max_delta", "subtitle")
         NAME_FIELD_NUMBER: _ClassVar[int]
         OWNER_FIELD_NUMBER: _ClassVar[int]
         CHANGE_FIELD_NUMBER: _ClassVar[int]
@@ -838,6 +910,7 @@ class CountersListDiff(_message.Message):
         MIN_DELTA_FIELD_NUMBER: _ClassVar[int]
         AVG_DELTA_FIELD_NUMBER: _ClassVar[int]
         MAX_DELTA_FIELD_NUMBER: _ClassVar[int]
+        SUBTITLE_FIELD_NUMBER: _ClassVar[int]
         name: str
         owner: str
         change: str
@@ -849,7 +922,8 @@ class CountersListDiff(_message.Message):
         min_delta: float
         avg_delta: float
         max_delta: float
-        def __init__(self, name: _Optional[str] = ..., owner: _Optional[str] = ..., change: _Optional[str] = ..., baseline: _Optional[_Union[CountersList.Row, _Mapping]] = ..., target: _Optional[_Union[CountersList.Row, _Mapping]] = ..., baseline_rows: _Optional[int] = ..., target_rows: _Optional[int] = ..., count_delta: _Optional[int] = ..., min_delta: _Optional[float] = ..., avg_delta: _Optional[float] = ..., max_delta: _Optional[float] = ...) -> None: ...
+        subtitle: str
+        def __init__(self, name: _Optional[str] = ..., owner: _Optional[str] = ..., change: _Optional[str] = ..., baseline: _Optional[_Union[CountersList.Row, _Mapping]] = ..., target: _Optional[_Union[CountersList.Row, _Mapping]] = ..., baseline_rows: _Optional[int] = ..., target_rows: _Optional[int] = ..., count_delta: _Optional[int] = ..., min_delta: _Optional[float] = ..., avg_delta: _Optional[float] = ..., max_delta: _Optional[float] = ..., subtitle: _Optional[str] = ...) -> None: ...
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
     ROWS_FIELD_NUMBER: _ClassVar[int]
     summary: DiffSummary
@@ -879,7 +953,7 @@ class OverviewDiff(_message.Message):
 class StackFunctionsDiff(_message.Message):
     __slots__ = ("summary", "rows", "baseline_total_samples", "target_total_samples")
     class Row(_message.Message):
-        __slots__ = ("name", "change", "baseline", "target", "self_count_delta", "total_count_delta", "self_percent_delta", "total_percent_delta")
+        __slots__ = ("name", "change", "baseline", "target", "self_count_delta", "total_count_delta", "self_percent_delta", "total_percent_delta", "group_label")
         NAME_FIELD_NUMBER: _ClassVar[int]
         CHANGE_FIELD_NUMBER: _ClassVar[int]
         BASELINE_FIELD_NUMBER: _ClassVar[int]
@@ -888,6 +962,7 @@ class StackFunctionsDiff(_message.Message):
         TOTAL_COUNT_DELTA_FIELD_NUMBER: _ClassVar[int]
         SELF_PERCENT_DELTA_FIELD_NUMBER: _ClassVar[int]
         TOTAL_PERCENT_DELTA_FIELD_NUMBER: _ClassVar[int]
+        GROUP_LABEL_FIELD_NUMBER: _ClassVar[int]
         name: str
         change: str
         baseline: StackFunctions.Row
@@ -896,7 +971,8 @@ class StackFunctionsDiff(_message.Message):
         total_count_delta: int
         self_percent_delta: float
         total_percent_delta: float
-        def __init__(self, name: _Optional[str] = ..., change: _Optional[str] = ..., baseline: _Optional[_Union[StackFunctions.Row, _Mapping]] = ..., target: _Optional[_Union[StackFunctions.Row, _Mapping]] = ..., self_count_delta: _Optional[int] = ..., total_count_delta: _Optional[int] = ..., self_percent_delta: _Optional[float] = ..., total_percent_delta: _Optional[float] = ...) -> None: ...
+        group_label: str
+        def __init__(self, name: _Optional[str] = ..., change: _Optional[str] = ..., baseline: _Optional[_Union[StackFunctions.Row, _Mapping]] = ..., target: _Optional[_Union[StackFunctions.Row, _Mapping]] = ..., self_count_delta: _Optional[int] = ..., total_count_delta: _Optional[int] = ..., self_percent_delta: _Optional[float] = ..., total_percent_delta: _Optional[float] = ..., group_label: _Optional[str] = ...) -> None: ...
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
     ROWS_FIELD_NUMBER: _ClassVar[int]
     BASELINE_TOTAL_SAMPLES_FIELD_NUMBER: _ClassVar[int]
@@ -910,7 +986,7 @@ class StackFunctionsDiff(_message.Message):
 class HeapFunctionsDiff(_message.Message):
     __slots__ = ("summary", "rows", "baseline_total_bytes", "target_total_bytes", "baseline_total_count", "target_total_count")
     class Row(_message.Message):
-        __slots__ = ("name", "change", "baseline", "target", "self_bytes_delta", "total_bytes_delta", "self_count_delta", "total_count_delta", "avg_size_delta", "self_percent_delta", "total_percent_delta", "self_unreleased_bytes_delta", "total_unreleased_bytes_delta")
+        __slots__ = ("name", "change", "baseline", "target", "self_bytes_delta", "total_bytes_delta", "self_count_delta", "total_count_delta", "avg_size_delta", "self_percent_delta", "total_percent_delta", "self_unreleased_bytes_delta", "total_unreleased_bytes_delta", "group_label")
         NAME_FIELD_NUMBER: _ClassVar[int]
         CHANGE_FIELD_NUMBER: _ClassVar[int]
         BASELINE_FIELD_NUMBER: _ClassVar[int]
@@ -924,6 +1000,7 @@ class HeapFunctionsDiff(_message.Message):
         TOTAL_PERCENT_DELTA_FIELD_NUMBER: _ClassVar[int]
         SELF_UNRELEASED_BYTES_DELTA_FIELD_NUMBER: _ClassVar[int]
         TOTAL_UNRELEASED_BYTES_DELTA_FIELD_NUMBER: _ClassVar[int]
+        GROUP_LABEL_FIELD_NUMBER: _ClassVar[int]
         name: str
         change: str
         baseline: HeapFunctions.Row
@@ -937,7 +1014,8 @@ class HeapFunctionsDiff(_message.Message):
         total_percent_delta: float
         self_unreleased_bytes_delta: int
         total_unreleased_bytes_delta: int
-        def __init__(self, name: _Optional[str] = ..., change: _Optional[str] = ..., baseline: _Optional[_Union[HeapFunctions.Row, _Mapping]] = ..., target: _Optional[_Union[HeapFunctions.Row, _Mapping]] = ..., self_bytes_delta: _Optional[int] = ..., total_bytes_delta: _Optional[int] = ..., self_count_delta: _Optional[int] = ..., total_count_delta: _Optional[int] = ..., avg_size_delta: _Optional[int] = ..., self_percent_delta: _Optional[float] = ..., total_percent_delta: _Optional[float] = ..., self_unreleased_bytes_delta: _Optional[int] = ..., total_unreleased_bytes_delta: _Optional[int] = ...) -> None: ...
+        group_label: str
+        def __init__(self, name: _Optional[str] = ..., change: _Optional[str] = ..., baseline: _Optional[_Union[HeapFunctions.Row, _Mapping]] = ..., target: _Optional[_Union[HeapFunctions.Row, _Mapping]] = ..., self_bytes_delta: _Optional[int] = ..., total_bytes_delta: _Optional[int] = ..., self_count_delta: _Optional[int] = ..., total_count_delta: _Optional[int] = ..., avg_size_delta: _Optional[int] = ..., self_percent_delta: _Optional[float] = ..., total_percent_delta: _Optional[float] = ..., self_unreleased_bytes_delta: _Optional[int] = ..., total_unreleased_bytes_delta: _Optional[int] = ..., group_label: _Optional[str] = ...) -> None: ...
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
     ROWS_FIELD_NUMBER: _ClassVar[int]
     BASELINE_TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
@@ -1049,34 +1127,40 @@ class CallTreeDiff(_message.Message):
     def __init__(self, summary: _Optional[_Union[DiffSummary, _Mapping]] = ..., rows: _Optional[_Iterable[_Union[CallTreeDiff.Row, _Mapping]]] = ..., unit: _Optional[str] = ..., baseline_total_value: _Optional[int] = ..., target_total_value: _Optional[int] = ..., hidden_roots: _Optional[int] = ..., roots: _Optional[str] = ...) -> None: ...
 
 class StackFunctions(_message.Message):
-    __slots__ = ("rows", "total_rows", "total_samples", "not_present")
+    __slots__ = ("rows", "total_rows", "total_samples", "not_present", "group_by")
     class Row(_message.Message):
-        __slots__ = ("name", "self_count", "total_count", "self_percent", "total_percent")
+        __slots__ = ("name", "self_count", "total_count", "self_percent", "total_percent", "group_value", "group_label")
         NAME_FIELD_NUMBER: _ClassVar[int]
         SELF_COUNT_FIELD_NUMBER: _ClassVar[int]
         TOTAL_COUNT_FIELD_NUMBER: _ClassVar[int]
         SELF_PERCENT_FIELD_NUMBER: _ClassVar[int]
         TOTAL_PERCENT_FIELD_NUMBER: _ClassVar[int]
+        GROUP_VALUE_FIELD_NUMBER: _ClassVar[int]
+        GROUP_LABEL_FIELD_NUMBER: _ClassVar[int]
         name: str
         self_count: int
         total_count: int
         self_percent: float
         total_percent: float
-        def __init__(self, name: _Optional[str] = ..., self_count: _Optional[int] = ..., total_count: _Optional[int] = ..., self_percent: _Optional[float] = ..., total_percent: _Optional[float] = ...) -> None: ...
+        group_value: str
+        group_label: str
+        def __init__(self, name: _Optional[str] = ..., self_count: _Optional[int] = ..., total_count: _Optional[int] = ..., self_percent: _Optional[float] = ..., total_percent: _Optional[float] = ..., group_value: _Optional[str] = ..., group_label: _Optional[str] = ...) -> None: ...
     ROWS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_ROWS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_SAMPLES_FIELD_NUMBER: _ClassVar[int]
     NOT_PRESENT_FIELD_NUMBER: _ClassVar[int]
+    GROUP_BY_FIELD_NUMBER: _ClassVar[int]
     rows: _containers.RepeatedCompositeFieldContainer[StackFunctions.Row]
     total_rows: int
     total_samples: int
     not_present: bool
-    def __init__(self, rows: _Optional[_Iterable[_Union[StackFunctions.Row, _Mapping]]] = ..., total_rows: _Optional[int] = ..., total_samples: _Optional[int] = ..., not_present: _Optional[bool] = ...) -> None: ...
+    group_by: str
+    def __init__(self, rows: _Optional[_Iterable[_Union[StackFunctions.Row, _Mapping]]] = ..., total_rows: _Optional[int] = ..., total_samples: _Optional[int] = ..., not_present: _Optional[bool] = ..., group_by: _Optional[str] = ...) -> None: ...
 
 class HeapFunctions(_message.Message):
-    __slots__ = ("rows", "total_rows", "total_bytes", "total_count", "not_present")
+    __slots__ = ("rows", "total_rows", "total_bytes", "total_count", "not_present", "group_by")
     class Row(_message.Message):
-        __slots__ = ("name", "self_bytes", "total_bytes", "self_count", "total_count", "avg_size", "self_percent", "total_percent", "self_unreleased_bytes", "total_unreleased_bytes")
+        __slots__ = ("name", "self_bytes", "total_bytes", "self_count", "total_count", "avg_size", "self_percent", "total_percent", "self_unreleased_bytes", "total_unreleased_bytes", "group_value", "group_label")
         NAME_FIELD_NUMBER: _ClassVar[int]
         SELF_BYTES_FIELD_NUMBER: _ClassVar[int]
         TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
@@ -1087,6 +1171,8 @@ class HeapFunctions(_message.Message):
         TOTAL_PERCENT_FIELD_NUMBER: _ClassVar[int]
         SELF_UNRELEASED_BYTES_FIELD_NUMBER: _ClassVar[int]
         TOTAL_UNRELEASED_BYTES_FIELD_NUMBER: _ClassVar[int]
+        GROUP_VALUE_FIELD_NUMBER: _ClassVar[int]
+        GROUP_LABEL_FIELD_NUMBER: _ClassVar[int]
         name: str
         self_bytes: int
         total_bytes: int
@@ -1097,18 +1183,22 @@ class HeapFunctions(_message.Message):
         total_percent: float
         self_unreleased_bytes: int
         total_unreleased_bytes: int
-        def __init__(self, name: _Optional[str] = ..., self_bytes: _Optional[int] = ..., total_bytes: _Optional[int] = ..., self_count: _Optional[int] = ..., total_count: _Optional[int] = ..., avg_size: _Optional[int] = ..., self_percent: _Optional[float] = ..., total_percent: _Optional[float] = ..., self_unreleased_bytes: _Optional[int] = ..., total_unreleased_bytes: _Optional[int] = ...) -> None: ...
+        group_value: str
+        group_label: str
+        def __init__(self, name: _Optional[str] = ..., self_bytes: _Optional[int] = ..., total_bytes: _Optional[int] = ..., self_count: _Optional[int] = ..., total_count: _Optional[int] = ..., avg_size: _Optional[int] = ..., self_percent: _Optional[float] = ..., total_percent: _Optional[float] = ..., self_unreleased_bytes: _Optional[int] = ..., total_unreleased_bytes: _Optional[int] = ..., group_value: _Optional[str] = ..., group_label: _Optional[str] = ...) -> None: ...
     ROWS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_ROWS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
     TOTAL_COUNT_FIELD_NUMBER: _ClassVar[int]
     NOT_PRESENT_FIELD_NUMBER: _ClassVar[int]
+    GROUP_BY_FIELD_NUMBER: _ClassVar[int]
     rows: _containers.RepeatedCompositeFieldContainer[HeapFunctions.Row]
     total_rows: int
     total_bytes: int
     total_count: int
     not_present: bool
-    def __init__(self, rows: _Optional[_Iterable[_Union[HeapFunctions.Row, _Mapping]]] = ..., total_rows: _Optional[int] = ..., total_bytes: _Optional[int] = ..., total_count: _Optional[int] = ..., not_present: _Optional[bool] = ...) -> None: ...
+    group_by: str
+    def __init__(self, rows: _Optional[_Iterable[_Union[HeapFunctions.Row, _Mapping]]] = ..., total_rows: _Optional[int] = ..., total_bytes: _Optional[int] = ..., total_count: _Optional[int] = ..., not_present: _Optional[bool] = ..., group_by: _Optional[str] = ...) -> None: ...
 
 class CallTree(_message.Message):
     __slots__ = ("nodes", "unit", "total_value", "total_nodes", "hidden_roots", "hidden_roots_percent", "hidden_roots_max_percent", "roots", "not_present")
@@ -1197,3 +1287,143 @@ class HeapDumpTypes(_message.Message):
     has_dominators: bool
     not_present: bool
     def __init__(self, rows: _Optional[_Iterable[_Union[HeapDumpTypes.Row, _Mapping]]] = ..., total_rows: _Optional[int] = ..., total_objects: _Optional[int] = ..., total_size: _Optional[int] = ..., dump_count: _Optional[int] = ..., skipped_dumps: _Optional[int] = ..., has_dominators: _Optional[bool] = ..., not_present: _Optional[bool] = ...) -> None: ...
+
+class DimensionsList(_message.Message):
+    __slots__ = ("dimensions",)
+    class Value(_message.Message):
+        __slots__ = ("value", "label", "display_name", "track_count", "thread_count", "process_count")
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        LABEL_FIELD_NUMBER: _ClassVar[int]
+        DISPLAY_NAME_FIELD_NUMBER: _ClassVar[int]
+        TRACK_COUNT_FIELD_NUMBER: _ClassVar[int]
+        THREAD_COUNT_FIELD_NUMBER: _ClassVar[int]
+        PROCESS_COUNT_FIELD_NUMBER: _ClassVar[int]
+        value: str
+        label: str
+        display_name: str
+        track_count: int
+        thread_count: int
+        process_count: int
+        def __init__(self, value: _Optional[str] = ..., label: _Optional[str] = ..., display_name: _Optional[str] = ..., track_count: _Optional[int] = ..., thread_count: _Optional[int] = ..., process_count: _Optional[int] = ...) -> None: ...
+    class Dimension(_message.Message):
+        __slots__ = ("name", "is_well_known", "label_template", "sources", "values", "in_subtitles", "track_count")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        IS_WELL_KNOWN_FIELD_NUMBER: _ClassVar[int]
+        LABEL_TEMPLATE_FIELD_NUMBER: _ClassVar[int]
+        SOURCES_FIELD_NUMBER: _ClassVar[int]
+        VALUES_FIELD_NUMBER: _ClassVar[int]
+        IN_SUBTITLES_FIELD_NUMBER: _ClassVar[int]
+        TRACK_COUNT_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        is_well_known: bool
+        label_template: str
+        sources: _containers.RepeatedScalarFieldContainer[str]
+        values: _containers.RepeatedCompositeFieldContainer[DimensionsList.Value]
+        in_subtitles: bool
+        track_count: int
+        def __init__(self, name: _Optional[str] = ..., is_well_known: _Optional[bool] = ..., label_template: _Optional[str] = ..., sources: _Optional[_Iterable[str]] = ..., values: _Optional[_Iterable[_Union[DimensionsList.Value, _Mapping]]] = ..., in_subtitles: _Optional[bool] = ..., track_count: _Optional[int] = ...) -> None: ...
+    DIMENSIONS_FIELD_NUMBER: _ClassVar[int]
+    dimensions: _containers.RepeatedCompositeFieldContainer[DimensionsList.Dimension]
+    def __init__(self, dimensions: _Optional[_Iterable[_Union[DimensionsList.Dimension, _Mapping]]] = ...) -> None: ...
+
+class DimensionsCompare(_message.Message):
+    __slots__ = ("by", "names", "total_rows", "baseline_value", "baseline_label", "totals", "waits", "steps", "collectives", "likely_straggler", "likely_straggler_label")
+    class Value(_message.Message):
+        __slots__ = ("value", "label", "stats", "self_dur", "straggler", "change", "count_delta", "total_dur_delta", "self_dur_delta", "avg_dur_delta", "max_dur_delta")
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        LABEL_FIELD_NUMBER: _ClassVar[int]
+        STATS_FIELD_NUMBER: _ClassVar[int]
+        SELF_DUR_FIELD_NUMBER: _ClassVar[int]
+        STRAGGLER_FIELD_NUMBER: _ClassVar[int]
+        CHANGE_FIELD_NUMBER: _ClassVar[int]
+        COUNT_DELTA_FIELD_NUMBER: _ClassVar[int]
+        TOTAL_DUR_DELTA_FIELD_NUMBER: _ClassVar[int]
+        SELF_DUR_DELTA_FIELD_NUMBER: _ClassVar[int]
+        AVG_DUR_DELTA_FIELD_NUMBER: _ClassVar[int]
+        MAX_DUR_DELTA_FIELD_NUMBER: _ClassVar[int]
+        value: str
+        label: str
+        stats: DurationStats
+        self_dur: int
+        straggler: bool
+        change: str
+        count_delta: int
+        total_dur_delta: int
+        self_dur_delta: int
+        avg_dur_delta: int
+        max_dur_delta: int
+        def __init__(self, value: _Optional[str] = ..., label: _Optional[str] = ..., stats: _Optional[_Union[DurationStats, _Mapping]] = ..., self_dur: _Optional[int] = ..., straggler: _Optional[bool] = ..., change: _Optional[str] = ..., count_delta: _Optional[int] = ..., total_dur_delta: _Optional[int] = ..., self_dur_delta: _Optional[int] = ..., avg_dur_delta: _Optional[int] = ..., max_dur_delta: _Optional[int] = ...) -> None: ...
+    class Name(_message.Message):
+        __slots__ = ("name", "values", "total_dur", "count", "median_total", "spread", "straggler", "straggler_label", "collective")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        VALUES_FIELD_NUMBER: _ClassVar[int]
+        TOTAL_DUR_FIELD_NUMBER: _ClassVar[int]
+        COUNT_FIELD_NUMBER: _ClassVar[int]
+        MEDIAN_TOTAL_FIELD_NUMBER: _ClassVar[int]
+        SPREAD_FIELD_NUMBER: _ClassVar[int]
+        STRAGGLER_FIELD_NUMBER: _ClassVar[int]
+        STRAGGLER_LABEL_FIELD_NUMBER: _ClassVar[int]
+        COLLECTIVE_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        values: _containers.RepeatedCompositeFieldContainer[DimensionsCompare.Value]
+        total_dur: int
+        count: int
+        median_total: float
+        spread: float
+        straggler: str
+        straggler_label: str
+        collective: bool
+        def __init__(self, name: _Optional[str] = ..., values: _Optional[_Iterable[_Union[DimensionsCompare.Value, _Mapping]]] = ..., total_dur: _Optional[int] = ..., count: _Optional[int] = ..., median_total: _Optional[float] = ..., spread: _Optional[float] = ..., straggler: _Optional[str] = ..., straggler_label: _Optional[str] = ..., collective: _Optional[bool] = ...) -> None: ...
+    class ValueTotal(_message.Message):
+        __slots__ = ("value", "label", "slice_count", "slice_time", "track_count")
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        LABEL_FIELD_NUMBER: _ClassVar[int]
+        SLICE_COUNT_FIELD_NUMBER: _ClassVar[int]
+        SLICE_TIME_FIELD_NUMBER: _ClassVar[int]
+        TRACK_COUNT_FIELD_NUMBER: _ClassVar[int]
+        value: str
+        label: str
+        slice_count: int
+        slice_time: int
+        track_count: int
+        def __init__(self, value: _Optional[str] = ..., label: _Optional[str] = ..., slice_count: _Optional[int] = ..., slice_time: _Optional[int] = ..., track_count: _Optional[int] = ...) -> None: ...
+    class Wait(_message.Message):
+        __slots__ = ("value", "label", "steps", "step_time", "in_collectives", "outside", "likely_straggler")
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        LABEL_FIELD_NUMBER: _ClassVar[int]
+        STEPS_FIELD_NUMBER: _ClassVar[int]
+        STEP_TIME_FIELD_NUMBER: _ClassVar[int]
+        IN_COLLECTIVES_FIELD_NUMBER: _ClassVar[int]
+        OUTSIDE_FIELD_NUMBER: _ClassVar[int]
+        LIKELY_STRAGGLER_FIELD_NUMBER: _ClassVar[int]
+        value: str
+        label: str
+        steps: int
+        step_time: int
+        in_collectives: int
+        outside: int
+        likely_straggler: bool
+        def __init__(self, value: _Optional[str] = ..., label: _Optional[str] = ..., steps: _Optional[int] = ..., step_time: _Optional[int] = ..., in_collectives: _Optional[int] = ..., outside: _Optional[int] = ..., likely_straggler: _Optional[bool] = ...) -> None: ...
+    BY_FIELD_NUMBER: _ClassVar[int]
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_ROWS_FIELD_NUMBER: _ClassVar[int]
+    BASELINE_VALUE_FIELD_NUMBER: _ClassVar[int]
+    BASELINE_LABEL_FIELD_NUMBER: _ClassVar[int]
+    TOTALS_FIELD_NUMBER: _ClassVar[int]
+    WAITS_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    COLLECTIVES_FIELD_NUMBER: _ClassVar[int]
+    LIKELY_STRAGGLER_FIELD_NUMBER: _ClassVar[int]
+    LIKELY_STRAGGLER_LABEL_FIELD_NUMBER: _ClassVar[int]
+    by: str
+    names: _containers.RepeatedCompositeFieldContainer[DimensionsCompare.Name]
+    total_rows: int
+    baseline_value: str
+    baseline_label: str
+    totals: _containers.RepeatedCompositeFieldContainer[DimensionsCompare.ValueTotal]
+    waits: _containers.RepeatedCompositeFieldContainer[DimensionsCompare.Wait]
+    steps: str
+    collectives: _containers.RepeatedScalarFieldContainer[str]
+    likely_straggler: str
+    likely_straggler_label: str
+    def __init__(self, by: _Optional[str] = ..., names: _Optional[_Iterable[_Union[DimensionsCompare.Name, _Mapping]]] = ..., total_rows: _Optional[int] = ..., baseline_value: _Optional[str] = ..., baseline_label: _Optional[str] = ..., totals: _Optional[_Iterable[_Union[DimensionsCompare.ValueTotal, _Mapping]]] = ..., waits: _Optional[_Iterable[_Union[DimensionsCompare.Wait, _Mapping]]] = ..., steps: _Optional[str] = ..., collectives: _Optional[_Iterable[str]] = ..., likely_straggler: _Optional[str] = ..., likely_straggler_label: _Optional[str] = ...) -> None: ...

@@ -33,14 +33,22 @@ FLAGS: dict[str, str] = {
     "top": "Rows per table section (default 10).",
     "max_lines": "Node budget for tree views (default 100).",
     "buckets": "Buckets for timeline and histogram views (default 20).",
-    "group_by": "Grouping key where a view has one (scheduling summary: thread | process).",
+    "group_by": "Grouping key where a view has one (scheduling summary: thread | process); any dimension "
+    "(rank, machine, ...) on the table views: rows split per value.",
     "measure": "Slices histogram: what each instance counts for, dur (its duration, the default) or self "
     "(its duration less its direct children's).",
     "exclude_idle": "Stack samples: leave out V8's pseudo-frames (idle), (program) and (garbage collector) "
     "(1/true/yes/on; 0/false/no/off).",
     "baseline": "Compare against a baseline trace: a database served alongside (web) or a database file (CLI); "
     "table views and the overview.",
+    "dim": "Scope to the tracks (and their slices, samples, counters, threads, processes) whose dimension NAME has "
+    "VALUE: NAME=VALUE, VALUE the typed value (rank=3), the label (rank=rank 3) or the display name; repeatable.",
+    "by": "dimensions compare: the dimension whose values are compared (rank, machine, ...).",
+    "baseline_value": "dimensions compare: compare every value of the by dimension against this one "
+    "(a value, label or display name).",
 }
+# Flags that may be given more than once (on the web dim=a=1&dim=b=2, in the CLI --dim a=1 --dim b=2).
+REPEATABLE_FLAGS = ("dim",)
 
 DEFAULT_TOP = 10
 MEASURES = ("dur", "self")
@@ -55,6 +63,8 @@ MAX_PATTERN_BYTES = 50_000
 # The other text flags (sort, group_by, baseline) name a choice, a database or a file.
 MAX_TEXT = 4096
 MAX_INT64 = (1 << 63) - 1
+# The flags' values as parameters: one text per flag, a list of texts for a repeatable flag.
+Params = Mapping[str, str | Sequence[str]]
 
 _UNITS = {
     "ns": 1,
@@ -206,6 +216,38 @@ def _text(text: str, param: str) -> str:
     return text
 
 
+def parse_dim(text: str) -> tuple[str, str]:
+    """A dim flag's NAME=VALUE as (name, value); quotes around the value are optional (rank="rank 3")."""
+    name, sep, value = text.partition("=")
+    name, value = name.strip(), value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        value = value[1:-1]
+    if not sep or not name or not value:
+        raise ReportError(f"dim: expected NAME=VALUE (e.g. rank=3, machine=1), got {shown(text)}", "dim")
+    return name, value
+
+
+def flag_values(key: str, raw: str | Sequence[str]) -> list[str]:
+    """A flag's values as given: several only for a repeatable flag (a flag given twice is a bad request)."""
+    values = [raw] if isinstance(raw, str) else [str(v) for v in raw]
+    if len(values) > 1 and key not in REPEATABLE_FLAGS:
+        raise ReportError(f"{key}: given more than once", key)
+    return values
+
+
+def grouped(pairs: Sequence[tuple[str, str]]) -> dict[str, str | list[str]]:
+    """(flag, value) pairs as parameters: a repeatable flag's values in a list, in the order given."""
+    out: dict[str, str | list[str]] = {}
+    for key, value in pairs:
+        if key in REPEATABLE_FLAGS:
+            listed = out.setdefault(key, [])
+            assert isinstance(listed, list)
+            listed.append(value)
+        else:
+            out[key] = value
+    return out
+
+
 @dataclass(frozen=True)
 class Scope:
     pid: int | None = None
@@ -227,58 +269,42 @@ class Scope:
     exclude_idle: bool = False
     measure: str = "dur"
     baseline: str | None = None
+    dim: tuple[tuple[str, str], ...] | None = None  # (name, value) pairs, all of which a track must have
+    by: str | None = None
+    baseline_value: str | None = None
     # The flags as the user wrote them, for echoing and for links.
     given: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     @classmethod
-    def parse(cls, params: Mapping[str, str]) -> Scope:
+    def parse(cls, params: Params | Sequence[tuple[str, str]]) -> Scope:
+        """Parameters (a repeatable flag's values as a list), or (flag, value) pairs as Scope.given holds them."""
+        if not isinstance(params, Mapping):
+            params = grouped(params)
         values: dict[str, object] = {}
         given: list[tuple[str, str]] = []
         for key, raw in params.items():
             if key not in FLAGS:
                 raise ReportError(f"unknown parameter {key!r}", key, list(FLAGS))
-            text = str(raw)
-            if text.strip() == "":
-                continue  # an empty form field means "not set"
-            try:
-                text.encode("utf-8")
-            except UnicodeEncodeError:  # a command-line argument that was not UTF-8 (surrogate escapes)
-                raise ReportError(f"{key}: the value is not valid UTF-8 text", key) from None
-            given.append((key, text))
-            if key in ("pid", "tid", "cpu"):
-                values[key] = _int(text, key, -(1 << 31), (1 << 32) - 1)
-            elif key in ("min_count",):
-                values[key] = _int(text, key)
-            elif key == "top":
-                values[key] = _int(text, key, 1, MAX_TOP)
-            elif key == "max_lines":
-                values[key] = _int(text, key, 1, MAX_TOP)
-            elif key == "buckets":
-                values[key] = _int(text, key, 1, MAX_BUCKETS)
-            elif key == "exclude_idle":
-                values[key] = _bool(text, key)
-            elif key == "measure":
-                if text not in MEASURES:
-                    raise ReportError(f"measure: expected one of {', '.join(MEASURES)}, got {shown(text)}", key)
-                values[key] = text
-            elif key == "min_duration":
-                values[key] = parse_duration(text, key)
-            elif key == "ts":
-                values[key] = parse_time(text, key)
-            elif key == "time":
-                parts = text.split(",")
-                if len(parts) != 2:
-                    raise ReportError(f"time: expected START,END (e.g. 2.7s,3.1s), got {shown(text)}", key)
-                start, end = parse_time(parts[0], key), parse_time(parts[1], key)
-                values[key] = (start, end)
-            else:
-                values[key] = _text(text, key)
+            for text in flag_values(key, raw):
+                if text.strip() == "":
+                    continue  # an empty form field means "not set"
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError:  # a command-line argument that was not UTF-8 (surrogate escapes)
+                    raise ReportError(f"{key}: the value is not valid UTF-8 text", key) from None
+                given.append((key, text))
+                if key == "dim":
+                    dims = values.setdefault("dim", ())
+                    assert isinstance(dims, tuple)
+                    values["dim"] = (*dims, parse_dim(_text(text, key)))
+                else:
+                    values[key] = _parse_value(key, text)
         return cls(**values, given=tuple(given))  # type: ignore[arg-type]
 
-    def to_params(self) -> dict[str, str]:
-        return dict(self.given)
+    def to_params(self) -> dict[str, str | list[str]]:
+        return grouped(self.given)
 
-    def with_params(self, **changes: str | None) -> dict[str, str]:
+    def with_params(self, **changes: str | None) -> dict[str, str | list[str]]:
         """The URL/CLI parameters of this scope with some flags changed (None drops one)."""
         return with_changes(self.to_params(), changes)
 
@@ -298,20 +324,56 @@ class Scope:
                     "name",
                     "min_duration",
                     "min_count",
+                    "dim",
                 )
             )
             or self.exclude_idle
         )
 
 
-def with_changes(params: Mapping[str, str], changes: Mapping[str, str | None]) -> dict[str, str]:
-    """URL/CLI parameters with some flags changed (None drops one); the others keep their order."""
+def _parse_value(key: str, text: str) -> object:
+    """One flag's value, validated (ReportError naming the flag otherwise)."""
+    if key in ("pid", "tid", "cpu"):
+        return _int(text, key, -(1 << 31), (1 << 32) - 1)
+    elif key in ("min_count",):
+        return _int(text, key)
+    elif key == "top":
+        return _int(text, key, 1, MAX_TOP)
+    elif key == "max_lines":
+        return _int(text, key, 1, MAX_TOP)
+    elif key == "buckets":
+        return _int(text, key, 1, MAX_BUCKETS)
+    elif key == "exclude_idle":
+        return _bool(text, key)
+    elif key == "measure":
+        if text not in MEASURES:
+            raise ReportError(f"measure: expected one of {', '.join(MEASURES)}, got {shown(text)}", key)
+        return text
+    elif key == "min_duration":
+        return parse_duration(text, key)
+    elif key == "ts":
+        return parse_time(text, key)
+    elif key == "time":
+        parts = text.split(",")
+        if len(parts) != 2:
+            raise ReportError(f"time: expected START,END (e.g. 2.7s,3.1s), got {shown(text)}", key)
+        start, end = parse_time(parts[0], key), parse_time(parts[1], key)
+        return (start, end)
+    else:
+        return _text(text, key)
+
+
+def with_changes(
+    params: Mapping[str, str | list[str]], changes: Mapping[str, str | list[str] | None]
+) -> dict[str, str | list[str]]:
+    """URL/CLI parameters with some flags changed (None drops one; a list sets a repeatable flag's values);
+    the others keep their order."""
     out = dict(params)
     for key, value in changes.items():
         if value is None:
             out.pop(key, None)
         else:
-            out[key] = str(value)
+            out[key] = list(value) if isinstance(value, list) else str(value)
     return out
 
 

@@ -39,7 +39,8 @@ async def _respond(page: Page, base: str):
         # .txt has no terminal: no width limit unless width=N asks for one (a rendering option, not a flag).
         width = _width(params.pop("width")) if page.format == "txt" and "width" in params else 0
         flags = _flags(params)
-        if flags.get("baseline", "").strip():
+        baseline = flags.get("baseline")
+        if isinstance(baseline, str) and baseline.strip():
             result = await _diff(page, noun, view, flags, linker)
         else:
             result = await page.run(lambda conn: run_report(conn, noun, view, flags, linker))
@@ -85,12 +86,10 @@ async def _respond(page: Page, base: str):
     )
 
 
-def _flags(params: dict[str, list[str]]) -> dict[str, str]:
-    """One value per flag: a flag given twice is a bad request."""
-    repeated = [k for k, values in params.items() if len(values) > 1]
-    if repeated:
-        raise ReportError(f"{repeated[0]}: given more than once", repeated[0])
-    return {k: values[0] for k, values in params.items()}
+def _flags(params: dict[str, list[str]]) -> dict[str, str | list[str]]:
+    """A flag's value, or its values when given more than once (Scope.parse accepts that of repeatable
+    flags only)."""
+    return {k: values[0] if len(values) == 1 else values for k, values in params.items()}
 
 
 def _width(values: list[str]) -> int:
@@ -104,7 +103,7 @@ async def trace_databases(page: Page) -> list[str]:
     return [name for name in trace_database_names(page.datasette) if await page.can("view-database", name)]
 
 
-async def _diff(page: Page, noun, view, flags: dict[str, str], linker: Linker):
+async def _diff(page: Page, noun, view, flags: dict[str, str | list[str]], linker: Linker):
     """The report of the page's database against the database named by baseline=: each side computed on its own
     database's connection, then joined. Both databases must be visible to the actor."""
     from datasette.utils.asgi import Forbidden
@@ -143,7 +142,7 @@ async def _baseline_picker(page: Page, view, params: dict[str, list[str]]):
     choices = [n for n in await trace_databases(page) if n != page.db.name]
     if not choices and not current:
         return None
-    hidden = [(k, values[0]) for k, values in params.items() if k != "baseline" and values]
+    hidden = [(k, value) for k, values in params.items() if k != "baseline" for value in values]
     return {"choices": choices, "current": current, "hidden": hidden}
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 
+from .track_tracker import TrackTracker
+
 # The cookie of a track that serves slices of no cookie (AsyncTrackSet.for_interval).
 _BY_TIME = object()
 
@@ -66,3 +68,35 @@ class AsyncTrackSet:
         self.cookies.append(cookie)
         self.nesting.append(nesting)
         return i
+
+
+class CompressedTrackSets:
+    """trace_processor's TrackCompressor blueprints: one AsyncTrackSet per (type, dimensions),
+    whose tracks add a `track_compressor_idx` dimension and share one track_group_id."""
+
+    __slots__ = ("tracks", "new_group", "sets")
+
+    def __init__(self, tracks: TrackTracker, new_group: Callable[[], int]) -> None:
+        self.tracks = tracks
+        self.new_group = new_group  # () -> a new track_group_id
+        self.sets: dict[tuple, AsyncTrackSet] = {}
+
+    def get(self, type: str, dims: tuple, name: str | None, source_args: list | None = None) -> AsyncTrackSet:
+        """The set of (type, dims); its tracks are named `name` and carry `source_args` (both as
+        the set's first use gives them)."""
+        key = (type, dims)
+        track_set = self.sets.get(key)
+        if track_set is None:
+            group = self.new_group()
+            tracks = self.tracks
+
+            def make(idx: int, _event_name: str | None) -> int:
+                track_id = tracks.create(type, dims + (("track_compressor_idx", idx),), "slice", name)
+                row = tracks.row(track_id)
+                row.track_group_id = group
+                if source_args:
+                    row.source_args = list(source_args)
+                return track_id
+
+            track_set = self.sets[key] = AsyncTrackSet(make)
+        return track_set

@@ -112,6 +112,27 @@ class SliceTracker:
             self._pop(stack)
         return s[S_ID]
 
+    def add_args(self, track_id: int, args: list[Arg]) -> int | None:
+        """Adds args to the innermost slice of the track that has not ended (trace_processor's
+        AddArgs with no name or category); None if there is none."""
+        stack = self.stacks.get(track_id)
+        if not stack:
+            return None
+        idx = self._matching_open(stack, None, None)
+        if idx is None:
+            return None
+        s = stack[idx]
+        s[S_ARGS] = _merge_args(s[S_ARGS], args)
+        return s[S_ID]
+
+    def rename_open(self, track_id: int, slice_id: int, name: str | None) -> bool:
+        """Renames a slice that is still on its track's stack (not yet written); False if it is not."""
+        for s in self.stacks.get(track_id, ()):
+            if s[S_ID] == slice_id:
+                s[S_NAME] = name
+                return True
+        return False
+
     def top_slice(self, track_id: int) -> int | None:
         stack = self.stacks.get(track_id)
         return stack[-1][S_ID] if stack else None

@@ -42,6 +42,12 @@ class StackProfileTracker:
         self._frames: dict[tuple, int] = {}
         self._callsites: dict[tuple, int] = {}
         self._dummy_mappings: dict[str, int] = {}
+        # (name, build id hex or "") -> mapping ids: what ModuleSymbols packets name a mapping by
+        self._mappings_by_name: dict[tuple[str, str], list[int]] = {}
+        self._mapping_names: dict[int, str] = {}
+        # For offline symbols and deobfuscation, which revisit frames after they are written:
+        self._frame_symbols: dict[int, int] = {}  # frame id -> its symbol set
+        self._symbol_lines: dict[int, int] = {}  # symbol set -> line of its first row with one
 
     # -- mappings ---------------------------------------------------------------
     def mapping(self, mapping: Mapping, upid: int | None) -> int:
@@ -68,6 +74,8 @@ class StackProfileTracker:
                     name,
                 ),
             )
+            self._mappings_by_name.setdefault((name, build_id or ""), []).append(mapping_id)
+            self._mapping_names[mapping_id] = name
         return mapping_id
 
     def dummy_mapping(self, name: str) -> int:
@@ -77,13 +85,22 @@ class StackProfileTracker:
             mapping_id = self._dummy_mappings[name] = self.storage.insert(
                 "stack_profile_mapping", ("", 0, 0, 0, to_int64(UINT64_MAX), 0, name)
             )
+            self._mappings_by_name.setdefault((name, ""), []).append(mapping_id)
+            self._mapping_names[mapping_id] = name
         return mapping_id
 
     # -- frames -----------------------------------------------------------------
     def add_symbol(self, name: str, source_file: str | None, line: int | None) -> int:
         """A one-row symbol set; its id is the symbol table's row count, as in trace_processor."""
+        return self.symbol_set([(name, source_file, line, None)])
+
+    def symbol_set(self, rows: Sequence[tuple[str, str | None, int | None, int | None]]) -> int:
+        """A symbol set of (name, source file, line, inlined) rows; its id is the symbol table's row count."""
         symbol_set_id = self.storage.next_id["stack_profile_symbol"]
-        self.storage.insert("stack_profile_symbol", (symbol_set_id, name, source_file, line, None))
+        for name, source_file, line, inlined in rows:
+            self.storage.insert("stack_profile_symbol", (symbol_set_id, name, source_file, line, inlined))
+            if line is not None and symbol_set_id not in self._symbol_lines:
+                self._symbol_lines[symbol_set_id] = line
         return symbol_set_id
 
     def frame(
@@ -102,6 +119,8 @@ class StackProfileTracker:
             frame_id = self._frames[key] = self.storage.insert(
                 "stack_profile_frame", (name, mapping_id, to_int64(rel_pc), symbol_set_id, None, kind)
             )
+            if symbol_set_id is not None:
+                self._frame_symbols[frame_id] = symbol_set_id
         return frame_id
 
     def dummy_frame(
@@ -115,6 +134,7 @@ class StackProfileTracker:
             frame_id = self._frames[key] = self.storage.insert(
                 "stack_profile_frame", (name, mapping_id, 0, symbol_set_id, None, kind)
             )
+            self._frame_symbols[frame_id] = symbol_set_id
         return frame_id
 
     def resolved_frame(self, frame: Frame, upid: int | None) -> int:
@@ -122,6 +142,66 @@ class StackProfileTracker:
         if mapping is None:
             return self.dummy_frame(self.dummy_mapping(""), name, source_file, line, kind)
         return self.frame(self.mapping(mapping, upid), rel_pc, name, source_file, line, kind)
+
+    def module_symbols(
+        self, path: str, build_id: str, addresses: Sequence[tuple[int, Sequence[tuple[str, str, int | None]]]], stats
+    ) -> None:
+        """Symbols for a module's addresses (a ModuleSymbols packet, from an offline symbolizer):
+        each address with lines becomes a symbol set (one row per line, inlined functions first),
+        given to every frame at that rel_pc in the mappings of that path and build id ("" when the
+        module has none: it names only mappings without one)."""
+        mappings = self._mappings_by_name.get((path, build_id))
+        if not mappings:
+            stats.inc("stackprofile_invalid_mapping_id")
+            return
+        frames_at: dict[tuple[int, int], list[int]] = {}
+        wanted = set(mappings)
+        for key, frame_id in self._frames.items():
+            if key[0] == "dummy":
+                if key[1] in wanted:
+                    frames_at.setdefault((key[1], 0), []).append(frame_id)
+            elif key[0] in wanted:
+                frames_at.setdefault((key[0], key[1]), []).append(frame_id)
+        updates: list[tuple[int, int]] = []
+        for address, lines in addresses:
+            if not lines:
+                continue
+            symbol_set_id = self.symbol_set(
+                [(fn, source_file or None, line if source_file else None, None) for fn, source_file, line in lines]
+            )
+            found = False
+            for mapping_id in mappings:
+                for frame_id in frames_at.get((mapping_id, address), ()):
+                    updates.append((symbol_set_id, frame_id))
+                    found = True
+            if not found:
+                stats.inc("stackprofile_invalid_frame_id")
+        if updates:
+            self.set_frame_symbols(updates)
+
+    def frames_with_mapping_names(self) -> list[tuple[int, str, str]]:
+        """(frame id, function name, mapping name) of every frame, in id order."""
+        out = []
+        for key, frame_id in self._frames.items():
+            mapping_id, name = (key[1], key[2]) if key[0] == "dummy" else (key[0], key[2])
+            out.append((frame_id, name, self._mapping_names.get(mapping_id, "")))
+        out.sort()
+        return out
+
+    def frame_line(self, frame_id: int) -> int | None:
+        """The line number of a frame's symbols (their first row that has one), if any."""
+        symbol_set_id = self._frame_symbols.get(frame_id)
+        return None if symbol_set_id is None else self._symbol_lines.get(symbol_set_id)
+
+    def set_frame_symbols(self, updates: Sequence[tuple[int, int]]) -> None:
+        """Gives frames other symbol sets: (symbol set id, frame id) pairs."""
+        for symbol_set_id, frame_id in updates:
+            self._frame_symbols[frame_id] = symbol_set_id
+        self.storage.executemany("UPDATE stack_profile_frame SET symbol_set_id = ? WHERE id = ?", list(updates))
+
+    def mapping_names_without_build_id(self) -> list[str]:
+        """Names of every mapping without a build id (one entry per mapping)."""
+        return [name for (name, build_id), ids in self._mappings_by_name.items() if not build_id for _ in ids]
 
     # -- callsites --------------------------------------------------------------
     def callsite(self, parent_id: int | None, frame_id: int, depth: int) -> int:

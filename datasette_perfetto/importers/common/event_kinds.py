@@ -28,6 +28,7 @@ class JsonEventKind(IntEnum):
 
     EVENT = 0  # [EVENT, phase, pid, tid, ...]: one trace event (json/importer.py's J_* positions)
     V8_SAMPLE = 1  # (V8_SAMPLE, session id, pid, tid, node id): a V8 CPU profile sample
+    SYSTRACE_LINE = 2  # (SYSTRACE_LINE, cpu, pid, task, tgid, ftrace event): a `systemTraceEvents` line
 
 
 # The tuples carry plain ints: enum members would make every queued event slower to
@@ -43,3 +44,4 @@ EV_MACHINE = EventKind.MACHINE.value
 EV_PROFILE = EventKind.PROFILE.value
 EV_JSON = JsonEventKind.EVENT.value
 EV_V8_SAMPLE = JsonEventKind.V8_SAMPLE.value
+EV_SYSTRACE_LINE = JsonEventKind.SYSTRACE_LINE.value

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...storage import Arg
-from .values import INT64_MAX, INT64_MIN
+from .values import INT64_MAX, INT64_MIN, signed
 
 SHARED_STRINGS_LIMIT = 20_000
 SHARED_ARGS_LIMIT = 10_000
@@ -78,8 +78,42 @@ def add_json_args(out: list[Arg], flat_key: str, key: str, value: Any, track_eve
         elif track_event and 0 <= value < 1 << 64:
             out.append((flat_key, key, "uint", value))
         else:
-            out.append((flat_key, key, "real", float(value)))
+            out.append((flat_key, key, "real", big_int_as_double(value)))
     elif t is float:
         out.append((flat_key, key, "real", value))
     elif value is None and track_event:
         out.append((flat_key, key, "null", None))
+
+
+def big_int_as_double(value: int) -> float:
+    """An integer beyond int64 as trace_processor's JSON parser reads it: a double from
+    digits accumulated in a wrapping int64 (so the low 64 bits of its magnitude), negated
+    for a minus sign. Never fails, however many digits."""
+    magnitude = signed(abs(value) & 0xFFFFFFFFFFFFFFFF)
+    return -float(magnitude) if value < 0 else float(magnitude)
+
+
+def add_json_args_deep(out: list[Arg], flat_key: str, key: str, value: Any, track_event: bool = False) -> None:
+    """add_json_args without recursion, for values nested deeper than Python's stack allows
+    (trace_processor walks any depth). Same args, same order."""
+    stack: list[tuple[str, str, Any]] = [(flat_key, key, value)]
+    while stack:
+        flat_key, key, value = stack.pop()
+        t = type(value)
+        if t is dict:
+            stack.extend(reversed([(f"{flat_key}.{k}", f"{key}.{k}", v) for k, v in value.items()]))
+        elif t is list:
+            items = [v for v in value if v is not None or track_event]
+            stack.extend(reversed([(flat_key, f"{key}[{i}]", v) for i, v in enumerate(items)]))
+        else:
+            add_json_args(out, flat_key, key, value, track_event)
+
+
+def add_json_args_safe(out: list[Arg], flat_key: str, key: str, value: Any, track_event: bool = False) -> None:
+    """add_json_args, falling back to the iterative walk for very deep values."""
+    size = len(out)
+    try:
+        add_json_args(out, flat_key, key, value, track_event)
+    except RecursionError:
+        del out[size:]
+        add_json_args_deep(out, flat_key, key, value, track_event)

@@ -15,3 +15,6 @@ class ImportOptions:
     # Opens the input again from its start (inflated like the stream the importer reads):
     # the split helper process reads the file too. None: the input cannot be reopened.
     reopen: Callable[[], BinaryIO] | None = None
+    # trace_processor's --analyze-trace-proto-content (on in its diff tests): each distinct
+    # TrackEvent (category, name) pair, and skipped packets, leave an annotation arg set.
+    analyze_proto_content: bool = False

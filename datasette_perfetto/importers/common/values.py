@@ -14,11 +14,83 @@ def text(value):
     return value
 
 
+def string_map_items(message, field: str) -> list[tuple[str, str]]:
+    """The (key, value) pairs of a map<string, string> field, as text(). upb raises on iterating a map
+    whose strings are not valid UTF-8 (a plain string field hands back bytes instead); then the
+    entries are read from the message's wire format, keeping every byte as text() does."""
+    entries = getattr(message, field)
+    try:
+        return [(text(k), text(v)) for k, v in entries.items()]
+    except UnicodeDecodeError:
+        pass
+    number = message.DESCRIPTOR.fields_by_name[field].number
+    pairs = []
+    for entry in _length_delimited(message.SerializeToString(), number):
+        found = dict.fromkeys((1, 2), b"")
+        for key in (1, 2):
+            for raw in _length_delimited(entry, key):
+                found[key] = raw
+        pairs.append((text(found[1]), text(found[2])))
+    return pairs
+
+
+def _length_delimited(data: bytes, wanted: int) -> list[bytes]:
+    """The payloads of field `wanted` (length-delimited) in a serialized message; stops at damage."""
+    out, pos, end = [], 0, len(data)
+    while pos < end:
+        tag, pos = _varint(data, pos)
+        if tag is None:
+            break
+        number, wire = tag >> 3, tag & 7
+        if wire == 0:
+            _, pos = _varint(data, pos)
+        elif wire == 1:
+            pos += 8
+        elif wire == 5:
+            pos += 4
+        elif wire == 2:
+            size, pos = _varint(data, pos)
+            if size is None or pos + size > end:
+                break
+            if number == wanted:
+                out.append(data[pos : pos + size])
+            pos += size
+        else:
+            break
+    return out
+
+
+def _varint(data: bytes, pos: int) -> tuple[int | None, int]:
+    value = shift = 0
+    while pos < len(data) and shift < 70:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+    return None, len(data)
+
+
 def saturate(v: int) -> int:
     """int64 saturating arithmetic, as trace_processor's SaturatingMultiply/Add."""
     return max(INT64_MIN, min(INT64_MAX, v))
 
 
+def c_div(a: int, b: int) -> int:
+    """C's integer division: the quotient truncated toward zero (b != 0)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
 def signed(v: int) -> int:
     """A uint64 read as the int64 with the same bits."""
     return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def stack_string(s: str, size: int) -> str:
+    """trace_processor's base::StackString<size>: snprintf keeps at most size - 1 bytes."""
+    raw = s.encode("utf-8", "surrogateescape")
+    if len(raw) < size:
+        return s
+    return raw[: size - 1].decode("utf-8", "ignore")

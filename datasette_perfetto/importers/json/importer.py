@@ -29,13 +29,22 @@ from ...storage import Arg
 from ...trackers.async_track_set import AsyncTrackSet
 from ...trackers.dimension_tracker import SOURCE_DISTRIBUTED_INFO
 from ...trackers.process_tracker import NAME_PRIORITY_OTHER, NAME_PRIORITY_SYSTEM, set_arg
-from ..common.event_kinds import EV_JSON
-from ..common.json_args import add_json_args, shared_string
+from ..common.event_kinds import EV_JSON, EV_SYSTRACE_LINE
+from ..common.json_args import add_json_args, add_json_args_deep, big_int_as_double, shared_string
 from ..common.options import ImportOptions
 from ..common.sorter import Sorter
 from ..common.streams import file_position
 from ..common.values import INT64_MAX, INT64_MIN, UINT32_MAX
-from .reader import DISPLAY_TIME_UNIT, DISTRIBUTED_INFO, EVENT, METADATA, JsonTraceReader, object_fields
+from .lenient import JsonError, number_value
+from .reader import (
+    DISPLAY_TIME_UNIT,
+    DISTRIBUTED_INFO,
+    EVENT,
+    METADATA,
+    SYSTEM_TRACE_EVENTS,
+    JsonTraceReader,
+    object_fields,
+)
 from .v8_profiles import LegacyV8Profiles
 
 # [EV_JSON, phase, pid, tid, flags, name, cat, dur, tts, tdur, id, cookie, bind_id, scope, args, pid_name, tid_name]
@@ -94,18 +103,20 @@ def to_ns(value) -> int:
     Numbers in strings are accepted when the whole string is one JSON number."""
     t = type(value)
     if t is int:
+        if not INT64_MIN <= value <= INT64_MAX:
+            return to_ns(big_int_as_double(value))  # read as a double, as trace_processor does
         ns = value * 1000
     elif t is float:
         if not math.isfinite(value):
             raise BadValue(value)
         ns = int(value) * 1000 if value == math.trunc(value) else _round_half_away(value * 1000.0)
     elif t is str:
-        m = _NUMBER.fullmatch(value)
-        if m is None:
+        if _NUMBER.fullmatch(value) is None:
             raise BadValue(value)
-        number = float(value) if (m.group(1) or m.group(2)) else int(value)
-        if type(number) is int and not INT64_MIN <= number <= INT64_MAX:
-            number = float(number)  # an integer too large for int64 is read as a double
+        try:
+            number = number_value(value)  # any number of digits; beyond int64 a double
+        except JsonError:
+            raise BadValue(value) from None
         return to_ns(number)
     else:
         raise BadValue(value)
@@ -148,10 +159,30 @@ def _flow_id(value) -> int | None:
     return value
 
 
+class DeepArgs(dict):
+    """An event's args nested too deep to pickle: the top-level fields (a nested value as
+    None) for the phases that read fields, and `flat`, every arg already flattened."""
+
+    flat: list[Arg]
+
+
+def _deep_args(args: dict) -> DeepArgs:
+    out = DeepArgs((k, v if type(v) is not dict and type(v) is not list else None) for k, v in args.items())
+    out.flat = []
+    add_json_args_deep(out.flat, "args", "args", args)
+    return out
+
+
 def _event_args(args) -> list[Arg]:
     out: list[Arg] = []
     if args:
-        add_json_args(out, "args", "args", args)
+        if type(args) is DeepArgs:
+            return list(args.flat)
+        try:
+            add_json_args(out, "args", "args", args)
+        except RecursionError:  # deeper than Python's stack: trace_processor reads any depth
+            out = []
+            add_json_args_deep(out, "args", "args", args)
     return out
 
 
@@ -163,7 +194,7 @@ def metadata_value(value, text: str):
     if t is int:
         if INT64_MIN <= value <= INT64_MAX:
             return value
-        value = float(value)
+        value = big_int_as_double(value)
         t = float
     if t is float:
         if math.isfinite(value) and value == math.trunc(value) and abs(value) < 9.2e18:
@@ -171,7 +202,7 @@ def metadata_value(value, text: str):
         return f"{value:g}"
     if t is str:
         return value
-    if t is dict or t is list:
+    if t is dict or t is list or (value is None and text[:1] in ("{", "[")):
         return text  # as written in the file
     return None
 
@@ -224,6 +255,8 @@ class JsonImporter:
         self._seen_complete_event = False
         self.rank: int | None = None  # distributedInfo.rank (PyTorch distributed training)
         self._first_upid = trace.storage.next_id["process"]
+        self._systrace: Any = None  # a SystraceImporter, for `systemTraceEvents`
+        self._system_lines = 0
 
     def run(self, stream: BinaryIO, progress: Callable[[float], None]) -> None:
         """Imports the trace; progress(f) reports the share done, 0 to 1
@@ -239,6 +272,8 @@ class JsonImporter:
                     progress(0.5 * min(position() / size, 1.0))
             elif kind == METADATA:
                 self._metadata(value)
+            elif kind == SYSTEM_TRACE_EVENTS:
+                self._system_trace_line(value)
             elif kind == DISPLAY_TIME_UNIT:
                 # Ignored, as by trace_processor and catapult: timestamps are always microseconds.
                 self.stats.inc("json_display_time_unit")
@@ -246,7 +281,7 @@ class JsonImporter:
                 rank = value.get("rank")
                 if isinstance(rank, int) and not isinstance(rank, bool):
                     self.rank = rank
-        self.trace.packets_read = reader.events_read
+        self.trace.packets_read = reader.events_read + self._system_lines
         progress(0.5)
         parse_event, parse_sample = self.parser.parse, self.v8.parse_sample
         total = max(self.sorter.count, 1)
@@ -255,11 +290,15 @@ class JsonImporter:
             event = loads(blob)
             if event[0] == EV_JSON:
                 parse_event(ts, event)
+            elif event[0] == EV_SYSTRACE_LINE:
+                self._systrace.parse(ts, event[1:])
             else:
                 parse_sample(ts, event)
             if i & 0x3FFF == 0:
                 progress(0.5 + 0.5 * i / total)
         progress(1.0)
+        if self._systrace is not None:
+            self._systrace.ftrace.finish()
         self.v8.finish()
         if self.rank is not None:
             # The trace is one rank's: every process it holds is that rank's (a custom dimension).
@@ -269,6 +308,21 @@ class JsonImporter:
                 )
         # Every flow is written: let go of the parser's flow state (the collector is off during ingest).
         self.trace.flows.args_of = None
+
+    def _system_trace_line(self, line: str) -> None:
+        """A line of `systemTraceEvents` (ftrace text): parsed as a systrace file's lines and
+        sorted with the JSON events (trace_processor's SystraceLineParser)."""
+        self._system_lines += 1
+        if not line or line.startswith("#"):
+            return
+        if self._systrace is None:
+            from ..systrace.importer import SystraceImporter  # only for traces that have some
+
+            self._systrace = SystraceImporter(self.trace)
+        event = self._systrace.line_event(line.encode("utf-8", "surrogatepass"))
+        if event is not None:
+            ts, fields = event
+            self.sorter.push(ts, _dumps((EV_SYSTRACE_LINE, *fields), _PICKLE_PROTOCOL), KEY_OTHER)
 
     def _metadata(self, text: str) -> None:
         for key, value, raw in object_fields(text):
@@ -352,32 +406,31 @@ class JsonImporter:
         key = KEY_OTHER
         if self._seen_complete_event:
             key = KEY_END if phase == "E" else INT64_MAX - dur if phase == "X" and dur is not None else KEY_OTHER
-        self.sorter.push(
-            ts,
-            _dumps(
-                [
-                    EV_JSON,
-                    phase,
-                    pid,
-                    tid,
-                    flags,
-                    name,
-                    cat,
-                    dur,
-                    tts,
-                    tdur,
-                    event_id,
-                    cookie,
-                    _event_id(get("bind_id")),
-                    scope,
-                    args,
-                    pid_name,
-                    tid_name,
-                ],
-                _PICKLE_PROTOCOL,
-            ),
-            key,
-        )
+        record = [
+            EV_JSON,
+            phase,
+            pid,
+            tid,
+            flags,
+            name,
+            cat,
+            dur,
+            tts,
+            tdur,
+            event_id,
+            cookie,
+            _event_id(get("bind_id")),
+            scope,
+            args,
+            pid_name,
+            tid_name,
+        ]
+        try:
+            blob = _dumps(record, _PICKLE_PROTOCOL)
+        except RecursionError:  # args nested too deep to pickle: flattened now
+            record[J_ARGS] = _deep_args(args) if args is not None else None
+            blob = _dumps(record, _PICKLE_PROTOCOL)
+        self.sorter.push(ts, blob, key)
 
     def _push_sample(self, ts: int, sample: tuple) -> None:
         if ts < 0:

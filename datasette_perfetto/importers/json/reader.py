@@ -1,10 +1,12 @@
 """Streams a Chrome JSON trace: one decoded event at a time, never the whole file.
 
 The file is either an array of events or an object whose `traceEvents` key
-holds that array (other keys: `metadata`, `displayTimeUnit`, PyTorch's
-`distributedInfo`, anything else skipped). The reader walks the outer structure itself and hands each element
-of the events array to the standard library's C decoder (`raw_decode`), so
-memory is bounded by the read buffer plus the largest single event.
+holds that array (other keys: `metadata`, `displayTimeUnit`, `systemTraceEvents`
+(ftrace text), PyTorch's `distributedInfo`, anything else skipped), in any order.
+The reader walks the outer structure itself and hands each element of the events
+array to the standard library's C decoder (`raw_decode`), so memory is bounded by
+the read buffer plus the largest single event. An event that decoder refuses is
+read again by trace_processor's own, laxer rules (lenient.py).
 
 It is as tolerant as trace_processor's tokenizer and then some: trailing
 commas, raw control characters inside strings, a missing final `]`, a cut-off
@@ -19,9 +21,12 @@ import json
 import re
 import zlib
 from collections.abc import Generator, Iterator
-from typing import Any, BinaryIO, Protocol, cast
+from typing import Any, BinaryIO, cast
 
 from ...stats import Stats
+from .lenient import AlwaysMatches as _AlwaysMatches
+from .lenient import object_fields as object_fields
+from .lenient import parse_event, unescape
 
 CHUNK_BYTES = 1 << 20
 
@@ -46,12 +51,6 @@ _DECODER = json.JSONDecoder(strict=False, parse_constant=_reject_constant)
 raw_decode = _DECODER.raw_decode
 
 
-class _AlwaysMatches(Protocol):
-    """A compiled pattern that matches the empty string, so that match() never fails."""
-
-    def match(self, string: str, pos: int = ...) -> re.Match[str]: ...
-
-
 _SEPARATORS = cast(_AlwaysMatches, re.compile(r"[\s,]*"))
 _WHITESPACE = cast(_AlwaysMatches, re.compile(r"\s*"))
 # The rest of a string after its opening quote: stops at the closing quote, or
@@ -59,11 +58,15 @@ _WHITESPACE = cast(_AlwaysMatches, re.compile(r"\s*"))
 _STRING_REST = cast(_AlwaysMatches, re.compile(r'[^"\\]*(?:\\[\s\S][^"\\]*)*'))
 _STRUCTURAL = re.compile(r'["{}\[\]]')
 _SCALAR = cast(_AlwaysMatches, re.compile(r"[^\s,}\]]*"))
+# An escaped newline ends a systemTraceEvents line: `\n` after any number of escape pairs.
+_ESCAPED_NEWLINE = re.compile(r"(?<!\\)(?:\\\\)*\\n")
+MAX_SYSTEM_LINE = 16 << 20
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 # Top-level parts the reader yields besides events.
 METADATA = "metadata"
 DISPLAY_TIME_UNIT = "displayTimeUnit"
+SYSTEM_TRACE_EVENTS = "systemTraceEvents"  # one line of that string (ftrace text), parsed as systrace
 DISTRIBUTED_INFO = "distributedInfo"  # PyTorch profiler: {"rank": ..., "world_size": ..., "backend": ...}
 EVENT = "event"
 
@@ -110,14 +113,34 @@ def scan_value(buf: str, p: int, depth: int = 0, in_string: bool = False) -> tup
 
 
 def _clean_surrogates(value):
-    """Lone UTF-16 surrogates (from \\udXXX escapes) cannot be stored as UTF-8: escape them as text."""
+    """Lone UTF-16 surrogates (from \\udXXX escapes) cannot be stored as UTF-8: escape them as text.
+    Containers (fresh from the decoder) are cleaned in place, with a stack rather than recursion:
+    JSON can nest deeper than Python's call stack."""
     if isinstance(value, str):
-        return value.encode("utf-8", "backslashreplace").decode("utf-8")
-    if isinstance(value, dict):
-        return {_clean_surrogates(k): _clean_surrogates(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_clean_surrogates(v) for v in value]
+        return _escape_surrogates(value)
+    pending = [value] if isinstance(value, (dict, list)) else []
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            items = list(node.items())
+            node.clear()
+            for key, item in items:
+                if isinstance(item, str):
+                    item = _escape_surrogates(item)
+                elif isinstance(item, (dict, list)):
+                    pending.append(item)
+                node[_escape_surrogates(key)] = item
+        else:
+            for i, item in enumerate(node):
+                if isinstance(item, str):
+                    node[i] = _escape_surrogates(item)
+                elif isinstance(item, (dict, list)):
+                    pending.append(item)
     return value
+
+
+def _escape_surrogates(text: str) -> str:
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 class JsonTraceReader:
@@ -176,11 +199,15 @@ class JsonTraceReader:
         while True:
             try:
                 value, end = raw_decode(self.buf, self.pos)
-            except ValueError:
-                _, _, _, complete = scan_value(self.buf, self.pos)
+            except (ValueError, RecursionError):
+                end, _, _, complete = scan_value(self.buf, self.pos)
                 if complete:
-                    self.skip_value()
-                    return "bad", None
+                    # Refused by the standard decoder (a trailing comma, a number out of its
+                    # range, too deep): read again by trace_processor's rules.
+                    value = parse_event(self.buf[self.pos : end]) if self.buf[self.pos] == "{" else None
+                    self.value_start = self.pos
+                    self.pos = end
+                    return ("bad", None) if value is None else ("ok", value)
                 if not self._fill(max(CHUNK_BYTES, len(self.buf) - self.pos)):
                     return "eof", None
                 continue
@@ -189,6 +216,19 @@ class JsonTraceReader:
             self.value_start = self.pos
             self.pos = end
             return "ok", value
+
+    def value_text(self) -> str | None:
+        """The text of the value at pos, scanned (not decoded), and pos moved past it; None at end of input."""
+        depth, in_string, offset = 0, False, 0
+        while True:
+            p, depth, in_string, done = scan_value(self.buf, self.pos + offset, depth, in_string)
+            if done:
+                text = self.buf[self.pos : p]
+                self.pos = p
+                return text
+            offset = p - self.pos
+            if not self._fill():
+                return None
 
     def skip_value(self) -> bool:
         """Skips the value at pos without holding it (it may be larger than memory); False at end of input."""
@@ -236,11 +276,15 @@ class JsonTraceReader:
                 if not (yield from self._events(bare_array=False)):
                     return
             elif key == "metadata" and c == "{":
-                status, _ = self._decode()
-                if status == "ok":
-                    # The text, not the value: trace_processor keeps nested values as written.
-                    yield METADATA, self.buf[self.value_start : self.pos]
-                elif status == "eof":
+                # The text, not the value: trace_processor keeps nested values as written.
+                text = self.value_text()
+                if text is None:
+                    self.stats.inc("json_tokenizer_failure")
+                    return
+                yield METADATA, text
+            elif key == "systemTraceEvents" and c == '"':
+                self.pos += 1
+                if not (yield from self._system_trace_lines()):
                     self.stats.inc("json_tokenizer_failure")
                     return
             elif key == "displayTimeUnit" and c == '"':
@@ -260,6 +304,34 @@ class JsonTraceReader:
                 if not self.skip_value():
                     self.stats.inc("json_tokenizer_failure")
                     return
+
+    def _system_trace_lines(self) -> Generator[tuple[str, Any], None, bool]:
+        """The lines of the `systemTraceEvents` string, streamed (it can be the size of an ftrace
+        capture); returns False if the input ended inside it. As in trace_processor, text after
+        the last newline is not a line."""
+        pending: list[str] = []  # the escaped text of the line being read
+        pending_size = 0
+        while True:
+            end = _STRING_REST.match(self.buf, self.pos).end()
+            closed = end < len(self.buf) and self.buf[end] == '"'
+            start = self.pos
+            for m in _ESCAPED_NEWLINE.finditer(self.buf, start, end):
+                pending.append(self.buf[start : m.end() - 2])  # escaped backslashes before it stay
+                yield SYSTEM_TRACE_EVENTS, unescape("".join(pending))
+                pending, pending_size = [], 0
+                start = m.end()
+            if pending_size + end - start > MAX_SYSTEM_LINE:
+                self.stats.inc("systrace_parse_failure")  # no newline in sight: not text lines
+                pending, pending_size = [], 0
+            else:
+                pending.append(self.buf[start:end])
+                pending_size += end - start
+            self.pos = end
+            if closed:
+                self.pos += 1
+                return True
+            if not self._fill():
+                return False
 
     def _events(self, bare_array: bool) -> Generator[tuple[str, Any], None, bool]:
         """The elements of an events array; returns False if the input ended inside it."""
@@ -288,22 +360,3 @@ class JsonTraceReader:
             else:
                 self.stats.inc("json_tokenizer_failure")  # the last event is cut off
                 return False
-
-
-def object_fields(text: str) -> Iterator[tuple[str, object, str]]:
-    """(key, value, value as written) for each field of the JSON object in `text`."""
-    pos = _WHITESPACE.match(text, 0).end() + 1  # past the opening brace
-    while True:
-        pos = _SEPARATORS.match(text, pos).end()
-        if pos >= len(text) or text[pos] == "}":
-            return
-        try:
-            key, pos = raw_decode(text, pos)
-            pos = _WHITESPACE.match(text, pos).end()
-            if text[pos] != ":" or not isinstance(key, str):
-                return
-            start = _WHITESPACE.match(text, pos + 1).end()
-            value, pos = raw_decode(text, start)
-        except (ValueError, IndexError):
-            return
-        yield key, value, text[start:pos]

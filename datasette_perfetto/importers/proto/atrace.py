@@ -67,8 +67,11 @@ def c_int32(s: str) -> int | None:
     return value - (1 << 32) if value >= 1 << 31 else value
 
 
+_BEYOND_64_BITS = 1 << 70  # what every caller saturates, whatever the digits
+
+
 def _c_integer(s: str) -> int | None:
-    if s.isascii() and s.isdigit():
+    if len(s) < 40 and s.isascii() and s.isdigit():
         return int(s)  # the usual case
     body = s.lstrip(_C_SPACE)
     sign = 1
@@ -77,6 +80,9 @@ def _c_integer(s: str) -> int | None:
         body = body[1:]
     if not body or not body.isascii() or not body.isdigit():
         return None
+    body = body.lstrip("0") or "0"
+    if len(body) > 30:  # past 64 bits (and past int()'s digit limit): saturated by the callers
+        return sign * _BEYOND_64_BITS
     return sign * int(body)
 
 
@@ -391,6 +397,16 @@ def _print(parser: HandlerContext, ts: int, cpu: int, pid: int, event, *_) -> No
     if utid is not None:
         syscall_tracker(parser).truncate_write(ts, utid)
     atrace_parser(parser).print_event(ts, pid, text(event.buf))
+
+
+@ftrace_handler("mark_victim")
+def _mark_victim(parser: HandlerContext, ts: int, cpu: int, pid: int, ev, *_) -> None:
+    """The kernel OOM killer chose a victim: an instant on the victim thread's track."""
+    trace = parser.trace
+    utid = trace.processes.get_or_create_thread(ev.pid & 0xFFFFFFFF)
+    if parser.thread_track is None:
+        return
+    trace.slices.scoped(ts, 0, parser.thread_track(utid), None, "mem.oom_kill", [])
 
 
 @ftrace_handler("zero")

@@ -4,7 +4,9 @@ ClockSnapshot packets say what several clocks read at one instant. Clocks
 that appear together in a snapshot are joined by an edge; a timestamp is
 converted along the shortest path of edges, each hop using the most recent
 snapshot at or before the timestamp (the first one if none is earlier).
-Clock ids 64..127 are scoped to their packet sequence.
+Clock ids 64..127 are scoped to their packet sequence. Another machine's
+clocks reach the host's trace clock through the offsets its remote_clock_sync
+packets estimate (nodes ("host", clock id) in that machine's graph).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import bisect
 from collections import deque
 
 from ...stats import Stats
+from ..common.values import c_div
 
 BOOTTIME = 6
 BUILTIN_CLOCK_NAMES = {
@@ -53,6 +56,30 @@ class _Hop:
         return self.dst[i] + (ts - self.src[i])
 
 
+SYNC_ROUND_NS = 30 * 1_000_000_000  # remote clock syncs run every 30 s; closer snapshots are one round
+
+
+def remote_clock_offsets(rounds: list[dict[int, tuple[int, int]]]) -> dict[int, tuple[int, int]]:
+    """A RemoteClockSync's snapshot pairs (clock id -> (host ts, client ts)) → clock id ->
+    (a host reading, client - host offset): per clock, the mean of the offsets each round's two
+    round trips (client→host→client, host→client→host) estimate (C integer arithmetic)."""
+    raw: dict[int, list[int]] = {}
+    for ping, update in zip(rounds, rounds[1:]):
+        if not 0 <= update.get(BOOTTIME, (0, 0))[1] - ping.get(BOOTTIME, (0, 0))[1] < SYNC_ROUND_NS:
+            continue  # two different rounds
+        for clock_id, (t1h, t1c) in ping.items():
+            t2h, t2c = update.get(clock_id, (0, 0))
+            if not (t1h and t1c and t2h and t2c):
+                continue
+            raw.setdefault(clock_id, []).extend((c_div(t1c + t2c, 2) - t1h, t2c - c_div(t1h + t2h, 2)))
+    offsets = {}
+    for clock_id, values in raw.items():
+        # The host reading of the last round that saw the clock anchors it.
+        anchor = next((r[clock_id][0] for r in reversed(rounds) if r.get(clock_id, (0, 0))[0]), 0)
+        offsets[clock_id] = (anchor, c_div(sum(values), len(values)))
+    return offsets
+
+
 def _identity(ts: int) -> int:
     return ts
 
@@ -60,7 +87,7 @@ def _identity(ts: int) -> int:
 class ClockTracker:
     def __init__(self, stats: Stats) -> None:
         self.stats = stats
-        self.trace_clock = BOOTTIME
+        self.trace_clock: int | tuple[str, int] = BOOTTIME  # ("host", clock id): synced to the host
         self.trace_clock_fixed = False
         self._hops: dict[tuple, _Hop] = {}
         self._neighbours: dict[ClockKey, set] = {}
@@ -111,6 +138,28 @@ class ClockTracker:
                     self._neighbours.setdefault(a, set()).add(b)
                     self._paths.clear()
                 hop.add(va, vb)
+
+    def sync_to_host(self, offsets: dict[int, tuple[int, int]], host_trace_clock: int) -> None:
+        """A remote machine's clocks tied to the host's (remote_clock_sync): offsets maps a clock
+        id to (host reading, client - host offset); the host's trace clock becomes this machine's
+        conversion target. Without an offset for that clock nothing changes."""
+        if host_trace_clock not in offsets:
+            return
+        for clock_id, (host_ts, offset) in offsets.items():
+            client, host = clock_key(clock_id, 0), ("host", clock_id)
+            for a, b, va, vb in ((client, host, host_ts + offset, host_ts), (host, client, host_ts, host_ts + offset)):
+                hop = self._hops.get((a, b))
+                if hop is None:
+                    hop = self._hops[(a, b)] = _Hop()
+                    self._neighbours.setdefault(a, set()).add(b)
+                hop.add(va, vb)
+        self.trace_clock = ("host", host_trace_clock)
+        self.trace_clock_fixed = True
+        self._paths.clear()
+        self._converters.clear()
+        for user in self.users:
+            user.clock = None
+        self.users.clear()
 
     def resolve_incremental(self, key: ClockKey, delta: int) -> int:
         """Applies a delta on an incremental clock (a key of `incremental`); returns ns on that clock."""

@@ -21,11 +21,21 @@ from ..common.event_kinds import EV_COMPACT_SCHED, EV_FTRACE, EV_MACHINE
 from . import (  # noqa: F401
     atrace,
     concurrent_sessions,
+    frame_events,
+    frame_timeline,
     ftrace_counters,
+    ftrace_display,
+    ftrace_drm,
+    ftrace_gpu,
+    ftrace_memory,
     ftrace_sched,
     ftrace_stats,
     ftrace_syscalls,
+    ftrace_video,
+    gpu,
+    power,
     system_probes,
+    trace_metadata,
 )
 from .packet_handlers import COMPACT_SCHED_HANDLERS, FTRACE_HANDLERS, PACKET_HANDLERS, HandlerContext
 
@@ -43,9 +53,38 @@ class FtraceParser(HandlerContext):
             return
         self.parse_ftrace_event(ts, event[1], ev, *event[3:])
 
+    # trace_processor's drop windows, set at the first kernel event: events before tracing
+    # started are dropped (counted), and events before every CPU's buffer holds complete data
+    # (soft drop) only make their task and cpu known. Until then every event checks.
+    _soft_drop_before = 1 << 63
+    _drop_before = 0
+    _windows_set = False
+
+    def _set_drop_windows(self) -> None:
+        self._windows_set = True
+        meta = self.trace.metadata
+        started = meta.get("tracing_started_ns")
+        self._drop_before = started if isinstance(started, int) else 0
+        complete = meta.get("ftrace_latest_data_start_ns")
+        self._soft_drop_before = max(complete if isinstance(complete, int) else 0, self._drop_before)
+
+    def _in_drop_window(self, ts: int) -> bool:
+        """For an event before the soft-drop bound: True (counted) if it is before tracing started."""
+        if not self._windows_set:
+            self._set_drop_windows()
+        if ts < self._drop_before:
+            self.stats.inc("ftrace_packet_before_tracing_start")
+            return True
+        return False
+
     def parse_ftrace_event(self, ts: int, cpu: int, ev, *resolved) -> None:
         kind = ev.WhichOneof("event")
         if kind is None:
+            return
+        if ts < self._soft_drop_before and (self._in_drop_window(ts) or ts < self._soft_drop_before):
+            if kind != "sched_switch" and ts >= self._drop_before:
+                self.trace.processes.get_or_create_live_thread(ev.pid)  # soft drop: the raw event only
+                self.trace.cpu(cpu)
             return
         if kind != "sched_switch":
             # trace_processor records every other event in its raw table first, which
@@ -59,17 +98,25 @@ class FtraceParser(HandlerContext):
 
     def parse_compact_sched(self, ts: int, event: tuple) -> None:
         _, cpu, kind, *fields = event
+        if ts < self._soft_drop_before and (self._in_drop_window(ts) or ts < self._soft_drop_before):
+            if ts >= self._drop_before:
+                self.raw_only = True  # soft drop: per-cpu state follows, no rows
+                try:
+                    COMPACT_SCHED_HANDLERS[kind](self, ts, cpu, *fields)
+                finally:
+                    self.raw_only = False
+            return
         COMPACT_SCHED_HANDLERS[kind](self, ts, cpu, *fields)
 
     def parse_packet(self, ts: int, event: tuple) -> None:
-        _, kind, raw = event
+        kind, raw = event[1], event[2]
         payload_class, handler = PACKET_HANDLERS[kind]
         try:
             payload = payload_class.FromString(raw)
         except DecodeError:
             self.stats.inc("proto_packet_parse_errors")
             return
-        handler(self, ts, payload)
+        handler(self, ts, payload, *event[3:])  # values a tokenize_handler resolved
 
 
 def queue_of(event: tuple) -> int:

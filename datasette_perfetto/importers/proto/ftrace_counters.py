@@ -1,7 +1,7 @@
 """Kernel counters and interrupts from ftrace → counter tracks and CPU slice tracks.
 
-CPU frequency/idle/limits, GPU frequency, per-process memory (rss_stat), ION
-heaps, clocks, thermal zones, cooling devices, OOM score and mm events become
+CPU frequency/idle/limits, GPU frequency, per-process memory (rss_stat),
+clocks, thermal zones, cooling devices, OOM score and mm events become
 counters on tracks typed, dimensioned and named as trace_processor's
 blueprints make them; hard and soft interrupts become slices on per-CPU
 tracks. The OS-neutral generic_kernel_cpu_freq_event / generic_gpu_frequency_event
@@ -170,6 +170,7 @@ def _gpu_memory(trace: TraceContext, ts: int, gpu: int, upid: int | None, size: 
 @ftrace_handler("gpu_mem_total")
 def _gpu_mem_total(parser: HandlerContext, ts: int, cpu: int, pid: int, ev) -> None:
     procs = parser.trace.processes
+    parser.trace.gpu(ev.gpu_id)  # the GPU is seen even when the event is dropped below
     upid = None
     if ev.pid:
         # Emitted by kworkers even after the process died: never invent a process for it.
@@ -238,36 +239,6 @@ def _push_rss(
             parser.stats.inc("rss_stat_unknown_thread_for_mm_id")
             return
     push_process_memory(parser, ts, size, utid, key)
-
-
-def _push_ion(trace: TraceContext, ts: int, pid: int, heap: str, total: int, change: int) -> None:
-    """The heap's total (global track) and the change a thread made to it (thread track)."""
-    suffix = f".{heap}" if heap else ""
-    trace.insert_counter(ts, global_counter_track(trace, "ion", (("heap_name", heap),), f"mem.ion{suffix}"), total)
-    utid = trace.processes.get_or_create_thread(pid)
-    change_track = global_counter_track(
-        trace, "ion_change", (("heap_name", heap), ("utid", utid)), f"mem.ion_change{suffix}"
-    )
-    trace.insert_counter(ts, change_track, change)
-
-
-@ftrace_handler("ion_heap_grow")
-def _ion_heap_grow(parser: HandlerContext, ts: int, cpu: int, pid: int, ev) -> None:
-    # total_allocated is read before the kernel applies the change.
-    heap = text(ev.heap_name) if ev.HasField("heap_name") else "unknown"
-    _push_ion(parser.trace, ts, pid, heap, ev.total_allocated + ev.len, ev.len)
-
-
-@ftrace_handler("ion_heap_shrink")
-def _ion_heap_shrink(parser: HandlerContext, ts: int, cpu: int, pid: int, ev) -> None:
-    heap = text(ev.heap_name) if ev.HasField("heap_name") else "unknown"
-    _push_ion(parser.trace, ts, pid, heap, ev.total_allocated - ev.len, -ev.len)
-
-
-@ftrace_handler("ion_stat")
-def _ion_stat(parser: HandlerContext, ts: int, cpu: int, pid: int, ev) -> None:
-    # Per-buffer allocations (trace_processor's mem.ion_buffer slices) are not imported.
-    _push_ion(parser.trace, ts, pid, "", ev.total_allocated, ev.len)
 
 
 @ftrace_handler("oom_score_adj_update")

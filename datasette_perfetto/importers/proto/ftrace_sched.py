@@ -10,6 +10,7 @@ import re
 from ...trackers.process_tracker import THREAD_NAME_PRIORITY_FTRACE, THREAD_NAME_PRIORITY_PROCESS_TREE
 from ...trackers.sched_tracker import RUNNING, S_DUR, S_TS, PendingSched, SchedTracker, task_state_string
 from ..common.values import text
+from .ftrace_counters import cpu_counter_track
 from .packet_handlers import HandlerContext, compact_sched_handler, ftrace_handler, packet_handler
 
 CLONE_THREAD = 0x00010000
@@ -143,6 +144,21 @@ def _sched_blocked_reason(parser: HandlerContext, ts: int, cpu: int, pid: int, e
     ks.tracker.push_blocked_reason(utid, bool(ev.io_wait) if ev.HasField("io_wait") else None, blocked_function)
 
 
+@ftrace_handler("sched_cpu_util_cfs")
+def _sched_cpu_util_cfs(parser: HandlerContext, ts: int, cpu: int, pid: int, ev, *_) -> None:
+    """The CFS class's view of a CPU (Android kernels): its utilisation, capacity and number
+    of runnable tasks, one counter track each per CPU of the event's machine."""
+    target = ev.cpu & 0xFFFFFFFF
+    trace = parser.trace
+    for kind, name, value in (
+        ("cpu_utilization", "Util", ev.cpu_util),
+        ("cpu_capacity", "Cap", ev.capacity),
+        ("cpu_nr_running", "Nr Running", ev.nr_running),
+    ):
+        track = cpu_counter_track(trace, kind, target, f"Cpu {target} {name}")
+        trace.insert_counter(ts, track, float(value))
+
+
 # -- compact sched (tokenized into these calls) -------------------------------------
 
 
@@ -162,6 +178,10 @@ def compact_sched_switch(
     if pending.row is not None:
         ks.tracker.close_slice(pending.row, ts, state)
     prev_utid = pending.last_utid
+    if parser.raw_only:  # soft-dropped (ftrace.py): the cpu's state follows, no slice starts
+        pending.row = None
+        pending.last_pid, pending.last_utid, pending.last_prio = next_pid, next_utid, next_prio
+        return
     switch_in(ks, cpu, ts, next_pid, next_utid, next_prio)
     ks.tracker.push_sched_switch(ts, parser.trace.cpu(cpu), prev_utid, state, next_utid)
 
@@ -176,6 +196,8 @@ def compact_sched_waking(
         ks.stats.inc("compact_sched_waking_skipped")  # the waker is whoever runs on the cpu: unknown yet
         return
     wakee = ks.thread(pid, comm)
+    if parser.raw_only:  # soft-dropped (ftrace.py)
+        return
     ks.tracker.push_waking(ts, wakee, pending.last_utid, common_flags)
 
 

@@ -22,12 +22,13 @@ FTRACE_CLOCK_UNSPECIFIED, FTRACE_CLOCK_GLOBAL, FTRACE_CLOCK_LOCAL, FTRACE_CLOCK_
 # interned (InternedData.kernel_symbols) → that field. Their handlers take the
 # resolved name (or None) as an extra argument; add a kind here only with a
 # handler that does (trace_processor also resolves workqueue_queue_work/activate_work,
-# hrtimer and shrink_slab events).
+# hrtimer events).
 KERNEL_SYMBOL_FIELDS = {
     "sched_blocked_reason": "caller",
     "funcgraph_entry": "func",
     "funcgraph_exit": "func",
     "workqueue_execute_start": "function",
+    "mm_shrink_slab_start": "shrink",
 }
 
 

@@ -17,6 +17,7 @@ from google.protobuf.message import DecodeError
 from google.protobuf.message_factory import GetMessageClass
 
 from ..common.values import text
+from .deobfuscation import Mapping, package_from_location
 from .dominators import dominator_tree
 
 HEAP_GRAPH_FIELD = 56  # TracePacket.heap_graph (an extension the perfetto package does not carry)
@@ -67,6 +68,13 @@ CLEANER_CLASS = "sun.misc.Cleaner"
 CLEANER_THUNK = "sun.misc.Cleaner.thunk"
 CLEANER_NEXT = "sun.misc.Cleaner.next"
 THUNK_THIS0 = "libcore.util.NativeAllocationRegistry$CleanerThunk.this$0"
+# Bitmap fields ART copies into the object: (proto field, Java field, primitive type).
+BITMAP_FIELDS = (
+    ("bitmap_id_field", "android.graphics.Bitmap.mId", "long"),
+    ("bitmap_source_id_field", "android.graphics.Bitmap.mSourceId", "long"),
+    ("bitmap_width_field", "android.graphics.Bitmap.mWidth", "int"),
+    ("bitmap_height_field", "android.graphics.Bitmap.mHeight", "int"),
+)
 
 
 def _build_messages():
@@ -75,8 +83,9 @@ def _build_messages():
         name="datasette_perfetto_heap_graph.proto", package="datasette_perfetto.heap_graph", syntax="proto2"
     )
     T = descriptor_pb2.FieldDescriptorProto
-    U64, I64, I32, BYTES, BOOL, MSG = (
+    U64, U32, I64, I32, BYTES, BOOL, MSG = (
         T.TYPE_UINT64,
+        T.TYPE_UINT32,
         T.TYPE_INT64,
         T.TYPE_INT32,
         T.TYPE_BYTES,
@@ -121,6 +130,10 @@ def _build_messages():
             ("heap_type_delta", 9, I32, OPT),
             ("runtime_internal_object_id", 10, U64, REP),
             ("native_allocation_registry_size_field", 8, I64, OPT),
+            ("bitmap_id_field", 11, I64, OPT),
+            ("bitmap_source_id_field", 12, I64, OPT),
+            ("bitmap_width_field", 13, U32, OPT),
+            ("bitmap_height_field", 14, U32, OPT),
         ],
     )
     message(
@@ -191,6 +204,8 @@ class HeapGraphTracker:
         self.dumps: dict[int, _Dump] = {}  # sequence id -> dump in progress
         self.graphs: dict[tuple, list] = {}  # (upid, ts) -> heap_graph row [id, ts, upid, reason, size, truncated]
         self.extra_graphs: list[list] = []
+        # (package or None, normalized class name) -> [(class row id, class name)], for deobfuscation
+        self.class_rows: dict[tuple[str | None, str], list[tuple[int, str]]] = {}
 
     def _graph(self, upid: int, ts: int) -> list:
         row = self.graphs.get((upid, ts))
@@ -260,7 +275,7 @@ class HeapGraphTracker:
         row = dump.object_rows.get(object_id)
         if row is None:
             row = dump.object_rows[object_id] = self.storage.reserve_id("heap_graph_object")
-            dump.objects[row] = [-1, None, None, None, None]
+            dump.objects[row] = [-1, None, None, None, None, None]
         return row
 
     def _type_row(self, dump: _Dump, type_id: int) -> int:
@@ -283,6 +298,13 @@ class HeapGraphTracker:
                 dump.vm_internal_roots.append(object_id)
         if obj.HasField("native_allocation_registry_size_field"):
             fields[4] = obj.native_allocation_registry_size_field
+        if (
+            obj.HasField("bitmap_id_field")
+            or obj.HasField("bitmap_source_id_field")
+            or obj.HasField("bitmap_width_field")
+            or obj.HasField("bitmap_height_field")
+        ):
+            fields[5] = self._bitmap_fields(obj)
         base = obj.reference_field_id_base
         field_ids = obj.reference_field_id
         referred = obj.reference_object_id
@@ -310,6 +332,35 @@ class HeapGraphTracker:
             )
         fields[2] = set_id
         dump.refs_by_owner[row] = (first, len(dump.references) - first)
+
+    def _bitmap_fields(self, obj) -> int:
+        """A Bitmap's fields as primitive rows of one field set, and the object data row linking them."""
+        storage = self.storage
+        field_set_id = storage.next_id["heap_graph_primitive"]
+        for proto_field, name, type in BITMAP_FIELDS:
+            if obj.HasField(proto_field):
+                value = getattr(obj, proto_field)
+                long_value, int_value = (value, None) if type == "long" else (None, value)
+                storage.write(
+                    "heap_graph_primitive",
+                    (
+                        storage.reserve_id("heap_graph_primitive"),
+                        field_set_id,
+                        name,
+                        type,
+                        None,
+                        None,
+                        None,
+                        None,
+                        int_value,
+                        long_value,
+                        None,
+                        None,
+                    ),
+                )
+        data_id = storage.reserve_id("heap_graph_object_data")
+        storage.write("heap_graph_object_data", (data_id, field_set_id, None, None, None, None, None))
+        return data_id
 
     def finalize(self, seq_id: int) -> None:
         dump = self.dumps.pop(seq_id)
@@ -346,6 +397,9 @@ class HeapGraphTracker:
             loader = self._object_row(dump, loader_id) if loader_id else None
             classes[class_row] = [name, location, None, loader, TYPE_KINDS[kind]]
             sizes[class_row] = size
+            # Deobfuscation mappings name a package: the class' comes from where it was loaded.
+            package = package_from_location(location, self.stats) if location is not None else None
+            self.class_rows.setdefault((package, normalize_type(name)[0]), []).append((class_row, name))
         return classes, sizes
 
     def _name_reference_fields(self, dump: _Dump) -> bool:
@@ -404,7 +458,7 @@ class HeapGraphTracker:
             name, location, superclass, loader, kind = classes.get(class_row, ["", None, None, None, "KIND_UNKNOWN"])
             storage.write("heap_graph_class", (class_row, name, None, location, superclass, loader, kind))
         for i, row in enumerate(object_rows):
-            self_size, type_row, set_id, heap_type, _nar = dump.objects[row]
+            self_size, type_row, set_id, heap_type, _nar, data_id = dump.objects[row]
             storage.write(
                 "heap_graph_object",
                 (
@@ -419,7 +473,7 @@ class HeapGraphTracker:
                     type_row,
                     root_type.get(row),
                     -1,
-                    None,
+                    data_id,
                 ),
             )
         for ref_id, set_id, owner, owned, field, _deferred in dump.references:
@@ -503,6 +557,39 @@ class HeapGraphTracker:
             self.storage.write("heap_graph", tuple(row))
         self.graphs.clear()
         self.extra_graphs.clear()
+
+    def deobfuscate(self, mappings: list[Mapping]) -> None:
+        """Deobfuscated class and field names from the trace's DeobfuscationMapping packets
+        (later mappings win), once every dump is written. A class is renamed by a mapping of
+        its package, or by any mapping when its package is unknown (no class location)."""
+        class_names: dict[int, str] = {}
+        field_names: dict[str, str] = {}
+        for mapping in mappings:
+            package = mapping.package
+            for cls in mapping.classes:
+                obfuscated = cls.obfuscated
+                for key in ((None, obfuscated), (package, obfuscated)) if package else ((None, obfuscated),):
+                    for class_row, name in self.class_rows.get(key, ()):
+                        _, is_static, arrays = normalize_type(name)
+                        full = cls.deobfuscated + "[]" * arrays
+                        class_names[class_row] = f"java.lang.Class<{full}>" if is_static else full
+                for member, qualified in cls.members:
+                    field_names[f"{obfuscated}.{member}"] = qualified
+        storage = self.storage
+        if class_names:
+            storage.executemany(
+                "UPDATE heap_graph_class SET deobfuscated_name = ? WHERE id = ?",
+                [(name, row) for row, name in sorted(class_names.items())],
+            )
+        if field_names:
+            storage.execute("CREATE TEMP TABLE _deobfuscated_fields (obfuscated TEXT PRIMARY KEY, deobfuscated TEXT)")
+            storage.executemany("INSERT INTO _deobfuscated_fields VALUES (?, ?)", list(field_names.items()))
+            storage.execute(
+                """UPDATE heap_graph_reference SET deobfuscated_field_name =
+                       (SELECT deobfuscated FROM _deobfuscated_fields WHERE obfuscated = field_name)
+                   WHERE field_name IN (SELECT obfuscated FROM _deobfuscated_fields)"""
+            )
+            storage.execute("DROP TABLE _deobfuscated_fields")
 
 
 def _rank(root_type: str) -> int:

@@ -11,16 +11,15 @@ Two phases, as in trace_processor:
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable
+from functools import partial
 from typing import BinaryIO
 
 from google.protobuf.message import DecodeError
 from google.protobuf.unknown_fields import UnknownFieldSet
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
-from ...model import TraceContext, format_uuid
-from ...stats import REGISTRY as STATS
+from ...model import TraceContext
 from ...stats import Stats
 from ...storage import to_int64
 from ..common.event_kinds import (
@@ -36,9 +35,9 @@ from ..common.event_kinds import (
 from ..common.options import ImportOptions
 from ..common.sorter import Sorter
 from ..common.streams import file_position
-from ..common.values import text
+from ..common.values import string_map_items, text
 from .atrace import AtraceParser
-from .clock_tracker import BOOTTIME, ClockTracker, clock_key
+from .clock_tracker import BOOTTIME, ClockTracker, clock_key, remote_clock_offsets
 from .descriptor_dimensions import (
     INTERNED_DIMENSION_FIELDS,
     TRACK_DESCRIPTOR_DIMENSIONS,
@@ -47,30 +46,19 @@ from .descriptor_dimensions import (
 )
 from .ftrace import FtraceParser, order_ties_by_queue
 from .ftrace_tokenizer import FtraceTokenizer
-from .packet_handlers import PACKET_HANDLERS
+from .gpu import INTERNED_GPU_EXTENSIONS, intern_gpu_extensions
+from .packet_handlers import PACKET_HANDLERS, TOKENIZE_HANDLERS
 from .profiles import ProfileParser, ProfileTokenizer
 from .reader import ProtoReader, inflate_packets, scan_simple_track_event
 from .sequence_state import INTERNED_FIELDS, SequenceState
 from .split_tokenize import HELPER, MAIN, OwnedContext, SequenceClaims, SequenceSplit, split_wanted, start_helper
-from .track_descriptor import Reservation, reservation_from
+from .trace_metadata import DATA_LOSS_CAUSES
+from .track_descriptor import Reservation, chrome_thread_name, reservation_from
 from .track_event_parser import TrackEventParser
 from .track_event_tokenizer import tokenize_track_event
 
 # Sorter streams: at equal timestamps, descriptors (0) are parsed before track events (1).
 TRACK_EVENT_STREAM = 1
-
-# TracePacket.previous_packet_dropped: bit 0 says packets were lost (the old
-# boolean); the bits above it say why.
-DATA_LOSS_CAUSES = {
-    2: "read_gap",
-    4: "chunk_corrupted",
-    8: "orphan_continuation",
-    16: "reassembly_gap",
-    32: "reassembly_broken_chain",
-    64: "overwrite",
-    128: "writer_abort",
-    256: "smb_full",
-}
 
 SEQ_INCREMENTAL_STATE_CLEARED = 1
 SEQ_NEEDS_INCREMENTAL_STATE = 2
@@ -119,13 +107,14 @@ class ProtoImporter:
         # once seen (a conflicting re-declaration is rejected), so this can cache.
         self.counter_specs: dict[int, tuple] = {}
         self.first_packet_sequences: set[int] = set()
-        self.parser = TrackEventParser(trace, self.reservations, self.first_packet_sequences)
+        self.parser = TrackEventParser(
+            trace, self.reservations, self.first_packet_sequences, self.options.analyze_proto_content
+        )
         self.atrace = AtraceParser(trace, self.parser.thread_track)
         self.ftrace = FtraceParser(trace, self.parser.thread_track)
         self.ftrace.clocks = self.clocks  # packets carrying raw clock values convert them at parse time
         self.ftrace_tokenizer = FtraceTokenizer(trace, self.clocks, self.push)
         self.last_ts = 0
-        self.chrome_metadata_packets = 0
         self.profiles = ProfileTokenizer(self)
         self.profile_parser = ProfileParser(trace, self.profiles)
         self._handlers = self._handler_table()
@@ -137,6 +126,7 @@ class ProtoImporter:
         self.machine_by_index: list[ProtoImporter] = []
         self.adopted: int | None = None
         self.host_used = False
+        self.host_clocks: ClockTracker | None = None  # another machine's importer: the host's clocks
         # Tokenizing split with a forked helper process (split_tokenize.py); None: this process does it all.
         self.split: SequenceSplit | None = None
         # What tokenize_track_event reads (stats, clocks, reservations).
@@ -328,7 +318,12 @@ class ProtoImporter:
         importer = self.machine_importers.get(raw_machine_id)
         if importer is None:
             context = self.trace.for_machine(raw_machine_id)
-            importer = ProtoImporter(context, sorter=_MachineSorter(self._file_sorter(), len(self.machine_by_index)))
+            importer = ProtoImporter(
+                context,
+                ImportOptions(analyze_proto_content=self.options.analyze_proto_content),
+                sorter=_MachineSorter(self._file_sorter(), len(self.machine_by_index)),
+            )
+            importer.host_clocks = self.clocks
             self.machine_importers[raw_machine_id] = importer
             self.machine_by_index.append(importer)
         return importer
@@ -478,16 +473,12 @@ class ProtoImporter:
             "process_descriptor": self._process_descriptor,
             "ftrace_events": lambda p, seq, ts: self.ftrace_tokenizer.bundle(p.ftrace_events, seq),
             "track_event_range_of_interest": lambda p, seq, ts: self._range_of_interest(p),
-            "system_info": lambda p, seq, ts: self._system_info(p.system_info),
-            "trace_config": lambda p, seq, ts: self._trace_config(p.trace_config),
-            "trace_uuid": lambda p, seq, ts: self._trace_uuid(p.trace_uuid),
-            "service_event": lambda p, seq, ts: self._service_event(p.service_event, ts),
             "translation_table": lambda p, seq, ts: self._translation_table(p.translation_table),
-            "trace_stats": lambda p, seq, ts: self._trace_stats(p.trace_stats),
-            "trace_attributes": lambda p, seq, ts: self._trace_attributes(p.trace_attributes),
-            "chrome_metadata": lambda p, seq, ts: self._chrome_metadata(p.chrome_metadata),
+            "remote_clock_sync": lambda p, seq, ts: self._remote_clock_sync(p.remote_clock_sync),
             **self.profiles.handlers(),  # perf, StackSample, heapprofd, heap graphs
             "streaming_profile_packet": self._streaming_profile_packet,  # Chrome's sampler
+            # Data sources' own tokenize-time handlers (packet_handlers.tokenize_handler).
+            **{name: partial(fn, self) for name, fn in TOKENIZE_HANDLERS.items()},
         }
 
     def _process_descriptor(self, packet, seq: SequenceState, ts: int) -> None:
@@ -503,7 +494,7 @@ class ProtoImporter:
                 [text(c) for c in pd.cmdline],
                 text(pd.process_name) or None,
                 None,
-                None,
+                (pd.chrome_process_type, None, None, "legacy") if pd.HasField("chrome_process_type") else None,
                 None,
                 None,
             ),
@@ -517,110 +508,13 @@ class ProtoImporter:
         self.parser.range_of_interest_ns = roi.start_us * 1000
         self.trace.set_metadata("range_of_interest_start_us", roi.start_us)
 
-    def _trace_stats(self, trace_stats) -> None:
-        """The tracing service's own counters (traced_*, traced_buf_*[buffer], filter_*),
-        and per-buffer packet-loss stats for the sequences that wrote to each buffer."""
-        for fd, value in trace_stats.ListFields():
-            name = f"traced_{fd.name}"
-            if name in STATS and not STATS[name].indexed and isinstance(value, int):
-                self.stats.set(name, value)
-        for buffer, buffer_stats in enumerate(trace_stats.buffer_stats):
-            for fd, value in buffer_stats.ListFields():
-                name = f"traced_buf_{fd.name}"
-                if name in STATS and STATS[name].indexed:
-                    self.stats.set(name, value, idx=buffer)
-        if trace_stats.HasField("filter_stats"):
-            fs = trace_stats.filter_stats
-            for fd, value in fs.ListFields():
-                if fd.name == "bytes_discarded_per_buffer":
-                    for buffer, discarded in enumerate(value):
-                        self.stats.set("traced_buf_bytes_filtered_out", discarded, idx=buffer)
-                elif f"filter_{fd.name}" in STATS:
-                    self.stats.set(f"filter_{fd.name}", value)
-        for writer in trace_stats.writer_stats:
-            seq = self.sequences.get(writer.sequence_id)
-            if seq is None:
-                continue
-            buffer = writer.buffer
-            self.stats.inc("traced_buf_sequence_packet_loss", seq.dropped, idx=buffer)
-            if seq.needs_state_skipped and seq.needs_state_skipped == seq.needs_state:
-                self.stats.inc("traced_buf_incremental_sequences_dropped", 1, idx=buffer)
-            else:
-                self.stats.inc("traced_buf_incremental_sequences_dropped", 0, idx=buffer)
-            for bit, count in seq.loss_causes.items():
-                self.stats.inc(f"traced_buf_data_loss_{DATA_LOSS_CAUSES[bit]}", count, idx=buffer)
-
     def _translation_table(self, table) -> None:
         if table.HasField("slice_name"):
-            self.trace.slice_name_map.update(
-                (text(k), text(v)) for k, v in table.slice_name.raw_to_deobfuscated_name.items()
-            )
+            self.trace.slice_name_map.update(string_map_items(table.slice_name, "raw_to_deobfuscated_name"))
         if table.HasField("process_track_name"):
             self.trace.process_track_name_map.update(
-                (text(k), text(v)) for k, v in table.process_track_name.raw_to_deobfuscated_name.items()
+                string_map_items(table.process_track_name, "raw_to_deobfuscated_name")
             )
-
-    def _chrome_metadata(self, m) -> None:
-        """Chrome's metadata packet → metadata cr-<letter>-* (a letter per packet) and cr-*."""
-        prefix = f"cr-{chr(ord('a') + self.chrome_metadata_packets % 26)}-"
-        self.chrome_metadata_packets += 1
-        meta = self.trace.set_metadata
-        if m.HasField("chrome_version_code"):
-            meta(prefix + "playstore_version_code", m.chrome_version_code)
-        if m.HasField("enabled_categories"):
-            meta(prefix + "enabled_categories", text(m.enabled_categories))
-        if m.field_trial_hashes:
-            meta(
-                prefix + "field_trial_hashes",
-                "".join(f"{{ name: {h.name}, group: {h.group} }} " for h in m.field_trial_hashes),
-            )
-        if m.HasField("app_package_name"):
-            meta(prefix + "package-name", text(m.app_package_name))
-        if m.HasField("app_version"):
-            meta(prefix + "product-version", text(m.app_version))
-        if m.HasField("channel"):
-            meta(prefix + "channel", m.channel)
-        if m.HasField("os_name"):
-            meta(prefix + "os-name", text(m.os_name))
-        if m.HasField("background_tracing_metadata"):
-            btm = m.background_tracing_metadata
-            meta("cr-background_tracing_metadata", base64.b64encode(btm.SerializeToString()).decode("ascii"))
-            if btm.HasField("scenario_name_hash"):
-                meta("cr-scenario_name_hash", btm.scenario_name_hash)
-            if btm.HasField("triggered_rule") and btm.triggered_rule.HasField("name_hash"):
-                meta("cr-triggered_rule_name_hash", btm.triggered_rule.name_hash)
-
-    def _trace_attributes(self, attributes) -> None:
-        """User-declared key/values (TraceConfig or TracePacket) → metadata trace_attribute.<key>."""
-        for attribute in attributes.attribute:
-            value = attribute.long_value if attribute.HasField("long_value") else text(attribute.string_value)
-            self.trace.set_metadata(f"trace_attribute.{text(attribute.key)}", value)
-
-    def _trace_config(self, config) -> None:
-        self.trace.set_metadata("trace_config_pbtxt", str(config)[:100_000])
-        if (config.trace_uuid_msb or config.trace_uuid_lsb) and "trace_uuid" not in self.trace.metadata:
-            self.trace.set_metadata("trace_uuid", format_uuid(config.trace_uuid_msb, config.trace_uuid_lsb))
-        if config.HasField("trace_attributes"):
-            self._trace_attributes(config.trace_attributes)
-        if config.unique_session_name:
-            self.trace.set_metadata("unique_session_name", text(config.unique_session_name))
-
-    def _trace_uuid(self, u) -> None:
-        if u.msb or u.lsb:
-            self.trace.set_metadata("trace_uuid", format_uuid(u.msb, u.lsb))
-
-    def _service_event(self, ev, ts: int) -> None:
-        if ev.HasField("slow_starting_data_sources"):
-            for ds in ev.slow_starting_data_sources.data_source:
-                self.trace.add_metadata(
-                    "slow_start_data_source", f"{text(ds.producer_name)} {text(ds.data_source_name)}"
-                )
-        if ev.tracing_started:
-            self.trace.set_metadata("tracing_started_ns", ts)
-        if ev.all_data_sources_started:
-            self.trace.set_metadata("all_data_source_started_ns", ts)
-        if ev.tracing_disabled:
-            self.trace.set_metadata("tracing_disabled_ns", ts)
 
     def _lacks_state(self, seq: SequenceState) -> bool:
         """For a packet that needs incremental state: True (dropped, counted) if its sequence has none."""
@@ -698,8 +592,11 @@ class ProtoImporter:
         # Track-dimension strings (fields the perfetto package does not know) come
         # through as unknown fields: only then is the message read again.
         unknown = UnknownFieldSet(interned)
-        if len(unknown) and any(f.field_number in INTERNED_DIMENSION_FIELDS for f in unknown):
-            intern_dimension_strings(interned.SerializeToString(), seq.interned, self.stats)
+        if len(unknown):
+            if any(f.field_number in INTERNED_DIMENSION_FIELDS for f in unknown):
+                intern_dimension_strings(interned.SerializeToString(), seq.interned, self.stats)
+            if any(f.field_number in INTERNED_GPU_EXTENSIONS for f in unknown):
+                intern_gpu_extensions(unknown, seq.interned, self.stats)  # compute kernels (gpu.py)
 
     def _clock_snapshot(self, snap, seq_id: int) -> None:
         if snap.HasField("primary_trace_clock") and snap.primary_trace_clock:
@@ -709,6 +606,24 @@ class ProtoImporter:
         self.clocks.add_snapshot(
             [(c.clock_id, c.timestamp, c.is_incremental, c.unit_multiplier_ns) for c in snap.clocks], seq_id
         )
+
+    def _remote_clock_sync(self, sync) -> None:
+        """Another machine's clocks against the host's: its client snapshots join its clock graph,
+        and the offsets estimated from the rounds tie its clocks to the host's trace clock."""
+        host_clocks = self.host_clocks
+        if host_clocks is None or not isinstance(host_clocks.trace_clock, int):
+            return  # the host's own (or the adopted machine's): nothing to tie
+        rounds: list[dict[int, tuple[int, int]]] = []
+        for synced in sync.synced_clocks:
+            pairs: dict[int, list[int]] = {}
+            for c in synced.host_clocks.clocks:
+                pairs.setdefault(c.clock_id, [0, 0])[0] = c.timestamp
+            for c in synced.client_clocks.clocks:
+                pairs.setdefault(c.clock_id, [0, 0])[1] = c.timestamp
+            rounds.append({clock_id: (h, c) for clock_id, (h, c) in pairs.items()})
+            if synced.client_clocks.clocks:
+                self.clocks.add_snapshot([(c.clock_id, c.timestamp, False, 1) for c in synced.client_clocks.clocks], 0)
+        self.clocks.sync_to_host(remote_clock_offsets(rounds), host_clocks.trace_clock)
 
     def _thread_descriptor(self, packet, seq: SequenceState, ts: int) -> None:
         if not packet.HasField("trusted_packet_sequence_id"):
@@ -726,7 +641,8 @@ class ProtoImporter:
                 None,
                 td.pid,
                 td.tid,
-                text(td.thread_name) or None,
+                text(td.thread_name)
+                or (chrome_thread_name(td.chrome_thread_type) if td.HasField("chrome_thread_type") else None),
                 None,
                 None,
                 None,
@@ -737,8 +653,8 @@ class ProtoImporter:
         )
 
     @staticmethod
-    def _set_sequence_thread(seq: SequenceState, td) -> None:
-        seq.thread = (td.pid, td.tid)
+    def _set_sequence_thread(seq: SequenceState, td, tid: int | None = None) -> None:
+        seq.thread = (td.pid, td.tid if tid is None else tid)  # tid: a sandboxed thread's synthetic one
         seq.ref_ts = td.reference_timestamp_us * 1000
         seq.ref_thread_ts = td.reference_thread_time_us * 1000
         seq.ref_thread_ic = td.reference_thread_instruction_count
@@ -749,7 +665,7 @@ class ProtoImporter:
         if r is None:
             return
         if td.HasField("thread") and seq.valid:
-            self._set_sequence_thread(seq, td.thread)
+            self._set_sequence_thread(seq, td.thread, r.tid)
         if not self._reserve(r):
             return
         unknown = UnknownFieldSet(td)
@@ -757,7 +673,7 @@ class ProtoImporter:
             # TrackDescriptor.dimensions: iids resolved now, against this sequence's interned data.
             self.descriptor_dimensions.read(td.uuid, td.SerializeToString(), seq.interned)
         if td.HasField("thread"):
-            self._push_thread_descriptor(ts, td)
+            self._push_thread_descriptor(ts, td, r.tid)
         elif td.HasField("process"):
             self._push_process_descriptor(ts, td)
 
@@ -774,7 +690,7 @@ class ProtoImporter:
             return False
         return True
 
-    def _push_thread_descriptor(self, ts: int, td) -> None:
+    def _push_thread_descriptor(self, ts: int, td, tid: int | None) -> None:
         thread = td.thread
         chrome = td.chrome_thread if td.HasField("chrome_thread") else None
         self.push(
@@ -783,8 +699,9 @@ class ProtoImporter:
                 EV_DESCRIPTOR,
                 td.uuid,
                 thread.pid,
-                thread.tid,
-                text(thread.thread_name) or None,
+                tid,
+                text(thread.thread_name)
+                or (chrome_thread_name(thread.chrome_thread_type) if thread.HasField("chrome_thread_type") else None),
                 None,
                 None,
                 None,
@@ -821,55 +738,26 @@ class ProtoImporter:
                     chrome.crash_trace_id if chrome.HasField("crash_trace_id") else None,
                 )
                 if chrome
+                # The legacy ProcessDescriptor.chrome_process_type only names the process (no args).
+                else (process.chrome_process_type, None, None, "legacy")
+                if process.HasField("chrome_process_type")
                 else None,
                 labels or None,
                 sort_index,
             ),
         )
 
-    def _system_info(self, info) -> None:
-        u = info.utsname
-        sysname, release, version, machine = (text(u.sysname), text(u.release), text(u.version), text(u.machine))
-        for key, value in (
-            ("system_name", sysname),
-            ("system_release", release),
-            ("system_version", version),
-            ("system_machine", machine),
-        ):
-            if value:
-                self.trace.set_metadata(key, value)
-        if info.system_ram_bytes:
-            self.trace.set_metadata("system_ram_bytes", info.system_ram_bytes)
-            self.trace.set_metadata("system_ram_gb", round(info.system_ram_bytes / 1e9))
-        if info.android_build_fingerprint:
-            self.trace.set_metadata("android_build_fingerprint", text(info.android_build_fingerprint))
-        if info.HasField("timezone_off_mins"):
-            self.trace.set_metadata("timezone_off_mins", info.timezone_off_mins)
-        self.trace.page_size = info.page_size or 4096
-        m = self.trace.machine
-        if info.HasField("machine_name"):
-            m.name = text(info.machine_name)
-        if info.HasField("utsname"):
-            m.sysname, m.release, m.version, m.arch = sysname or None, release or None, version or None, machine or None
-        if info.HasField("android_build_fingerprint"):
-            m.android_build_fingerprint = text(info.android_build_fingerprint)
-        if info.HasField("android_device_manufacturer"):
-            m.android_device_manufacturer = text(info.android_device_manufacturer)
-            self.trace.set_metadata("android_device_manufacturer", m.android_device_manufacturer)
-        if info.HasField("android_sdk_version"):
-            m.android_sdk_version = info.android_sdk_version
-            self.trace.set_metadata("android_sdk_version", info.android_sdk_version)
-        if info.HasField("num_cpus"):
-            m.num_cpus = info.num_cpus
-        if info.HasField("system_ram_bytes"):
-            m.system_ram_bytes = info.system_ram_bytes
-
     def _write_clock_snapshots(self) -> None:
         by_snapshot: dict[int, dict[int, int]] = {}
         for snapshot_id, clock_id, _name, value in self.clocks.snapshot_rows:
             by_snapshot.setdefault(snapshot_id, {})[clock_id] = value
         for snapshot_id, clock_id, name, value in self.clocks.snapshot_rows:
-            ts = by_snapshot[snapshot_id].get(self.clocks.trace_clock)
+            trace_clock = self.clocks.trace_clock
+            if isinstance(trace_clock, tuple):  # another machine synced to the host: convert its reading
+                own = by_snapshot[snapshot_id].get(trace_clock[1])
+                ts = None if own is None else self.clocks.to_trace_time(trace_clock[1], own, quiet=True)
+            else:
+                ts = by_snapshot[snapshot_id].get(trace_clock)
             self.trace.storage.insert(
                 "clock_snapshot",
                 (

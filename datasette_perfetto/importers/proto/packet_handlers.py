@@ -23,8 +23,16 @@ FTRACE_HANDLERS: dict[str, Callable] = {}
 # TracePacket oneof field name -> (payload class, handler(parser, ts, payload message)); the perfetto
 # package's generated classes are untyped.
 PACKET_HANDLERS: dict[str, tuple[Any, Callable]] = {}
+# TracePacket extension field number (one the perfetto package's TracePacket does not declare, e.g.
+# frame_timeline_event = 76) -> the PACKET_HANDLERS name its payload is parsed under.
+EXTENSION_PACKETS: dict[int, str] = {}
 # "switch" | "waking" -> handler(parser, ts, cpu, *fields) of a compact_sched record
 COMPACT_SCHED_HANDLERS: dict[str, Callable] = {}
+# TracePacket oneof field name -> handler(importer, packet, sequence state, ts) run by the
+# tokenizer in file order (for packets needing interned data or tokenize-time effects);
+# it queues what the parse phase needs itself, e.g. (EV_PACKET, name, payload, *resolved)
+# for the packet_handler, which then gets the resolved values as extra arguments.
+TOKENIZE_HANDLERS: dict[str, Callable] = {}
 
 
 def ftrace_handler(*names: str) -> Callable[[Callable], Callable]:
@@ -44,6 +52,29 @@ def packet_handler(name: str) -> Callable[[Callable], Callable]:
 
     def register(fn: Callable) -> Callable:
         PACKET_HANDLERS[name] = (payload_class, fn)
+        return fn
+
+    return register
+
+
+def extension_packet_handler(name: str, field_number: int, payload_class: Any) -> Callable[[Callable], Callable]:
+    """Registers handler(parser, ts, payload) for the TracePacket extension field `field_number`
+    (decoded with `payload_class`), parsed in timestamp order like a packet_handler's."""
+
+    def register(fn: Callable) -> Callable:
+        PACKET_HANDLERS[name] = (payload_class, fn)
+        EXTENSION_PACKETS[field_number] = name
+        return fn
+
+    return register
+
+
+def tokenize_handler(name: str) -> Callable[[Callable], Callable]:
+    """Registers handler(importer, packet, seq, ts) for the TracePacket field `name`, run at
+    tokenize time (ts is the last timestamp seen when the packet has none)."""
+
+    def register(fn: Callable) -> Callable:
+        TOKENIZE_HANDLERS[name] = fn
         return fn
 
     return register
@@ -73,6 +104,7 @@ class HandlerContext:
         self._state: dict[str, object] = {}
         self._finishers: list[Callable[[], None]] = []
         self.clocks: ClockTracker | None = None  # when the format has clocks (set by the proto importer)
+        self.raw_only = False  # a soft-dropped kernel event (ftrace.py): update state, add no rows
 
     def state(self, key: str, factory: Callable[[], T]) -> T:
         value = self._state.get(key)

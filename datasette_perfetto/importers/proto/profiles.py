@@ -20,9 +20,11 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from ...trackers.process_tracker import NAME_PRIORITY_TRACK_DESCRIPTOR
 from ...trackers.stack_profile_tracker import ProfilerSamples, StackProfileTracker, for_trace, mapping_name
-from ..common.event_kinds import EV_PROFILE
-from ..common.values import saturate, text
+from ..common.event_kinds import EV_PACKET, EV_PROFILE
+from ..common.values import saturate, signed, text
+from .deobfuscation import deobfuscate_frames, parse_mappings
 from .heap_graph import HEAP_GRAPH_FIELD, HeapGraphTracker
+from .packet_handlers import EXTENSION_PACKETS
 
 # InternedData fields (numbers as in interned_data.proto).
 FUNCTION_NAMES, FRAMES, CALLSTACKS, BUILD_IDS, MAPPING_PATHS, SOURCE_PATHS, MAPPINGS = 5, 6, 7, 16, 17, 18, 19
@@ -200,18 +202,29 @@ class ProfileTokenizer:
             "art_process_metadata": lambda p, seq, ts: self._push(
                 ts, ("art_process_metadata", p.art_process_metadata.SerializeToString())
             ),
+            "deobfuscation_mapping": lambda p, seq, ts: self._push(
+                ts, ("deobfuscation_mapping", p.deobfuscation_mapping.SerializeToString())
+            ),
+            "module_symbols": lambda p, seq, ts: self._push(
+                ts, ("module_symbols", p.module_symbols.SerializeToString())
+            ),
             None: self._no_payload,
         }
 
     def _no_payload(self, packet, seq, ts: int) -> None:
-        """A packet with no payload the perfetto package knows: defaults, or a HeapGraph (field 56)."""
+        """A packet with no payload the perfetto package knows: defaults, a HeapGraph (field 56), or
+        another extension field with a registered handler (packet_handlers.EXTENSION_PACKETS)."""
         self._defaults(packet, seq)
         unknown = UnknownFieldSet(packet)
         if not len(unknown):
             return
         for field in unknown:
-            if field.field_number == HEAP_GRAPH_FIELD and field.wire_type == 2:
+            if field.wire_type != 2:
+                continue
+            if field.field_number == HEAP_GRAPH_FIELD:
                 self._push(ts, ("heap_graph", packet.trusted_packet_sequence_id, bytes(field.data)))
+            elif field.field_number in EXTENSION_PACKETS:
+                self.importer.push(ts, (EV_PACKET, EXTENSION_PACKETS[field.field_number], bytes(field.data)))
 
     def _push(self, ts: int, event: tuple) -> None:
         self.importer.push(ts, (EV_PROFILE, *event))
@@ -314,6 +327,12 @@ class ProfileTokenizer:
                 index = self.register(tuple(frames))
         cache[iid] = index
         return index
+
+    def callstack_frames(self, seq, iid: int) -> tuple | None:
+        """The resolved frames (root first) of interned callstack `iid`, for events that carry
+        their stack (TrackEvent.callstack_iid); None (counted) if unusable."""
+        index = self.callstack(seq, iid)
+        return None if index is None else self.callstacks[index]
 
     def register(self, frames: tuple) -> int:
         index = self._callstack_index.get(frames)
@@ -543,15 +562,43 @@ class ProfileParser:
             "profile_packet": self._profile_packet,
             "smaps": self._smaps,
             "heap_graph": self._heap_graph,
+            "deobfuscation_mapping": lambda ts, raw: self._deobfuscation_mappings.append(raw),
+            "module_symbols": self._module_symbols,
             "art_process_metadata": self._art_process_metadata,
         }
         self._heap_graphs: HeapGraphTracker | None = None
+        self._deobfuscation_mappings: list[bytes] = []  # applied when the trace ends
         self._art_mapping: int | None = None
 
     def _heap_graph_tracker(self) -> HeapGraphTracker:
         if self._heap_graphs is None:
             self._heap_graphs = HeapGraphTracker(self.trace)
         return self._heap_graphs
+
+    def _module_symbols(self, ts, raw) -> None:
+        try:
+            m = pb.ModuleSymbols.FromString(raw)
+        except DecodeError:
+            self.stats.inc("proto_packet_parse_errors")
+            return
+        build_id = m.build_id
+        if isinstance(build_id, str):
+            build_id = build_id.encode()  # raw bytes in a string field: valid UTF-8 by chance
+        addresses = [
+            (
+                a.address,
+                [
+                    (
+                        text(line.function_name),
+                        text(line.source_file_name),
+                        line.line_number if line.HasField("line_number") else None,
+                    )
+                    for line in a.lines
+                ],
+            )
+            for a in m.address_symbols
+        ]
+        self.stacks.module_symbols(text(m.path), build_id_hex(build_id) if build_id else "", addresses, self.stats)
 
     def _heap_graph(self, ts, seq_id, raw) -> None:
         self._heap_graph_tracker().parse(ts, seq_id, raw)
@@ -574,7 +621,19 @@ class ProfileParser:
         is_oome = m.HasField("oom_allocation_size")
         graphs = self._heap_graph_tracker()
         graph_id = graphs.new_graph(upid, ts, "OOME" if is_oome else None)
-        if not is_oome or not m.HasField("oom_thread_java_stack"):
+        if not is_oome:
+            return
+        self.storage.insert(
+            "__intrinsic_heap_graph_java_oome_details",
+            (
+                graph_id,
+                signed(m.oom_allocation_size),
+                signed(m.oom_total_bytes_free),
+                signed(m.oom_free_bytes_until_oom),
+                text(m.oom_error_msg) if m.HasField("oom_error_msg") else None,
+            ),
+        )
+        if not m.HasField("oom_thread_java_stack"):
             return
         if self._art_mapping is None:
             self._art_mapping = self.stacks.dummy_mapping("art_process_metadata")
@@ -999,4 +1058,14 @@ class ProfileParser:
                 state.pending.clear()
         if self._heap_graphs is not None:
             self._heap_graphs.finish()
+        if self._deobfuscation_mappings:
+            mappings = parse_mappings(self._deobfuscation_mappings, self.stats)
+            deobfuscate_frames(self.stacks, mappings, self.stats)
+            if self._heap_graphs is not None:
+                self._heap_graphs.deobfuscate(mappings)
+            self._deobfuscation_mappings.clear()
+        # Executables in /data/local/tmp cannot be symbolized without a build id (SELinux).
+        for name in self.stacks.mapping_names_without_build_id():
+            if name.startswith("/data/local/tmp/"):
+                self.stats.inc("symbolization_tmp_build_id_not_found")
         self.samples.finish()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..common.values import text
+from .gpu import INTERNED_GPU_FIELDS
 from .profiles import INTERNED_PROFILE_FIELDS
 
 
@@ -91,4 +92,5 @@ INTERNED_FIELDS = {
     "correlation_id_str": (43, _str),
     "kernel_symbols": (26, _str),
     **INTERNED_PROFILE_FIELDS,  # callstacks and StackSample contexts (profiles.py)
+    **INTERNED_GPU_FIELDS,  # render stage specs, graphics contexts, counter descriptors (gpu.py)
 }

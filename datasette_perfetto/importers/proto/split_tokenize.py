@@ -119,13 +119,14 @@ class OwnedContext:
     """What tokenize_track_event reads from its importer, with stats of its own:
     the helper reports only what its owned events counted."""
 
-    __slots__ = ("stats", "clocks", "reservations", "counter_specs")
+    __slots__ = ("stats", "clocks", "reservations", "counter_specs", "profiles")
 
     def __init__(self, importer) -> None:
         self.stats = Stats()
         self.clocks = importer.clocks
         self.reservations = importer.reservations
         self.counter_specs = importer.counter_specs
+        self.profiles = importer.profiles  # interned callstacks of track events
 
 
 class SplitTokenizer(Protocol):

@@ -29,7 +29,9 @@ def _enum(msg, name: str, number: int) -> int:
     if msg.HasField(name):
         return getattr(msg, name)
     for field in unknown_fields.UnknownFieldSet(msg):
-        if field.field_number == number:
+        # Only a varint is a value: the field written with another wire type (a damaged
+        # trace) leaves bytes there, read as absent.
+        if field.field_number == number and type(field.data) is int:
             return field.data
     return 0
 

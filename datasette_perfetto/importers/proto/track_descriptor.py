@@ -12,16 +12,51 @@ UNIT_NAMES = {1: "ns", 2: "count", 3: "bytes"}
 COUNTER_THREAD_TIME_NS = 1
 COUNTER_THREAD_INSTRUCTION_COUNT = 2
 
-# Chrome's process/thread type enums → the names trace_processor shows.
+# Chrome's process/thread type enums → the names trace_processor shows (its
+# ChromeStringLookup: a friendly name, else the enum value's name).
 CHROME_PROCESS_NAMES = {
     1: "Browser",
     2: "Renderer",
     3: "Utility",
     4: "SandboxHelper",
+    5: "PROCESS_SANDBOX_HELPER",
     6: "Gpu",
     7: "PpapiPlugin",
     8: "PpapiBroker",
+    9: "Service: network.mojom.NetworkService",
+    10: "Service: tracing.mojom.TracingService",
+    11: "Service: storage.mojom.StorageService",
+    12: "Service: audio.mojom.AudioService",
+    13: "Service: data_decoder.mojom.DataDecoderService",
+    14: "Service: chrome.mojom.UtilWin",
+    15: "Service: proxy_resolver.mojom.ProxyResolverFactory",
+    16: "Service: media.mojom.CdmServiceBroker",
+    17: "Service: video_capture.mojom.VideoCaptureService",
+    18: "Service: unzip.mojom.Unzipper",
+    19: "Service: mirroring.mojom.MirroringService",
+    20: "Service: patch.mojom.FilePatcher",
+    21: "Service: chromeos.tts.mojom.TtsService",
+    22: "Service: printing.mojom.PrintingService",
+    23: "Service: quarantine.mojom.Quarantine",
+    24: "Service: chromeos.local_search_service.mojom.LocalSearchService",
+    25: "Service: chromeos.assistant.mojom.AssistantAudioDecoderFactory",
+    26: "Service: chrome.mojom.FileUtilService",
+    27: "Service: printing.mojom.PrintCompositor",
+    28: "Service: paint_preview.mojom.PaintPreviewCompositorCollection",
+    29: "Service: media.mojom.SpeechRecognitionService",
+    30: "Service: device.mojom.XRDeviceService",
+    31: "Service: chrome.mojom.UtilReadIcon",
+    32: "Service: language_detection.mojom.LanguageDetectionService",
+    33: "Service: sharing.mojom.Sharing",
+    34: "Service: chrome.mojom.MediaParserFactory",
+    35: "Service: qrcode_generator.mojom.QRCodeService",
+    36: "Service: chrome.mojom.ProfileImport",
+    37: "Service: chromeos.ime.mojom.ImeService",
+    38: "Service: recording.mojom.RecordingService",
+    39: "Service: shape_detection.mojom.ShapeDetectionService",
     40: "Extension Renderer",
+    41: "Service: media.mojom.MediaFoundationServiceBroker",
+    42: "PROCESS_RENDERER_TOP_WEBUI",
 }
 CHROME_RENDERER_TYPES = (2, 40)
 CHROME_THREAD_NAMES = {
@@ -43,14 +78,37 @@ CHROME_THREAD_NAMES = {
     16: "CrRendererMain",
     17: "CrUtilityMain",
     18: "CrGpuMain",
+    19: "CacheThread_BlockFile",
+    20: "Media",
+    21: "AudioOutputDevice",
+    22: "AudioInputDevice",
+    23: "GpuMemoryThread",
+    24: "GpuVSyncThread",
+    25: "DXVAVideoDecoderThread",
+    26: "BrowserWatchdog",
+    27: "WebRTC_Network",
+    28: "Window owner thread",
+    29: "WebRTC_Signaling",
+    30: "WebRTC_Worker",
+    31: "CrPPAPIMain",
+    32: "GpuWatchdog",
+    33: "swapper",
+    34: "Gamepad polling thread",
+    35: "WebCrypto",
+    36: "Database thread",
+    37: "Proxy Resolver",
+    38: "Chrome_DevToolsADBThread",
+    39: "NetworkConfigWatcher",
+    40: "wasapi_render_thread",
+    41: "LoaderLockSampler",
+    42: "VSyncThread",
     50: "MemoryInfra",
     51: "StackSamplingProfiler",
     52: "CompositorGpuThread",
 }
 
 
-# Other values are Chrome enum names that the perfetto package's protos do not
-# carry (they are plain ints there); those stay unnamed.
+# Values outside the enums stay unnamed.
 def chrome_process_name(process_type: int) -> str | None:
     return CHROME_PROCESS_NAMES.get(process_type)
 
@@ -119,6 +177,8 @@ def reservation_from(td, seq_id: int, stats: Stats) -> Reservation | None:
             stats.inc("track_descriptor_thread_missing_pid_tid")
             return None
         r.pid, r.tid = t.pid, t.tid
+        if td.HasField("chrome_thread") and td.chrome_thread.is_sandboxed_tid:
+            r.tid = synthetic_tid(t.tid, t.pid)  # Chrome's sandbox hides the real tid
         r.use_separate_track = td.disallow_merging_with_system_tracks
     elif td.HasField("process"):
         if not td.process.HasField("pid"):
@@ -130,6 +190,11 @@ def reservation_from(td, seq_id: int, stats: Stats) -> Reservation | None:
     elif td.HasField("state"):
         r.is_state = True
     return r
+
+
+def synthetic_tid(tid: int, pid: int) -> int:
+    """trace_processor's tid for a thread whose tid is not unique (sandboxed): pid in the high 32 bits."""
+    return (pid << 32) | tid
 
 
 def _names_and_ordering(r: Reservation, td) -> None:

@@ -181,11 +181,13 @@ def typed_field_args(out: list, fields: dict, seq) -> None:
             else:
                 proto_args(out, value, "task")
         elif name == "log_message":
+            # trace_processor: the body first (none, nothing: an invalid message), then its source.
+            body = seq.lookup(I_LOG_BODY, value.body_iid)
+            if body is None:
+                continue
+            _add(out, "track_event.log_message.message", "track_event.log_message.message", "string", body)
             loc = seq.lookup(I_SOURCE_LOCATIONS, value.source_location_iid) if value.source_location_iid else None
             _source_location_args(out, "track_event.log_message", loc)
-            body = seq.lookup(I_LOG_BODY, value.body_iid) if value.body_iid else None
-            if body is not None:
-                _add(out, "track_event.log_message", "track_event.log_message", "string", body)
             if value.prio:
                 _add(out, "track_event.priority", "track_event.priority", "int", value.prio)
         elif name == "chrome_histogram_sample":

@@ -37,4 +37,5 @@ I_LOG_BODY, I_HISTOGRAM_NAMES, I_DEBUG_STRINGS, I_CORRELATION_STR = 20, 25, 29, 
     F_LEGACY,
     F_HAS_TYPE,
     F_HAS_UUID,
-) = range(17)
+    F_CALLSTACK,  # None, or (kind "inline" | "interned", frames or None if unresolvable, weight or None)
+) = range(18)

@@ -17,11 +17,13 @@ from ...trackers.process_tracker import (
     NAME_PRIORITY_TRACK_DESCRIPTOR,
     set_arg,
 )
+from ...trackers.stack_profile_tracker import StackProfileTracker, for_trace
 from ..common.event_kinds import EV_DESCRIPTOR, EV_TRACK_EVENT
 from ..common.values import signed
 from .track_descriptor import CHROME_RENDERER_TYPES, Reservation, chrome_process_name, chrome_thread_name
 from .track_event_fields import (
     F_ARGS,
+    F_CALLSTACK,
     F_CATEGORY,
     F_COUNTER,
     F_EXTRA,
@@ -49,7 +51,13 @@ _ASYNC_PHASES = frozenset("benSTpF")  # legacy async events (b/e/n, S/T/p/F)
 
 
 class TrackEventParser:
-    def __init__(self, trace, reservations: dict[int, Reservation], first_packet_sequences: set[int]) -> None:
+    def __init__(
+        self,
+        trace,
+        reservations: dict[int, Reservation],
+        first_packet_sequences: set[int],
+        analyze_proto_content: bool = False,
+    ) -> None:
         self.trace = trace
         self.stats = trace.stats
         self.procs = trace.processes
@@ -63,6 +71,11 @@ class TrackEventParser:
         self._uuid_by_utid: dict[int, int] = {}
         self._uuid_by_upid: dict[int, int] = {}
         self._v1_flow_ids: dict[tuple, int] = {}
+        self._stacks: StackProfileTracker | None = None  # for events that carry a callstack
+        self._inline_mapping: int | None = None
+        self._v1_flow_args: list[list[Arg]] = []  # v1 flow id -> its flow rows' args
+        # track -> v1 flow ends without bind_to_enclosing, bound to the next slice that begins there
+        self._pending_v1_flows: dict[int, list[int]] = {}
         self.range_of_interest_ns: int | None = None
         self._track_sets: dict[tuple, AsyncTrackSet] = {}
         self._legacy_async_names: dict[tuple, str] = {}  # async id key -> the first name seen for it
@@ -71,6 +84,11 @@ class TrackEventParser:
         self._uuid_tracks: dict[int, list] = {}  # uuid -> the track ids / merged sets its events went to
         self._next_id = trace.storage.next_id  # counter rows are appended inline on the hot path
         self._counter_rows = trace.storage.buffer("counter")
+        # With trace_processor's proto content analysis (ImportOptions.analyze_proto_content, on
+        # in its diff tests): the (category, name) of every event parsed, each distinct pair left
+        # as one arg set (event.category, event.name), and one for packets skipped for lack of state.
+        self.analyze = analyze_proto_content
+        self.content_annotations: set[tuple[str | None, str | None]] = set()
 
     # -- descriptors -------------------------------------------------------------
     def parse(self, ts: int, ev: tuple) -> None:
@@ -81,7 +99,9 @@ class TrackEventParser:
                 return
             if ev[F_LEGACY] is None:
                 fast = self._fast.get(ev[F_UUID])
-                if fast is not None and ev[F_TYPE] in SLICE_TYPES:
+                if fast is not None and ev[F_TYPE] in SLICE_TYPES and ev[F_CALLSTACK] is None:
+                    if self.analyze:
+                        self.content_annotations.add((ev[F_CATEGORY], ev[F_NAME]))
                     self._fast_slice_event(ts, ev, fast[0], fast[1])
                     return
             self._general_event(ts, ev)
@@ -113,7 +133,7 @@ class TrackEventParser:
         if start_ts and proc.start_ts is None:
             proc.start_ts = start_ts
         if chrome is not None:
-            ptype, host_app, crash_id = chrome
+            ptype, host_app, crash_id, *legacy = chrome  # legacy: ProcessDescriptor.chrome_process_type, a name only
             if ptype is not None:
                 label = chrome_process_name(ptype)
                 self.procs.set_process_name(
@@ -123,12 +143,15 @@ class TrackEventParser:
                     if ptype in CHROME_RENDERER_TYPES
                     else NAME_PRIORITY_CHROME_PROCESS_LABEL,
                 )
-                if label is not None:
-                    set_arg(proc, "chrome.process_type", "string", label)
+            if not legacy:
+                # Always there (NULL for an unspecified or unknown type), as in trace_processor.
+                set_arg(
+                    proc, "chrome.process_type", "string", chrome_process_name(ptype) if ptype is not None else None
+                )
             if host_app:
                 set_arg(proc, "chrome.host_app_package_name", "string", host_app)
             if crash_id is not None:
-                set_arg(proc, "chrome.crash_trace_id", "int", crash_id)
+                set_arg(proc, "chrome.crash_trace_id", "uint", crash_id)  # an UnsignedInteger, as trace_processor's
         if labels:
             for i, label in enumerate(labels):
                 k = f"chrome.process_label[{i}]"
@@ -258,7 +281,7 @@ class TrackEventParser:
                         "counter",
                         None,
                     )
-                elif r.use_separate_track or r.is_state:
+                elif r.use_separate_track:
                     t = self._new_track(
                         "thread_state_track_event" if r.is_state else "thread_track_event",
                         (("utid", owner), ("track_uuid", suuid)),
@@ -464,6 +487,8 @@ class TrackEventParser:
                 thread_ts if utid is not None else None,
                 thread_ic if utid is not None else None,
             )
+            if self._pending_v1_flows and slice_id is not None:
+                self._bind_pending_flows(track, slice_id)
         elif etype == TYPE_SLICE_END:
             slice_id = self.slices.end(ts, track, ev[F_CATEGORY], ev[F_NAME], args, thread_ts, thread_ic)
         else:
@@ -477,6 +502,8 @@ class TrackEventParser:
                 thread_ts if utid is not None else None,
                 0 if (utid is not None and thread_ts is not None) else None,
             )
+            if self._pending_v1_flows and slice_id is not None:
+                self._bind_pending_flows(track, slice_id)
         if slice_id is not None and (ev[F_FLOWS] or ev[F_TERM_FLOWS]):
             self._flows(slice_id, ev, None)
 
@@ -501,6 +528,8 @@ class TrackEventParser:
         if not etype and not phase:
             self.stats.inc("track_event_parser_errors")
             return
+        if self.analyze:
+            self.content_annotations.add((ev[F_CATEGORY], ev[F_NAME]))
         owners = self._event_owners(ev, legacy, phase)
         if owners is None:
             self.stats.inc("track_event_parser_errors")
@@ -526,6 +555,9 @@ class TrackEventParser:
         if phase in ("B", "E", "X") and utid is None:
             self.stats.inc("track_event_parser_errors")
             return
+        if phase == "X" and legacy.get("duration_us", 0) < 0:
+            self.stats.inc("track_event_parser_errors")  # a complete event of negative duration
+            return
         if phase in ("s", "t", "f"):
             self._flow_v1(phase, legacy, category, name, uuid, fallback, utid, upid)
             return
@@ -542,6 +574,10 @@ class TrackEventParser:
         if phase in ("S", "T", "p", "R"):
             args.append(("legacy_event.phase", "legacy_event.phase", "string", phase))
         slice_id = self._slice(ts, phase, t, category, name, args, legacy, utid, thread_ts, thread_ic)
+        if ev[F_CALLSTACK] is not None and slice_id is not None:
+            self._callstack_row(slice_id, t, ev[F_CALLSTACK], etype == TYPE_SLICE_END, upid)
+        if self._pending_v1_flows and slice_id is not None and phase not in ("E", "e", "F"):
+            self._bind_pending_flows(t, slice_id)
         if slice_id is not None and phase not in ("T", "p"):
             self._flows(slice_id, ev, legacy)
 
@@ -642,11 +678,15 @@ class TrackEventParser:
     def _state_event(self, ts: int, ev: tuple, fallback: bool) -> None:
         uuid = ev[F_UUID]
         if not uuid and fallback:
-            self.stats.inc("track_event_parser_errors")
+            self.stats.inc("track_event_parser_errors")  # no state on legacy pid/tid tracks
             return
         t = self.descriptor_track(uuid, ev[F_NAME])
-        if t is not None:
-            self._state(ts, t, ev[F_CATEGORY], ev[F_NAME], ev[F_ARGS])
+        r = self.reservations.get(uuid)
+        if t is None or r is None or not r.is_state or isinstance(t, AsyncTrackSet):
+            # Only a descriptor declared as a state track takes state events.
+            self.stats.inc("track_event_parser_errors")
+            return
+        self._state(ts, t, ev[F_CATEGORY], ev[F_NAME], ev[F_ARGS])
 
     def _slice_event_track(self, phase: str, ev: tuple, args: list, owners: tuple) -> int | None:
         """The track of a slice event (adding the passthrough utid to an async event's args)."""
@@ -667,7 +707,12 @@ class TrackEventParser:
             if not row.source_args:
                 row.source_args = [("source", "source", "string", "chrome")]
             return t
-        kind = "begin" if phase in ("B", "b", "S") else "end" if phase in ("E", "e", "F") else "instant"
+        if phase == "B" or phase == "b" or phase == "S":
+            kind = "begin"
+        elif phase == "E" or phase == "e" or phase == "F":
+            kind = "end"
+        else:
+            kind = "legacy" if phase == "X" else "instant"
         t = self._association(uuid, fallback, utid, upid, name, legacy, kind)
         if (
             t is not None
@@ -712,10 +757,12 @@ class TrackEventParser:
         return None
 
     def _association(self, uuid, fallback, utid, upid, name, legacy, kind) -> int | None:
+        """The track of an event; kind "legacy" (complete events, v1 flows) takes only a plain
+        descriptor track, never a merged set (trace_processor's InternDescriptorTrackLegacy)."""
         if not uuid and fallback:
             return self.thread_track(utid)
         t = self.descriptor_track(uuid, name)
-        if t is None:
+        if t is None or (kind == "legacy" and isinstance(t, AsyncTrackSet)):
             self.stats.inc("track_event_parser_errors")
             return None
         return self._slice_track(t, uuid, kind)
@@ -799,9 +846,17 @@ class TrackEventParser:
         key = (legacy["unscoped_id"], category, name)
         flow_id = self._v1_flow_ids.get(key)
         if flow_id is None:
-            flow_id = self._v1_flow_ids[key] = -(len(self._v1_flow_ids) + 1)
-        t = self._association(uuid, fallback, utid, upid, name, legacy, "instant")
+            # Numbered from 0 as first seen, in the id space of v2 flow ids (as trace_processor's
+            # FlowTracker); their flow rows carry the event's name and category.
+            flow_id = self._v1_flow_ids[key] = len(self._v1_flow_ids)
+            self._v1_flow_args.append([("name", "name", "string", name), ("cat", "cat", "string", category)])
+            self.flows.args_of = self._flow_args
+        t = self._association(uuid, fallback, utid, upid, name, legacy, "legacy")
         if t is None:
+            return
+        if phase == "f" and not legacy.get("bind_to_enclosing"):
+            # Binds to the next slice that begins on the track, whatever made it.
+            self._pending_v1_flows.setdefault(t, []).append(flow_id)
             return
         top = self.slices.top_slice(t)
         if phase == "s":
@@ -809,17 +864,58 @@ class TrackEventParser:
         elif phase == "t":
             self.flows.step(flow_id, top)
         else:
-            self.flows.end(flow_id, top, bool(legacy.get("bind_to_enclosing")), close=False)
+            self.flows.end(flow_id, top, True, close=False)
+
+    def _callstack_row(self, slice_id: int, track: int, callstack: tuple, is_end: bool, upid: int | None) -> None:
+        """The stack a slice event carries (inline frames, or interned ones resolved for the
+        event's process), as the slice's begin or end callsite."""
+        kind, frames, weight = callstack
+        if self._stacks is None:
+            self._stacks = for_trace(self.trace)[0]
+        stacks = self._stacks
+        if kind == "inline":
+            if self._inline_mapping is None:
+                self._inline_mapping = stacks.dummy_mapping("track_event_inline")
+            mapping = self._inline_mapping
+            callsite = stacks.callstack([stacks.dummy_frame(mapping, *frame) for frame in frames])
+        elif frames is None:
+            self.stats.inc("track_event_parser_errors")  # an interned callstack that cannot be used
+            return
+        else:
+            callsite = stacks.resolved_callstack(frames, upid)
+        if callsite is None:
+            return
+        self.trace.storage.insert(
+            "__intrinsic_track_event_callstacks",
+            (slice_id, track, None if is_end else callsite, callsite if is_end else None, weight),
+        )
+
+    def _flow_args(self, flow_id: int) -> list[Arg] | None:
+        return self._v1_flow_args[flow_id] if 0 <= flow_id < len(self._v1_flow_args) else None
+
+    def _bind_pending_flows(self, track: int, slice_id: int) -> None:
+        waiting = self._pending_v1_flows.pop(track, None)
+        if waiting:
+            for flow_id in waiting:
+                self.flows.bind_pending(flow_id, slice_id)
 
     def _metadata_event(self, utid, upid, name, args) -> None:
-        values = {a[1]: a[3] for a in args}
-        if name == "thread_name" and utid is not None:
-            self.procs.set_thread_name(utid, values.get("debug.name"))
-        elif name == "process_name" and upid is not None:
-            n = values.get("debug.name")
-            if n:
-                self.procs.process(upid).name = n
-        else:
+        """Legacy 'M' events: thread_name / process_name take the string of the event's first
+        debug annotation (empty: nothing); other names are kept only in trace_processor's raw
+        table, an error only without a thread."""
+        if name == "thread_name" or name == "process_name":
+            owner = utid if name == "thread_name" else upid
+            if owner is None or not args:  # no thread / process, or no debug annotation
+                self.stats.inc("track_event_parser_errors")
+                return
+            flat_key, key, kind, value = args[0][:4]
+            if kind != "string" or flat_key != key or key.count(".") != 1 or not value:
+                return  # the first annotation is no plain string
+            if name == "thread_name":
+                self.procs.set_thread_name(owner, value, NAME_PRIORITY_THREAD_TYPE)
+            else:
+                self.procs.set_process_name(owner, value, NAME_PRIORITY_PROCESS_TRACK_DESCRIPTOR)
+        elif name is None or utid is None:
             self.stats.inc("track_event_parser_errors")
 
     def _state(self, ts: int, track_id: int, category, value, args) -> None:
@@ -827,6 +923,16 @@ class TrackEventParser:
 
     def finish(self) -> None:
         self.trace.states.finish()
+        arg_set = self.trace.storage.arg_set
+        for category, name in sorted(self.content_annotations, key=lambda a: (a[0] or "", a[1] or "")):
+            arg_set(
+                [
+                    ("event.category", "event.category", "string", category),
+                    ("event.name", "event.name", "string", name),
+                ]
+            )
+        if self.analyze and self.stats.get("packet_skipped_seq_needs_incremental_state_invalid"):
+            arg_set([("skipped_packet", "skipped_packet", "string", "invalid_incremental_state")])
 
 
 def _phase_of_type(etype: int, utid: int | None) -> str | None:

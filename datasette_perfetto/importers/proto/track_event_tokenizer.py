@@ -52,6 +52,7 @@ def tokenize_track_event(importer, raw: bytes, seq, packet_ts: int | None) -> tu
         flows,
         term,
         legacy,
+        callstack,
     ) = static
 
     needs_conversion = True
@@ -91,7 +92,8 @@ def tokenize_track_event(importer, raw: bytes, seq, packet_ts: int | None) -> tu
         counter_value = _counter_value(importer, seq, uuid, counter_raw)
         if counter_value is None:
             return None
-    elif etype == TYPE_STATE and not uuid:
+    elif etype == TYPE_STATE and not has_uuid and seq.default_track_uuid is None:
+        # An explicit uuid 0 goes on to the parser (the legacy pid/tid fallback refuses it there).
         stats.inc("track_event_state_missing_track_uuid")
         return None
 
@@ -144,7 +146,14 @@ def tokenize_track_event(importer, raw: bytes, seq, packet_ts: int | None) -> tu
         legacy,
         has_type,
         has_uuid,
+        callstack if callstack is None or callstack[0] == "inline" else _interned_callstack(importer, seq, callstack),
     )
+
+
+def _interned_callstack(importer, seq, callstack: tuple) -> tuple:
+    """An interned callstack's frames, resolved against the sequence's interned data now
+    (None, counted by the profile tokenizer, if they are not usable)."""
+    return ("interned", importer.profiles.callstack_frames(seq, callstack[1]), callstack[2])
 
 
 # Field -> position in _decode's working list; the fields in neither this nor
@@ -174,7 +183,10 @@ def tokenize_track_event(importer, raw: bytes, seq, packet_ts: int | None) -> tu
     D_TERM_OLD,
     D_LEGACY,
     D_ANNOTATIONS,
-) = range(24)
+    D_CALLSTACK,
+    D_CALLSTACK_IID,
+    D_CALLSTACK_WEIGHT,
+) = range(27)
 _DECODE_SLOTS = {
     getattr(TE, name): i
     for i, name in enumerate(
@@ -203,6 +215,9 @@ _DECODE_SLOTS = {
             "terminating_flow_ids_old",
             "legacy_event",
             "debug_annotations",
+            "callstack",
+            "callstack_iid",
+            "callstack_weight",
         )
     )
 }
@@ -226,7 +241,7 @@ def _decode_new(stats, raw: bytes, seq) -> tuple | None:
 def _decode(ev, seq) -> tuple:
     """The part of a TrackEvent that depends only on its bytes and the interned data."""
     # One ListFields() pass (cheaper than a HasField() per field) sorted into slots.
-    d: list = [None] * 24
+    d: list = [None] * 27
     typed = None
     slots = _DECODE_SLOTS
     for fd, value in ev.ListFields():
@@ -264,6 +279,19 @@ def _decode(ev, seq) -> tuple:
     flows = d[D_FLOWS] or d[D_FLOWS_OLD]
     term = d[D_TERM] or d[D_TERM_OLD]
     thread_times = (d[D_TT_DELTA], d[D_TT_ABS], d[D_TIC_DELTA], d[D_TIC_ABS])
+    callstack = None
+    if d[D_CALLSTACK_IID] is not None:
+        callstack = ("iid", d[D_CALLSTACK_IID], d[D_CALLSTACK_WEIGHT])  # resolved per event: interned frames
+    elif d[D_CALLSTACK] is not None:
+        frames = tuple(
+            (
+                text(f.function_name),
+                text(f.source_file) if f.HasField("source_file") else None,
+                f.line_number if f.HasField("line_number") else None,
+            )
+            for f in d[D_CALLSTACK].frames
+        )
+        callstack = ("inline", frames, d[D_CALLSTACK_WEIGHT]) if frames else None
     return (
         d[D_TS_DELTA],
         d[D_TS_ABS],
@@ -283,6 +311,7 @@ def _decode(ev, seq) -> tuple:
         list(flows) if flows else None,
         list(term) if term else None,
         legacy,
+        callstack,
     )
 
 

@@ -23,6 +23,7 @@ ftrace section is.
 
 from __future__ import annotations
 
+import math
 import re
 import zlib
 from collections.abc import Callable, Iterator
@@ -89,8 +90,8 @@ def tokenize_line(raw: bytes) -> SystraceLine | None:
         seconds = float(m.group(5))
     except ValueError:
         return None
-    if pid is None or cpu is None:
-        return None
+    if pid is None or cpu is None or not 0 <= seconds * 1e9 < 2**63:
+        return None  # (a timestamp beyond int64 nanoseconds is not a line either)
     task = _text(raw[: m.start()]).strip()
     tgid = m.group(2).decode() if m.group(2) is not None else None
     return SystraceLine(int(seconds * 1e9), pid, cpu, task, tgid, _text(m.group(6)), _text(raw[m.end() :]).strip())
@@ -167,9 +168,10 @@ def _number(s: str | None) -> float | None:
     if not s:
         return None
     try:
-        return float(s)
+        value = float(s)
     except ValueError:
         return None
+    return value if math.isfinite(value) else None  # an out-of-range number is no value
 
 
 def _uint(value: float, bits: int) -> int:
@@ -400,7 +402,7 @@ class SystraceImporter:
         self.trace.metadata["trace_time_clock_id"] = MONOTONIC_CLOCK_ID
         total = max(self.sorter.count, 1)
         for i, (ts, event) in enumerate(self.sorter.drain()):
-            self._parse(ts, event)
+            self.parse(ts, event)
             if i & 0x3FFF == 0:
                 progress(0.5 + 0.5 * i / total)
         self.ftrace.finish()
@@ -470,14 +472,21 @@ class SystraceImporter:
                 self.state = BEFORE_SYSTRACE
 
     def _event_line(self, raw: bytes) -> None:
+        event = self.line_event(raw)
+        if event is not None:
+            self.sorter.push(*event)
+
+    def line_event(self, raw: bytes) -> tuple[int, tuple] | None:
+        """(ts, event for parse()) of one event line; None, counted, if it is not one.
+        Also used by the JSON importer for `systemTraceEvents`."""
         line = tokenize_line(raw)
         if line is None:
             self.stats.inc("systrace_parse_failure")
-            return
+            return None
         converted = to_ftrace_event(line)
         task = None if line.task == UNKNOWN_TASK else line.task
         tgid = c_uint32(line.tgid) if line.tgid and line.tgid[0] != "-" else None
-        self.sorter.push(line.ts, (line.cpu, line.pid, task, tgid, converted))
+        return line.ts, (line.cpu, line.pid, task, tgid, converted)
 
     def _process_dump_line(self, line: bytes) -> None:
         """systrace's `ps` dump: the long form names processes and their parents,
@@ -505,7 +514,8 @@ class SystraceImporter:
             utid = procs.update_thread(tid, tgid)
             procs.set_thread_name(utid, _text(line).split(None, 3)[3])  # the command line, spaces and all
 
-    def _parse(self, ts: int, event: tuple) -> None:
+    def parse(self, ts: int, event: tuple) -> None:
+        """One event of line_event(), in timestamp order."""
         cpu, pid, task, tgid, converted = event
         procs = self.trace.processes
         utid = procs.get_or_create_live_thread(pid)

@@ -7,10 +7,10 @@ from ..base import View
 from ..diff_spec import DiffSpec
 from ..links import LINKABLE_VIEWS
 from ..scope import ReportError, shown
-from . import counters, heap_dump, heap_profile, processes, scheduling, slices, stack_samples, tracks
+from . import counters, dimensions, heap_dump, heap_profile, processes, scheduling, slices, stack_samples, tracks
 
 # In the RFC's order, the order the report's navigation lists them in.
-NOUN_MODULES = (processes, tracks, slices, stack_samples, heap_profile, heap_dump, scheduling, counters)
+NOUN_MODULES = (processes, tracks, slices, stack_samples, heap_profile, heap_dump, scheduling, counters, dimensions)
 
 # noun -> view name -> view
 NOUNS: dict[str, dict[str, View]] = {module.VIEWS[0].noun: {v.name: v for v in module.VIEWS} for module in NOUN_MODULES}

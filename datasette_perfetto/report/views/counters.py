@@ -25,11 +25,13 @@ from .. import report_pb2 as pb
 from ..base import Bar, Cell, Chart, ReportRun, Table, View, count_cell, percentile_index
 from ..diff_spec import DiffSpec, Measure, diff_link, optional_field, owner_key
 from ..filters import CANNED_RANGE, CANNED_TOP, Where, canned_sort
+from ..grouping import Grouping, dim_params, grouping, track_values
 from ..links import glob_escape, owner_params, scoped_link
 from ..scope import MAX_TOP, ReportError, shown
+from ..subtitles import dominant_names, track_subtitles, with_subtitle
 from .tracks import CANNED_NAME, CANNED_OWNER, GPU_SQL, OWNER_COLUMNS, TRACK_FROM, owner_label, owner_where
 
-SERIES_FLAGS = frozenset({"pid", "process", "tid", "thread", "cpu", "track", "time", "name"})
+SERIES_FLAGS = frozenset({"pid", "process", "tid", "thread", "cpu", "track", "time", "name", "dim"})
 SCOPE_NOTE = (
     "name must match one counter name; pid/process (a process's counters and its threads'), "
     "tid/thread and cpu choose which tracks of that name form the series."
@@ -278,17 +280,33 @@ def row_owner(row: pb.CountersList.Row) -> dict[str, str | None]:
     return owner_params(tid, None if tid is not None else pid, row.cpu if row.HasField("cpu") else None)
 
 
+def subtitle_tracks(run: ReportRun, rows: Iterable[pb.CountersList.Row]) -> None:
+    """Sets each row's subtitle: its track's (RFC 0039 labels)."""
+    listed = list(rows)
+    subtitles = track_subtitles(run, [r.track_id for r in listed])
+    for r in listed:
+        r.subtitle = subtitles.get(r.track_id, "")
+
+
 def series_tracks(
     run: ReportRun, counter_name: str, out_tracks: RepeatedCompositeFieldContainer[pb.CountersList.Row]
-) -> dict[int, str]:
-    """Fills the series' tracks (top by sample count); returns every track's scope label by id."""
+) -> dict[int, tuple[str, str]]:
+    """Fills the series' tracks (top by sample count); returns every track's scope label and subtitle by id."""
     rows, total = track_stats(
         run, series_where(run, counter_name), f"tracks of {counter_name}", LIST_SORTS["count"], MAX_TOP, keep_empty=True
     )
     for r in rows[: run.scope.top]:
         fill_track_row(out_tracks.add(), r)
+    subtitle_tracks(run, out_tracks)
     run.truncation(min(len(rows), run.scope.top), total, f"{counter_name} tracks")
-    return {r["track_id"]: owner_label(r["thread"], r["tid"], r["process"], r["pid"], r["cpu"], r["gpu"]) for r in rows}
+    subtitles = track_subtitles(run, [r["track_id"] for r in rows])
+    return {
+        r["track_id"]: (
+            owner_label(r["thread"], r["tid"], r["process"], r["pid"], r["cpu"], r["gpu"]),
+            subtitles.get(r["track_id"], ""),
+        )
+        for r in rows
+    }
 
 
 def unit_of(tracks: Iterable[pb.CountersList.Row]) -> str:
@@ -458,7 +476,7 @@ FROM ({spans_sql(series_ids(w), ":range_start", ":range_end", ":trace_end")}) s"
 
 def tracks_table(tracks: Iterable[pb.CountersList.Row], fmt_value: Callable[[float], str], title: str) -> Table:
     rows = [
-        [Cell(t.scope), Cell(t.track_type), Cell(t.unit or "-"), count_cell(t.count)]
+        [Cell(t.scope, subtitle=t.subtitle), Cell(t.track_type), Cell(t.unit or "-"), count_cell(t.count)]
         + [Cell(fmt_value(v) if t.count else "-") for v in (t.min, t.avg, t.max)]
         for t in tracks
     ]
@@ -509,7 +527,7 @@ class CountersListView(View):
     )
     result_field = "counters_list"
     uses_top = True
-    flags = SERIES_FLAGS | {"min_count", "sort"}
+    flags = SERIES_FLAGS | {"min_count", "sort", "group_by"}
     sorts = tuple(LIST_SORTS)
     canned_sql = f"""WITH {CANNED_RANGE},
 tracks AS (
@@ -562,6 +580,10 @@ LIMIT {CANNED_TOP}"""
 
     def compute(self, run: ReportRun, out: pb.CountersList) -> None:
         s = run.scope
+        group = grouping(run, self)
+        if group is not None:
+            self._grouped(run, out, group)
+            return
         rows, out.total_rows = track_stats(
             run,
             counter_where(run),
@@ -572,6 +594,7 @@ LIMIT {CANNED_TOP}"""
         )
         for r in rows:
             fill_track_row(out.rows.add(), r)
+        subtitle_tracks(run, out.rows)
         run.truncation(len(rows), out.total_rows, "counter tracks")
         if out.rows:
             top = out.rows[0]
@@ -585,19 +608,54 @@ LIMIT {CANNED_TOP}"""
                 scoped_link(run, "counters", "histogram", name=glob_escape(top.name), **narrow),
             )
 
+    def _grouped(self, run: ReportRun, out: pb.CountersList, group: Grouping) -> None:
+        """One row per counter name and value of the dimension: the tracks in scope pooled (as a diff pools
+        tracks sharing a key: count summed, min and max of all, avg weighted by count)."""
+        s = run.scope
+        out.group_by = group.name
+        rows, _ = track_stats(run, counter_where(run), "counter tracks in scope", LIST_SORTS["name"], MAX_TOP)
+        values = track_values(run, group, [r["track_id"] for r in rows])
+        pools: dict[tuple[str, str | None], list[pb.CountersList.Row]] = {}
+        for r in rows:
+            row = pb.CountersList.Row()
+            fill_track_row(row, r)
+            pools.setdefault((row.name, values.get(row.track_id)), []).append(row)
+        spec = CountersDiff()
+        merged = []
+        for (_, value), pooled in pools.items():
+            row = spec.merge(pooled)
+            for name in spec.summed_ids + ("process", "thread", "cpu", "gpu"):
+                row.ClearField(name)
+            row.group_value = value or ""
+            # The label is the row's subtitle too: a diff keeps the values apart by it.
+            row.scope = row.group_label = row.subtitle = group.label(value)
+            merged.append(row)
+        merged = [r for r in merged if s.min_count is None or r.count >= s.min_count]
+        by = {"count": lambda r: -r.count, "max": lambda r: -r.max, "avg": lambda r: -r.avg}.get(self.sort_key(s))
+        merged.sort(key=lambda r: (by(r) if by else 0, r.name, group.rank(r.group_value or None)))
+        out.total_rows = len(merged)
+        out.rows.extend(merged[: s.top])
+        run.truncation(len(out.rows), out.total_rows, f"counters and {group.name} values")
+
     def tables(self, msg: pb.CountersList, run: ReportRun) -> list[Table]:
         rows = []
         for r in msg.rows:
             show = unit_format(r.unit, r.min, r.max)
-            timeline = scoped_link(run, "counters", "timeline", name=glob_escape(r.name), **row_owner(r))
-            inspect = scoped_link(run, "counters", "inspect", name=glob_escape(r.name), **row_owner(r))
+            narrow: dict[str, str | list[str] | None] = dict(row_owner(r))
+            if msg.group_by and r.group_value:
+                narrow["dim"] = dim_params(run, msg.group_by, r.group_value)
+            timeline = scoped_link(run, "counters", "timeline", name=glob_escape(r.name), **narrow)
+            inspect = scoped_link(run, "counters", "inspect", name=glob_escape(r.name), **narrow)
             rows.append(
                 [
                     Cell(
-                        r.name, timeline, title=f"track id {r.track_id}", href=run.linker.details("track", r.track_id)
+                        r.name,
+                        timeline,
+                        title=f"track id {r.track_id}" if r.track_id else None,
+                        href=run.linker.details("track", r.track_id) if not msg.group_by else None,
                     ),
                     Cell(r.track_type),
-                    Cell(r.scope, inspect),
+                    Cell(r.scope, inspect, subtitle="" if msg.group_by else r.subtitle),
                     count_cell(r.count),
                     Cell(show(r.min)),
                     Cell(show(r.avg)),
@@ -607,8 +665,10 @@ LIMIT {CANNED_TOP}"""
             )
         return [
             Table(
-                f"Counters ({fmt.plural(msg.total_rows, 'track')} in scope)",
-                ("Counter", "Type", "Scope", "Samples", "Min", "Avg", "Max", "Rate"),
+                f"Counters by {msg.group_by} ({fmt.plural(msg.total_rows, 'row')})"
+                if msg.group_by
+                else f"Counters ({fmt.plural(msg.total_rows, 'track')} in scope)",
+                ("Counter", "Type", msg.group_by.capitalize() or "Scope", "Samples", "Min", "Avg", "Max", "Rate"),
                 rows,
                 align="lllrrrrr",
                 empty="(no counters in scope)",
@@ -710,7 +770,7 @@ FROM ({series}) s""",
         out: pb.CountersTimeline,
         rows: list[sqlite3.Row],
         held: dict[int, float],
-        labels: dict[int, str],
+        labels: dict[int, tuple[str, str]],
         start: int,
         bucket_dur: int,
         n: int,
@@ -726,7 +786,7 @@ FROM ({series}) s""",
         for i in range(n):
             b_start = start + i * bucket_dur
             bucket = out.buckets.add(start_ts=b_start, end_ts=min(b_start + bucket_dur, end))
-            values: list[tuple[float, str]] = []
+            values: list[tuple[float, tuple[str, str]]] = []
             lows: list[float] = []
             highs: list[float] = []
             for t in tracks:
@@ -742,7 +802,7 @@ FROM ({series}) s""",
                     avg = lo = hi = before
                 else:
                     continue
-                values.append((avg, labels.get(t, f"track {t}")))
+                values.append((avg, labels.get(t, (f"track {t}", ""))))
                 lows.append(lo)
                 highs.append(hi)
             if not values:
@@ -752,10 +812,11 @@ FROM ({series}) s""",
             bucket.min = min(lows)
             bucket.max = max(highs)
             if several:
-                for v, label in sorted(values, key=lambda x: -x[0])[:3]:
-                    bucket.dominant.add(name=label, value=v)
+                for v, (label, subtitle) in sorted(values, key=lambda x: -x[0])[:3]:
+                    bucket.dominant.add(name=label, value=v, subtitle=subtitle)
 
     def charts(self, msg: pb.CountersTimeline, run: ReportRun) -> list[Chart]:
+        named = dominant_names(msg.buckets)
         known = [b for b in msg.buckets if b.has_value]
         show = unit_format(
             unit_of(msg.tracks), min((b.min for b in known), default=0), max((b.max for b in known), default=0)
@@ -769,7 +830,7 @@ FROM ({series}) s""",
             else:
                 note = f"{show(b.value)}  min {show(b.min)}  max {show(b.max)}  {fmt.plural(b.count, 'sample')}"
             if b.dominant:
-                note += "  top: " + ", ".join(f"{d.name} {show(d.value)}" for d in b.dominant)
+                note += "  top: " + ", ".join(f"{named(d)} {show(d.value)}" for d in b.dominant)
             bars.append(Bar(run.offset(b.start_ts), b.value if b.has_value else 0.0, note))
         label = "average value per bucket"  # in its unit in each bar's note
         return [Chart(f"{msg.name} over time, {fmt.duration(msg.bucket_dur)} buckets", "linear", label, bars)]
@@ -954,9 +1015,11 @@ LIMIT {CANNED_TOP}"""
         if ts is not None:
             out.ts = ts
         points = self._points(run, name, ts, [r["track_id"] for r in rows])
+        subtitles = track_subtitles(run, [r["track_id"] for r in rows])
         for r in rows:
             entry = out.tracks.add()
             fill_track_row(entry.track, r)
+            entry.track.subtitle = subtitles.get(r["track_id"], "")
             p = points.get(r["track_id"])
             if p is None:
                 continue
@@ -1065,7 +1128,9 @@ ORDER BY ts, id""",
         out: list[Table] = []
         if len(msg.tracks) == 1:
             one = msg.tracks[0]
-            facts: list[tuple[str, str]] = [("Track", f"{one.track.scope} ({one.track.track_type})")]
+            facts: list[tuple[str, str]] = [
+                ("Track", f"{with_subtitle(one.track.scope, one.track.subtitle)} ({one.track.track_type})")
+            ]
             if msg.ts:
                 facts.append(
                     (
@@ -1159,7 +1224,7 @@ ORDER BY ts, id""",
 class CountersDiff(DiffSpec):
     noun, view, field = "counters", "list", "counters_list_diff"
     title, what = "Counters", "counters"
-    key_fields, key_headers = ("name", "owner"), ("Counter", "Owner")
+    key_fields, key_headers = ("name", "owner", "subtitle"), ("Counter", "Owner")
     measures = (
         Measure("count", "samples", "count"),
         Measure("avg", "avg", "value", "avg"),
@@ -1177,6 +1242,7 @@ class CountersDiff(DiffSpec):
             owner_key(
                 row.process, row.pid, row.thread, row.tid, optional_field(row, "cpu"), optional_field(row, "gpu")
             ),
+            row.subtitle,
         )
 
     def key_cells(self, row: Any, run: ReportRun, out: Any) -> list[Cell]:
@@ -1189,7 +1255,7 @@ class CountersDiff(DiffSpec):
         elif sample.HasField("cpu"):
             owner = {"cpu": str(sample.cpu)}
         link = diff_link(run, row, "counters", "timeline", name=glob_escape(row.name), **owner)
-        return [Cell(row.name, link), Cell(row.owner)]
+        return [Cell(row.name, link), Cell(row.owner, subtitle=row.subtitle)]
 
 
 VIEWS = [CountersListView(), CountersTimelineView(), CountersHistogramView(), CountersInspectView()]

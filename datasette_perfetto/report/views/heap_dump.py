@@ -11,7 +11,16 @@ from .. import format as fmt
 from .. import report_pb2 as pb
 from ..base import NOT_PRESENT, Cell, ReportRun, Table, View
 from ..diff_spec import DiffSpec, Measure, diff_link
-from ..filters import CANNED_TOP, PROCESS_FLAGS, canned_sort, in_canned_range, optional_terms, owner_terms
+from ..filters import (
+    CANNED_TOP,
+    PROCESS_FLAGS,
+    canned_dim,
+    canned_sort,
+    dim_terms,
+    in_canned_range,
+    optional_terms,
+    owner_terms,
+)
 from ..format import byte_size
 from ..links import glob_escape
 from .calltree import percent
@@ -34,7 +43,7 @@ class TypesView(View):
     )
     result_field = "heap_dump_types"
     uses_top = True
-    flags = frozenset({"pid", "process", "time", "name", "min_count", "sort"})
+    flags = frozenset({"pid", "process", "time", "name", "min_count", "sort", "dim"})
     sorts = ("retained", "count", "self", "name")
     canned_sql = f"""WITH dump AS (
   -- The latest dump of each process in scope.
@@ -42,6 +51,7 @@ class TypesView(View):
   FROM heap_graph_object o
   LEFT JOIN process p ON p.id = o.upid
   WHERE {optional_terms((*PROCESS_FLAGS, "time"), time=in_canned_range("o.graph_sample_ts"))}
+    AND {canned_dim("process", "o.upid")}
   GROUP BY o.upid
 )
 -- Retained size here sums each object's retained size: objects of a type dominated by another of the same type
@@ -70,6 +80,7 @@ LIMIT {CANNED_TOP}"""
             return
         s = run.scope
         w = owner_terms(run, threads=False)
+        w.extend(dim_terms(run, "process", "o.upid"))
         if s.time is not None:
             start, end = run.time_range()
             w.add(

@@ -10,8 +10,19 @@ from .. import format as fmt
 from .. import report_pb2 as pb
 from ..base import Cell, ReportRun, Table
 from ..diff_spec import DiffSpec, Measure, diff_link
-from ..filters import CANNED_TOP, PROCESS_FLAGS, Where, canned_sort, in_canned_range, optional_terms, owner_terms
+from ..filters import (
+    CANNED_TOP,
+    PROCESS_FLAGS,
+    Where,
+    canned_dim,
+    canned_sort,
+    dim_terms,
+    in_canned_range,
+    optional_terms,
+    owner_terms,
+)
 from ..format import byte_size
+from ..grouping import grouping, split_per_value
 from ..links import glob_escape
 from .calltree import (
     UNNAMED,
@@ -28,12 +39,13 @@ from .calltree import (
     tree_canned_sql,
 )
 
-SCOPE_FLAGS = frozenset({*PROCESS_FLAGS, "time", "name"})
+SCOPE_FLAGS = frozenset({*PROCESS_FLAGS, "time", "name", "dim"})
 
 
 def allocation_where(run: ReportRun) -> tuple[str, Where]:
     s = run.scope
     w = owner_terms(run, threads=False)
+    w.extend(dim_terms(run, "process", "a.upid"))
     if s.time is not None:
         start, end = run.time_range()
         w.add("a.ts >= :range_start AND a.ts < :range_end", range_start=start, range_end=end)
@@ -71,6 +83,7 @@ def canned_allocations(callsite: str) -> str:
   FROM heap_profile_allocation a
   LEFT JOIN process p ON p.id = a.upid
   WHERE {optional_terms((*PROCESS_FLAGS, "time"), time=in_canned_range("a.ts"))}
+    AND {canned_dim("process", "a.upid")}
   GROUP BY a.callsite_id"""
 
 
@@ -100,7 +113,7 @@ class FunctionsView(HeapProfileView):
     )
     result_field = "heap_profile_functions"
     uses_top = True
-    flags = SCOPE_FLAGS | {"min_count", "sort"}
+    flags = SCOPE_FLAGS | {"min_count", "sort", "group_by"}
     sorts = ("self", "total", "count", "name")
     canned_sql = f"""WITH RECURSIVE
 allocated AS (
@@ -133,6 +146,22 @@ LIMIT {CANNED_TOP}"""
     def compute(self, run: ReportRun, out: pb.HeapFunctions) -> None:
         if self.absent(run, out):
             return
+        group = grouping(run, self)
+        if group is not None:
+            orders = {"self": lambda r: (-r.self_bytes, r.name), "total": lambda r: (-r.total_bytes, r.name)}
+            order = orders.get(self.sort_key(run.scope), lambda r: (r.name,))
+            split_per_value(
+                run,
+                group,
+                out,
+                self._fill,
+                lambda r: (*order(r), group.rank(r.group_value)),
+                ("total_bytes", "total_count"),
+            )
+            return
+        self._fill(run, out)
+
+    def _fill(self, run: ReportRun, out: pb.HeapFunctions) -> None:
         s = run.scope
         cs, unreleased = load_allocations(run, with_unreleased=True)
         tree = top_down(cs)
@@ -176,6 +205,7 @@ LIMIT {CANNED_TOP}"""
         rows = [
             [
                 Cell(r.name, self.function_link(run, "bottom-up", r.name)),
+                *([Cell(r.group_label)] if msg.group_by else []),
                 Cell(byte_size(r.self_bytes), title=f"{r.self_bytes} bytes ({r.self_percent:.1f}%)"),
                 Cell(fmt.number(r.self_count)),
                 Cell(byte_size(r.avg_size) if r.self_count else "-"),
@@ -192,7 +222,15 @@ LIMIT {CANNED_TOP}"""
                 f"Heap Profile ({byte_size(msg.total_bytes)} in "
                 f"{fmt.plural(msg.total_count, 'allocation', fmt.number(msg.total_count))}, "
                 f"{msg.total_rows} functions)",
-                ("Function", "Self bytes", "Self count", "Avg size", "Total bytes", "Total count"),
+                (
+                    "Function",
+                    *([msg.group_by.capitalize()] if msg.group_by else []),
+                    "Self bytes",
+                    "Self count",
+                    "Avg size",
+                    "Total bytes",
+                    "Total count",
+                ),
                 rows,
                 empty=self.empty_text(msg),
             )
@@ -260,7 +298,7 @@ class FunctionsDiff(DiffSpec):
 
     noun, view, field = "heap-profile", "functions", "heap_profile_functions_diff"
     title, what = "Heap Profile", "functions"
-    key_fields, key_headers = ("name",), ("Function",)
+    key_fields, key_headers = ("name", "group_label"), ("Function",)
     measures = (
         Measure("self_bytes", "self", "bytes"),
         Measure("total_bytes", "total", "bytes"),
@@ -288,7 +326,8 @@ class FunctionsDiff(DiffSpec):
             setattr(out, f"{side}_total_count", msg.total_count if msg is not None else 0)
 
     def key_cells(self, row: Any, run: ReportRun, out: Any) -> list[Cell]:
-        return [Cell(row.name, diff_link(run, row, self.noun, "bottom-up", name=glob_escape(row.name)))]
+        link = diff_link(run, row, self.noun, "bottom-up", name=glob_escape(row.name))
+        return [Cell(row.name, link, subtitle=row.group_label)]
 
 
 class TreeDiff(CallTreeDiff):

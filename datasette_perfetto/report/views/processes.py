@@ -10,8 +10,19 @@ from .. import format as fmt
 from .. import report_pb2 as pb
 from ..base import REAL_PROCESS, Cell, Link, ReportRun, Table, View, count_cell
 from ..diff_spec import DiffSpec, Measure, diff_link
-from ..filters import CANNED_TOP, PROCESS_FLAGS, Where, canned_sort, optional_terms, owner_terms
+from ..filters import (
+    CANNED_TOP,
+    PROCESS_FLAGS,
+    Where,
+    canned_dim,
+    canned_sort,
+    dim_terms,
+    optional_terms,
+    owner_terms,
+)
+from ..grouping import dim_params, grouping, process_value
 from ..links import glob_escape, scoped_link
+from ..subtitles import owner_dims, process_subtitles, with_dims, with_subtitle
 
 TOP_THREADS = 3
 
@@ -80,7 +91,7 @@ class ProcessesTableView(View):
     )
     result_field = "processes_table"
     uses_top = True
-    flags = frozenset({"pid", "process", "name", "time", "min_count", "sort"})
+    flags = frozenset({"pid", "process", "name", "time", "min_count", "sort", "dim", "group_by"})
     sorts = ("cpu", "slices", "threads", "name", "pid")
     canned_sql = f"""WITH range AS (
   SELECT coalesce(report_range_start(:time), trace_start()) AS range_start,
@@ -122,6 +133,7 @@ processes AS (
   LEFT JOIN process_slices ps ON ps.upid = p.id, range
   WHERE {REAL_PROCESS.format(p="p")}
     AND {optional_terms((*PROCESS_FLAGS, "name"), name="p.name GLOB :name")}
+    AND {canned_dim("process")}
 )
 SELECT * FROM processes
 WHERE slice_count >= coalesce(CAST(nullif(:min_count, '') AS INTEGER), 0)
@@ -140,15 +152,28 @@ LIMIT {CANNED_TOP}"""
 
     def compute(self, run: ReportRun, out: pb.ProcessesTable) -> None:
         s = run.scope
+        group = grouping(run, self)
         has_sched = bool(run.value("does the trace have scheduling data", "SELECT EXISTS(SELECT 1 FROM sched)"))
         out.top_threads_by = "cpu_time" if has_sched else "slice_count"
         params: dict = {}
         w = Where()
         w.add(REAL_PROCESS.format(p="p"))
         w.extend(owner_terms(run, threads=False))
+        w.extend(dim_terms(run, "process"))
         if s.name is not None:
             w.add("p.name GLOB :name", name=s.name)
         params.update(w.params)
+        rows_from = "processes"
+        if group is not None:
+            # One row per value of the dimension, its processes pooled.
+            out.group_by = group.name
+            params.update(group.params)
+            rows_from = f"""(
+  SELECT {process_value("processes.upid")} AS group_value, NULL AS upid, NULL AS pid, NULL AS name,
+         sum(thread_count) AS thread_count, sum(cpu_time) AS cpu_time, sum(slice_count) AS slice_count
+  FROM processes
+  GROUP BY group_value
+)"""
         having = ""
         if s.min_count is not None:
             having = "WHERE slice_count >= :min_count"
@@ -183,8 +208,8 @@ SELECT *, count(*) OVER () AS total_rows,
         WHERE th.upid IS NULL AND tc.cpu_time > 0) AS orphan_threads,
        (SELECT coalesce(sum(tc.cpu_time), 0) FROM thread_cpu tc JOIN thread th ON th.id = tc.utid
         WHERE th.upid IS NULL) AS orphan_cpu_time
-FROM processes {having}
-ORDER BY {SORT_COLUMNS[self.sort_key(s)]}
+FROM {rows_from} {having}
+ORDER BY {SORT_COLUMNS[self.sort_key(s)]}{", length(group_value), group_value" if group is not None else ""}
 LIMIT :top""",
             {**params, "top": s.top},
         )
@@ -200,6 +225,23 @@ LIMIT :top""",
                 slice_count=r["slice_count"] or 0,
             )
             row.percent_of_trace = 100.0 * row.cpu_time / range_dur
+            if group is not None:
+                row.name = group.label(r["group_value"])
+                row.group_value = r["group_value"] or ""
+        if group is not None:
+            run.truncation(len(rows), out.total_rows, f"{group.name} values")
+            if out.rows and out.rows[0].group_value:
+                top = out.rows[0]
+                link = scoped_link(
+                    run, "processes", "table", dim=dim_params(run, group.name, top.group_value), group_by=None
+                )
+                run.next_step(f"The processes of {top.name}", link)
+            return
+        subtitles = process_subtitles(run, [r.upid for r in out.rows])
+        dims = owner_dims(run, "process", [r.upid for r in out.rows])
+        for row in out.rows:
+            row.subtitle = subtitles.get(row.upid, "")
+            row.dims.extend(dims.get(row.upid, []))
         if out.rows:
             self._top_threads(run, out, has_sched)
         run.truncation(len(rows), out.total_rows, "processes")
@@ -263,27 +305,44 @@ WHERE th.upid IS NULL AND tc.cpu_time > 0""",
             )
 
     def _next_steps(self, run: ReportRun, top: pb.ProcessesTable.Row, has_sched: bool) -> None:
-        label = f"{top.name or '?'} [{top.pid}]"
+        label = with_subtitle(f"{top.name or '?'} [{top.pid}]", top.subtitle)
+        # The pid and, where pids repeat across ranks or machines, the process's dimension values.
+        only: dict[str, str | list[str] | None] = {"pid": str(top.pid), **with_dims(run, top.dims)}
         if top.slice_count:
-            run.next_step(f"Slices of {label}", scoped_link(run, "slices", "table", pid=str(top.pid)))
+            run.next_step(f"Slices of {label}", scoped_link(run, "slices", "table", **only))
         if has_sched:
-            run.next_step(
-                f"Scheduling of {label}'s threads", scoped_link(run, "scheduling", "summary", pid=str(top.pid))
-            )
-        run.next_step(f"Tracks of {label}", scoped_link(run, "tracks", "table", pid=str(top.pid)))
-        run.next_step(f"Counters of {label}", scoped_link(run, "counters", "list", pid=str(top.pid)))
+            run.next_step(f"Scheduling of {label}'s threads", scoped_link(run, "scheduling", "summary", **only))
+        run.next_step(f"Tracks of {label}", scoped_link(run, "tracks", "table", **only))
+        run.next_step(f"Counters of {label}", scoped_link(run, "counters", "list", **only))
 
     def _drill(self, run: ReportRun, row: pb.ProcessesTable.Row, has_sched: bool) -> Link:
+        only: dict[str, str | list[str] | None] = {"pid": str(row.pid), **with_dims(run, row.dims)}
         if row.slice_count:
-            return scoped_link(run, "slices", "table", pid=str(row.pid))
+            return scoped_link(run, "slices", "table", **only)
         if has_sched and row.cpu_time:
-            return scoped_link(run, "scheduling", "summary", pid=str(row.pid))
-        return scoped_link(run, "tracks", "table", pid=str(row.pid))
+            return scoped_link(run, "scheduling", "summary", **only)
+        return scoped_link(run, "tracks", "table", **only)
 
     def tables(self, msg: pb.ProcessesTable, run: ReportRun) -> list[Table]:
         has_sched = msg.top_threads_by == "cpu_time"
         rows = []
         for r in msg.rows:
+            if msg.group_by:
+                link = scoped_link(
+                    run, "processes", "table", dim=dim_params(run, msg.group_by, r.group_value), group_by=None
+                )
+                rows.append(
+                    [
+                        Cell(r.name, link if r.group_value else None),
+                        Cell("-"),
+                        Cell(str(r.thread_count)),
+                        Cell(fmt.duration(r.cpu_time) if has_sched else "-"),
+                        Cell(fmt.percent(r.percent_of_trace) if has_sched else "-"),
+                        count_cell(r.slice_count),
+                        Cell("-"),
+                    ]
+                )
+                continue
             if has_sched:
                 threads = ", ".join(f"{t.name} {fmt.duration(t.value)}" for t in r.top_threads)
             else:
@@ -295,8 +354,9 @@ WHERE th.upid IS NULL AND tc.cpu_time > 0""",
                         self._drill(run, r, has_sched),
                         title=f"upid {r.upid}",
                         href=run.linker.details("process", r.upid),
+                        subtitle=r.subtitle,
                     ),
-                    Cell(str(r.pid), scoped_link(run, "tracks", "table", pid=str(r.pid))),
+                    Cell(str(r.pid), scoped_link(run, "tracks", "table", pid=str(r.pid), **with_dims(run, r.dims))),
                     Cell(str(r.thread_count)),
                     Cell(fmt.duration(r.cpu_time) if has_sched else "-"),
                     Cell(fmt.percent(r.percent_of_trace) if has_sched else "-"),
@@ -306,10 +366,20 @@ WHERE th.upid IS NULL AND tc.cpu_time > 0""",
             )
         by = "CPU time" if has_sched else "slices; no scheduling data"
         title = f"Processes ({msg.total_rows} in scope)"
+        if msg.group_by:
+            title = f"Processes by {msg.group_by} ({msg.total_rows} values)"
         return [
             Table(
                 title,
-                ("Process", "PID", "Threads", "CPU time", "% of trace", "Slices", f"Top threads (by {by})"),
+                (
+                    msg.group_by.capitalize() or "Process",
+                    "PID",
+                    "Threads",
+                    "CPU time",
+                    "% of trace",
+                    "Slices",
+                    f"Top threads (by {by})",
+                ),
                 rows,
                 align="lrrrrrl",
                 empty="(no processes in scope)",
@@ -320,7 +390,7 @@ WHERE th.upid IS NULL AND tc.cpu_time > 0""",
 class ProcessesDiff(DiffSpec):
     noun, view, field = "processes", "table", "processes_table_diff"
     title, what = "Processes", "process names"
-    key_fields, key_headers = ("name",), ("Process",)
+    key_fields, key_headers = ("name", "subtitle"), ("Process",)
     measures = (
         Measure("cpu_time", "CPU", "duration"),
         Measure("slice_count", "slices", "count"),
@@ -352,6 +422,7 @@ class ProcessesDiff(DiffSpec):
             Cell(
                 row.name or "(no name)",
                 diff_link(run, row, "processes", "table", process=glob_escape(row.name)) if row.name else None,
+                subtitle=row.subtitle,
             )
         ]
 

@@ -22,15 +22,19 @@ from ..filters import (
     PROCESS_FLAGS,
     THREAD_FLAGS,
     Where,
+    canned_dim,
     canned_sort,
+    dim_terms,
     flag_terms,
     optional_terms,
     owner_terms,
     subquery,
     unset,
 )
+from ..grouping import dim_params, grouping, thread_value
 from ..links import glob_escape, view_link
 from ..scope import ReportError, shown
+from ..subtitles import dominant_names, owner_dims, process_subtitles, thread_subtitles, with_dims, with_subtitle
 from .slices import bucket_range, cells_per_bucket
 
 RUNNABLE_STATES = ("R", "R+")
@@ -99,8 +103,10 @@ def in_range(run: ReportRun, alias: str) -> str:
 
 
 def thread_filter(run: ReportRun) -> Where | None:
-    """The threads the pid/process/tid/thread flags select, as a subquery of utids (None: every thread)."""
-    return subquery(owner_terms(run), "SELECT th.id FROM thread th\nLEFT JOIN process p ON p.id = th.upid")
+    """The threads the pid/process/tid/thread and dim flags select, as a subquery of utids (None: every thread)."""
+    w = owner_terms(run)
+    w.extend(dim_terms(run, "thread"))
+    return subquery(w, "SELECT th.id FROM thread th\nLEFT JOIN process p ON p.id = th.upid")
 
 
 def cpu_filter(run: ReportRun, alias: str) -> Where | None:
@@ -139,9 +145,10 @@ def has_sched(run: ReportRun) -> bool:
 CANNED_END = "CASE WHEN {a}.dur < 0 THEN range_end ELSE {a}.ts + {a}.dur END"
 CANNED_CLIPPED = f"max(min({CANNED_END}, range_end) - max({{a}}.ts, range_start), 0)"
 CANNED_ON_CPU = "(:cpu = '' OR {a}.ucpu IN (SELECT id FROM cpu WHERE cpu = CAST(:cpu AS INTEGER)))"
-CANNED_THREADS = f"""({unset(OWNER_FLAGS)}
+CANNED_THREADS = f"""({unset((*OWNER_FLAGS, "dim"))}
        OR {{a}}.utid IN (SELECT th.id FROM thread th LEFT JOIN process p ON p.id = th.upid
-                       WHERE {optional_terms(OWNER_FLAGS, " " * 25)}))"""
+                       WHERE {optional_terms(OWNER_FLAGS, " " * 25)}
+                         AND {canned_dim("thread").replace("{", "{{").replace("}", "}}")}))"""
 
 
 # -- summary ----------------------------------------------------------------------------------
@@ -159,7 +166,7 @@ class SchedulingSummaryView(View):
     )
     result_field = "scheduling_summary"
     uses_top = True
-    flags = frozenset({"pid", "process", "tid", "thread", "cpu", "time", "sort", "group_by", "min_duration"})
+    flags = frozenset({"pid", "process", "tid", "thread", "cpu", "time", "sort", "group_by", "min_duration", "dim"})
     sorts = ("cpu", "runnable", "sleeping", "name")
     canned_sql = f"""WITH {CANNED_RANGE},
 cpu_time AS (
@@ -217,13 +224,8 @@ LIMIT {CANNED_TOP}"""
 
     def compute(self, run: ReportRun, out: pb.SchedulingSummary) -> None:
         s = run.scope
+        group = grouping(run, self, ("thread", "process"))  # thread, process or a dimension
         group_by = s.group_by or "thread"
-        if group_by not in ("thread", "process"):
-            raise ReportError(
-                f"group_by: {shown(group_by)} is not a grouping of {self.label()}; use thread or process",
-                "group_by",
-                ["thread", "process"],
-            )
         out.group_by = group_by
         if not has_sched(run):
             return  # cpu_count 0: the trace has no scheduling data
@@ -244,6 +246,14 @@ LIMIT {CANNED_TOP}"""
   FROM per_utid t
   LEFT JOIN thread th ON th.id = t.utid
   LEFT JOIN process p ON p.id = th.upid"""
+        elif group is not None:
+            rows_sql = f"""SELECT {thread_value("t.utid", "th.upid")} AS group_value, NULL AS name, NULL AS tid,
+         NULL AS pid, NULL AS process, sum(t.cpu_time) AS cpu_time, sum(t.runnable) AS runnable,
+         sum(t.sleeping) AS sleeping
+  FROM per_utid t
+  JOIN thread th ON th.id = t.utid
+  GROUP BY group_value"""
+            params = {**params, **group.params}
         else:
             rows_sql = """SELECT th.upid, coalesce(p.name, CASE WHEN th.upid IS NULL THEN '(no process)' END) AS name,
          NULL AS tid, p.pid, NULL AS process, sum(t.cpu_time) AS cpu_time, sum(t.runnable) AS runnable,
@@ -252,7 +262,7 @@ LIMIT {CANNED_TOP}"""
   JOIN thread th ON th.id = t.utid
   LEFT JOIN process p ON p.id = th.upid
   GROUP BY th.upid"""
-        key = "utid" if group_by == "thread" else "upid"
+        key = {"thread": "utid", "process": "upid"}.get(group_by, "group_value")
         rows = run.query(
             f"CPU, runnable and sleeping time per {group_by}, top by the sort key",
             f"""WITH {per_utid},
@@ -277,15 +287,39 @@ LIMIT :top""",
                 sleeping=r["sleeping"],
             )
             row.percent_of_trace = 100.0 * row.cpu_time / range_dur
-        run.truncation(len(rows), out.total_rows, f"{group_by}s")
-        if rows and group_by == "thread":
+            if group is not None:
+                row.name = row.group_label = group.label(r["group_value"])
+                row.group_value = r["group_value"] or ""
+        if group is None:
+            subtitles = (
+                thread_subtitles(run, [r["utid"] for r in rows])
+                if group_by == "thread"
+                else process_subtitles(run, [r["upid"] for r in rows])
+            )
+            dims = owner_dims(run, group_by, [r[key] for r in rows])
+            for r, row in zip(rows, out.rows):
+                row.subtitle = subtitles.get(r[key], "")
+                row.dims.extend(dims.get(r[key], []))
+        run.truncation(len(rows), out.total_rows, f"{group_by}s" if group is None else f"{group_by} values")
+        if rows and group is not None:
+            top = out.rows[0]
+            if top.group_value:
+                run.next_step(
+                    f"Threads of {top.name}",
+                    view_link(
+                        run, "scheduling", "summary", dim=dim_params(run, group.name, top.group_value), group_by=None
+                    ),
+                )
+        elif rows and group_by == "thread":
             self._longest_waits(run, [r["utid"] for r in rows], out)
         elif rows:
             top = out.rows[0]
             if top.pid:
                 run.next_step(
                     f"Threads of {top.name} [{top.pid}]",
-                    view_link(run, "scheduling", "summary", pid=str(top.pid), group_by=None),
+                    view_link(
+                        run, "scheduling", "summary", pid=str(top.pid), group_by=None, **with_dims(run, top.dims)
+                    ),
                 )
         run.next_step("CPU load over time", view_link(run, "scheduling", "timeline"))
 
@@ -368,24 +402,42 @@ LIMIT 1""",
                     thread=None,
                     pid=None,
                     process=None,
+                    **with_dims(run, top.dims),
                 ),
             )
-        run.next_step(f"{label} over time", view_link(run, "scheduling", "timeline", tid=str(top.tid), thread=None))
+        run.next_step(
+            f"{label} over time",
+            view_link(run, "scheduling", "timeline", tid=str(top.tid), thread=None, **with_dims(run, top.dims)),
+        )
 
     def tables(self, msg: pb.SchedulingSummary, run: ReportRun) -> list[Table]:
-        by_thread = msg.group_by != "process"
+        by_thread = msg.group_by == "thread"
+        by_value = msg.group_by not in ("thread", "process")
         rows = []
         for r in msg.rows:
-            if by_thread:
+            if by_value:
+                link = (
+                    view_link(
+                        run, "scheduling", "summary", dim=dim_params(run, msg.group_by, r.group_value), group_by=None
+                    )
+                    if r.group_value
+                    else None
+                )
+                name = Cell(r.name, link)
+            elif by_thread:
                 name = Cell(
                     thread_label(r.name, r.tid),
-                    view_link(run, "scheduling", "timeline", tid=str(r.tid), thread=None),
+                    view_link(run, "scheduling", "timeline", tid=str(r.tid), thread=None, **with_dims(run, r.dims)),
                     title=f"{r.process or '?'} [{r.pid}]" if r.pid else "no known process",
+                    subtitle=r.subtitle,
                 )
             else:
                 name = Cell(
                     f"{r.name} [{r.pid}]" if r.pid else r.name,
-                    view_link(run, "scheduling", "summary", pid=str(r.pid), group_by=None) if r.pid else None,
+                    view_link(run, "scheduling", "summary", pid=str(r.pid), group_by=None, **with_dims(run, r.dims))
+                    if r.pid
+                    else None,
+                    subtitle=r.subtitle,
                 )
             rows.append(
                 [
@@ -398,12 +450,18 @@ LIMIT 1""",
             )
         if not msg.cpu_count:
             return [Table("Scheduling: (no scheduling data in this trace)", (), [])]
-        noun = "threads" if by_thread else "processes"
+        noun = "threads" if by_thread else f"{msg.group_by} values" if by_value else "processes"
         title = f"Scheduling ({msg.total_rows} {noun}, {msg.cpu_count} CPU{'s' if msg.cpu_count != 1 else ''})"
         return [
             Table(
                 title,
-                ("Thread" if by_thread else "Process", "CPU time", "Runnable", "Sleeping", "% of trace"),
+                (
+                    "Thread" if by_thread else msg.group_by.capitalize() if by_value else "Process",
+                    "CPU time",
+                    "Runnable",
+                    "Sleeping",
+                    "% of trace",
+                ),
                 rows,
                 empty="(no scheduling data in scope)",
             )
@@ -423,7 +481,7 @@ class SchedulingTimelineView(View):
         "Thread flags count only those threads' time; cpu looks at one CPU."
     )
     result_field = "scheduling_timeline"
-    flags = frozenset({"pid", "process", "tid", "thread", "cpu", "time", "buckets"})
+    flags = frozenset({"pid", "process", "tid", "thread", "cpu", "time", "buckets", "dim"})
     canned_sql = f"""-- CPU time per bucket and the share of the CPUs' capacity it used; the report also names the
 -- threads that ran most.
 WITH RECURSIVE {CANNED_RANGE},
@@ -506,7 +564,7 @@ ranked AS (
   FROM per_thread
   WHERE busy > 0
 )
-SELECT r.bucket, r.bucket_busy, r.busy, th.name, th.tid
+SELECT r.bucket, r.bucket_busy, r.busy, r.utid, th.name, th.tid
 FROM ranked r LEFT JOIN thread th ON th.id = r.utid
 WHERE r.rank <= :dominant
 ORDER BY r.bucket, r.rank""",
@@ -515,6 +573,7 @@ ORDER BY r.bucket, r.rank""",
         by_bucket: dict[int, list] = {}
         for r in rows:
             by_bucket.setdefault(r["bucket"], []).append(r)
+        subtitles = thread_subtitles(run, [r["utid"] for r in rows])
         for i in range(buckets):
             b_start, b_end = start + i * bucket_dur, min(start + (i + 1) * bucket_dur, end)
             bucket = out.buckets.add(start_ts=b_start, end_ts=b_end)
@@ -522,7 +581,9 @@ ORDER BY r.bucket, r.rank""",
             bucket.total_dur = top[0]["bucket_busy"] if top else 0
             bucket.value = bucket.total_dur / max((b_end - b_start) * out.cpu_count, 1)
             for r in top:
-                bucket.dominant.add(name=thread_label(r["name"], r["tid"]), value=r["busy"])
+                bucket.dominant.add(
+                    name=thread_label(r["name"], r["tid"]), value=r["busy"], subtitle=subtitles.get(r["utid"], "")
+                )
         busiest = max(out.buckets, key=lambda b: b.value, default=None)
         if busiest is not None and busiest.total_dur:
             run.next_step(
@@ -573,11 +634,12 @@ per_thread AS (
         )
 
     def charts(self, msg: pb.SchedulingTimeline, run: ReportRun) -> list[Chart]:
+        named = dominant_names(msg.buckets)
         bars = []
         for b in msg.buckets:
             note = f"{100 * b.value:.1f}%" if b.total_dur else ""
             if b.dominant:
-                note += ": " + ", ".join(f"{d.name} {fmt.duration(d.value)}" for d in b.dominant)
+                note += ": " + ", ".join(f"{named(d)} {fmt.duration(d.value)}" for d in b.dominant)
             bars.append(Bar(run.offset(b.start_ts), 100 * b.value, note))
         if not msg.cpu_count:
             return [Chart("CPU load: no scheduling data in this trace", "linear", "% of CPU capacity busy", [])]
@@ -613,7 +675,7 @@ class SchedulingInspectView(View):
         "kernel function it was blocked in. Needs thread (or tid) matching one thread, and ts."
     )
     result_field = "scheduling_inspect"
-    flags = frozenset({"pid", "process", "tid", "thread", "ts"})
+    flags = frozenset({"pid", "process", "tid", "thread", "ts", "dim"})
     required = ("ts",)
     canned_sql = f"""-- The thread's states around ts, the one at ts marked: state, CPU, how a run ended, the kernel
 -- function it blocked in and who woke it. The report reads from them why the thread was (not) running
@@ -624,6 +686,7 @@ picked AS (
   FROM thread th LEFT JOIN process p ON p.id = th.upid, at
   WHERE th.id != 0 AND (:tid != '' OR :thread != '')
     AND {optional_terms(THREAD_FLAGS + PROCESS_FLAGS)}
+    AND {canned_dim("thread")}
   ORDER BY (th.start_ts IS NULL OR th.start_ts <= at.ts) AND (th.end_ts IS NULL OR th.end_ts > at.ts)
              AND coalesce((SELECT x.dur < 0 OR x.ts + x.dur > at.ts FROM thread_state x
                            WHERE x.utid = th.id AND x.ts <= at.ts ORDER BY x.ts DESC LIMIT 1), 0) DESC,
@@ -671,6 +734,7 @@ ORDER BY x.ts, x.id"""
         out.tid = thread["tid"] or 0
         out.process = thread["process"] or ""
         out.pid = thread["pid"] or 0
+        out.subtitle = thread_subtitles(run, [thread["utid"]]).get(thread["utid"], "")
         states = run.query(
             "the thread's states around ts",
             f"""WITH here AS (
@@ -740,6 +804,7 @@ LIMIT 1""",
         at ts; else a ReportError listing them."""
         s = run.scope
         w = flag_terms(run, THREAD_FLAGS + PROCESS_FLAGS)  # threads first: the thread is what is looked for
+        w.extend(dim_terms(run, "thread"))
         w.add("th.id != 0")
         found = run.query(
             "threads matching the flags",
@@ -800,7 +865,7 @@ LIMIT :limit""",
         )
 
     def tables(self, msg: pb.SchedulingInspect, run: ReportRun) -> list[Table]:
-        title = f"{thread_label(msg.thread, msg.tid)}"
+        title = with_subtitle(thread_label(msg.thread, msg.tid), msg.subtitle)
         if msg.pid or msg.process:
             title += f" of {msg.process or '?'} [{msg.pid}]"
         title += f" at {run.offset(msg.ts)}"
@@ -853,7 +918,7 @@ LIMIT :limit""",
 class SchedulingDiff(DiffSpec):
     noun, view, field = "scheduling", "summary", "scheduling_summary_diff"
     title, what = "Scheduling", "threads"
-    key_fields, key_headers = ("name", "process"), ("Thread", "Process")
+    key_fields, key_headers = ("name", "process", "subtitle"), ("Thread", "Process")
     measures = (
         Measure("cpu_time", "CPU", "duration"),
         Measure("runnable", "runnable", "duration"),
@@ -889,7 +954,7 @@ class SchedulingDiff(DiffSpec):
                 if row.name != "(no process)"
                 else None
             )
-            return [Cell(""), Cell(row.name, link)]
+            return [Cell(""), Cell(row.name, link, subtitle=row.subtitle)]
         link = diff_link(
             run,
             row,
@@ -898,7 +963,7 @@ class SchedulingDiff(DiffSpec):
             thread=glob_escape(row.name),
             **({"process": glob_escape(row.process)} if row.process else {}),
         )
-        return [Cell(row.name or "?", link if row.name else None), Cell(row.process or "-")]
+        return [Cell(row.name or "?", link if row.name else None, subtitle=row.subtitle), Cell(row.process or "-")]
 
 
 VIEWS = [SchedulingSummaryView(), SchedulingTimelineView(), SchedulingInspectView()]

@@ -28,9 +28,11 @@ from ..filters import (
     subquery,
     unset,
 )
+from ..grouping import VALUE_TEXT, group_stats, grouping, track_value
 from ..links import glob_escape, view_link
 from ..scope import ReportError
 from ..scope import shown as quoted
+from ..subtitles import dominant_names, track_subtitles
 
 # slice → its track → the track's thread and process (a thread track's process is its thread's). Joined on
 # the tables' ids: utid/upid are generated aliases with no index, which costs an automatic index per query.
@@ -66,6 +68,14 @@ def fill_instance(out: pb.SliceInstance, row: sqlite3.Row) -> None:
         out.utid = row["utid"]
     if row["upid"] is not None:
         out.upid = row["upid"]
+
+
+def subtitle_instances(run: ReportRun, instances: Iterable[pb.SliceInstance]) -> None:
+    """Sets each instance's subtitle: its track's (RFC 0039 labels)."""
+    listed = list(instances)
+    subtitles = track_subtitles(run, [i.track_id for i in listed])
+    for inst in listed:
+        inst.subtitle = subtitles.get(inst.track_id, "")
 
 
 def instance_where(inst: pb.SliceInstance) -> str:
@@ -160,7 +170,7 @@ class SlicesTableView(View):
     )
     result_field = "slices_table"
     uses_top = True
-    flags = SCOPE_FLAGS | {"min_count", "sort"}
+    flags = SCOPE_FLAGS | {"min_count", "sort", "group_by"}
     sorts = ("self", "dur", "count", "max", "name")
     canned_sql = f"""WITH in_scope AS (
   -- The slices in scope whatever name selects, each with its self time: its duration (clipped to the time
@@ -214,26 +224,39 @@ LIMIT {CANNED_TOP}"""
         s = run.scope
         order = SORT_COLUMNS[self.sort_key(s)]
         owner = owner_tracks(run)
+        group = grouping(run, self)
+        # group_by a dimension: rows per (name, value of the slices' tracks).
+        group_column, group_key, group_join, group_params = "", "", "", {}
+        if group is not None:
+            out.group_by = group.name
+            group_column = f"{VALUE_TEXT.format(d='g')} AS group_value, "
+            group_key = ", group_value"
+            group_params = group.params
         # min_duration hides names with less time in total (the RFC's row filter), as min_count those with fewer
         # instances: it selects no instances.
         narrowed = owner is not None or s.time is not None
-        if owner is not None and s.time is None:
-            # A thread's, process's or track's slices: the per track and name aggregates precomputed at import.
+        if s.time is None and (owner is not None or group is not None):
+            # A thread's, process's or track's slices, or slices per dimension value: the per track and name
+            # aggregates precomputed at import.
             w = scope_where(run, min_duration=False)
             by_track = Where()
-            by_track.add(f"t.track_id IN {owner.terms[0]}", **owner.params)
+            if owner is not None:
+                by_track.add(f"t.track_id IN {owner.terms[0]}", **owner.params)
             if s.name is not None:
                 by_track.add("t.name GLOB :name", name=s.name)
-            grouped = f"""SELECT t.name, sum(t.count) AS count, sum(t.total_dur) AS total_dur, max(t.max_dur) AS max_dur,
-       t.max_slice_id AS max_id, sum(t.unfinished) AS unfinished, sum(t.self_dur) AS self_dur
-FROM report_slice_track_name t
+            if group is not None:
+                group_join = "\nLEFT JOIN track_dimension g ON g.track_id = t.track_id AND g.name = :group_dim"
+            grouped = f"""SELECT t.name, {group_column}sum(t.count) AS count, sum(t.total_dur) AS total_dur,
+       max(t.max_dur) AS max_dur, t.max_slice_id AS max_id, sum(t.unfinished) AS unfinished, sum(t.self_dur) AS self_dur
+FROM report_slice_track_name t{group_join}
 {by_track.sql()}
-GROUP BY t.name"""
-            grouped_params = by_track.params
+GROUP BY t.name{group_key}"""
+            grouped_params = {**by_track.params, **group_params}
+            owned = f" WHERE t.track_id IN {owner.terms[0]}" if owner is not None else ""
             slice_time = run.value(
                 "the slice time in scope: the self time of every slice (the top-level slices' time)",
-                f"SELECT coalesce(sum(t.self_dur), 0) FROM report_slice_track_name t WHERE t.track_id IN {owner.terms[0]}",
-                owner.params,
+                f"SELECT coalesce(sum(t.self_dur), 0) FROM report_slice_track_name t{owned}",
+                owner.params if owner is not None else {},
             )
         elif narrowed:
             w = scope_where(run, min_duration=False)
@@ -243,7 +266,9 @@ GROUP BY t.name"""
             # child outside the range counts nothing), of every name.
             children = scope_where(run, name=False, min_duration=False)
             children.add("s.parent_id IS NOT NULL")
-            grouped = f"""SELECT s.name AS name, count(*) AS count, sum({dur}) AS total_dur,
+            if group is not None:
+                group_join = "\nLEFT JOIN track_dimension g ON g.track_id = s.track_id AND g.name = :group_dim"
+            grouped = f"""SELECT s.name AS name, {group_column}count(*) AS count, sum({dur}) AS total_dur,
        max({dur}) AS max_dur, s.id AS max_id, sum(s.dur < 0) AS unfinished,
        sum({dur} - coalesce(c.dur, 0)) AS self_dur
 FROM slice s
@@ -251,10 +276,10 @@ LEFT JOIN (
   SELECT s.parent_id, sum({dur}) AS dur FROM slice s
   {children.sql()}
   GROUP BY s.parent_id
-) c ON c.parent_id = s.id
+) c ON c.parent_id = s.id{group_join}
 {w.sql()}
-GROUP BY +s.name"""
-            grouped_params = {**children.params, **w.params}
+GROUP BY +s.name{group_key}"""
+            grouped_params = {**children.params, **w.params, **group_params}
             # Every slice's self time summed is the top-level slices' time (each child is subtracted once).
             top_level = scope_where(run, name=False, min_duration=False)
             top_level.add("s.parent_id IS NULL")
@@ -298,7 +323,7 @@ SELECT * FROM (
   FROM judged
 )
 WHERE shown
-ORDER BY {order}, name
+ORDER BY {order}, name{", length(group_value), group_value" if group is not None else ""}
 LIMIT :top""",
             {**grouped_params, **having.params, **shown.params, "top": s.top},
         )
@@ -314,19 +339,13 @@ LIMIT :top""",
             row.percent_of_trace = 100.0 * row.total_dur / range_dur
             row.self_dur = r["self_dur"] or 0
             row.percent_of_slice_time = 100.0 * row.self_dur / out.slice_time if out.slice_time else 0.0
+            if group is not None:
+                row.group_value = r["group_value"] or ""
+                row.group_label = group.label(r["group_value"])
             if r["max_id"] in instances:
                 fill_instance(row.max_instance, instances[r["max_id"]])
-        # Percentiles for the JSON (text shows count/total/max).
-        known = {r["name"]: (r["count"], r["total_dur"] or 0, r["max_dur"]) for r in rows}
-        if run.lean:
-            pass  # a side of a diff: its rows are only joined
-        elif narrowed:
-            stats_in_scope(run, {row.name: row.stats for row in out.rows}, w, known, out.total_slices)
-        else:
-            for row in out.rows:
-                sn = SliceName(row.name, row.count, row.total_dur, row.max_dur)
-                where = name_where(run, sn, min_duration=False)
-                duration_stats(run, row.stats, where, row.name, known[row.name], narrowed=False)
+        subtitle_instances(run, [row.max_instance for row in out.rows if row.HasField("max_instance")])
+        self._percentiles(run, out, rows, w, narrowed, group is not None)
         run.truncation(len(rows), out.total_rows, "slice names")
         if s.min_duration is not None:
             self._min_duration_footnote(run, rows, grouped, {**grouped_params, **having.params, **shown.params})
@@ -346,6 +365,27 @@ LIMIT :top""",
             top = out.rows[0]
             run.next_step(f"Distribution of {top.name} durations", view_link(run, "slices", "histogram", name=top.name))
             run.next_step(f"The longest {top.name} instance", inspect_link(run, top.max_instance))
+
+    @staticmethod
+    def _percentiles(run: ReportRun, out: pb.SlicesTable, rows: list, w: Where, narrowed: bool, grouped: bool) -> None:
+        """Each row's duration stats with percentiles, for the JSON (text shows count/total/max)."""
+        known = {r["name"]: (r["count"], r["total_dur"] or 0, r["max_dur"]) for r in rows}
+        if run.lean:
+            pass  # a side of a diff: its rows are only joined
+        elif grouped:
+            run.footnote(
+                f"Rows per {out.group_by} value: percentiles per value are in the histogram of one name",
+                view_link(run, "slices", "histogram", name=glob_escape(out.rows[0].name))
+                if out.rows
+                else run.link(run.noun, run.view),
+            )
+        elif narrowed:
+            stats_in_scope(run, {row.name: row.stats for row in out.rows}, w, known, out.total_slices)
+        else:
+            for row in out.rows:
+                sn = SliceName(row.name, row.count, row.total_dur, row.max_dur)
+                where = name_where(run, sn, min_duration=False)
+                duration_stats(run, row.stats, where, row.name, known[row.name], narrowed=False)
 
     @staticmethod
     def _self_time_footnote(run: ReportRun, slice_time: int) -> None:
@@ -384,27 +424,45 @@ SELECT count(*) AS names, coalesce(sum(count), 0) AS slices FROM by_name {having
 
     def tables(self, msg: pb.SlicesTable, run: ReportRun) -> list[Table]:
         rows = []
+        dims = [f"{name}={value}" for name, value in run.scope.dim or ()]
         for r in msg.rows:
             inst = r.max_instance
             unfinished = " (unfinished)" if inst.dur < 0 else ""
             max_text = f"{fmt.duration(r.max_dur)}{unfinished} @ {run.offset(inst.ts)} ({instance_where(inst)})"
+            by_value = (
+                [
+                    Cell(
+                        r.group_label,
+                        view_link(run, "slices", "table", dim=[*dims, f"{msg.group_by}={r.group_value}"], group_by=None)
+                        if r.group_value
+                        else None,
+                    )
+                ]
+                if msg.group_by
+                else []
+            )
             rows.append(
                 [
                     Cell(r.name, view_link(run, "slices", "inspect", name=r.name)),
+                    *by_value,
                     count_cell(r.count),
                     Cell(fmt.duration(r.self_dur)),
                     Cell(fmt.percent(r.percent_of_slice_time)),
                     Cell(fmt.duration(r.total_dur)),
-                    Cell(max_text, inspect_link(run, inst)),
+                    Cell(max_text, inspect_link(run, inst), subtitle=inst.subtitle),
                 ]
             )
-        title = f"Slices ({fmt.count(msg.total_slices)} total, {msg.total_rows} names)"
+        if msg.group_by:
+            title = f"Slices ({fmt.count(msg.total_slices)} total, {msg.total_rows} names and {msg.group_by} values)"
+        else:
+            title = f"Slices ({fmt.count(msg.total_slices)} total, {msg.total_rows} names)"
+        group = (msg.group_by.capitalize(),) if msg.group_by else ()
         return [
             Table(
                 title,
-                ("Name", "Count", "Self dur", "% of slice time", "Total dur", "Max dur"),
+                ("Name", *group, "Count", "Self dur", "% of slice time", "Total dur", "Max dur"),
                 rows,
-                align="lrrrrl",
+                align="l" + "l" * len(group) + "rrrrl",
                 empty="(no slices in scope)",
             )
         ]
@@ -906,6 +964,20 @@ def stats_table(title: str, stats: pb.DurationStats) -> Table:
     )
 
 
+def groups_table(title: str, dimension: str, groups: Iterable[pb.GroupStats]) -> Table:
+    """Duration stats per value of a dimension: one row per value, its label first."""
+    rows = [
+        [Cell(g.label), count_cell(g.stats.count)]
+        + [
+            duration_cell(v)
+            for v in (g.stats.total, g.stats.min, g.stats.avg, g.stats.p50, g.stats.p95, g.stats.p99, g.stats.max)
+        ]
+        for g in groups
+    ]
+    headers = (dimension.capitalize(), "Count", "Total", "Min", "Avg", "p50", "p95", "p99", "Max")
+    return Table(title, headers, rows, empty="(no instances in scope)")
+
+
 def inspect_link(run: ReportRun, inst: pb.SliceInstance) -> Link:
     """slices inspect narrowed to one instance: its name, an instant inside it and its owner (in place of
     the report's owner flags)."""
@@ -924,12 +996,21 @@ def instance_owner_cells(run: ReportRun, inst: pb.SliceInstance) -> tuple[Cell, 
     thread = f"{inst.thread or '?'} [{inst.tid}]" if inst.tid or inst.thread else "-"
     process = f"{inst.process or '?'} [{inst.pid}]" if inst.pid or inst.process else "-"
     return (
-        Cell(thread, href=run.linker.details("thread", inst.utid) if inst.HasField("utid") else None),
-        Cell(process, href=run.linker.details("process", inst.upid) if inst.HasField("upid") else None),
+        Cell(
+            thread,
+            href=run.linker.details("thread", inst.utid) if inst.HasField("utid") else None,
+            subtitle=inst.subtitle if thread != "-" else "",
+        ),
+        Cell(
+            process,
+            href=run.linker.details("process", inst.upid) if inst.HasField("upid") else None,
+            subtitle=inst.subtitle if process != "-" else "",
+        ),
         Cell(
             instance_track_title(inst),
             title=f"track id {inst.track_id}",
             href=run.linker.details("track", inst.track_id),
+            subtitle=inst.subtitle,
         ),
     )
 
@@ -976,7 +1057,7 @@ class SlicesHistogramView(View):
         "measure=self: the distribution of self times (each instance's duration less its direct children's)."
     )
     result_field = "slices_histogram"
-    flags = SCOPE_FLAGS | {"buckets", "measure"}
+    flags = SCOPE_FLAGS | {"buckets", "measure", "group_by"}
     required = ("name",)
     canned_sql = f"""WITH RECURSIVE {CANNED_RANGE},
 {CANNED_NICE},
@@ -1090,7 +1171,19 @@ FROM slice s
                 w.params,
             )
             unfinished = sn.unfinished
-        duration_stats(run, out.stats, w, name, known, ranked, value=dur)
+        # Durations over the whole trace: their percentiles are precomputed (a self time never is).
+        duration_stats(run, out.stats, w, name, known, ranked, value=dur if by_self else None)
+        group = grouping(run, self)
+        if group is not None:
+            out.group_by = group.name
+            per_value = group_stats(
+                run,
+                f"count, total and percentiles per {group.name} value",
+                f"SELECT {track_value('s.track_id')} AS g, '' AS name, {dur} AS d FROM slice s\n  {w.sql()}",
+                {**w.params, **group.params},
+            )
+            for (_, value), stats in sorted(per_value.items(), key=lambda kv: group.rank(kv[0][1])):
+                out.groups.add(value=value or "", label=group.label(value), stats=stats)
         if not out.stats.count:
             out.scale = "linear"
             return
@@ -1188,7 +1281,10 @@ WHERE s.id IN ({top_ids})""",
         return [Chart(f"{msg.name} {measure_label(msg)} in {buckets}", "linear", "bar length: instances", bars)]
 
     def tables(self, msg: pb.SlicesHistogram, run: ReportRun) -> list[Table]:
-        return [stats_table(f"{msg.name} {measure_label(msg)}", msg.stats)]
+        out = [stats_table(f"{msg.name} {measure_label(msg)}", msg.stats)]
+        if msg.group_by:
+            out.append(groups_table(f"{msg.name} {measure_label(msg)} per {msg.group_by}", msg.group_by, msg.groups))
+        return out
 
 
 def measure_label(msg: pb.SlicesHistogram) -> str:
@@ -1274,22 +1370,24 @@ ORDER BY i"""
             rows = self._from_cells(run, sn, buckets, per_bucket_cells)
         else:
             rows = self._from_instances(run, sn, start, end, buckets, bucket_dur)
-        owners = track_owners(run, sorted({r["track_id"] for r in rows}))
-        per_bucket: dict[int, dict[str, int]] = {}
+        track_ids = sorted({r["track_id"] for r in rows})
+        owners, subtitles = track_owners(run, track_ids), track_subtitles(run, track_ids)
+        per_bucket: dict[int, dict[tuple[str, str], int]] = {}
         counts: dict[int, int] = {}
         for r in rows:
             counts[r["bucket"]] = counts.get(r["bucket"], 0) + r["count"]
-            label = owners.get(r["track_id"], "?")
+            # Owners of different ranks (machines) alike but for their subtitle stay apart.
+            owner = (owners.get(r["track_id"], "?"), subtitles.get(r["track_id"], ""))
             by_owner = per_bucket.setdefault(r["bucket"], {})
-            by_owner[label] = by_owner.get(label, 0) + r["covered"]
+            by_owner[owner] = by_owner.get(owner, 0) + r["covered"]
         for i in range(buckets):
             bucket = out.buckets.add(start_ts=start + i * bucket_dur, end_ts=min(start + (i + 1) * bucket_dur, end))
             by_owner = per_bucket.get(i, {})
             bucket.count = counts.get(i, 0)
             bucket.value = bucket.count
             bucket.total_dur = sum(by_owner.values())
-            for label, covered in sorted(by_owner.items(), key=lambda kv: (-kv[1], kv[0]))[:DOMINANT]:
-                bucket.dominant.add(name=label, value=covered)
+            for (label, subtitle), covered in sorted(by_owner.items(), key=lambda kv: (-kv[1], kv[0]))[:DOMINANT]:
+                bucket.dominant.add(name=label, value=covered, subtitle=subtitle)
         busiest = max(out.buckets, key=lambda b: (b.total_dur, b.count), default=None)
         if is_narrowed(run):
             w = name_where(run, sn)
@@ -1367,11 +1465,12 @@ GROUP BY bucket, c.track_id""",
         )
 
     def charts(self, msg: pb.SlicesTimeline, run: ReportRun) -> list[Chart]:
+        named = dominant_names(msg.buckets)
         bars = []
         for b in msg.buckets:
             note = f"{b.count} started, {fmt.duration(b.total_dur)}" if b.count or b.total_dur else ""
             if b.dominant:
-                note += ": " + ", ".join(f"{d.name} {fmt.duration(d.value)}" for d in b.dominant)
+                note += ": " + ", ".join(f"{named(d)} {fmt.duration(d.value)}" for d in b.dominant)
             bars.append(Bar(run.offset(b.start_ts), b.total_dur, note))
         return [
             Chart(
@@ -1497,6 +1596,7 @@ ORDER BY counted DESC, s.id DESC""",
         unfinished_footnote(run, unfinished or 0, run.link(run.noun, run.view))
         for r in rows:
             fill_instance(out.instances.add(), r)
+        subtitle_instances(run, out.instances)
         run.truncation(len(rows), out.matched, f"{name} instances")
         if out.matched == 1 and rows:
             self._detail(run, out, rows[0])
@@ -1564,6 +1664,9 @@ LIMIT :top""",
         )
         for r in children:
             fill_instance(out.children.add(), r)
+        # A slice's ancestors and children share its track: its subtitle.
+        for inst in (out.slice, *out.ancestors, *out.children):
+            inst.subtitle = out.instances[0].subtitle if out.instances else ""
         if children:
             run.truncation(len(children), children[0]["total"], "children")
         if out.ancestors:
@@ -1629,7 +1732,7 @@ LIMIT :top""",
 class SlicesDiff(DiffSpec):
     noun, view, field = "slices", "table", "slices_table_diff"
     title, what = "Slices", "slice names"
-    key_fields, key_headers = ("name",), ("Name",)
+    key_fields, key_headers = ("name", "group_label"), ("Name",)
     measures = (
         Measure("count", "count", "count"),
         Measure("self_dur", "self", "duration"),
@@ -1652,7 +1755,7 @@ class SlicesDiff(DiffSpec):
         out.target_total_slices = target_msg.total_slices if target_msg is not None else 0
 
     def key_cells(self, row: Any, run: ReportRun, out: Any) -> list[Cell]:
-        return [Cell(row.name, diff_link(run, row, "slices", "inspect", name=row.name))]
+        return [Cell(row.name, diff_link(run, row, "slices", "inspect", name=row.name), subtitle=row.group_label)]
 
 
 VIEWS = [SlicesTableView(), SlicesHistogramView(), SlicesTimelineView(), SlicesInspectView()]

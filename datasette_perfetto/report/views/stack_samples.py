@@ -9,7 +9,18 @@ from .. import format as fmt
 from .. import report_pb2 as pb
 from ..base import Cell, ReportRun, Table
 from ..diff_spec import DiffSpec, Measure, diff_link
-from ..filters import CANNED_TOP, OWNER_FLAGS, Where, canned_sort, in_canned_range, optional_terms, owner_terms
+from ..filters import (
+    CANNED_TOP,
+    OWNER_FLAGS,
+    Where,
+    canned_dim,
+    canned_sort,
+    dim_terms,
+    in_canned_range,
+    optional_terms,
+    owner_terms,
+)
+from ..grouping import grouping, split_per_value
 from ..links import glob_escape
 from .calltree import (
     UNNAMED,
@@ -26,7 +37,7 @@ from .calltree import (
     tree_canned_sql,
 )
 
-SCOPE_FLAGS = frozenset({*OWNER_FLAGS, "time", "name", "exclude_idle"})
+SCOPE_FLAGS = frozenset({*OWNER_FLAGS, "time", "name", "exclude_idle", "dim"})
 
 # V8's pseudo-frames: a sample whose leaf is one of these ran no JavaScript (exclude_idle leaves them out).
 IDLE_FRAMES = ("(idle)", "(program)", "(garbage collector)")
@@ -56,10 +67,12 @@ def sample_where(run: ReportRun) -> tuple[str, Where]:
     """FROM and WHERE of the samples in scope (the thread/process joins only when a flag needs them)."""
     s = run.scope
     w = owner_terms(run)
+    w.extend(dim_terms(run, "owner"))
     if s.time is not None:
         start, end = run.time_range()
         w.add("s.ts >= :range_start AND s.ts < :range_end", range_start=start, range_end=end)
-    return (SAMPLE_FROM if any(getattr(s, f) is not None for f in OWNER_FLAGS) else "FROM stack_sample s"), w
+    owned = any(getattr(s, f) is not None for f in (*OWNER_FLAGS, "dim"))
+    return (SAMPLE_FROM if owned else "FROM stack_sample s"), w
 
 
 def canned_samples(callsite: str) -> str:
@@ -67,6 +80,7 @@ def canned_samples(callsite: str) -> str:
     return f"""  SELECT {callsite}, count(*) AS samples
   {SAMPLE_FROM.replace(chr(10), chr(10) + "  ")}
   WHERE {optional_terms((*OWNER_FLAGS, "time"), time=in_canned_range("s.ts"))}
+    AND {canned_dim("owner")}
     AND {CANNED_NOT_IDLE}
   GROUP BY s.callsite_id"""
 
@@ -126,7 +140,7 @@ class FunctionsView(StackSamplesView):
     )
     result_field = "stack_samples_functions"
     uses_top = True
-    flags = SCOPE_FLAGS | {"min_count", "sort"}
+    flags = SCOPE_FLAGS | {"min_count", "sort", "group_by"}
     sorts = ("self", "total", "name")
     canned_sql = f"""WITH RECURSIVE
 sampled AS (
@@ -153,6 +167,17 @@ LIMIT {CANNED_TOP}"""
     def compute(self, run: ReportRun, out: pb.StackFunctions) -> None:
         if self.absent(run, out):
             return
+        group = grouping(run, self)
+        if group is not None:
+            orders = {"self": lambda r: (-r.self_count, r.name), "total": lambda r: (-r.total_count, r.name)}
+            order = orders.get(self.sort_key(run.scope), lambda r: (r.name,))
+            split_per_value(
+                run, group, out, self._fill, lambda r: (*order(r), group.rank(r.group_value)), ("total_samples",)
+            )
+            return
+        self._fill(run, out)
+
+    def _fill(self, run: ReportRun, out: pb.StackFunctions) -> None:
         s = run.scope
         cs = load_samples(run)
         totals = function_totals(top_down(cs))
@@ -180,6 +205,7 @@ LIMIT {CANNED_TOP}"""
         rows = [
             [
                 Cell(r.name, self.function_link(run, "bottom-up", r.name)),
+                *([Cell(r.group_label)] if msg.group_by else []),
                 Cell(fmt.percent(r.self_percent)),
                 Cell(fmt.percent(r.total_percent)),
                 Cell(fmt.number(r.self_count), title=f"{r.self_count} self, {r.total_count} total"),
@@ -189,7 +215,7 @@ LIMIT {CANNED_TOP}"""
         return [
             Table(
                 f"Stack Samples ({fmt.number(msg.total_samples)} total, {msg.total_rows} functions)",
-                ("Function", "Self%", "Total%", "Samples"),
+                ("Function", *([msg.group_by.capitalize()] if msg.group_by else []), "Self%", "Total%", "Samples"),
                 rows,
                 empty=self.empty_text(msg),
             )
@@ -252,7 +278,7 @@ class FunctionsDiff(DiffSpec):
 
     noun, view, field = "stack-samples", "functions", "stack_samples_functions_diff"
     title, what = "Stack Samples", "functions"
-    key_fields, key_headers = ("name",), ("Function",)
+    key_fields, key_headers = ("name", "group_label"), ("Function",)
     measures = (
         Measure("self_count", "self", "count"),
         Measure("total_count", "total", "count"),
@@ -269,7 +295,8 @@ class FunctionsDiff(DiffSpec):
         out.target_total_samples = target_msg.total_samples if target_msg is not None else 0
 
     def key_cells(self, row: Any, run: ReportRun, out: Any) -> list[Cell]:
-        return [Cell(row.name, diff_link(run, row, self.noun, "bottom-up", name=glob_escape(row.name)))]
+        link = diff_link(run, row, self.noun, "bottom-up", name=glob_escape(row.name))
+        return [Cell(row.name, link, subtitle=row.group_label)]
 
 
 class TopDownDiff(CallTreeDiff):

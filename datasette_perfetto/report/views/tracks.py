@@ -13,14 +13,17 @@ from ...pages.data import CPU_SQL, GPU_SQL, TRACK_FROM  # noqa: F401 (GPU_SQL: c
 from .. import report_pb2 as pb
 from ..base import Cell, Link, ReportRun, Table, View, count_cell
 from ..diff_spec import DiffSpec, Measure, diff_link, optional_field, owner_key
-from ..filters import CANNED_TOP, OWNER_FLAGS, Where, canned_sort, optional, optional_terms, owner_terms
+from ..filters import CANNED_TOP, OWNER_FLAGS, Where, canned_sort, dim_terms, optional, optional_terms, owner_terms
+from ..grouping import Grouping, dim_params, grouping, track_values
 from ..links import glob_escape, owner_params, scoped_link
+from ..scope import MAX_TOP
+from ..subtitles import track_subtitles
 
 # The track joins and CPU/GPU dimensions are the tracks list's (pages/data.py), which this view renders.
 OWNER_COLUMNS = f"""p.name AS process, p.pid, th.name AS thread, th.tid, {CPU_SQL} AS cpu"""
 
 # The owner flags and name (a glob on the track name) as a canned query's optional terms on TRACK_FROM.
-CANNED_OWNER = optional_terms((*OWNER_FLAGS, "cpu", "track"), cpu=f"{CPU_SQL} = CAST(:cpu AS INTEGER)")
+CANNED_OWNER = optional_terms((*OWNER_FLAGS, "cpu", "track", "dim"), cpu=f"{CPU_SQL} = CAST(:cpu AS INTEGER)")
 CANNED_NAME = optional("name", "tr.name GLOB :name")
 
 
@@ -36,6 +39,7 @@ def owner_where(run: ReportRun) -> Where:
         w.add(f"{CPU_SQL} = :cpu", cpu=s.cpu)
     if s.track is not None:
         w.add("tr.name GLOB :track", track=s.track)
+    w.extend(dim_terms(run, "track"))
     return w
 
 
@@ -79,7 +83,9 @@ class TracksTableView(View):
     )
     result_field = "tracks_table"
     uses_top = True
-    flags = frozenset({"pid", "process", "tid", "thread", "track", "cpu", "time", "name", "min_count", "sort"})
+    flags = frozenset(
+        {"pid", "process", "tid", "thread", "track", "cpu", "time", "name", "min_count", "sort", "dim", "group_by"}
+    )
     sorts = ("count", "name", "type")
     canned_sql = f"""WITH tracks AS (
   SELECT tr.id, tr.name, tr.type, tr.event_type,
@@ -112,6 +118,10 @@ LIMIT {CANNED_TOP}"""
         w = owner_where(run)
         if s.name is not None:
             w.add("tr.name GLOB :name", name=s.name)
+        group = grouping(run, self)
+        if group is not None:
+            self._grouped(run, out, w, group)
+            return
         rows, out.total_rows = data.track_rows(
             run.conn,
             data.Schema(run.conn),
@@ -139,12 +149,50 @@ LIMIT {CANNED_TOP}"""
             )
             if r["cpu"] is not None:
                 row.cpu = r["cpu"]
+        subtitles = track_subtitles(run, [r.id for r in out.rows])
+        for row in out.rows:
+            row.subtitle = subtitles.get(row.id, "")
         run.truncation(len(rows), out.total_rows, "tracks")
         if out.rows:
             top = out.rows[0]
             link = self._drill(run, top)
             if link is not None:
                 run.next_step(f"What is on the busiest track ({top.name or top.type})", link)
+
+    def _grouped(self, run: ReportRun, out: pb.TracksTable, w: Where, group: Grouping) -> None:
+        """One row per value of the dimension: its tracks in scope and their events."""
+        s = run.scope
+        out.group_by = group.name
+        rows, _ = data.track_rows(
+            run.conn,
+            data.Schema(run.conn),
+            data.TrackQuery(
+                where="\n  AND ".join(w.terms),
+                params=w.params,
+                order=SORT_COLUMNS["count"],
+                limit=MAX_TOP,
+                count_range=run.time_range() if s.time is not None else None,
+            ),
+            run.query,
+        )
+        values = track_values(run, group, [r["id"] for r in rows])
+        pools: dict[str | None, list[int]] = {}
+        for r in rows:
+            pools.setdefault(values.get(r["id"]), []).append(r["event_count"] or 0)
+        pooled = [
+            pb.TracksTable.Row(
+                name=group.label(value), group_value=value or "", event_count=sum(counts), track_count=len(counts)
+            )
+            for value, counts in pools.items()
+        ]
+        pooled = [r for r in pooled if s.min_count is None or r.event_count >= s.min_count]
+        if self.sort_key(s) == "count":
+            pooled.sort(key=lambda r: (-r.event_count, group.rank(r.group_value or None)))
+        else:
+            pooled.sort(key=lambda r: group.rank(r.group_value or None))
+        out.total_rows = len(pooled)
+        out.rows.extend(pooled[: s.top])
+        run.truncation(len(out.rows), out.total_rows, f"{group.name} values")
 
     def _drill(self, run: ReportRun, row: pb.TracksTable.Row) -> Link | None:
         """Where a track's events are reported: slices table or counters timeline, narrowed to the track."""
@@ -159,6 +207,24 @@ LIMIT {CANNED_TOP}"""
         return None
 
     def tables(self, msg: pb.TracksTable, run: ReportRun) -> list[Table]:
+        if msg.group_by:
+            rows = [
+                [
+                    Cell(
+                        r.name,
+                        scoped_link(
+                            run, "tracks", "table", dim=dim_params(run, msg.group_by, r.group_value), group_by=None
+                        )
+                        if r.group_value
+                        else None,
+                    ),
+                    count_cell(r.track_count),
+                    count_cell(r.event_count),
+                ]
+                for r in msg.rows
+            ]
+            title = f"Tracks by {msg.group_by} ({msg.total_rows} values)"
+            return [Table(title, (msg.group_by.capitalize(), "Tracks", "Events"), rows, empty="(no tracks in scope)")]
         rows = []
         for r in msg.rows:
             owner = owner_label(
@@ -175,6 +241,7 @@ LIMIT {CANNED_TOP}"""
                         self._drill(run, r),
                         title=f"track id {r.id}",
                         href=run.linker.details("track", r.id),
+                        subtitle=r.subtitle,
                     ),
                     Cell(r.type),
                     Cell(r.event_type),
@@ -197,7 +264,7 @@ LIMIT {CANNED_TOP}"""
 class TracksDiff(DiffSpec):
     noun, view, field = "tracks", "table", "tracks_table_diff"
     title, what = "Tracks", "tracks"
-    key_fields, key_headers = ("name", "type", "owner"), ("Track", "Type", "Owner")
+    key_fields, key_headers = ("name", "type", "owner", "subtitle"), ("Track", "Type", "Owner")
     measures = (Measure("event_count", "events", "count"),)
     sorts = {"count": "event_count", "name": ""}
     display = ("event_count",)
@@ -209,12 +276,17 @@ class TracksDiff(DiffSpec):
             row.name,
             row.type,
             owner_key(row.process, row.pid, row.thread, row.tid, optional_field(row, "cpu"), None),
+            row.subtitle,
         )
 
     def key_cells(self, row: Any, run: ReportRun, out: Any) -> list[Cell]:
         link = diff_link(run, row, "tracks", "table", track=glob_escape(row.name)) if row.name else None
         # Unnamed tracks as elsewhere ("(unnamed thread track)"); whose they are is the Owner column.
-        return [Cell(data.track_title(row.name, None, None, row.type), link), Cell(row.type), Cell(row.owner)]
+        return [
+            Cell(data.track_title(row.name, None, None, row.type), link, subtitle=row.subtitle),
+            Cell(row.type),
+            Cell(row.owner),
+        ]
 
 
 VIEWS = [TracksTableView()]

@@ -1,0 +1,94 @@
+"""GPU kernel events from ftrace other than DRM and frequency/memory counters, as trace_processor's
+MaliGpuEventTracker, GpuWorkPeriodTracker and FtraceParser import them.
+
+- Mali CSF interrupts (mali_mali_CSF_INTERRUPT_START / _END): "mali_CSF_INTERRUPT" slices with
+  their info_val on a per-CPU "Mali Irq Cpu <n>" track (interrupt context: no thread).
+- Mali MCU power states (the mali_mali_PM_MCU_* events): one slice per state on the global
+  mali_mcu_state track, each ended by the next.
+- mali_gpu_power_state: the to_state counter on the global "mali_gpu_power_state" track.
+- gpu_work_period (Android GPU work periods per GPU and uid): one slice per period named by its
+  active share ("%12.34"), with the active time as its thread_dur; a period ending before its
+  start is counted (gpu_work_period_negative_duration) and dropped.
+"""
+
+from __future__ import annotations
+
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+from ..common.values import signed
+from .packet_handlers import HandlerContext, ftrace_handler
+
+CSF_INTERRUPT = "mali_CSF_INTERRUPT"
+U64_MASK = (1 << 64) - 1
+
+
+def _mali_irq_track(parser: HandlerContext, cpu: int) -> int:
+    return parser.trace.tracks.intern("cpu_mali_irq", (("cpu", cpu),), "slice", f"Mali Irq Cpu {cpu}")
+
+
+@ftrace_handler("mali_mali_CSF_INTERRUPT_START")
+def _csf_interrupt_start(parser: HandlerContext, ts: int, cpu: int, pid: int, ev) -> None:
+    args = [("info_val", "info_val", "uint", ev.info_val)]
+    parser.trace.slices.begin(ts, _mali_irq_track(parser, cpu), None, CSF_INTERRUPT, args)
+
+
+@ftrace_handler("mali_mali_CSF_INTERRUPT_END")
+def _csf_interrupt_end(parser: HandlerContext, ts: int, cpu: int, pid: int, ev) -> None:
+    args = [("info_val", "info_val", "uint", ev.info_val)]
+    parser.trace.slices.end(ts, _mali_irq_track(parser, cpu), None, CSF_INTERRUPT, args)
+
+
+class McuState:
+    __slots__ = ("current",)
+
+    def __init__(self) -> None:
+        self.current: str | None = None  # the state slice open on the track
+
+
+_MCU_PREFIX = "mali_mali_PM_MCU_"
+# Every FtraceEvent field of an MCU state: mali_mali_PM_MCU_<STATE> -> <STATE>.
+MCU_STATES = {
+    f.name: f.name[len(_MCU_PREFIX) :] for f in pb.FtraceEvent.DESCRIPTOR.fields if f.name.startswith(_MCU_PREFIX)
+}
+
+
+def _mcu_state_handler(state_name: str):
+    def handler(parser: HandlerContext, ts: int, cpu: int, pid: int, ev) -> None:
+        state = parser.state("ftrace_mali_mcu", McuState)
+        trace = parser.trace
+        track = trace.tracks.intern("mali_mcu_state", (), "slice")
+        if state.current is not None:
+            trace.slices.end(ts, track, None, state.current, [])
+        trace.slices.begin(ts, track, None, state_name, [])
+        state.current = state_name
+
+    return handler
+
+
+for _event, _state in MCU_STATES.items():
+    ftrace_handler(_event)(_mcu_state_handler(_state))
+
+
+@ftrace_handler("mali_gpu_power_state")
+def _mali_gpu_power_state(parser: HandlerContext, ts: int, cpu: int, pid: int, ev) -> None:
+    trace = parser.trace
+    track = trace.tracks.intern("mali_gpu_power_state", (), "counter", "mali_gpu_power_state")
+    trace.insert_counter(ts, track, ev.to_state)
+
+
+@ftrace_handler("gpu_work_period")
+def _gpu_work_period(parser: HandlerContext, ts: int, cpu: int, pid: int, ev) -> None:
+    trace = parser.trace
+    ugpu = trace.gpu(ev.gpu_id)
+    dims = (("ugpu", ugpu), ("gpu", ev.gpu_id), ("uid", ev.uid))
+    track = trace.tracks.intern("android_gpu_work_period", dims, "slice")
+    dur = signed((ev.end_time_ns - ev.start_time_ns) & U64_MASK)
+    if dur < 0:
+        trace.stats.inc("gpu_work_period_negative_duration")
+        return
+    active = signed(ev.total_active_duration_ns)
+    if dur:
+        percent = 100.0 * (active / dur)
+    else:
+        percent = float("nan") if active == 0 else (float("inf") if active > 0 else float("-inf"))
+    trace.slices.scoped(ts, dur, track, None, f"%{percent:.2f}", [], thread_ts=ts, thread_dur=active)

@@ -1,0 +1,181 @@
+"""group_by a dimension (RFC 0039): any dimension present splits a table view's rows per value, and the label
+column shows the value's label ("rank 1"). The value of a track is its effective dimension's; of a thread,
+its tracks' (having none, its process's); of a process, its own and its threads' tracks' (as dim scope).
+Tracks without the dimension make a group of their own, "(no rank)".
+
+Also the per-group duration statistics (count, total, min, avg, nearest-rank percentiles, max) that the slices
+histogram and `dimensions compare` share.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..schema import REPORT_PERCENTILES
+from ..schema import _nearest_rank as nearest_rank_sql  # report.base.percentile_index in SQL
+from . import report_pb2 as pb
+from .base import ReportRun, View
+from .scope import MAX_TOP, ReportError, shown
+
+# A dimension value as text (the int as its digits), the form group_value and dim= take.
+VALUE_TEXT = "coalesce(CAST({d}.int_value AS TEXT), {d}.string_value)"
+
+
+def track_value(track: str) -> str:
+    """The value of the :group_dim dimension of a track (a column), NULL when it has none."""
+    return (
+        f"(SELECT {VALUE_TEXT.format(d='g')} FROM track_dimension g WHERE g.track_id = {track} AND g.name = :group_dim)"
+    )
+
+
+def process_value(upid: str) -> str:
+    """The value of the :group_dim dimension of a process (a column): its own and its threads' tracks'."""
+    return f"""(SELECT min({VALUE_TEXT.format(d="g")}) FROM track gt
+   LEFT JOIN thread gth ON gth.id = gt.utid
+   JOIN track_dimension g ON g.track_id = gt.id AND g.name = :group_dim
+   WHERE gt.upid = {upid} OR gt.utid IN (SELECT id FROM thread WHERE upid = {upid}))"""
+
+
+def thread_value(utid: str, upid: str) -> str:
+    """The value of the :group_dim dimension of a thread (columns of its utid and upid): its tracks', else (but
+    for the thread dimension) its process's."""
+    return f"""coalesce((SELECT min({VALUE_TEXT.format(d="g")}) FROM track gt
+   JOIN track_dimension g ON g.track_id = gt.id AND g.name = :group_dim WHERE gt.utid = {utid}),
+   CASE WHEN :group_dim != 'thread' THEN {process_value(upid)} END)"""
+
+
+@dataclass(frozen=True)
+class Grouping:
+    """A dimension the rows are split by: its name and each value's label."""
+
+    name: str
+    labels: dict[str, str]  # value (as text) -> label; labels shared by several values carry the value too
+    order: list[str]  # the values in the dimension's order (type, then value)
+
+    @property
+    def params(self) -> dict[str, str]:
+        return {"group_dim": self.name}
+
+    @property
+    def header(self) -> str:
+        return self.name.capitalize()
+
+    def label(self, value: str | None) -> str:
+        if value is None:
+            return f"(no {self.name})"
+        return self.labels.get(value, value)
+
+    def rank(self, value: str | None) -> int:
+        """A value's place in the dimension's order (no value last)."""
+        return self.order.index(value) if value in self.order else len(self.order)
+
+
+def grouping(run: ReportRun, view: View, own_keys: Sequence[str] = ()) -> Grouping | None:
+    """The dimension group_by names (None when unset or one of the view's own keys); a ReportError listing the
+    choices when it names neither."""
+    name = run.scope.group_by
+    if name is None or name in own_keys:
+        return None
+    names = run.dimension_names()
+    if name not in names:
+        choices = [*own_keys, *names]
+        raise ReportError(
+            f"group_by: {shown(name)} is not a grouping of {view.label()}; use "
+            f"{', '.join(choices) or '(no dimension in this trace)'}",
+            "group_by",
+            choices,
+        )
+    return dimension_grouping(run, name)
+
+
+def dimension_grouping(run: ReportRun, name: str) -> Grouping:
+    values = run.dimension_values(name)
+    labels = [v["label"] or v["value"] for v in values]
+    shared = {label for label in labels if labels.count(label) > 1}
+    return Grouping(
+        name,
+        {
+            v["value"]: f"{label} ({name}={v['value']})" if label in shared else label
+            for v, label in zip(values, labels)
+        },
+        [v["value"] for v in values],
+    )
+
+
+def group_stats(run: ReportRun, purpose: str, source: str, params: dict, top: int | None = None) -> dict:
+    """Duration statistics per group of `source`, a query of (g, name, d): per (name, g) the count, total,
+    minimum, maximum and nearest-rank percentiles of d, as DurationStats."""
+    ranks = ",\n       ".join(
+        f"max(CASE WHEN rank = {nearest_rank_sql(p)} THEN d END) AS p{p}" for p in REPORT_PERCENTILES
+    )
+    rows = run.query(
+        purpose,
+        f"""WITH v AS MATERIALIZED (
+  {source}
+)
+SELECT name, g, count(*) AS n, sum(d) AS total, min(d) AS low, max(d) AS high,
+       {ranks}
+FROM (SELECT name, g, d, row_number() OVER (PARTITION BY name, g ORDER BY d) - 1 AS rank,
+             count(*) OVER (PARTITION BY name, g) - 1 AS last
+      FROM v)
+GROUP BY name, g""",
+        params,
+    )
+    out: dict[tuple[str, str | None], pb.DurationStats] = {}
+    for r in rows:
+        stats = pb.DurationStats(count=r["n"], total=r["total"] or 0, min=r["low"] or 0, max=max(r["high"] or 0, 0))
+        stats.avg = stats.total // stats.count if stats.count else 0
+        stats.p50, stats.p95, stats.p99 = (r[f"p{p}"] or 0 for p in REPORT_PERCENTILES)
+        out[(r["name"], r["g"])] = stats
+    return out
+
+
+def dim_params(run: ReportRun, name: str, value: str) -> list[str]:
+    """The dim flags of a link narrowing this report to one value of a dimension (its other dims kept)."""
+    return [f"{n}={v}" for n, v in run.scope.dim or () if n != name] + [f"{name}={value}"]
+
+
+def track_values(run: ReportRun, group: Grouping, track_ids: Sequence[int]) -> dict[int, str]:
+    """track id -> its value of the grouping's dimension (tracks without it left out)."""
+    if not track_ids:
+        return {}
+    rows = run.query(
+        f"the {group.name} of those tracks",
+        f"""SELECT d.track_id, {VALUE_TEXT.format(d="d")} AS value FROM track_dimension d
+WHERE d.name = :group_dim AND d.track_id IN (SELECT value FROM json_each(:ids))""",
+        {**group.params, "ids": json.dumps(sorted(set(track_ids)))},
+    )
+    return {r["track_id"]: r["value"] for r in rows}
+
+
+def split_per_value(
+    run: ReportRun,
+    group: Grouping,
+    out: Any,
+    fill: Callable[[ReportRun, Any], None],
+    order: Callable[[Any], Any],
+    totals: Sequence[str] = (),
+) -> None:
+    """Fills a functions view's `out` per value of the dimension: the view's own `fill` run once per value
+    (dim scope narrowed to it), its rows labelled with the value, ranked together by `order` and cut to top;
+    `totals` (fields of `out`) summed over the values."""
+    rows = []
+    notes = len(run.footnotes)
+    for value in group.order:
+        scope = replace(run.scope, dim=(*(run.scope.dim or ()), (group.name, value)), top=MAX_TOP)
+        part = type(out)()
+        fill(ReportRun(run.conn, scope, run.linker, run.noun, run.view, parent=run), part)
+        for name in totals:
+            setattr(out, name, getattr(out, name) + getattr(part, name))
+        for row in part.rows:
+            row.group_value, row.group_label = value, group.label(value)
+            rows.append(row)
+    del run.footnotes[notes:]  # the per-value runs' notes (top, min_count) are not this table's
+    rows.sort(key=order)
+    out.group_by = group.name
+    out.total_rows = len(rows)
+    out.rows.extend(rows[: run.scope.top])
+    run.truncation(len(out.rows), out.total_rows, f"functions and {group.name} values")

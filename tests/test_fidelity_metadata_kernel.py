@@ -1,0 +1,358 @@
+"""Trace-level metadata and stats (trace config, system info, service events, TraceStats,
+triggers) and kernel data (OOM kills, CFS utilisation, the tracing-start drop window, damaged
+sys_stats), compared with what trace_processor's code records."""
+
+from __future__ import annotations
+
+from conftest import FunctionsDB
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+from datasette_perfetto.importers.proto.trace_metadata import (
+    fingerprint_parts,
+    proto_text,
+    quote_text,
+    tracing_service_major_version,
+)
+from datasette_perfetto.ingest import ingest_bytes
+
+BufferConfig = pb.TraceConfig.BufferConfig
+
+
+def ingest_packets(tmp_path, packets: list, raw: bytes = b"") -> FunctionsDB:
+    db = tmp_path / "t.db"
+    ingest_bytes(pb.Trace(packet=packets).SerializeToString() + raw, str(db))
+    return FunctionsDB(db)
+
+
+def meta(db: FunctionsDB, name: str):
+    return db.one("SELECT coalesce(str_value, int_value) FROM metadata WHERE name = ?", (name,))
+
+
+def stats(db: FunctionsDB, name: str) -> list[tuple]:
+    return db.rows("SELECT idx, value FROM stats WHERE name = ? ORDER BY idx", (name,))
+
+
+def clock_packet(ts: int = 1) -> pb.TracePacket:
+    return pb.TracePacket(timestamp=ts, trusted_packet_sequence_id=1, track_event=pb.TrackEvent(type=3, name="x"))
+
+
+# -- trace config ----------------------------------------------------------------------------
+
+
+def test_config_text_is_protozero_text():
+    config = pb.TraceConfig(
+        buffers=[BufferConfig(size_kb=1024, fill_policy=BufferConfig.DISCARD)],
+        duration_ms=100,
+        unique_session_name='a"b\n\x01',
+    )
+    config.data_sources.add().config.name = "linux.ftrace"
+    text = proto_text(config.SerializeToString(), config.DESCRIPTOR)
+    assert text == (
+        "buffers {\n  size_kb: 1024\n  fill_policy: DISCARD\n}\n"
+        'data_sources {\n  config {\n    name: "linux.ftrace"\n  }\n}\n'
+        "duration_ms: 100\n"
+        'unique_session_name: "a\\"b\\n\\001"'
+    )  # no trailing newline
+    # Unknown fields by number, floats as C's %f, an unknown enum value by number.
+    raw = bytes([0xF8, 0x07, 0x05]) + bytes([0x20, 0x07])  # field 127 = 5; fill_policy (4) = 7, unknown
+    assert proto_text(raw, BufferConfig.DESCRIPTOR) == "127: 5\n4: 7"
+    assert quote_text("é".encode()) == '"\\303\\251"'
+    assert proto_text(b"\x0d\x00\x00\xc0\x3f", None) == "1: 0x3fc00000"
+
+
+def test_trace_config_metadata_and_write_into_file_stats(tmp_path):
+    config = pb.TraceConfig(
+        buffers=[BufferConfig(size_kb=4, fill_policy=BufferConfig.RING_BUFFER), BufferConfig(size_kb=4, fill_policy=2)],
+        write_into_file=True,
+        file_write_period_ms=1000,
+        trace_uuid_msb=1,
+        trace_uuid_lsb=2,
+        unique_session_name="session",
+    )
+    trace_stats = pb.TraceStats(
+        buffer_stats=[pb.TraceStats.BufferStats(bytes_overwritten=2048), pb.TraceStats.BufferStats()]
+    )
+    db = ingest_packets(
+        tmp_path,
+        [
+            pb.TracePacket(trusted_packet_sequence_id=1, trace_config=config),
+            pb.TracePacket(trusted_packet_sequence_id=1, trace_stats=trace_stats),
+            clock_packet(),
+        ],
+    )
+    assert meta(db, "trace_config_pbtxt").startswith("buffers {\n  size_kb: 4\n  fill_policy: RING_BUFFER\n}")
+    assert meta(db, "trace_uuid") == "00000000-0000-0001-0000-000000000002"
+    assert meta(db, "unique_session_name") == "session"
+    assert stats(db, "config_write_into_file_discard") == [(1, 1)]
+    # Overwritten bytes never reached the file: a data loss (period under a day).
+    assert stats(db, "long_trace_mode_bytes_overwritten") == [(0, 2048)]
+    # No flush_period_ms, and no service version to say it flushes on every write.
+    assert stats(db, "config_write_into_file_no_flush") == [(None, 1)]
+
+
+def test_recent_service_needs_no_flush_period(tmp_path):
+    db = ingest_packets(
+        tmp_path,
+        [
+            pb.TracePacket(trusted_packet_sequence_id=1, trace_config=pb.TraceConfig(write_into_file=True)),
+            pb.TracePacket(
+                trusted_packet_sequence_id=1, system_info=pb.SystemInfo(tracing_service_version="Perfetto v54.0-abc")
+            ),
+            clock_packet(),
+        ],
+    )
+    assert stats(db, "config_write_into_file_no_flush") == [(None, 0)]
+    assert tracing_service_major_version("Perfetto v53.1") == 53
+    assert tracing_service_major_version("v54.0") is None
+
+
+# -- system info --------------------------------------------------------------------------------
+
+
+def test_android_build_from_the_fingerprint():
+    assert fingerprint_parts("google/coral/coral:12/SP1A.210812.015/7679548:userdebug/dev-keys") == (31, "7679548")
+    assert fingerprint_parts("google/shamu/shamu:7.0/NBD92F/3753956:userdebug/dev-keys") == (24, "3753956")
+    assert fingerprint_parts("x/y/z:Tiramisu/ID/123:user/keys") == (31, "123")
+    assert fingerprint_parts("x/y/z:15/ID/456:user/keys") == (None, "456")
+    assert fingerprint_parts("no colon at all") is None
+
+
+def test_system_info_metadata(tmp_path):
+    info = pb.SystemInfo(
+        android_build_fingerprint="google/coral/coral:12/SP1A.210812.015/7679548:userdebug/dev-keys",
+        android_soc_model="soc",
+        android_hardware_revision="rev",
+        system_ram_bytes=7_500_000_000,
+        timezone_off_mins=-60,
+    )
+    info.utsname.sysname = "Linux"
+    db = ingest_packets(tmp_path, [pb.TracePacket(trusted_packet_sequence_id=1, system_info=info), clock_packet()])
+    assert {
+        name: meta(db, name)
+        for name in (
+            "android_incremental_build",
+            "android_sdk_version",
+            "android_soc_model",
+            "android_hardware_revision",
+            "system_ram_bytes",
+            "system_ram_gb",
+            "timezone_off_mins",
+            "system_name",
+            "system_release",
+        )
+    } == {
+        "android_incremental_build": "7679548",
+        "android_sdk_version": 31,  # from the fingerprint's release
+        "android_soc_model": "soc",
+        "android_hardware_revision": "rev",
+        "system_ram_bytes": 7_500_000_000,
+        "system_ram_gb": 8,  # rounded half away from zero
+        "timezone_off_mins": -60,
+        "system_name": "Linux",
+        "system_release": "",  # every utsname field is recorded once utsname is there
+    }
+    assert db.one("SELECT android_sdk_version FROM machine WHERE id = 0") == 31
+
+
+def test_sdk_version_given_wins_over_the_fingerprint(tmp_path):
+    info = pb.SystemInfo(android_build_fingerprint="a/b/c:12/ID/99:user/k", android_sdk_version=35)
+    db = ingest_packets(tmp_path, [pb.TracePacket(trusted_packet_sequence_id=1, system_info=info), clock_packet()])
+    assert meta(db, "android_sdk_version") == 35
+
+
+# -- service events, trace stats, triggers -------------------------------------------------
+
+
+def test_service_events(tmp_path):
+    ev = pb.TracingServiceEvent
+    db = ingest_packets(
+        tmp_path,
+        [
+            pb.TracePacket(timestamp=10, trusted_packet_sequence_id=1, service_event=ev(tracing_started=True)),
+            pb.TracePacket(timestamp=20, trusted_packet_sequence_id=1, service_event=ev(all_data_sources_flushed=True)),
+            pb.TracePacket(timestamp=30, trusted_packet_sequence_id=1, service_event=ev(all_data_sources_flushed=True)),
+            pb.TracePacket(timestamp=40, trusted_packet_sequence_id=1, service_event=ev(clone_started=True)),
+            pb.TracePacket(timestamp=50, trusted_packet_sequence_id=1, service_event=ev(buffer_cloned=2)),
+            pb.TracePacket(timestamp=60, trusted_packet_sequence_id=1, service_event=ev(tracing_disabled=True)),
+        ],
+    )
+    assert db.rows(
+        "SELECT int_value, key_type FROM metadata WHERE name = 'all_data_source_flushed_ns' ORDER BY id"
+    ) == [
+        (20, "multi"),
+        (30, "multi"),
+    ]
+    assert meta(db, "tracing_started_ns") == 10 and meta(db, "tracing_disabled_ns") == 60
+    assert stats(db, "traced_clone_started_timestamp_ns") == [(None, 40)]
+    assert stats(db, "traced_buf_clone_done_timestamp_ns") == [(2, 50)]
+
+
+def test_every_trace_stats_counter(tmp_path):
+    ts = pb.TraceStats(
+        producers_connected=3,
+        chunks_discarded=4,
+        flushes_failed=1,
+        final_flush_outcome=pb.TraceStats.FINAL_FLUSH_SUCCEEDED,
+        buffer_stats=[pb.TraceStats.BufferStats(buffer_size=100, patches_failed=2), pb.TraceStats.BufferStats()],
+        writer_stats=[pb.TraceStats.WriterStats(sequence_id=1, buffer=1)],
+    )
+    ts.filter_stats.input_bytes = 9
+    ts.filter_stats.bytes_discarded_per_buffer.extend([5, 6])
+    db = ingest_packets(
+        tmp_path,
+        [clock_packet(), pb.TracePacket(trusted_packet_sequence_id=1, timestamp=2, trace_stats=ts)],
+    )
+    assert stats(db, "traced_producers_connected") == [(None, 3)]
+    assert stats(db, "traced_chunks_discarded") == [(None, 4)]
+    assert stats(db, "traced_flushes_failed") == [(None, 1)]
+    assert stats(db, "traced_final_flush_succeeded") == [(None, 1)]
+    assert stats(db, "filter_input_bytes") == [(None, 9)]
+    assert stats(db, "traced_buf_bytes_filtered_out") == [(0, 5), (1, 6)]
+    # Every buffer field, zeros included, per buffer.
+    assert stats(db, "traced_buf_buffer_size") == [(0, 100), (1, 0)]
+    assert stats(db, "traced_buf_patches_failed") == [(0, 2), (1, 0)]
+    assert stats(db, "traced_buf_chunks_committed_out_of_order") == [(0, 0), (1, 0)]
+    # The sequences that wrote to a buffer: their losses, every cause, zeros included.
+    assert stats(db, "traced_buf_sequence_packet_loss") == [(1, 0)]
+    assert stats(db, "traced_buf_data_loss_smb_full") == [(1, 0)]
+
+
+def test_triggers(tmp_path):
+    db = ingest_packets(
+        tmp_path,
+        [
+            pb.TracePacket(
+                timestamp=10,
+                trusted_packet_sequence_id=1,
+                trigger=pb.Trigger(trigger_name="first", producer_name="p", trusted_producer_uid=42),
+            ),
+            pb.TracePacket(timestamp=20, trusted_packet_sequence_id=1, trigger=pb.Trigger(trigger_name="second")),
+            pb.TracePacket(
+                timestamp=30, trusted_packet_sequence_id=1, clone_snapshot_trigger=pb.Trigger(trigger_name="clone")
+            ),
+            pb.TracePacket(
+                timestamp=40, trusted_packet_sequence_id=1, chrome_trigger=pb.ChromeTrigger(trigger_name_hash=7)
+            ),
+        ],
+    )
+    assert db.rows(
+        "SELECT s.ts, s.name, t.name, t.type, extract_arg(s.arg_set_id, 'producer_name'), "
+        "extract_arg(s.arg_set_id, 'trusted_producer_uid'), extract_arg(s.arg_set_id, 'chrome_trigger.name_hash') "
+        "FROM slice s JOIN track t ON s.track_id = t.id ORDER BY s.ts"
+    ) == [
+        (10, "first", "Trace Triggers", "triggers", "p", 42, None),
+        (20, "second", "Trace Triggers", "triggers", None, None, None),
+        (30, "clone", "Trace Triggers", "triggers", None, None, None),
+        (40, "chrome_trigger", "Trace Triggers", "triggers", None, None, 7),
+    ]
+    # The first trace trigger names the trace, unless a clone-snapshot trigger came.
+    assert meta(db, "trace_trigger") == "clone"
+    assert stats(db, "traced_clone_trigger_timestamp_ns") == [(None, 30)]
+    assert meta(db, "cr-triggered_rule_name_hash") == 7
+
+
+# -- kernel ------------------------------------------------------------------------------------
+
+
+def ftrace(cpu: int, *events: pb.FtraceEvent, **bundle) -> pb.TracePacket:
+    return pb.TracePacket(
+        trusted_packet_sequence_id=2, ftrace_events=pb.FtraceEventBundle(cpu=cpu, event=list(events), **bundle)
+    )
+
+
+def switch(ts: int, prev: int, nxt: int) -> pb.FtraceEvent:
+    return pb.FtraceEvent(
+        timestamp=ts,
+        pid=prev,
+        sched_switch=pb.SchedSwitchFtraceEvent(prev_pid=prev, prev_comm=f"t{prev}", next_pid=nxt, next_comm=f"t{nxt}"),
+    )
+
+
+def test_oom_kill_instant_on_the_victims_thread(tmp_path):
+    tree = pb.ProcessTree(
+        processes=[pb.ProcessTree.Process(pid=1000, ppid=1, cmdline=["com.app"])],
+        threads=[pb.ProcessTree.Thread(tid=1001, tgid=1000)],
+    )
+    db = ingest_packets(
+        tmp_path,
+        [
+            pb.TracePacket(timestamp=1, trusted_packet_sequence_id=2, process_tree=tree),
+            ftrace(4, pb.FtraceEvent(timestamp=1234, pid=9, mark_victim=pb.MarkVictimFtraceEvent(pid=1001))),
+        ],
+    )
+    assert db.rows(
+        "SELECT s.ts, s.dur, s.name, t.tid, p.name FROM slice s JOIN thread_track tt ON s.track_id = tt.id "
+        "JOIN thread t USING (utid) JOIN process p USING (upid)"
+    ) == [(1234, 0, "mem.oom_kill", 1001, "com.app")]
+
+
+def test_cfs_utilisation_per_cpu(tmp_path):
+    ev = pb.FtraceEvent(
+        timestamp=100,
+        pid=1,
+        sched_cpu_util_cfs=pb.SchedCpuUtilCfsFtraceEvent(cpu=3, cpu_util=40, capacity=900, nr_running=2),
+    )
+    db = ingest_packets(tmp_path, [ftrace(0, ev)])
+    assert db.rows(
+        "SELECT t.name, t.type, c.ts, c.value, extract_arg(t.dimension_arg_set_id, 'cpu') FROM counter c "
+        "JOIN track t ON c.track_id = t.id ORDER BY t.id"
+    ) == [
+        ("Cpu 3 Util", "cpu_utilization", 100, 40.0, 3),
+        ("Cpu 3 Cap", "cpu_capacity", 100, 900.0, 3),
+        ("Cpu 3 Nr Running", "cpu_nr_running", 100, 2.0, 3),
+    ]
+
+
+def test_kernel_events_before_tracing_started_are_dropped(tmp_path):
+    db = ingest_packets(
+        tmp_path,
+        [
+            pb.TracePacket(
+                timestamp=100, trusted_packet_sequence_id=1, service_event=pb.TracingServiceEvent(tracing_started=True)
+            ),
+            ftrace(0, switch(50, 1, 2), switch(60, 2, 1), switch(80, 1, 0)),
+            ftrace(2, switch(80, 0, 1), switch(90, 1, 2), switch(100, 2, 1), switch(110, 1, 2)),
+        ],
+    )
+    assert db.rows("SELECT s.ts, s.dur, t.tid FROM sched s JOIN thread t USING (utid) ORDER BY s.ts") == [
+        (100, 10, 1),
+        (110, -1, 2),
+    ]
+    assert stats(db, "ftrace_packet_before_tracing_start") == [(None, 5)]
+
+
+def test_soft_drop_until_every_cpu_has_complete_data(tmp_path):
+    # cpu 1's data is only complete from 150: earlier events make their task known, no rows.
+    db = ingest_packets(
+        tmp_path,
+        [
+            ftrace(0, switch(100, 1, 2), switch(200, 2, 1), previous_bundle_end_timestamp=50),
+            ftrace(1, switch(120, 3, 4), switch(210, 4, 3), previous_bundle_end_timestamp=150),
+        ],
+    )
+    assert db.rows("SELECT s.ts, t.tid FROM sched s JOIN thread t USING (utid) ORDER BY s.ts") == [(200, 1), (210, 3)]
+    assert stats(db, "ftrace_packet_before_tracing_start") == [(None, 0)]
+
+
+def test_damaged_sys_stats_key_is_no_crash(tmp_path):
+    def varint(v: int) -> bytes:
+        out = bytearray()
+        while v >= 0x80:
+            out.append(v & 0x7F | 0x80)
+            v >>= 7
+        return bytes(out + bytes([v]))
+
+    def field(number: int, payload: bytes) -> bytes:
+        return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+    # A MeminfoValue whose enum key was written as bytes instead of a varint.
+    meminfo = field(1, b"\x01") + varint(2 << 3) + varint(100)
+    packet = varint(8 << 3) + varint(1000) + field(pb.TracePacket.SYS_STATS_FIELD_NUMBER, field(1, meminfo))
+    good = pb.TracePacket(timestamp=2000, sys_stats=pb.SysStats(meminfo=[pb.SysStats.MeminfoValue(key=1, value=5)]))
+    db = ingest_packets(tmp_path, [good], raw=field(1, packet))
+    assert db.rows(
+        "SELECT t.name, c.ts, c.value FROM counter c JOIN counter_track t ON c.track_id = t.id ORDER BY c.ts"
+    ) == [
+        ("MemUnspecified", 1000, 102400.0),  # the damaged key reads as absent (0)
+        ("MemTotal", 2000, 5120.0),
+    ]

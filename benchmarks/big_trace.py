@@ -5,7 +5,7 @@ Writes synthetic Perfetto traces of the sizes asked for (track-event slices on 2
 counter values on 50 counter tracks and ftrace scheduling on 8 CPUs, in the proportions of
 benchmarks/report_latency.py's trace), packet by packet with hand-encoded protobuf (the generator holds
 nothing but the current packet), roughly in time order as recorders write them. Each is ingested in a fresh
-process (benchmarks/ingest.py's measurement): wall time, MB/s, peak RSS of the ingesting process and of its
+process: wall time, MB/s, peak RSS of the ingesting process and of its
 writer/tokenizer children. Then the report's pages on the largest database, p50/p95 over several requests
 (benchmarks/report_latency.py's measurement).
 
@@ -21,15 +21,16 @@ import argparse
 import asyncio
 import os
 import random
+import resource
+import subprocess
 import sys
 import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, ".."))
-from ingest import measure  # noqa: E402  (beside this script)
-from report_latency import measure as measure_pages  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, ".."))  # this checkout's package
+from report_latency import measure as measure_pages  # noqa: E402  (beside this script)
 
 from datasette_perfetto.trace_builder import encode_varint as varint  # noqa: E402
 
@@ -147,7 +148,37 @@ def write_trace(path: str, size_mb: float) -> int:
     return slices
 
 
+def measure_one(trace: str, db: str) -> None:
+    """In a fresh interpreter: ingest `trace` into `db`; print wall seconds and the peak RSS (MB) of this
+    process and of its largest child (the writer or the tokenizer helper)."""
+    from datasette_perfetto.ingest import ingest
+
+    start = time.perf_counter()
+    ingest([trace], db)
+    wall = time.perf_counter() - start
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(f"{wall:.3f} {own:.1f} {children:.1f}")
+
+
+def measure(trace: str, db: str) -> tuple[float, float, float]:
+    """(ingest seconds, peak RSS MB, largest child's peak RSS MB) of ingesting `trace` into `db`, fresh process."""
+    if os.path.exists(db):
+        os.unlink(db)
+    out = subprocess.run(
+        [sys.executable, __file__, "--one", trace, db],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.path.join(HERE, "..")},
+    ).stdout.split()
+    return float(out[0]), float(out[1]), float(out[2])
+
+
 def main() -> None:
+    if len(sys.argv) == 4 and sys.argv[1] == "--one":
+        measure_one(sys.argv[2], sys.argv[3])
+        return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="100,1000", help="trace sizes in MB, comma-separated (default 100,1000)")
     parser.add_argument("--keep", help="folder to keep the traces and databases in (default: a temporary one)")
@@ -164,7 +195,7 @@ def main() -> None:
             slices = write_trace(trace, size)
             print(f"wrote {trace}: {slices:,} slices in {time.perf_counter() - t0:.0f} s", flush=True)
         actual_mb = os.path.getsize(trace) / 1e6
-        wall, ingest_s, peak, child_peak = measure(trace)
+        wall, peak, child_peak = measure(trace, os.path.join(folder, f"synthetic-{size:g}MB.db"))
         rows.append((actual_mb, wall, peak, child_peak))
         print(
             f"{actual_mb:7.0f} MB: ingest {wall:6.1f} s ({actual_mb / wall:5.2f} MB/s), peak RSS {peak:5.0f} MB, "
@@ -180,12 +211,7 @@ def main() -> None:
             f"throughput {throughput:.2f}x of the smaller's (target >= 0.75x)"
         )
     # Report pages on the largest trace's database.
-    largest = os.path.join(folder, f"synthetic-{sizes[-1]:g}MB.pftrace")
-    db = os.path.join(folder, "largest.db")
-    if not os.path.exists(db):
-        from datasette_perfetto.ingest import ingest
-
-        ingest([largest], db)
+    db = os.path.join(folder, f"synthetic-{sizes[-1]:g}MB.db")
     results = asyncio.run(measure_pages(db, args.repeat))
     worst = max(p50 for _, p50, _, _ in results)
     for label, p50, p95, status in results:

@@ -21,7 +21,7 @@ import time
 import urllib.error
 import urllib.request
 
-NOUNS = ["processes", "tracks", "slices", "stack-samples", "heap-profile", "heap-dump", "scheduling", "counters"]
+from datasette_perfetto.report.views import NOUNS  # the installed package's noun registry: every noun
 
 
 def fail(message: str) -> None:
@@ -102,6 +102,7 @@ def main() -> None:
                     f"/{name}/-/report.json",
                     *[f"/{name}/-/report/{noun}" for noun in NOUNS],
                     f"/{name}/-/report/slices.json",
+                    f"/{name}/-/report/slices?group_by=machine",
                     f"/{name}/-/report/slices.txt",
                     f"/{name}/-/tracks",
                     f"/{name}/-/tracks.json",

@@ -197,6 +197,7 @@ def requests(conn, db_name: str) -> list[tuple[str, str]]:
         ("counters", "histogram"): {"name": counter},
         ("counters", "inspect"): {"name": counter, "ts": "5s"},
         ("scheduling", "inspect"): {"tid": "1001", "ts": "5s"},
+        ("dimensions", "compare"): {"by": "machine"},  # the one dimension every trace has
     }
     out = [("overview", f"/{db_name}/-/report")]
     for noun, views in NOUNS.items():

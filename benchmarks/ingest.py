@@ -47,16 +47,25 @@ def measure_one(trace: str) -> None:
     print(f"{wall:.3f} {peak_mb:.1f} {size} {sum(v for _, v in summaries[0].problems)} {child_mb:.1f}")
 
 
-def measure(trace: str) -> tuple[float, float, float, float]:
-    """(process wall seconds, ingest seconds, peak RSS MB, largest child's peak RSS MB) of
-    ingesting trace in a fresh process."""
+def children_cpu() -> float:
+    """CPU seconds (user + system) of this process's finished children and theirs."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def measure(trace: str) -> tuple[float, float, float, float, float]:
+    """(process wall seconds, ingest seconds, peak RSS MB, largest child's peak RSS MB, CPU seconds of the
+    whole process and its writer/tokenizer children) of ingesting trace in a fresh process."""
+    cpu = children_cpu()
     start = time.perf_counter()
     out = measure_in_fresh_process(__file__, trace)
     process_wall = time.perf_counter() - start
-    return process_wall, float(out[0]), float(out[1]), float(out[4])
+    return process_wall, float(out[0]), float(out[1]), float(out[4]), children_cpu() - cpu
 
 
-def floor(trace: str) -> float:
+def floor(trace: str) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of benchmarks/floor.py on trace, in a fresh process."""
+    cpu = children_cpu()
     start = time.perf_counter()
     subprocess.run(
         [sys.executable, os.path.join(HERE, "floor.py"), trace],
@@ -64,7 +73,7 @@ def floor(trace: str) -> float:
         capture_output=True,
         env={**os.environ, "PYTHONPATH": os.path.join(HERE, "..")},
     )
-    return time.perf_counter() - start
+    return time.perf_counter() - start, children_cpu() - cpu
 
 
 def scaled_copy(trace: str, times: int, out_path: str) -> None:
@@ -118,9 +127,12 @@ def main() -> None:
     # editable checkout), not compiled again by every process as PYTHONDONTWRITEBYTECODE would have it.
     compileall.compile_dir(os.path.join(HERE, "..", "datasette_perfetto"), quiet=1)
     # This machine's timings vary by tens of percent run to run: take medians.
-    floor_s = statistics.median(floor(args.trace) for _ in range(args.repeat))
+    floors = [floor(args.trace) for _ in range(args.repeat)]
+    floor_s = statistics.median(f[0] for f in floors)
+    floor_cpu = statistics.median(f[1] for f in floors)
     runs = [measure(args.trace) for _ in range(args.repeat)]
     wall = statistics.median(r[0] for r in runs)
+    cpu = statistics.median(r[4] for r in runs)
     ingest_s = statistics.median(r[1] for r in runs)
     peak = max(r[2] for r in runs)
     child_peak = max(r[3] for r in runs)
@@ -133,13 +145,17 @@ def main() -> None:
         f"ingest: {wall:.2f} s whole process ({ingest_s:.2f} s in ingest()), median of {args.repeat}; "
         f"peak RSS {peak:.0f} MB (its writer/tokenizer child processes: {child_peak:.0f} MB at most)"
     )
-    print(f"ratio ingest / floor: {wall / floor_s:.2f}x")
+    print(f"ratio ingest / floor: {wall / floor_s:.2f}x wall (target 3x)")
+    print(
+        f"CPU: ingest {cpu:.2f} s (with its child processes), floor {floor_cpu:.2f} s: "
+        f"{cpu / floor_cpu:.2f}x (target 5x)"
+    )
     if args.scale:
         with tempfile.TemporaryDirectory() as tmp:
             big = os.path.join(tmp, f"x{args.scale}.pftrace")
             scaled_copy(args.trace, args.scale, big)
             big_mb = os.path.getsize(big) / 1e6
-            wall_big, ingest_big, peak_big, child_big = measure(big)
+            wall_big, ingest_big, peak_big, child_big, _ = measure(big)
             print(
                 f"x{args.scale} trace ({big_mb:.0f} MB): {wall_big:.1f} s whole process, peak RSS {peak_big:.0f} MB, "
                 f"children {child_big:.0f} MB (x1: {peak:.0f} MB, children {child_peak:.0f} MB)"

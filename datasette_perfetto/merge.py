@@ -11,8 +11,8 @@ of the earlier inputs'); the part's rows copied by SQL with every id column rema
 finishes the database as a serial ingest does (model.finish: processes, threads, tracks,
 dimensions, derived tables), so every id, arg set and precomputed table is the serial one.
 
-Which column holds ids of which table is schema.py's declaration (Column.ref, or the "→ table.id" its
-doc names): nothing here lists a table's columns. What is declared here are the model's facts: which
+Which column holds ids of which table is schema.py's declaration (Column.ref): nothing here lists a
+table's columns. What is declared here are the model's facts: which
 tables are shared identities (`SHARED`), and which values hold ids where the column alone does not
 say: track dimensions (`DIMENSION_REFS`, `EFFECTIVE_REFS`), args (`ARG_REFS`), stat indexes
 (stats.INDEX_REFS).
@@ -26,7 +26,6 @@ itself.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
@@ -242,17 +241,9 @@ class Remap:
         return f"(CASE WHEN {column} < {self.reserved} THEN {column} ELSE {column} + {self.delta} END)"
 
 
-_TABLE_NAMES = frozenset(t.name for t in schema.TABLES)
-_ARROW = re.compile(r"→ ([a-z_]+)\.(?:id|upid|utid|arg_set_id|ucpu|ugpu)\b")
-
-
 def column_ref(column: schema.Column) -> str | None:
-    """The table whose ids `column` holds: its declared ref, else the table its doc points at as
-    "→ table.id" (or upid, utid, arg_set_id, ucpu, ugpu), the schema's convention."""
-    if column.ref is not None or column.name == "id" or column.type != "INTEGER":
-        return column.ref
-    match = _ARROW.search(column.doc)
-    return match.group(1) if match and match.group(1) in _TABLE_NAMES else None
+    """The table whose ids `column` holds, as schema.py declares it (Column.ref)."""
+    return column.ref
 
 
 def _id_fields(table: schema.Table) -> set[str]:

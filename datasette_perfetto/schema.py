@@ -872,7 +872,7 @@ HEAP_GRAPH_JAVA_OOME_DETAILS = Table(
     "android_heap_graph_java_oome_details is its stdlib view).",
     (
         C("id", "INTEGER", "Row id."),
-        C("heap_graph_id", "INTEGER", "→ heap_graph.id of the dump."),
+        C("heap_graph_id", "INTEGER", "→ heap_graph.id of the dump.", ref="heap_graph"),
         C("allocation_size_bytes", "INTEGER", "Size of the allocation that failed.", unit="bytes"),
         C("total_bytes_free", "INTEGER", "Free bytes on the Java heap then.", unit="bytes"),
         C("free_bytes_until_oom", "INTEGER", "Bytes that could still be allocated before the error.", unit="bytes"),
@@ -1452,7 +1452,7 @@ VIEWS: tuple[View, ...] = (
             C("id", "INTEGER", "Sample id (→ stack_sample.id)."),
             C("ts", "INTEGER", "Time of the sample.", unit=TS),
             C("callsite_id", "INTEGER", "→ stack_profile_callsite.id of the leaf frame."),
-            C("utid", "INTEGER", "→ thread.utid sampled."),
+            C("utid", "INTEGER", "→ thread.utid sampled.", ref="thread"),
             C("process_priority", "INTEGER", "Chrome process priority; 0 for other profilers."),
         ),
     ),
@@ -1467,7 +1467,7 @@ REPORT_SLICE_NAME = Table(
         C("count", "INTEGER", "Number of slices with this name."),
         C("total_dur", "INTEGER", "Sum of durations (unfinished slices last to the end of the trace).", unit=TS),
         C("max_dur", "INTEGER", "Longest duration (an unfinished slice's to the end of the trace).", unit=TS),
-        C("max_slice_id", "INTEGER", "→ slice.id of a longest instance."),
+        C("max_slice_id", "INTEGER", "→ slice.id of a longest instance.", ref="slice"),
         C("unfinished", "INTEGER", "Slices with this name never ended (dur -1)."),
         C("self_dur", "INTEGER", "Sum of self times: each slice's duration less its direct children's.", unit=TS),
     ),
@@ -1510,7 +1510,7 @@ REPORT_TRACK_STATS = Table(
     "Per track event counts and counter value ranges, precomputed at import for the tracks, processes and "
     "counters reports (not a trace_processor table). Tracks with no events have no row.",
     (
-        C("track_id", "INTEGER", "→ track.id."),
+        C("track_id", "INTEGER", "→ track.id.", ref="track"),
         C("event_count", "INTEGER", "Slices, counter values or states on the track."),
         C("min_value", "REAL", "Smallest counter value; NULL for slice and state tracks."),
         C("max_value", "REAL", "Largest counter value; NULL for slice and state tracks."),
@@ -1535,7 +1535,7 @@ REPORT_THREAD_SCHED = Table(
     "scheduling report (not a trace_processor table). Rows still open at the end (dur -1) last to the end "
     "of the trace.",
     (
-        C("utid", "INTEGER", "→ thread.utid (never 0, the idle task)."),
+        C("utid", "INTEGER", "→ thread.utid (never 0, the idle task).", ref="thread"),
         C("cpu_time", "INTEGER", "Time running on a CPU (sched).", unit=TS),
         C("runnable", "INTEGER", "Time runnable, waiting for a CPU (thread_state R, R+).", unit=TS),
         C("sleeping", "INTEGER", "Time in any other state but dead (S, D, I, ...).", unit=TS),
@@ -1560,12 +1560,12 @@ REPORT_SLICE_TRACK_NAME = Table(
     "Per track and slice name aggregates, precomputed at import for the slices report scoped to threads, "
     "processes or tracks (not a trace_processor table).",
     (
-        C("track_id", "INTEGER", "→ track.id."),
+        C("track_id", "INTEGER", "→ track.id.", ref="track"),
         C("name", "TEXT", "Slice name."),
         C("count", "INTEGER", "Slices of this name on the track."),
         C("total_dur", "INTEGER", "Sum of their durations (unfinished slices last to the end of the trace).", unit=TS),
         C("max_dur", "INTEGER", "Longest duration (an unfinished slice's to the end of the trace).", unit=TS),
-        C("max_slice_id", "INTEGER", "→ slice.id of a longest one."),
+        C("max_slice_id", "INTEGER", "→ slice.id of a longest one.", ref="slice"),
         C("unfinished", "INTEGER", "Of them, slices never ended (dur -1)."),
         C("self_dur", "INTEGER", "Sum of their self times: durations less their direct children's.", unit=TS),
     ),
@@ -1579,7 +1579,7 @@ REPORT_SLICE_TRACK_CELL = Table(
     "slices timeline (not a trace_processor table).",
     (
         C("name", "TEXT", "Slice name (one with at least 20,000 slices)."),
-        C("track_id", "INTEGER", "→ track.id."),
+        C("track_id", "INTEGER", "→ track.id.", ref="track"),
         C("cell", "INTEGER", "(ts - trace start) / cell_dur."),
         C("count", "INTEGER", "Instances starting in the cell."),
         C("covered", "INTEGER", "Time inside the cell covered by instances (summed per instance).", unit=TS),
@@ -1593,7 +1593,7 @@ REPORT_SCHED_CELL = Table(
     "timeline (not a trace_processor table). Rows still open at the end (dur -1) last to the end of the trace.",
     (
         C("cell", "INTEGER", "(ts - trace start) / cell_dur."),
-        C("utid", "INTEGER", "→ thread.utid (never 0, the idle task)."),
+        C("utid", "INTEGER", "→ thread.utid (never 0, the idle task).", ref="thread"),
         C("busy", "INTEGER", "Time the thread ran inside the cell, on any CPU.", unit=TS),
     ),
     indexes=(("utid",),),

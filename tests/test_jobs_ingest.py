@@ -119,8 +119,9 @@ def test_input_that_depends_on_earlier_ones_is_imported_by_the_parent(tmp_path, 
 
 
 def test_every_id_column_declares_its_table():
-    """The merge remaps the columns schema.py declares: Column.ref, or a doc naming a table's ids
-    ("→ thread.utid"). One naming a view's ids ("→ counter_track.id") must say which table holds them."""
+    """The merge remaps the columns schema.py declares with Column.ref: every column whose doc names a
+    table's ids ("→ thread.utid") declares it, and one naming a view's ids ("→ counter_track.id") the table
+    that holds them."""
     tables = {t.name for t in schema.TABLES}
     arrow = re.compile(r"→ ([a-z_]+)\.(id|upid|utid|arg_set_id|ucpu|ugpu)\b")
     undeclared = []

@@ -17,108 +17,86 @@ frame_timeline_unpaired_end_event.
 
 from __future__ import annotations
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-
 from ...model import TraceContext
 from ...storage import Arg
 from ...trackers.async_track_set import CompressedTrackSets
 from ..common.values import UINT32_MAX, text
 from .packet_handlers import HandlerContext, extension_packet_handler
+from .private_messages import message_classes
 
 FRAME_TIMELINE_EVENT_FIELD = 76  # FrameworksNativeTracePacket's extension of TracePacket
 
 
-def _build_message():
-    """FrameTimelineEvent (frameworks_native_trace_packet.proto), in a private pool. Enums are
-    declared as int32 so out of range values stay visible, as they are to trace_processor."""
-    f = descriptor_pb2.FileDescriptorProto(
-        name="datasette_perfetto_frame_timeline.proto", package="datasette_perfetto.frame_timeline", syntax="proto2"
-    )
-    T = descriptor_pb2.FieldDescriptorProto
-    I64, I32, STR, BOOL, FLOAT, MSG = (
-        T.TYPE_INT64,
-        T.TYPE_INT32,
-        T.TYPE_STRING,
-        T.TYPE_BOOL,
-        T.TYPE_FLOAT,
-        T.TYPE_MESSAGE,
-    )
-
-    def message(name, fields, oneof=None):
-        m = f.message_type.add(name=name)
-        if oneof:
-            m.oneof_decl.add(name=oneof)
-        for fname, number, ftype, *rest in fields:
-            fd = m.field.add(name=fname, number=number, type=ftype, label=T.LABEL_OPTIONAL)
-            if rest:
-                fd.type_name = ".datasette_perfetto.frame_timeline." + rest[0]
-                fd.oneof_index = 0
-
-    common = [("cookie", 1, I64), ("token", 2, I64)]
-    message("ExpectedDisplayFrameStart", common + [("pid", 3, I32)])
-    message(
-        "ActualDisplayFrameStart",
-        common
-        + [
-            ("pid", 3, I32),
-            ("present_type", 4, I32),
-            ("on_time_finish", 5, BOOL),
-            ("gpu_composition", 6, BOOL),
-            ("jank_type", 7, I32),
-            ("prediction_type", 8, I32),
-            ("jank_severity_type", 9, I32),
-            ("present_delay_millis", 10, FLOAT),
-            ("jank_severity_score", 11, FLOAT),
-            ("jank_type_experimental", 12, I32),
-            ("present_type_experimental", 13, I32),
-            ("jank_debug_metadata", 14, FLOAT),
-            ("latched_unsignaled_count", 15, I64),
-            ("addressable_unsignaled_latch_count", 16, I64),
-        ],
-    )
-    surface = common + [("display_frame_token", 3, I64), ("pid", 4, I32), ("layer_name", 5, STR)]
-    message("ExpectedSurfaceFrameStart", surface)
-    message(
-        "ActualSurfaceFrameStart",
-        surface
-        + [
-            ("present_type", 6, I32),
-            ("on_time_finish", 7, BOOL),
-            ("gpu_composition", 8, BOOL),
-            ("jank_type", 9, I32),
-            ("prediction_type", 10, I32),
-            ("is_buffer", 11, BOOL),
-            ("jank_severity_type", 12, I32),
-            ("present_delay_millis", 13, FLOAT),
-            ("vsync_resynced_jitter_millis", 14, FLOAT),
-            ("jank_severity_score", 15, FLOAT),
-            ("jank_type_experimental", 16, I32),
-            ("present_type_experimental", 17, I32),
-            ("jank_debug_metadata", 18, FLOAT),
-            ("latched_fence_state", 19, I32),
-            ("animation_time_millis", 20, FLOAT),
-        ],
-    )
-    message("FrameEnd", [("cookie", 1, I64)])
-    message(
-        "FrameTimelineEvent",
-        [
-            ("expected_display_frame_start", 1, MSG, "ExpectedDisplayFrameStart"),
-            ("actual_display_frame_start", 2, MSG, "ActualDisplayFrameStart"),
-            ("expected_surface_frame_start", 3, MSG, "ExpectedSurfaceFrameStart"),
-            ("actual_surface_frame_start", 4, MSG, "ActualSurfaceFrameStart"),
-            ("frame_end", 5, MSG, "FrameEnd"),
-        ],
-        oneof="event",
-    )
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(f)
-    return message_factory.GetMessageClass(
-        pool.FindMessageTypeByName("datasette_perfetto.frame_timeline.FrameTimelineEvent")
-    )
-
-
-FrameTimelineEvent = _build_message()
+# FrameTimelineEvent (frameworks_native_trace_packet.proto). Enums are declared as int32 so out of
+# range values stay visible, as they are to trace_processor.
+_FRAME_COMMON = [("cookie", 1, "int64"), ("token", 2, "int64")]
+_SURFACE_COMMON = _FRAME_COMMON + [
+    ("display_frame_token", 3, "int64"),
+    ("pid", 4, "int32"),
+    ("layer_name", 5, "string"),
+]
+FrameTimelineEvent = message_classes(
+    "datasette_perfetto.frame_timeline",
+    [
+        ("ExpectedDisplayFrameStart", _FRAME_COMMON + [("pid", 3, "int32")], None),
+        (
+            "ActualDisplayFrameStart",
+            _FRAME_COMMON
+            + [
+                ("pid", 3, "int32"),
+                ("present_type", 4, "int32"),
+                ("on_time_finish", 5, "bool"),
+                ("gpu_composition", 6, "bool"),
+                ("jank_type", 7, "int32"),
+                ("prediction_type", 8, "int32"),
+                ("jank_severity_type", 9, "int32"),
+                ("present_delay_millis", 10, "float"),
+                ("jank_severity_score", 11, "float"),
+                ("jank_type_experimental", 12, "int32"),
+                ("present_type_experimental", 13, "int32"),
+                ("jank_debug_metadata", 14, "float"),
+                ("latched_unsignaled_count", 15, "int64"),
+                ("addressable_unsignaled_latch_count", 16, "int64"),
+            ],
+            None,
+        ),
+        ("ExpectedSurfaceFrameStart", _SURFACE_COMMON, None),
+        (
+            "ActualSurfaceFrameStart",
+            _SURFACE_COMMON
+            + [
+                ("present_type", 6, "int32"),
+                ("on_time_finish", 7, "bool"),
+                ("gpu_composition", 8, "bool"),
+                ("jank_type", 9, "int32"),
+                ("prediction_type", 10, "int32"),
+                ("is_buffer", 11, "bool"),
+                ("jank_severity_type", 12, "int32"),
+                ("present_delay_millis", 13, "float"),
+                ("vsync_resynced_jitter_millis", 14, "float"),
+                ("jank_severity_score", 15, "float"),
+                ("jank_type_experimental", 16, "int32"),
+                ("present_type_experimental", 17, "int32"),
+                ("jank_debug_metadata", 18, "float"),
+                ("latched_fence_state", 19, "int32"),
+                ("animation_time_millis", 20, "float"),
+            ],
+            None,
+        ),
+        ("FrameEnd", [("cookie", 1, "int64")], None),
+        (
+            "FrameTimelineEvent",
+            [
+                ("expected_display_frame_start", 1, "ExpectedDisplayFrameStart"),
+                ("actual_display_frame_start", 2, "ActualDisplayFrameStart"),
+                ("expected_surface_frame_start", 3, "ExpectedSurfaceFrameStart"),
+                ("actual_surface_frame_start", 4, "ActualSurfaceFrameStart"),
+                ("frame_end", 5, "FrameEnd"),
+            ],
+            "event",
+        ),
+    ],
+)["FrameTimelineEvent"]
 
 # FrameTimelineEvent.JankType bits, in trace_processor's order of naming.
 JANK_UNSPECIFIED, JANK_NONE = 0, 1

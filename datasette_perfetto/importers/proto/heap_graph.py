@@ -12,13 +12,12 @@ everything is written.
 
 from __future__ import annotations
 
-from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf.message import DecodeError
-from google.protobuf.message_factory import GetMessageClass
 
 from ..common.values import text
 from .deobfuscation import Mapping, package_from_location
 from .dominators import dominator_tree
+from .private_messages import message_classes
 
 HEAP_GRAPH_FIELD = 56  # TracePacket.heap_graph (an extension the perfetto package does not carry)
 
@@ -77,85 +76,63 @@ BITMAP_FIELDS = (
 )
 
 
-def _build_messages():
-    """HeapGraph and its parts (protos/third_party/android/art/heap_graph.proto), in a private pool."""
-    f = descriptor_pb2.FileDescriptorProto(
-        name="datasette_perfetto_heap_graph.proto", package="datasette_perfetto.heap_graph", syntax="proto2"
-    )
-    T = descriptor_pb2.FieldDescriptorProto
-    U64, U32, I64, I32, BYTES, BOOL, MSG = (
-        T.TYPE_UINT64,
-        T.TYPE_UINT32,
-        T.TYPE_INT64,
-        T.TYPE_INT32,
-        T.TYPE_BYTES,
-        T.TYPE_BOOL,
-        T.TYPE_MESSAGE,
-    )
-    OPT, REP = T.LABEL_OPTIONAL, T.LABEL_REPEATED
-
-    def message(name, fields):
-        m = f.message_type.add(name=name)
-        for fname, number, ftype, label, *rest in fields:
-            fd = m.field.add(name=fname, number=number, type=ftype, label=label)
-            if rest:
-                fd.type_name = ".datasette_perfetto.heap_graph." + rest[0]
-        return m
-
-    message("InternedString", [("iid", 1, U64, OPT), ("str", 2, BYTES, OPT)])
-    message("HeapGraphRoot", [("object_ids", 1, U64, REP), ("root_type", 2, I32, OPT)])
-    message(
-        "HeapGraphType",
-        [
-            ("id", 1, U64, OPT),
-            ("location_id", 2, U64, OPT),
-            ("class_name", 3, BYTES, OPT),
-            ("object_size", 4, U64, OPT),
-            ("superclass_id", 5, U64, OPT),
-            ("reference_field_id", 6, U64, REP),
-            ("kind", 7, I32, OPT),
-            ("classloader_id", 8, U64, OPT),
-        ],
-    )
-    message(
-        "HeapGraphObject",
-        [
-            ("id", 1, U64, OPT),
-            ("id_delta", 7, U64, OPT),
-            ("type_id", 2, U64, OPT),
-            ("self_size", 3, U64, OPT),
-            ("reference_field_id_base", 6, U64, OPT),
-            ("reference_field_id", 4, U64, REP),
-            ("reference_object_id", 5, U64, REP),
-            ("heap_type_delta", 9, I32, OPT),
-            ("runtime_internal_object_id", 10, U64, REP),
-            ("native_allocation_registry_size_field", 8, I64, OPT),
-            ("bitmap_id_field", 11, I64, OPT),
-            ("bitmap_source_id_field", 12, I64, OPT),
-            ("bitmap_width_field", 13, U32, OPT),
-            ("bitmap_height_field", 14, U32, OPT),
-        ],
-    )
-    message(
-        "HeapGraph",
-        [
-            ("pid", 1, I32, OPT),
-            ("heap_bytes_allocated", 10, I64, OPT),
-            ("objects", 2, MSG, REP, "HeapGraphObject"),
-            ("roots", 7, MSG, REP, "HeapGraphRoot"),
-            ("types", 9, MSG, REP, "HeapGraphType"),
-            ("field_names", 4, MSG, REP, "InternedString"),
-            ("location_names", 8, MSG, REP, "InternedString"),
-            ("continued", 5, BOOL, OPT),
-            ("index", 6, U64, OPT),
-        ],
-    )
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(f)
-    return GetMessageClass(pool.FindMessageTypeByName("datasette_perfetto.heap_graph.HeapGraph"))
-
-
-HeapGraph = _build_messages()
+# HeapGraph and its parts (protos/third_party/android/art/heap_graph.proto).
+HeapGraph = message_classes(
+    "datasette_perfetto.heap_graph",
+    [
+        ("InternedString", [("iid", 1, "uint64"), ("str", 2, "bytes")], None),
+        ("HeapGraphRoot", [("object_ids", 1, "uint64", "repeated"), ("root_type", 2, "int32")], None),
+        (
+            "HeapGraphType",
+            [
+                ("id", 1, "uint64"),
+                ("location_id", 2, "uint64"),
+                ("class_name", 3, "bytes"),
+                ("object_size", 4, "uint64"),
+                ("superclass_id", 5, "uint64"),
+                ("reference_field_id", 6, "uint64", "repeated"),
+                ("kind", 7, "int32"),
+                ("classloader_id", 8, "uint64"),
+            ],
+            None,
+        ),
+        (
+            "HeapGraphObject",
+            [
+                ("id", 1, "uint64"),
+                ("id_delta", 7, "uint64"),
+                ("type_id", 2, "uint64"),
+                ("self_size", 3, "uint64"),
+                ("reference_field_id_base", 6, "uint64"),
+                ("reference_field_id", 4, "uint64", "repeated"),
+                ("reference_object_id", 5, "uint64", "repeated"),
+                ("heap_type_delta", 9, "int32"),
+                ("runtime_internal_object_id", 10, "uint64", "repeated"),
+                ("native_allocation_registry_size_field", 8, "int64"),
+                ("bitmap_id_field", 11, "int64"),
+                ("bitmap_source_id_field", 12, "int64"),
+                ("bitmap_width_field", 13, "uint32"),
+                ("bitmap_height_field", 14, "uint32"),
+            ],
+            None,
+        ),
+        (
+            "HeapGraph",
+            [
+                ("pid", 1, "int32"),
+                ("heap_bytes_allocated", 10, "int64"),
+                ("objects", 2, "HeapGraphObject", "repeated"),
+                ("roots", 7, "HeapGraphRoot", "repeated"),
+                ("types", 9, "HeapGraphType", "repeated"),
+                ("field_names", 4, "InternedString", "repeated"),
+                ("location_names", 8, "InternedString", "repeated"),
+                ("continued", 5, "bool"),
+                ("index", 6, "uint64"),
+            ],
+            None,
+        ),
+    ],
+)["HeapGraph"]
 
 
 def normalize_type(name: str) -> tuple[str, bool, int]:

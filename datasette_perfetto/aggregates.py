@@ -152,7 +152,9 @@ class SliceNameAggregates:
 
     def track_name_rows(self, end: int) -> Iterator[tuple]:
         """report_slice_track_name rows, in GROUP BY track_id, name order; `end`: the trace's end."""
-        for (track_id, name), agg in sorted(self.by_track_name.items(), key=lambda kv: (kv[0][0], _text_key(kv[0][1]))):
+        for (track_id, name), agg in sorted(
+            self.by_track_name.items(), key=lambda kv: (kv[0][0], text_order_key(kv[0][1]))
+        ):
             count, total, longest, slice_id, unfinished, self_dur = self._resolve(agg, end)
             yield track_id, name, count, min(total, INT64_MAX), longest, slice_id, unfinished, _int64(self_dur)
 
@@ -172,7 +174,7 @@ class SliceNameAggregates:
             if longest > named[2] or (longest == named[2] and slice_id < named[3]):
                 named[2], named[3] = longest, slice_id
         for name, (count, total, longest, slice_id, unfinished, self_dur) in sorted(
-            by_name.items(), key=lambda kv: _text_key(kv[0])
+            by_name.items(), key=lambda kv: text_order_key(kv[0])
         ):
             yield name, count, min(total, INT64_MAX), longest, slice_id, unfinished, _int64(self_dur)
 
@@ -182,6 +184,6 @@ def _int64(value: int) -> int:
     return max(min(value, INT64_MAX), -INT64_MAX - 1)
 
 
-def _text_key(value: str | None) -> tuple:
+def text_order_key(value: str | None) -> tuple:
     """SQLite's order for a TEXT column: NULL first, then by code point (BINARY collation)."""
     return (value is not None, value or "")

@@ -1648,7 +1648,7 @@ REPORT_SLICE_DIMENSION = Table(
     indexes=(("dimension", "name"),),
 )
 # The dimensions subtitles show: more than one value, process and thread aside (they always have).
-_SHOWN_DIMENSIONS = (
+SHOWN_DIMENSIONS_SQL = (
     "SELECT name FROM track_dimension WHERE name NOT IN ('process', 'thread') GROUP BY name "
     "HAVING count(DISTINCT coalesce(CAST(int_value AS TEXT), string_value)) > 1"
 )
@@ -1662,7 +1662,7 @@ _SLICE_DIMENSION_POPULATE = (
     "count(*) OVER (PARTITION BY dimension, value, name) - 1 AS last FROM ("
     "SELECT g.name AS dimension, coalesce(CAST(g.int_value AS TEXT), g.string_value) AS value, slice.name AS name, "
     f"{_SLICE_DUR} AS d, {_SLICE_SELF} AS self FROM slice JOIN track_dimension g ON g.track_id = slice.track_id "
-    f"WHERE g.name IN ({_SHOWN_DIMENSIONS}))) GROUP BY dimension, value, name"
+    f"WHERE g.name IN ({SHOWN_DIMENSIONS_SQL}))) GROUP BY dimension, value, name"
 )
 
 DERIVED: tuple[Derived, ...] = (

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from itertools import chain
 from typing import Any
 
-from . import schema
+from . import report_tables, schema
 from .scratch import die_with_parent
 
 MULTI_ROWS = 50  # rows per INSERT statement (13 columns x 50 stays far below SQLite's variable limit)
@@ -120,7 +120,10 @@ class SqliteWriter:
         """Derived tables (in declaration order: later ones read earlier ones) and views."""
         conn = self.conn
         for d in schema.DERIVED:
-            if not d.streamed:  # the streamed ones were written with the rest
+            compute = report_tables.COMPUTE.get(d.name)
+            if compute is not None:
+                compute(conn)
+            elif not d.streamed:  # the streamed ones were written with the rest
                 conn.execute(d.populate)
             for sql in d.table.index_sql():
                 conn.execute(sql)

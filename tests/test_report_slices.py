@@ -314,3 +314,31 @@ async def test_inspect_at_a_start_prefers_instances_starting_then(tmp_path):
     # An instant where none starts: the ones running then.
     running = await get_json(ds, "/jobs/-/report/slices/inspect.json?name=Job&ts=1.5ms&pid=7")
     assert running["slices_inspect"]["matched"] == 3
+
+
+@pytest.mark.parametrize("flags", [{}, {"measure": "self"}], ids=["durations (index ranges)", "self times (ranked)"])
+def test_histogram_buckets_of_a_fractional_width_hold_every_instance(tmp_path, flags):
+    """Durations of 10 to 13 ns over 20 buckets: the width is 0.2 ns (not exact in binary), so (d - low) / width
+    is no whole number; each instance still lands in the one bucket whose edges hold it."""
+    from conftest import ingest_built, report_of
+
+    from datasette_perfetto.trace_builder import TraceBuilder
+
+    builder = TraceBuilder()
+    seq = builder.sequence(1)
+    seq.process(1, "p")
+    track = seq.thread(1, 2, "w")
+    durs = [10, 11, 12, 13] * 3
+    ts = 1_000
+    for d in durs:
+        seq.slice_begin(ts, track, "S")
+        seq.slice_end(ts + d, track)
+        ts += 100
+    db = ingest_built(tmp_path, builder)
+    hist = report_of(db.path, "slices", "histogram", {"name": "S", "buckets": "20", **flags}).result_message()
+    assert hist.scale == "linear"
+    assert all(round(b.high - b.low, 9) == 0.2 for b in hist.buckets)
+    assert sum(b.count for b in hist.buckets) == len(durs)
+    last = len(hist.buckets) - 1
+    for i, b in enumerate(hist.buckets):
+        assert b.count == sum(1 for d in durs if b.low <= d and (d <= b.high if i == last else d < b.high)), b

@@ -282,7 +282,9 @@ GROUP BY +s.name{group_key}"""
             grouped_params = {**children.params, **w.params, **group_params}
             # Every slice's self time summed is the top-level slices' time (each child is subtracted once).
             top_level = scope_where(run, name=False, min_duration=False)
-            top_level.add("s.parent_id IS NULL")
+            # Unary +: the parent_id index would read every top-level slice (ANALYZE's sample takes NULL for a
+            # rare value); the time range's ts index or the owner's track index is the one to use.
+            top_level.add("+s.parent_id IS NULL")
             slice_time = run.value(
                 "the slice time in scope: the self time of every slice (the top-level slices' time)",
                 f"SELECT coalesce(sum({dur}), 0) FROM slice s {top_level.sql()}",
@@ -1158,12 +1160,12 @@ FROM slice s
             unfinished = agg["unfinished"] or 0
         else:
             known = (sn.count, sn.total_dur, sn.max_dur)
-            # The (name, dur) index gives the shortest finished one; the unfinished ones (dur -1) are few.
+            # The (name, dur) index gives the shortest finished one (ORDER BY ... LIMIT 1: inside a UNION, SQLite
+            # would compute min() by reading them all); the unfinished ones (dur -1) are few.
             positive = run.value(
                 "the shortest non-zero duration",
                 f"""SELECT min(d) FROM (
-  SELECT min(s.dur) AS d FROM slice s
-  {w.sql()} AND s.dur > 0
+  SELECT * FROM (SELECT s.dur AS d FROM slice s {w.sql()} AND s.dur > 0 ORDER BY s.dur LIMIT 1)
   UNION ALL
   SELECT min({dur}) FROM slice s
   {w.sql()} AND s.dur < 0
@@ -1192,31 +1194,38 @@ FROM slice s
         if positive and high / positive > LOG_SCALE_SPREAD:
             out.scale = "log"
             edges = fmt.log_edges(positive, high, buckets)
-            buckets = len(edges) - 1
-            params = {f"edge_{i}": e for i, e in enumerate(edges[1:-1], 1)}
-            index = (
-                "CASE WHEN {d} <= 0 THEN -1 "
-                + "".join(f"WHEN {{d}} < :edge_{i} THEN {i - 1} " for i in range(1, buckets))
-                + f"ELSE {buckets - 1} END"
-            )
         else:
             out.scale = "linear"
             edges = fmt.linear_edges(low, high, buckets)
-            buckets = len(edges) - 1
-            index = "min(:last_bucket, ({d} - :low) / :width)"
-            params = {"low": edges[0], "width": edges[1] - edges[0] if high > low else 1, "last_bucket": buckets - 1}
+        buckets = len(edges) - 1
+        # A value's bucket by comparing it with the edges (arithmetic on a width such as 0.2 ns would be
+        # inexact); log scales give zero a bucket of its own (-1).
+        params = {f"edge_{i}": e for i, e in enumerate(edges[1:-1], 1)}
+        whens = ("WHEN {d} <= 0 THEN -1 " if out.scale == "log" else "") + "".join(
+            f"WHEN {{d}} < :edge_{i} THEN {i - 1} " for i in range(1, buckets)
+        )
+        index = f"CASE {whens}ELSE {buckets - 1} END" if whens else "0"
         if run.scope.time is None and not by_self:
-            # Finished instances by dur alone (the (name, dur) index covers them); the few unfinished ones
-            # (dur -1) by the time they count for, which needs their start.
-            finished = Where(list(w.terms), dict(w.params))
-            finished.add("s.dur >= 0")
+            # Finished instances by dur alone: each bucket's count is a range of the (name, dur) index, counted
+            # without reading a row or sorting; the few unfinished ones (dur -1) by the time they count for,
+            # which needs their start.
+            # One lower and one upper bound per range (with two lower bounds SQLite seeks to the wrong one).
+            # Bucket 0 starts at the shortest (linear) or above zero (log, where zero has a bucket of its own).
+            ranges = [(-1, ["s.dur = 0"])] if out.scale == "log" else []
+            for i in range(buckets):
+                terms = [f"s.dur >= :edge_{i}" if i else ("s.dur > 0" if out.scale == "log" else "s.dur >= 0")]
+                if i < buckets - 1:
+                    terms.append(f"s.dur < :edge_{i + 1}")
+                ranges.append((i, terms))
+            finished = "\n  UNION ALL\n".join(
+                f"  SELECT {i} AS bucket, count(*) AS n\n  FROM slice s\n  {w.sql().replace(chr(10), chr(10) + '  ')}"
+                + "".join(f"\n    AND {t}" for t in terms)
+                for i, terms in ranges
+            )
             unfinished_w = Where(list(w.terms), dict(w.params))
             unfinished_w.add("s.dur < 0")
             sql = f"""SELECT bucket, sum(n) AS count FROM (
-  SELECT {index.format(d="s.dur")} AS bucket, count(*) AS n
-  FROM slice s
-  {finished.sql().replace(chr(10), chr(10) + "  ")}
-  GROUP BY bucket
+{finished}
   UNION ALL
   SELECT {index.format(d=dur)} AS bucket, count(*)
   FROM slice s
@@ -1231,7 +1240,7 @@ FROM slice s
 {w.sql()}
 GROUP BY bucket"""
         counts = {r["bucket"]: r["count"] for r in run.query("instances per bucket", sql, {**w.params, **params})}
-        if -1 in counts:
+        if counts.get(-1):  # zero-length instances (log scale); the range counts give a row even when none
             out.buckets.add(low=0, high=0, count=counts[-1])
         for i in range(buckets):
             out.buckets.add(low=edges[i], high=edges[i + 1], count=counts.get(i, 0))
@@ -1579,7 +1588,10 @@ ORDER BY longest.dur DESC, s.id DESC"""
             starting = run.value("instances starting at ts", f"SELECT count(*) FROM slice s\n{w.sql()}", w.params)
             if not starting:
                 w = name_where(run, sn, at)
-        duration_stats(run, out.stats, w, name, narrowed=is_narrowed(run) or run.scope.ts is not None)
+        narrowed = is_narrowed(run) or run.scope.ts is not None
+        # Every instance of the name: its count, total and longest are report_slice_name's.
+        known = None if narrowed else (sn.count, sn.total_dur, sn.max_dur)
+        duration_stats(run, out.stats, w, name, known, narrowed=narrowed)
         clipped_footnote(run)
         out.matched = out.stats.count
         rows = run.query(

@@ -1,0 +1,106 @@
+"""report_tables.py fills some report tables faster than their SQL definitions (schema.DERIVED's
+`populate`): both must give the same rows in the same order."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+
+import pytest
+from conftest import ingest_built, ingest_named
+from shared_data import TRACES
+
+from datasette_perfetto import report_tables, schema
+from datasette_perfetto.trace_builder import TraceBuilder
+
+COMPUTED = [d for d in schema.DERIVED if d.name in report_tables.COMPUTE]
+
+
+def test_every_computed_table_is_a_derived_one():
+    assert sorted(d.name for d in COMPUTED) == sorted(report_tables.COMPUTE)
+
+
+@pytest.fixture(scope="module")
+def edge_db(tmp_path_factory):
+    """Slices and counters with what the fast paths treat apart: names with more and fewer instances than
+    are read whole, ties, unfinished slices (dur -1, lasting to the trace's end), an unnamed slice, counters
+    going down, a constant counter, a counter track of a single value."""
+    rng = random.Random(17)
+    builder = TraceBuilder()
+    seq = builder.sequence(1)
+    seq.process(10, "app")
+    # A rank per thread, one of them unnamed ("" sorts before the others), and a dimension of one value.
+    threads = [
+        seq.thread(10, 10 + i, f"worker{i}", dimensions=[("rank", i), ("zone", "z" if i else ""), ("pool", "one")])
+        for i in range(3)
+    ]
+    ts = 1_000
+    for n in range(400):
+        track = threads[n % 3]
+        name = "Big" if n % 2 else ("Tied" if n % 5 else "Small")
+        seq.slice_begin(ts, track, name)
+        seq.slice_begin(ts + 1, track, "Child")
+        seq.slice_end(ts + 2 + rng.randrange(3), track)
+        seq.slice_end(ts + 10 + (7 if name == "Tied" else rng.randrange(1_000)), track)
+        ts += 2_000
+    seq.slice_begin(ts, threads[0], "Big")  # never ends: unfinished, with finished ones of its name
+    seq.slice_begin(ts + 5, threads[1], "Open")  # only unfinished ones
+    seq.slice_begin(ts + 9, threads[2], "")
+    seq.slice_end(ts + 50, threads[2])
+    counters = [seq.counter_track(100 + i, f"counter{i}") for i in range(3)]
+    for k in range(300):
+        seq.counter(1_000 + k * 1_700, counters[0], rng.choice([1.5, 2.25, -3.0, 1e9, 0.1]))
+        seq.counter(1_000 + k * 1_700, counters[1], 42)
+    seq.counter(5_000, counters[2], 7.75)
+    return ingest_built(tmp_path_factory.mktemp("edges"), builder).path
+
+
+@pytest.fixture(scope="module")
+def ddp_db(tmp_path_factory):
+    """The two-rank PyTorch job: rank dimensions on real data."""
+    return ingest_named(tmp_path_factory, sorted((TRACES / "pytorch_ddp").glob("rank*.json.gz")), "ddp")
+
+
+@pytest.fixture(
+    params=["edge_db", "ddp_db", "demo_db", "sched_db", "v8_db"],
+)
+def database(request, tmp_path):
+    """A copy of a database (the check rewrites its tables)."""
+    source = request.getfixturevalue(request.param)
+    source = getattr(source, "path", source)
+    copy = tmp_path / "copy.db"
+    copy.write_bytes(source.read_bytes())
+    return copy
+
+
+@pytest.mark.parametrize("derived", COMPUTED, ids=lambda d: d.name)
+def test_computed_rows_equal_their_sql(database, derived):
+    conn = sqlite3.connect(database)
+    try:
+        computed = conn.execute(f"SELECT * FROM [{derived.name}] ORDER BY rowid").fetchall()
+        conn.execute(f"DELETE FROM [{derived.name}]")
+        conn.execute(derived.populate)
+        defined = conn.execute(f"SELECT * FROM [{derived.name}] ORDER BY rowid").fetchall()
+    finally:
+        conn.close()
+    assert len(computed) == len(defined)
+    for got, want in zip(computed, defined):
+        # A REAL sum in another order may differ in the last bits; everything else is exact.
+        assert [type(v) for v in got] == [type(v) for v in want], (got, want)
+        for g, w in zip(got, want):
+            assert g == (pytest.approx(w, rel=1e-12) if isinstance(w, float) else w), (got, want)
+
+
+def test_the_edge_trace_has_the_cases_it_is_for(edge_db):
+    conn = sqlite3.connect(edge_db)
+    try:
+        counts = dict(conn.execute("SELECT name, count FROM report_slice_name"))
+        unfinished = dict(conn.execute("SELECT name, unfinished FROM report_slice_name"))
+        dimensions = conn.execute("SELECT DISTINCT dimension, value FROM report_slice_dimension").fetchall()
+        drops = dict(conn.execute("SELECT t.name, s.drops FROM report_track_stats s JOIN track t ON t.id = s.track_id"))
+    finally:
+        conn.close()
+    assert counts["Big"] > 64 >= counts["Small"]  # read by OFFSET, and read whole
+    assert unfinished["Big"] == 1 and unfinished["Open"] == 1
+    assert sorted(dimensions) == [("rank", "0"), ("rank", "1"), ("rank", "2"), ("zone", ""), ("zone", "z")]
+    assert drops["counter0"] > 0 and drops["counter1"] == 0 and drops["counter2"] == 0

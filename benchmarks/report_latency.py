@@ -189,14 +189,20 @@ def requests(conn, db_name: str) -> list[tuple[str, str]]:
     name = conn.execute("SELECT name FROM report_slice_name ORDER BY total_dur DESC LIMIT 1").fetchone()[0]
     counter = conn.execute("SELECT name FROM counter_track ORDER BY id LIMIT 1").fetchone()[0]
     thread = conn.execute("SELECT name FROM thread WHERE tid = 1001").fetchone()[0]
+    # Times as shares of the trace (on this script's 10 s trace: 2s,6s and 5s): any trace's pages look inside it.
+    dur = conn.execute("SELECT end_ts - start_ts FROM trace_bounds").fetchone()[0]
+
+    def at(share: float) -> str:
+        return f"{int(share * dur)}ns"
+
     needs = {
         ("slices", "histogram"): {"name": name},
         ("slices", "timeline"): {"name": name},
         ("slices", "inspect"): {"name": name},
         ("counters", "timeline"): {"name": counter},
         ("counters", "histogram"): {"name": counter},
-        ("counters", "inspect"): {"name": counter, "ts": "5s"},
-        ("scheduling", "inspect"): {"tid": "1001", "ts": "5s"},
+        ("counters", "inspect"): {"name": counter, "ts": at(0.5)},
+        ("scheduling", "inspect"): {"tid": "1001", "ts": at(0.5)},
         ("dimensions", "compare"): {"by": "machine"},  # the one dimension every trace has
     }
     out = [("overview", f"/{db_name}/-/report")]
@@ -206,15 +212,21 @@ def requests(conn, db_name: str) -> list[tuple[str, str]]:
             query = "&".join(f"{k}={v}" for k, v in params.items())
             out.append((f"{noun} {view}", f"/{db_name}/-/report/{noun}/{view}" + (f"?{query}" if query else "")))
     base = f"/{db_name}/-/report"
+    wide = f"{at(0.2)},{at(0.6)}"
+    # The 11th bucket of a default (20-bucket) timeline, where a click on it leads: 1, 2, 2.5 or 5 x 10^k wide.
+    bucket = min(m * 10**k for k in range(20) for m in (1, 2, 2.5, 5) if m * 10**k >= dur / 20)
+    one_bucket = f"{int(10 * bucket)}ns,{int(11 * bucket)}ns"
     out += [
         ("slices table thread=", f"{base}/slices?thread={thread}"),
-        ("slices table thread= time=", f"{base}/slices?thread={thread}&time=2s,6s"),
-        # One bucket of a default timeline (50k slices); the cost grows with the slices in the range.
-        ("slices table time=", f"{base}/slices?time=5s,5.5s"),
-        ("slices timeline tid= time=", f"{base}/slices/timeline?name={name}&tid=1001&time=2s,6s"),
-        ("slices inspect ts=", f"{base}/slices/inspect?name={name}&ts=5s"),
+        ("slices table thread= time=", f"{base}/slices?thread={thread}&time={wide}"),
+        # One bucket of a default timeline; the cost grows with the slices in the range (or, in traces with
+        # report_slice_name_cell, with the names and cells).
+        ("slices table time=", f"{base}/slices?time={one_bucket}"),
+        ("slices table time= (unaligned)", f"{base}/slices?time={at(0.5)},{at(0.53)}"),
+        ("slices timeline tid= time=", f"{base}/slices/timeline?name={name}&tid=1001&time={wide}"),
+        ("slices inspect ts=", f"{base}/slices/inspect?name={name}&ts={at(0.5)}"),
         ("scheduling summary cpu=", f"{base}/scheduling?cpu=3"),
-        ("scheduling summary time=", f"{base}/scheduling?time=2s,6s&group_by=process"),
+        ("scheduling summary time=", f"{base}/scheduling?time={wide}&group_by=process"),
         ("scheduling timeline b=500", f"{base}/scheduling/timeline?buckets=500"),
         ("scheduling timeline tid=", f"{base}/scheduling/timeline?tid=1001"),
         ("overview .json", f"{base}.json"),

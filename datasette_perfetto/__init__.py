@@ -22,9 +22,9 @@ def register_commands(cli):
 
 @hookimpl
 def prepare_connection(conn):
-    from .functions import register_functions
+    from .connection import prepare
 
-    register_functions(conn)
+    prepare(conn)
 
 
 @hookimpl

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from .functions import register_functions
+from .connection import prepare
 from .ingest import IngestError, TraceSummary, ingest
 from .scratch import sigterm_raises_system_exit
 
@@ -214,7 +214,7 @@ def query(database: str, sql: str | None, sql_file, params: tuple[tuple[str, str
     # user gets the one-line SQL error instead.
     sqlite3.enable_callback_tracebacks(False)
     conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
-    register_functions(conn)
+    prepare(conn)
     results = []
     try:
         for statement in statements:
@@ -444,7 +444,7 @@ def report_command(database: str, noun, view, output_format: str, width: str | N
     params = {k: list(v) if isinstance(v, tuple) else v for k, v in flags.items() if v not in (None, ())}
     baseline = str(params.get("baseline") or "").strip()
     conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
-    register_functions(conn)
+    prepare(conn)
     base_conn = None
     try:
         if not is_trace_connection(conn):
@@ -456,7 +456,7 @@ def report_command(database: str, noun, view, output_format: str, width: str | N
             if not os.access(baseline, os.R_OK):
                 raise ReportError(f"baseline: {baseline}: not readable", "baseline")
             base_conn = sqlite3.connect(f"file:{baseline}?mode=ro", uri=True)
-            register_functions(base_conn)
+            prepare(base_conn)
             result = run_diff(
                 conn, base_conn, noun, view, params, Linker(None, database), Linker(None, baseline), database, baseline
             )

@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .functions import register_functions
+from .connection import prepare
 from .ingest import IngestError, ingest
 
 TRACE_NAMES = ("trace.pb", "trace.json", "trace.systrace")
@@ -149,7 +149,7 @@ def run_case(case_dir: str, workdir: str, **ingest_options) -> CaseResult:
         header, expected = parse_expected(f.read())
     conn = sqlite3.connect(db_path)
     try:
-        register_functions(conn)
+        prepare(conn)
         cur = conn.execute(query)
         columns = [d[0] for d in cur.description] if cur.description else []
         rows = cur.fetchall()

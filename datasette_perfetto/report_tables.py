@@ -17,7 +17,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 
 from .aggregates import text_order_key
-from .schema import REPORT_PERCENTILES, SHOWN_DIMENSIONS_SQL
+from .schema import REPORT_NAME_CELL_MIN_SLICES, REPORT_PERCENTILES, SHOWN_DIMENSIONS_SQL
 
 # A slice's duration as the report counts it (schema._SLICE_DUR): unfinished ones last to the trace's end.
 _SLICE_DUR = "CASE WHEN dur < 0 THEN max(:end - ts, 0) ELSE dur END"
@@ -186,8 +186,61 @@ def slice_dimension(conn: sqlite3.Connection) -> None:
     )
 
 
+def slice_name_cells(conn: sqlite3.Connection) -> None:
+    """report_slice_name_cell, in traces with at least REPORT_NAME_CELL_MIN_SLICES slices: one pass over the
+    slices (each with its parent's name), most of which lie in one cell."""
+    if conn.execute("SELECT count(*) >= ? FROM slice", (REPORT_NAME_CELL_MIN_SLICES,)).fetchone()[0] == 0:
+        return
+    grid = conn.execute(
+        "SELECT cell_dur, (SELECT start_ts FROM trace_bounds), (SELECT end_ts FROM trace_bounds) FROM report_grid"
+    ).fetchone()
+    if grid is None:
+        return
+    g, t0, t1 = grid
+    # (name, cell) -> [starting, open, unfinished starting, unfinished open, covered, top-level covered]
+    own: dict[tuple, list[int]] = {}
+    children: dict[tuple, int] = {}  # (parent's name, cell) -> the children's time inside the cell
+    for ts, dur, name, parent_name, top in conn.execute(
+        "SELECT s.ts, s.dur, s.name, p.name, s.parent_id IS NULL FROM slice s LEFT JOIN slice p ON p.id = s.parent_id"
+    ):
+        unfinished = dur < 0
+        end = t1 if unfinished else ts + dur
+        cell = (ts - t0) // g
+        cell_end = t0 + (cell + 1) * g
+        start = ts
+        first = True
+        while True:
+            time = max(min(end, cell_end) - start, 0)
+            key = (name, cell)
+            kept = own.get(key)
+            if kept is None:
+                kept = own[key] = [0, 0, 0, 0, 0, 0]
+            kept[0 if first else 1] += 1
+            if unfinished:
+                kept[2 if first else 3] += 1
+            kept[4] += time
+            if top:
+                kept[5] += time
+            else:
+                key = (parent_name, cell)
+                children[key] = children.get(key, 0) + time
+            if cell_end > end:  # reaches the next cell only when it ends there or later
+                break
+            cell, start, cell_end, first = cell + 1, cell_end, cell_end + g, False
+    rows = [
+        (name, cell, *kept[:5], kept[4] - children.get((name, cell), 0), kept[5])
+        for (name, cell), kept in sorted(own.items(), key=lambda kv: (text_order_key(kv[0][0]), kv[0][1]))
+    ]
+    conn.executemany(
+        "INSERT INTO report_slice_name_cell (name, cell, starting, open, unfinished_starting, unfinished_open, "
+        "covered, self_covered, top_covered) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+
+
 COMPUTE: dict[str, Callable[[sqlite3.Connection], None]] = {
     "report_slice_name_percentile": slice_name_percentiles,
     "report_track_stats": track_stats,
     "report_slice_dimension": slice_dimension,
+    "report_slice_name_cell": slice_name_cells,
 }

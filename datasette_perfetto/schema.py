@@ -318,9 +318,9 @@ SLICE = Table(
         C("slice_id", "INTEGER", "Alias of id.", generated="id"),
     ),
     # (name, dur): the slices report's per-name durations and percentiles in index order. (track_id, ts)
-    # also holds dur and name so a thread's or process's slices are read without the table (id keeps
-    # ties in row order).
-    indexes=(("track_id", "ts", "id", "dur", "name"), ("name", "dur"), ("ts",), ("parent_id",)),
+    # also holds dur, name and parent_id so a thread's or process's slices, with their self times in a time
+    # range, are read without the table (id keeps ties in row order).
+    indexes=(("track_id", "ts", "id", "dur", "name", "parent_id"), ("name", "dur"), ("ts",), ("parent_id",)),
 )
 
 FLOW = Table(
@@ -1587,6 +1587,35 @@ REPORT_SLICE_TRACK_CELL = Table(
     indexes=(("name",),),
 )
 
+# Traces with at least this many slices get per name and cell aggregates (report_slice_name_cell): below
+# it, a time range's slices table reads the instances themselves fast enough.
+REPORT_NAME_CELL_MIN_SLICES = 250_000
+
+REPORT_SLICE_NAME_CELL = Table(
+    "report_slice_name_cell",
+    "In traces with many slices: per slice name and cell of time (report_grid.cell_dur), what the slices "
+    "table of a time range made of whole cells adds up (not a trace_processor table). A slice is in every "
+    "cell from the one it starts in to the one holding its end (also when it ends exactly where that cell "
+    "starts); an unfinished slice (dur -1) lasts to the end of the trace.",
+    (
+        C("name", "TEXT", "Slice name."),
+        C("cell", "INTEGER", "(ts - trace start) / cell_dur."),
+        C("starting", "INTEGER", "Slices starting in the cell."),
+        C("open", "INTEGER", "Slices started before the cell and not ended before it starts."),
+        C("unfinished_starting", "INTEGER", "Of the starting ones, slices never ended."),
+        C("unfinished_open", "INTEGER", "Of the open ones, slices never ended."),
+        C("covered", "INTEGER", "Time inside the cell covered by the slices (summed per slice).", unit=TS),
+        C(
+            "self_covered",
+            "INTEGER",
+            "covered less the time inside the cell of their direct children (of any name).",
+            unit=TS,
+        ),
+        C("top_covered", "INTEGER", "Of covered, the part of top-level slices (no parent).", unit=TS),
+    ),
+    indexes=(("name", "cell"), ("cell",)),
+)
+
 REPORT_SCHED_CELL = Table(
     "report_sched_cell",
     "Per thread and cell of time (report_grid.cell_dur) CPU time, precomputed at import for the scheduling "
@@ -1751,6 +1780,34 @@ DERIVED: tuple[Derived, ...] = (
             ),
         )
         + ")",
+    ),
+    # What report_tables.slice_name_cells computes, as its definition: a slice's pieces in the cells it
+    # reaches, their time; children's time subtracted from their parent's name's self time, cell by cell.
+    Derived(
+        REPORT_SLICE_NAME_CELL,
+        "INSERT INTO report_slice_name_cell (name, cell, starting, open, unfinished_starting, unfinished_open, "
+        "covered, self_covered, top_covered) "
+        "WITH RECURSIVE grid AS (SELECT cell_dur AS g, (SELECT start_ts FROM trace_bounds) AS t0, "
+        "(SELECT end_ts FROM trace_bounds) AS t1 FROM report_grid), "
+        "span AS (SELECT s.name, s.parent_id IS NULL AS top, p.name AS parent_name, s.dur < 0 AS unfinished, "
+        "s.ts AS row_start, CASE WHEN s.dur < 0 THEN t1 ELSE s.ts + s.dur END AS row_end, "
+        "(s.ts - t0) / g AS first_cell FROM slice s LEFT JOIN slice p ON p.id = s.parent_id, grid "
+        f"WHERE (SELECT count(*) FROM slice) >= {REPORT_NAME_CELL_MIN_SLICES}), "
+        "piece AS (SELECT *, first_cell AS cell FROM span UNION ALL "
+        "SELECT name, top, parent_name, unfinished, row_start, row_end, first_cell, cell + 1 FROM piece, grid "
+        "WHERE t0 + (cell + 1) * g <= row_end), "
+        "timed AS (SELECT piece.*, max(min(row_end, t0 + (cell + 1) * g) - max(row_start, t0 + cell * g), 0) "
+        "AS time FROM piece, grid), "
+        "own AS (SELECT name, cell, sum(cell = first_cell) AS starting, sum(cell > first_cell) AS open, "
+        "sum(unfinished AND cell = first_cell) AS unfinished_starting, "
+        "sum(unfinished AND cell > first_cell) AS unfinished_open, sum(time) AS covered, "
+        "sum(CASE WHEN top THEN time ELSE 0 END) AS top_covered FROM timed GROUP BY name, cell), "
+        "children AS (SELECT parent_name AS name, cell, sum(time) AS time FROM timed WHERE NOT top "
+        "GROUP BY parent_name, cell) "
+        "SELECT own.name, own.cell, starting, open, unfinished_starting, unfinished_open, covered, "
+        "covered - coalesce(children.time, 0), top_covered FROM own "
+        "LEFT JOIN children ON children.name IS own.name AND children.cell = own.cell "
+        "ORDER BY own.name, own.cell",
     ),
     Derived(
         REPORT_SCHED_CELL,

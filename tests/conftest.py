@@ -24,7 +24,7 @@ from datasette.plugins import pm
 
 import datasette_perfetto
 from datasette_perfetto.compat import is_datasette_1
-from datasette_perfetto.functions import register_functions
+from datasette_perfetto.connection import prepare
 from datasette_perfetto.ingest import ingest, ingest_bytes
 from datasette_perfetto.report.base import Linker, ReportResult
 from datasette_perfetto.report.engine import run_report
@@ -51,7 +51,7 @@ DEMO_TABLES = ("slice", "thread", "process", "track", "args", "counter", "flow")
 def connect_with_functions(path) -> sqlite3.Connection:
     """A read-only connection to a trace database with trace_processor's SQL functions (extract_arg, ...)."""
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    register_functions(conn)
+    prepare(conn)
     return conn
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 import random
+import sqlite3
 import signal
 import subprocess
 import sys
@@ -23,7 +24,7 @@ from datasette_perfetto.scratch import RUNS_PREFIX
 BIG_TRACE = TRACES / "chrome_startup.pftrace"  # large enough for the writer child and the tokenizer helper
 RUNS = 3  # per signal
 rng = random.Random("kill-test")
-MOMENTS = {sig: [rng.uniform(0.5, 3.5) for _ in range(RUNS)] for sig in ("SIGKILL", "SIGTERM")}
+MOMENTS = {sig: [rng.uniform(0.4, 2.0) for _ in range(RUNS)] for sig in ("SIGKILL", "SIGTERM")}
 
 
 def group_processes(pgid: int) -> list[int]:
@@ -82,7 +83,15 @@ def test_killed_ingest_leaves_nothing_behind(tmp_path, existing, demo_trace, sig
     while group_processes(process.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert group_processes(process.pid) == [], "a child process outlived the killed ingest"
-    assert digest(existing) == before, "the existing database changed"
+    if digest(existing) != before:
+        # The kill came after the finished database was renamed into place: it is the whole new one.
+        conn = sqlite3.connect(existing)
+        try:
+            assert conn.execute("SELECT count(*) FROM slice").fetchone()[0] == 136_512
+        finally:
+            conn.close()
+        assert leftovers(tmp_path, process.pid) == []
+        pytest.skip(f"the ingest had finished at {moment:.2f} s (only its exit was interrupted)")
     if sig == "SIGTERM":
         # -SIGTERM: it arrived while Python was still starting, before the ingest created anything.
         assert process.returncode in (128 + signal.SIGTERM, -signal.SIGTERM), stderr

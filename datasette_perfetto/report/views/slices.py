@@ -235,7 +235,11 @@ LIMIT {CANNED_TOP}"""
         # min_duration hides names with less time in total (the RFC's row filter), as min_count those with fewer
         # instances: it selects no instances.
         narrowed = owner is not None or s.time is not None
-        if s.time is None and (owner is not None or group is not None):
+        cells = whole_cells(run) if owner is None and group is None and self.sort_key(s) != "max" else None
+        if cells is not None:
+            w = scope_where(run, min_duration=False)
+            grouped, grouped_params, slice_time = self._by_cells(run, cells)
+        elif s.time is None and (owner is not None or group is not None):
             # A thread's, process's or track's slices, or slices per dimension value: the per track and name
             # aggregates precomputed at import.
             w = scope_where(run, min_duration=False)
@@ -310,7 +314,7 @@ FROM report_slice_name
         if s.min_duration is not None:
             shown.add("total_dur >= :min_duration", min_duration=s.min_duration)
         # The names min_duration hides are counted before it applies (for its footnote).
-        rows = run.query(
+        rows: list[Any] = run.query(
             "slice names, top by the sort key (with the totals in scope)",
             f"""WITH by_name AS (
 {grouped}
@@ -329,6 +333,8 @@ ORDER BY {order}, name{", length(group_value), group_value" if group is not None
 LIMIT :top""",
             {**grouped_params, **having.params, **shown.params, "top": s.top},
         )
+        if cells is not None:
+            rows = longest_in_range(run, rows)
         out.total_rows = rows[0]["total_names"] if rows else 0
         out.total_slices = rows[0]["total_slices"] if rows else 0
         out.slice_time = slice_time or 0
@@ -367,6 +373,32 @@ LIMIT :top""",
             top = out.rows[0]
             run.next_step(f"Distribution of {top.name} durations", view_link(run, "slices", "histogram", name=top.name))
             run.next_step(f"The longest {top.name} instance", inspect_link(run, top.max_instance))
+
+    @staticmethod
+    def _by_cells(run: ReportRun, cells: tuple[int, int]) -> tuple[str, dict, int]:
+        """A time range of whole cells: per name and cell aggregates precomputed at import (large traces),
+        not the instances; the longest instance of each row shown is looked up after (longest_in_range).
+        Returns (the per-name SQL, its parameters, the slice time in the range)."""
+        by_cell = Where()
+        by_cell.add("c.cell >= :first_cell AND c.cell < :end_cell", first_cell=cells[0], end_cell=cells[1])
+        if run.scope.name is not None:
+            by_cell.add("c.name GLOB :name", name=run.scope.name)
+        grouped = f"""SELECT c.name AS name,
+       sum(c.starting) + sum(CASE WHEN c.cell = :first_cell THEN c.open ELSE 0 END) AS count,
+       sum(c.covered) AS total_dur, NULL AS max_dur, NULL AS max_id,
+       sum(c.unfinished_starting) + sum(CASE WHEN c.cell = :first_cell THEN c.unfinished_open ELSE 0 END)
+         AS unfinished,
+       sum(c.self_covered) AS self_dur
+FROM report_slice_name_cell c
+{by_cell.sql()}
+GROUP BY c.name"""
+        slice_time = run.value(
+            "the slice time in scope: the time the top-level slices cover in the range's cells",
+            "SELECT coalesce(sum(top_covered), 0) FROM report_slice_name_cell "
+            "WHERE cell >= :first_cell AND cell < :end_cell",
+            {"first_cell": cells[0], "end_cell": cells[1]},
+        )
+        return grouped, by_cell.params, slice_time or 0
 
     @staticmethod
     def _percentiles(run: ReportRun, out: pb.SlicesTable, rows: list, w: Where, narrowed: bool, grouped: bool) -> None:
@@ -550,6 +582,65 @@ def longest_first(run: ReportRun, w: Where) -> str:
   {unfinished.sql().replace(chr(10), chr(10) + "  ")}
 )
 ORDER BY d DESC, id DESC LIMIT :top"""
+
+
+def whole_cells(run: ReportRun) -> tuple[int, int] | None:
+    """Under `time`, the range as cells [first, end) of report_slice_name_cell, when that table was filled
+    (large traces) and the range is made of whole cells (as a timeline's buckets are); else None. Before the
+    trace's start or past its end, a range edge need not fall on a cell edge: nothing lies there."""
+    if run.scope.time is None or not run.has_tables("report_slice_name_cell", "report_grid"):
+        return None
+    cell_dur = run.value(
+        "the cell width, where per name cells were kept",
+        "SELECT cell_dur FROM report_grid WHERE EXISTS (SELECT 1 FROM report_slice_name_cell)",
+    )
+    start, end = run.time_range()
+    t0, t1 = run.trace.start, run.trace.end
+    if not cell_dur or end <= t0 or start >= t1:
+        return None
+    if start > t0 and (start - t0) % cell_dur:
+        return None
+    if end < t1 and (end - t0) % cell_dur:
+        return None
+    return max(start - t0, 0) // cell_dur, (end - t0 + cell_dur - 1) // cell_dur
+
+
+# Instances read per name, longest first, to find the longest part inside a range (doubled while a longer
+# one could still be among the rest).
+LONGEST_PROBE = 8
+
+
+def longest_in_range(run: ReportRun, rows: list) -> list[dict]:
+    """`rows` (of the names in a range, from report_slice_name_cell) with max_dur and max_id: each name's
+    longest part inside the range and its instance (the highest id among equals). The (name, dur) index
+    gives the longest finished instances in the range first: one wholly inside bounds every shorter one,
+    so reading stops there; unfinished instances are few and read whole."""
+    out = []
+    for row in rows:
+        row = dict(row)
+        probe = LONGEST_PROBE
+        while True:
+            found = run.query(
+                f"the longest part of a {row['name']} inside the range",
+                f"""SELECT id, d, dur FROM (
+  SELECT s.id, {CLIPPED_DUR} AS d, s.dur FROM slice s
+  WHERE s.name IS :name AND s.dur >= 0 AND +s.ts < :range_end AND s.ts + s.dur >= :range_start
+  ORDER BY s.dur DESC, s.id DESC LIMIT :probe
+)
+UNION ALL
+SELECT s.id, {CLIPPED_DUR}, s.dur FROM slice s
+WHERE s.name IS :name AND s.dur < 0 AND +s.ts < :range_end AND (SELECT end_ts FROM trace_bounds) >= :range_start""",
+                {"name": row["name"], "probe": probe, **dict(zip(("range_start", "range_end"), run.time_range()))},
+            )
+            finished = [r for r in found if r["dur"] >= 0]
+            best = max(found, key=lambda r: (r["d"], r["id"]), default=None)
+            if len(finished) < probe or (best is not None and best["d"] >= finished[-1]["dur"]):
+                break
+            probe *= 8
+        if best is not None:
+            row["max_dur"], row["max_id"] = best["d"], best["id"]
+        out.append(row)
+    return out
 
 
 def clipped_footnote(run: ReportRun) -> None:

@@ -1,0 +1,166 @@
+"""The slices table of a time range made of whole cells reads report_slice_name_cell (kept in large traces)
+instead of the instances: the same rows, totals and slice time as reading the instances."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+
+import pytest
+from conftest import connect_with_functions, ingest_built
+
+from datasette_perfetto import report_tables, schema
+from datasette_perfetto.report.base import Linker
+from datasette_perfetto.report.engine import run_report
+from datasette_perfetto.report.views import slices
+from datasette_perfetto.trace_builder import TraceBuilder
+
+CELLS = schema.REPORT_SLICE_NAME_CELL.name
+
+
+@pytest.fixture(scope="module")
+def cells_db(tmp_path_factory):
+    """One second of nested slices on four threads, with slices across cell edges, ending exactly on one,
+    instants on one, unfinished ones, an unnamed one; ingested with cells kept whatever its size."""
+    rng = random.Random(3)
+    builder = TraceBuilder()
+    seq = builder.sequence(1)
+    seq.process(1, "app")
+    threads = [seq.thread(1, 2 + i, f"t{i}") for i in range(4)]
+    ms = 1_000_000
+    for k, track in enumerate(threads):
+        ts = 1_000 + k * 7
+        while ts < 900 * ms:
+            name = rng.choice(["Run", "Draw", "Layout", ""])
+            dur = rng.choice([3 * ms, 17 * ms, 40 * ms, 150_000])
+            seq.slice_begin(ts, track, name)
+            inner = ts + rng.randrange(1, 1_000)
+            seq.slice_begin(inner, track, rng.choice(["Child", "Run"]))
+            seq.slice_end(min(inner + rng.randrange(0, dur // 2), ts + dur), track)
+            seq.instant(ts + dur // 2, track, "Mark")
+            seq.slice_end(ts + dur, track)
+            ts += dur + rng.choice([0, 5_000, 2 * ms])
+    # Cells are 10 ms from the first timestamp (1,000 ns): slices ending, starting and instants exactly on edges.
+    edges = seq.thread(1, 9, "edges")
+    for start, stop, name in [(105, 110, "Run"), (130, 150, "Draw"), (220, 220, "Mark"), (300, 410, "Run")]:
+        seq.slice_begin(1_000 + start * ms, edges, name)
+        seq.slice_end(1_000 + stop * ms, edges)
+    seq.slice_begin(500 * ms, threads[0], "Forever")  # unfinished: open to the end of the trace
+    seq.slice_begin(600 * ms + 1, threads[0], "Run")
+    seq.instant(950 * ms, threads[1], "Last")
+    original = report_tables.REPORT_NAME_CELL_MIN_SLICES
+    report_tables.REPORT_NAME_CELL_MIN_SLICES = 0
+    try:
+        db = ingest_built(tmp_path_factory.mktemp("cells"), builder).path
+    finally:
+        report_tables.REPORT_NAME_CELL_MIN_SLICES = original
+    return db
+
+
+def grid(db) -> tuple[int, int, int]:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute("SELECT cell_dur, start_ts, end_ts FROM report_grid, trace_bounds").fetchone()
+    finally:
+        conn.close()
+
+
+def test_cells_equal_their_sql_definition(cells_db, tmp_path):
+    copy = tmp_path / "copy.db"
+    copy.write_bytes(cells_db.read_bytes())
+    derived = next(d for d in schema.DERIVED if d.name == CELLS)
+    conn = sqlite3.connect(copy)
+    try:
+        kept = conn.execute(f"SELECT * FROM {CELLS} ORDER BY rowid").fetchall()
+        conn.execute(f"DELETE FROM {CELLS}")
+        conn.execute(derived.populate.replace(f">= {schema.REPORT_NAME_CELL_MIN_SLICES}", ">= 0"))
+        defined = conn.execute(f"SELECT * FROM {CELLS} ORDER BY rowid").fetchall()
+        edge_ending = conn.execute(
+            "SELECT count(*) FROM slice, report_grid, trace_bounds WHERE dur > 0 "
+            "AND (ts + dur - start_ts) % cell_dur = 0"
+        ).fetchone()[0]
+    finally:
+        conn.close()
+    assert len(kept) > 100 and kept == defined
+    assert edge_ending > 0  # slices ending exactly where a cell starts: open there, for no time
+
+
+def test_small_traces_keep_no_cells(demo_db):
+    assert demo_db.count(CELLS) == 0
+
+
+def report(db, flags: dict, cells: bool):
+    """The slices table, from the cells or (cells=False) from the instances."""
+    conn = connect_with_functions(db)
+    original = slices.whole_cells
+    if not cells:
+        slices.whole_cells = lambda run: None
+    try:
+        result = run_report(conn, "slices", "table", flags, Linker(None, "t.db"))
+    finally:
+        slices.whole_cells = original
+    used_cells = any("range's cells" in q.purpose for q in result.run.queries)
+    instances = {}
+    for row in result.result_message().rows:
+        inst = row.max_instance
+        (start, end) = result.run.time_range()
+        stop = result.run.trace.end if inst.dur < 0 else inst.ts + inst.dur
+        instances[row.name] = max(min(stop, end) - max(inst.ts, start), 0)
+    conn.close()
+    return result.result_message(), used_cells, instances
+
+
+def table_figures(msg) -> tuple:
+    rows = [(r.name, r.count, r.total_dur, r.self_dur, r.max_dur, r.max_instance.dur < 0) for r in msg.rows]
+    return rows, msg.total_rows, msg.total_slices, msg.slice_time
+
+
+def ranges(db) -> list[tuple[str, int, int]]:
+    cell, start, end = grid(db)
+    last = (end - start) // cell
+    return [
+        ("one cell", 3, 4),
+        ("a few", 10, 17),
+        ("from the start", 0, 25),
+        ("to past the end", last - 5, last + 50),
+        ("the unfinished one's start", 50, 51),
+        ("everything", 0, last + 1),
+    ]
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [{}, {"sort": "dur"}, {"sort": "count", "top": "3"}, {"name": "R*"}, {"min_count": "5"}, {"sort": "name"}],
+    ids=lambda e: "&".join(f"{k}={v}" for k, v in e.items()) or "default",
+)
+def test_whole_cell_ranges_read_the_cells_and_agree_with_the_instances(cells_db, extra):
+    cell, _, _ = grid(cells_db)
+    for label, first, end in ranges(cells_db):
+        flags = {"time": f"{first * cell}ns,{end * cell}ns", **extra}
+        from_cells, used, longest = report(cells_db, flags, cells=True)
+        from_instances, used_raw, _ = report(cells_db, flags, cells=False)
+        assert used and not used_raw, label
+        assert table_figures(from_cells) == table_figures(from_instances), label
+        assert from_cells.rows or "min_count" in extra, label
+        for row in from_cells.rows:  # the instance shown is a longest one (ties may pick another)
+            assert longest[row.name] == row.max_dur, (label, row.name)
+
+
+def test_min_duration_hides_the_same_names(cells_db):
+    cell, _, _ = grid(cells_db)
+    flags = {"time": f"{2 * cell}ns,{30 * cell}ns", "min_duration": "50ms"}
+    from_cells, used, _ = report(cells_db, flags, cells=True)
+    from_instances, _, _ = report(cells_db, flags, cells=False)
+    assert used and table_figures(from_cells) == table_figures(from_instances)
+
+
+@pytest.mark.parametrize(
+    "offset, extra", [(0, {"sort": "max"}), (0, {"thread": "t1"}), (7, {})], ids=["sort=max", "thread", "unaligned"]
+)
+def test_other_ranges_and_scopes_read_the_instances(cells_db, offset, extra):
+    cell, _, _ = grid(cells_db)
+    flags = {"time": f"{2 * cell + offset}ns,{9 * cell}ns", **extra}
+    _, used, _ = report(cells_db, flags, cells=True)
+    assert not used
+    _, used, _ = report(cells_db, {"time": f"{2 * cell}ns,{9 * cell}ns"}, cells=True)
+    assert used

@@ -7,8 +7,8 @@ from __future__ import annotations
 import hashlib
 import os
 import random
-import sqlite3
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile

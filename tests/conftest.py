@@ -337,3 +337,17 @@ CPUFREQ_CASE = CASES / "tables.TablesCounters.test_counters_where_cpu_counters_w
 def cpufreq(tmp_path_factory) -> Path:
     """A real trace's cpufreq counters (CPU 1: 3000 @1000, 4000 @1001; CPU 2: 5000 @1002), served as `cpufreq`."""
     return ingest_case(tmp_path_factory, CPUFREQ_CASE, "cpufreq")
+
+
+def kept_and_defined(path, derived, populate: str | None = None) -> tuple[list[tuple], list[tuple]]:
+    """A derived table's rows as the import kept them, and as its SQL definition (`populate`, else
+    derived.populate) gives them over the same database; the table is rewritten, so pass a copy."""
+    conn = sqlite3.connect(path)
+    try:
+        kept = conn.execute(f"SELECT * FROM [{derived.name}] ORDER BY rowid").fetchall()
+        conn.execute(f"DELETE FROM [{derived.name}]")
+        conn.execute(populate or derived.populate)
+        defined = conn.execute(f"SELECT * FROM [{derived.name}] ORDER BY rowid").fetchall()
+    finally:
+        conn.close()
+    return kept, defined

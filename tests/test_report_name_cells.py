@@ -7,7 +7,7 @@ import random
 import sqlite3
 
 import pytest
-from conftest import connect_with_functions, ingest_built
+from conftest import connect_with_functions, ingest_built, kept_and_defined
 
 from datasette_perfetto import report_tables, schema
 from datasette_perfetto.report.base import Linker
@@ -69,12 +69,11 @@ def test_cells_equal_their_sql_definition(cells_db, tmp_path):
     copy = tmp_path / "copy.db"
     copy.write_bytes(cells_db.read_bytes())
     derived = next(d for d in schema.DERIVED if d.name == CELLS)
+    kept, defined = kept_and_defined(
+        copy, derived, derived.populate.replace(f">= {schema.REPORT_NAME_CELL_MIN_SLICES}", ">= 0")
+    )
     conn = sqlite3.connect(copy)
     try:
-        kept = conn.execute(f"SELECT * FROM {CELLS} ORDER BY rowid").fetchall()
-        conn.execute(f"DELETE FROM {CELLS}")
-        conn.execute(derived.populate.replace(f">= {schema.REPORT_NAME_CELL_MIN_SLICES}", ">= 0"))
-        defined = conn.execute(f"SELECT * FROM {CELLS} ORDER BY rowid").fetchall()
         edge_ending = conn.execute(
             "SELECT count(*) FROM slice, report_grid, trace_bounds WHERE dur > 0 "
             "AND (ts + dur - start_ts) % cell_dur = 0"

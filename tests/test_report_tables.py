@@ -7,7 +7,7 @@ import random
 import sqlite3
 
 import pytest
-from conftest import ingest_built, ingest_named
+from conftest import ingest_built, ingest_named, kept_and_defined
 from shared_data import TRACES
 
 from datasette_perfetto import report_tables, schema
@@ -75,20 +75,20 @@ def database(request, tmp_path):
 
 @pytest.mark.parametrize("derived", COMPUTED, ids=lambda d: d.name)
 def test_computed_rows_equal_their_sql(database, derived):
-    conn = sqlite3.connect(database)
-    try:
-        computed = conn.execute(f"SELECT * FROM [{derived.name}] ORDER BY rowid").fetchall()
-        conn.execute(f"DELETE FROM [{derived.name}]")
-        conn.execute(derived.populate)
-        defined = conn.execute(f"SELECT * FROM [{derived.name}] ORDER BY rowid").fetchall()
-    finally:
-        conn.close()
+    computed, defined = kept_and_defined(database, derived)
     assert len(computed) == len(defined)
     for got, want in zip(computed, defined):
         # A REAL sum in another order may differ in the last bits; everything else is exact.
         assert [type(v) for v in got] == [type(v) for v in want], (got, want)
         for g, w in zip(got, want):
             assert g == (pytest.approx(w, rel=1e-12) if isinstance(w, float) else w), (got, want)
+
+
+@pytest.mark.parametrize("derived", [d for d in schema.DERIVED if d.streamed], ids=lambda d: d.name)
+def test_streamed_aggregates_equal_their_sql(database, derived):
+    """report_slice_name and report_slice_track_name are kept as slices are written (aggregates.py)."""
+    kept, defined = kept_and_defined(database, derived)
+    assert kept == defined
 
 
 def test_the_edge_trace_has_the_cases_it_is_for(edge_db):

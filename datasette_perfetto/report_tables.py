@@ -192,7 +192,7 @@ def slice_name_cells(conn: sqlite3.Connection) -> None:
     if conn.execute("SELECT count(*) >= ? FROM slice", (REPORT_NAME_CELL_MIN_SLICES,)).fetchone()[0] == 0:
         return
     grid = conn.execute(
-        "SELECT cell_dur, (SELECT start_ts FROM trace_bounds), (SELECT end_ts FROM trace_bounds) FROM report_grid"
+        "SELECT name_cell_dur, (SELECT start_ts FROM trace_bounds), (SELECT end_ts FROM trace_bounds) FROM report_grid"
     ).fetchone()
     if grid is None:
         return

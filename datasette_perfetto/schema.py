@@ -1552,7 +1552,16 @@ REPORT_GRID = Table(
     "The time grid of the report's cell aggregates, from the trace start (not a trace_processor table). "
     "cell_dur divides the bucket width of a 20-bucket timeline of the whole trace, so those buckets are "
     "whole cells.",
-    (C("cell_dur", "INTEGER", "Cell width of report_slice_track_cell and report_sched_cell.", unit=TS),),
+    (
+        C("cell_dur", "INTEGER", "Cell width of report_slice_track_cell and report_sched_cell.", unit=TS),
+        C(
+            "name_cell_dur",
+            "INTEGER",
+            "Cell width of report_slice_name_cell: a tenth of cell_dur (1 ns at least), so a time range's parts "
+            "outside whole cells are short.",
+            unit=TS,
+        ),
+    ),
 )
 
 REPORT_SLICE_TRACK_NAME = Table(
@@ -1593,13 +1602,13 @@ REPORT_NAME_CELL_MIN_SLICES = 250_000
 
 REPORT_SLICE_NAME_CELL = Table(
     "report_slice_name_cell",
-    "In traces with many slices: per slice name and cell of time (report_grid.cell_dur), what the slices "
-    "table of a time range made of whole cells adds up (not a trace_processor table). A slice is in every "
+    "In traces with many slices: per slice name and cell of time (report_grid.name_cell_dur), what the "
+    "slices table of a time range adds up over the whole cells inside it (not a trace_processor table). A slice is in every "
     "cell from the one it starts in to the one holding its end (also when it ends exactly where that cell "
     "starts); an unfinished slice (dur -1) lasts to the end of the trace.",
     (
         C("name", "TEXT", "Slice name."),
-        C("cell", "INTEGER", "(ts - trace start) / cell_dur."),
+        C("cell", "INTEGER", "(ts - trace start) / name_cell_dur."),
         C("starting", "INTEGER", "Slices starting in the cell."),
         C("open", "INTEGER", "Slices started before the cell and not ended before it starts."),
         C("unfinished_starting", "INTEGER", "Of the starting ones, slices never ended."),
@@ -1749,13 +1758,13 @@ DERIVED: tuple[Derived, ...] = (
     # the trace (a default timeline's bucket width, report/views/slices.py bucket_range).
     Derived(
         REPORT_GRID,
-        "INSERT INTO report_grid (cell_dur) "
+        "INSERT INTO report_grid (cell_dur, name_cell_dur) "
         "WITH RECURSIVE power(v) AS (SELECT 1 UNION ALL SELECT v * 10 FROM power WHERE v < 100000000000000000), "
         "span AS (SELECT max(coalesce((SELECT end_ts - start_ts FROM trace_bounds), 1), 1) AS ns), "
         "bucket AS (SELECT min(p.v * m.c / 10) AS ns FROM power p, span, "
         "(SELECT 10 AS c UNION ALL SELECT 20 UNION ALL SELECT 25 UNION ALL SELECT 50) m "
         "WHERE p.v * m.c % 10 = 0 AND p.v * m.c / 10 >= span.ns / 20.0) "
-        "SELECT max(v) FROM power, bucket WHERE bucket.ns % power.v = 0",
+        "SELECT max(v), max(max(v) / 10, 1) FROM power, bucket WHERE bucket.ns % power.v = 0",
     ),
     Derived(
         REPORT_SLICE_TRACK_NAME,
@@ -1787,7 +1796,7 @@ DERIVED: tuple[Derived, ...] = (
         REPORT_SLICE_NAME_CELL,
         "INSERT INTO report_slice_name_cell (name, cell, starting, open, unfinished_starting, unfinished_open, "
         "covered, self_covered, top_covered) "
-        "WITH RECURSIVE grid AS (SELECT cell_dur AS g, (SELECT start_ts FROM trace_bounds) AS t0, "
+        "WITH RECURSIVE grid AS (SELECT name_cell_dur AS g, (SELECT start_ts FROM trace_bounds) AS t0, "
         "(SELECT end_ts FROM trace_bounds) AS t1 FROM report_grid), "
         "span AS (SELECT s.name, s.parent_id IS NULL AS top, p.name AS parent_name, s.dur < 0 AS unfinished, "
         "s.ts AS row_start, CASE WHEN s.dur < 0 THEN t1 ELSE s.ts + s.dur END AS row_end, "

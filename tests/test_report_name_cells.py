@@ -16,6 +16,7 @@ from datasette_perfetto.report.views import slices
 from datasette_perfetto.trace_builder import TraceBuilder
 
 CELLS = schema.REPORT_SLICE_NAME_CELL.name
+PARTS_SEEN: set[str] = set()
 
 
 @pytest.fixture(scope="module")
@@ -58,9 +59,10 @@ def cells_db(tmp_path_factory):
 
 
 def grid(db) -> tuple[int, int, int]:
+    """(report_slice_name_cell's cell width, trace start, trace end)."""
     conn = sqlite3.connect(db)
     try:
-        return conn.execute("SELECT cell_dur, start_ts, end_ts FROM report_grid, trace_bounds").fetchone()
+        return conn.execute("SELECT name_cell_dur, start_ts, end_ts FROM report_grid, trace_bounds").fetchone()
     finally:
         conn.close()
 
@@ -91,14 +93,16 @@ def test_small_traces_keep_no_cells(demo_db):
 def report(db, flags: dict, cells: bool):
     """The slices table, from the cells or (cells=False) from the instances."""
     conn = connect_with_functions(db)
-    original = slices.whole_cells
+    original = slices.cell_split
     if not cells:
-        slices.whole_cells = lambda run: None
+        slices.cell_split = lambda run: None
     try:
         result = run_report(conn, "slices", "table", flags, Linker(None, "t.db"))
     finally:
-        slices.whole_cells = original
+        slices.cell_split = original
     used_cells = any("range's cells" in q.purpose for q in result.run.queries)
+    if used_cells:  # which parts of the range were read from the instances
+        PARTS_SEEN.update(p for q in result.run.queries for p in ("before_start", "after_start") if p in q.params)
     instances = {}
     for row in result.result_message().rows:
         inst = row.max_instance
@@ -110,21 +114,29 @@ def report(db, flags: dict, cells: bool):
 
 
 def table_figures(msg) -> tuple:
-    rows = [(r.name, r.count, r.total_dur, r.self_dur, r.max_dur, r.max_instance.dur < 0) for r in msg.rows]
+    rows = [(r.name, r.count, r.total_dur, r.self_dur, r.max_dur) for r in msg.rows]
     return rows, msg.total_rows, msg.total_slices, msg.slice_time
 
 
 def ranges(db) -> list[tuple[str, int, int]]:
+    """(label, start, end) offsets from the trace start: whole cells, and parts of cells before and after."""
     cell, start, end = grid(db)
     last = (end - start) // cell
-    return [
-        ("one cell", 3, 4),
-        ("a few", 10, 17),
-        ("from the start", 0, 25),
-        ("to past the end", last - 5, last + 50),
-        ("the unfinished one's start", 50, 51),
+    rng = random.Random(11)
+    whole = [
+        ("one cell", 30, 31),
+        ("a few", 100, 170),
+        ("from the start", 0, 250),
+        ("to past the end", last - 50, last + 500),
+        ("the unfinished one's start", 500, 510),
         ("everything", 0, last + 1),
     ]
+    out = [(label, a * cell, b * cell) for label, a, b in whole]
+    for k in range(12):  # edges inside cells: a part before the whole cells, after them, or both
+        a = rng.randrange(0, last * cell)
+        b = a + rng.choice([2 * cell, 7 * cell + 3, 40 * cell, (last * cell) // 3])
+        out.append((f"inside cells {k}", a + (cell if k % 3 == 0 else 0) - a % cell if k % 3 == 0 else a, b))
+    return out
 
 
 @pytest.mark.parametrize(
@@ -133,9 +145,8 @@ def ranges(db) -> list[tuple[str, int, int]]:
     ids=lambda e: "&".join(f"{k}={v}" for k, v in e.items()) or "default",
 )
 def test_whole_cell_ranges_read_the_cells_and_agree_with_the_instances(cells_db, extra):
-    cell, _, _ = grid(cells_db)
     for label, first, end in ranges(cells_db):
-        flags = {"time": f"{first * cell}ns,{end * cell}ns", **extra}
+        flags = {"time": f"{first}ns,{end}ns", **extra}
         from_cells, used, longest = report(cells_db, flags, cells=True)
         from_instances, used_raw, _ = report(cells_db, flags, cells=False)
         assert used and not used_raw, label
@@ -143,23 +154,26 @@ def test_whole_cell_ranges_read_the_cells_and_agree_with_the_instances(cells_db,
         assert from_cells.rows or "min_count" in extra, label
         for row in from_cells.rows:  # the instance shown is a longest one (ties may pick another)
             assert longest[row.name] == row.max_dur, (label, row.name)
+    assert PARTS_SEEN == {"before_start", "after_start"}  # ranges with parts outside whole cells were among them
 
 
 def test_min_duration_hides_the_same_names(cells_db):
     cell, _, _ = grid(cells_db)
-    flags = {"time": f"{2 * cell}ns,{30 * cell}ns", "min_duration": "50ms"}
+    flags = {"time": f"{20 * cell + 5}ns,{300 * cell - 9}ns", "min_duration": "50ms"}
     from_cells, used, _ = report(cells_db, flags, cells=True)
     from_instances, _, _ = report(cells_db, flags, cells=False)
     assert used and table_figures(from_cells) == table_figures(from_instances)
 
 
 @pytest.mark.parametrize(
-    "offset, extra", [(0, {"sort": "max"}), (0, {"thread": "t1"}), (7, {})], ids=["sort=max", "thread", "unaligned"]
+    "start, end, extra",
+    [(20, 90, {"sort": "max"}), (20, 90, {"thread": "t1"}), (20.5, 21.4, {}), (20.1, 20.9, {})],
+    ids=["sort=max", "thread", "no whole cell", "inside one cell"],
 )
-def test_other_ranges_and_scopes_read_the_instances(cells_db, offset, extra):
+def test_other_ranges_and_scopes_read_the_instances(cells_db, start, end, extra):
     cell, _, _ = grid(cells_db)
-    flags = {"time": f"{2 * cell + offset}ns,{9 * cell}ns", **extra}
+    flags = {"time": f"{int(start * cell)}ns,{int(end * cell)}ns", **extra}
     _, used, _ = report(cells_db, flags, cells=True)
     assert not used
-    _, used, _ = report(cells_db, {"time": f"{2 * cell}ns,{9 * cell}ns"}, cells=True)
+    _, used, _ = report(cells_db, {"time": f"{20 * cell}ns,{90 * cell}ns"}, cells=True)
     assert used

@@ -30,7 +30,7 @@ from ..filters import (
 )
 from ..grouping import VALUE_TEXT, group_stats, grouping, track_value
 from ..links import glob_escape, view_link
-from ..scope import ReportError
+from ..scope import MAX_INT64, ReportError
 from ..scope import shown as quoted
 from ..subtitles import dominant_names, track_subtitles
 
@@ -235,7 +235,7 @@ LIMIT {CANNED_TOP}"""
         # min_duration hides names with less time in total (the RFC's row filter), as min_count those with fewer
         # instances: it selects no instances.
         narrowed = owner is not None or s.time is not None
-        cells = whole_cells(run) if owner is None and group is None and self.sort_key(s) != "max" else None
+        cells = cell_split(run) if owner is None and group is None and self.sort_key(s) != "max" else None
         if cells is not None:
             w = scope_where(run, min_duration=False)
             grouped, grouped_params, slice_time = self._by_cells(run, cells)
@@ -375,30 +375,56 @@ LIMIT :top""",
             run.next_step(f"The longest {top.name} instance", inspect_link(run, top.max_instance))
 
     @staticmethod
-    def _by_cells(run: ReportRun, cells: tuple[int, int]) -> tuple[str, dict, int]:
-        """A time range of whole cells: per name and cell aggregates precomputed at import (large traces),
-        not the instances; the longest instance of each row shown is looked up after (longest_in_range).
+    def _by_cells(run: ReportRun, cells: CellSplit) -> tuple[str, dict, int]:
+        """A time range holding whole cells: per name and cell aggregates precomputed at import (large traces)
+        for those cells, the instances for the parts of the range before and after them (short: less than a
+        cell each); the longest instance of each row shown is looked up after (longest_in_range). A slice
+        open at the range's start is counted by the part before the cells, or by the first cell's `open`.
         Returns (the per-name SQL, its parameters, the slice time in the range)."""
+        name = run.scope.name
+        params: dict[str, Any] = {"first_cell": cells.first_cell, "end_cell": cells.end_cell}
         by_cell = Where()
-        by_cell.add("c.cell >= :first_cell AND c.cell < :end_cell", first_cell=cells[0], end_cell=cells[1])
-        if run.scope.name is not None:
-            by_cell.add("c.name GLOB :name", name=run.scope.name)
-        grouped = f"""SELECT c.name AS name,
-       sum(c.starting) + sum(CASE WHEN c.cell = :first_cell THEN c.open ELSE 0 END) AS count,
-       sum(c.covered) AS total_dur, NULL AS max_dur, NULL AS max_id,
-       sum(c.unfinished_starting) + sum(CASE WHEN c.cell = :first_cell THEN c.unfinished_open ELSE 0 END)
-         AS unfinished,
-       sum(c.self_covered) AS self_dur
-FROM report_slice_name_cell c
-{by_cell.sql()}
-GROUP BY c.name"""
+        by_cell.add("c.cell >= :first_cell AND c.cell < :end_cell")
+        if name is not None:
+            by_cell.add("c.name GLOB :name", name=name)
+        params.update(by_cell.params)
+        opened = "0" if cells.before is not None else "CASE WHEN c.cell = :first_cell THEN c.{} ELSE 0 END"
+        parts = [
+            f"""  SELECT c.name AS name, sum(c.starting) + sum({opened.format("open")}) AS count,
+         sum(c.covered) AS total_dur, sum(c.unfinished_starting) + sum({opened.format("unfinished_open")})
+           AS unfinished, sum(c.self_covered) AS self_dur
+  FROM report_slice_name_cell c
+  {by_cell.sql().replace(chr(10), chr(10) + "  ")}
+  GROUP BY c.name"""
+        ]
+        tops = [
+            "(SELECT coalesce(sum(top_covered), 0) FROM report_slice_name_cell "
+            "WHERE cell >= :first_cell AND cell < :end_cell)"
+        ]
+        for label, edge, starting_only in (("before", cells.before, False), ("after", cells.after, True)):
+            if edge is None:
+                continue
+            params[f"{label}_start"], params[f"{label}_end"] = edge
+            parts.append(_edge_by_name(label, starting_only, name is not None))
+            tops.append(
+                f"(SELECT coalesce(sum({_edge_dur(label)}), 0) FROM slice s\n  {_edge_range(label)}\n"
+                "  AND +s.parent_id IS NULL)"
+            )
+        if name is not None:
+            params["name"] = name
+        union = "\n  UNION ALL\n".join(parts)
+        grouped = f"""SELECT name, sum(count) AS count, sum(total_dur) AS total_dur, NULL AS max_dur, NULL AS max_id,
+       sum(unfinished) AS unfinished, sum(self_dur) AS self_dur
+FROM (
+{union}
+)
+GROUP BY name"""
         slice_time = run.value(
-            "the slice time in scope: the time the top-level slices cover in the range's cells",
-            "SELECT coalesce(sum(top_covered), 0) FROM report_slice_name_cell "
-            "WHERE cell >= :first_cell AND cell < :end_cell",
-            {"first_cell": cells[0], "end_cell": cells[1]},
+            "the slice time in scope: the time the top-level slices cover in the range's cells and the rest of it",
+            "SELECT " + "\n  + ".join(tops),
+            params,
         )
-        return grouped, by_cell.params, slice_time or 0
+        return grouped, params, slice_time or 0
 
     @staticmethod
     def _percentiles(run: ReportRun, out: pb.SlicesTable, rows: list, w: Where, narrowed: bool, grouped: bool) -> None:
@@ -584,25 +610,76 @@ def longest_first(run: ReportRun, w: Where) -> str:
 ORDER BY d DESC, id DESC LIMIT :top"""
 
 
-def whole_cells(run: ReportRun) -> tuple[int, int] | None:
-    """Under `time`, the range as cells [first, end) of report_slice_name_cell, when that table was filled
-    (large traces) and the range is made of whole cells (as a timeline's buckets are); else None. Before the
-    trace's start or past its end, a range edge need not fall on a cell edge: nothing lies there."""
+@dataclass(frozen=True)
+class CellSplit:
+    """A time range [start, end) as report_slice_name_cell sees it: whole cells [first_cell, end_cell), and the
+    parts of the range before and after them (None when empty), read from the instances."""
+
+    first_cell: int
+    end_cell: int
+    before: tuple[int, int] | None
+    after: tuple[int, int] | None
+
+
+def cell_split(run: ReportRun) -> CellSplit | None:
+    """Under `time`, the range split around the whole cells of report_slice_name_cell inside it, when that table
+    was filled (large traces) and holds at least one whole cell of the range; else None. Before the trace's
+    start and past its end nothing lies: the range reaches the first or last cell there."""
     if run.scope.time is None or not run.has_tables("report_slice_name_cell", "report_grid"):
         return None
     cell_dur = run.value(
         "the cell width, where per name cells were kept",
-        "SELECT cell_dur FROM report_grid WHERE EXISTS (SELECT 1 FROM report_slice_name_cell)",
+        "SELECT name_cell_dur FROM report_grid WHERE EXISTS (SELECT 1 FROM report_slice_name_cell)",
     )
     start, end = run.time_range()
     t0, t1 = run.trace.start, run.trace.end
     if not cell_dur or end <= t0 or start >= t1:
         return None
-    if start > t0 and (start - t0) % cell_dur:
-        return None
-    if end < t1 and (end - t0) % cell_dur:
-        return None
-    return max(start - t0, 0) // cell_dur, (end - t0 + cell_dur - 1) // cell_dur
+    first = 0 if start <= t0 else -((t0 - start) // cell_dur)  # the first cell starting at or after start
+    last = None if end >= t1 else (end - t0) // cell_dur  # the first cell not ending by end (None: to the last)
+    if last is not None and last <= first:
+        return None  # no whole cell inside: the instances are few
+    cell_start = t0 + first * cell_dur
+    cell_end = None if last is None else t0 + last * cell_dur
+    return CellSplit(
+        first,
+        MAX_INT64 if last is None else last,
+        (start, cell_start) if start > t0 and start < cell_start else None,
+        (cell_end, end) if cell_end is not None and cell_end < end else None,
+    )
+
+
+def _edge_dur(label: str) -> str:
+    """CLIPPED_DUR for the part of a range named `label` (:{label}_start, :{label}_end)."""
+    return CLIPPED_DUR.replace(":range_end", f":{label}_end").replace(":range_start", f":{label}_start")
+
+
+def _edge_range(label: str) -> str:
+    """WHERE terms on slice s: the instances with a time in the range part named `label` (scope_where's time
+    terms)."""
+    terms = f"{IN_RANGE}\n  AND s.ts >= :range_start - (SELECT max(max_dur) FROM report_slice_name)"
+    return "WHERE " + terms.replace(":range_end", f":{label}_end").replace(":range_start", f":{label}_start")
+
+
+def _edge_by_name(label: str, starting_only: bool, by_name: bool) -> str:
+    """Per name over one part of a range outside the whole cells, as the slices table reads instances: their
+    time inside the part, and self time less their direct children's (of any name) there. With
+    `starting_only` only instances starting in the part count (the others were counted before it)."""
+    d = _edge_dur(label)
+    count = f"sum(s.ts >= :{label}_start)" if starting_only else "count(*)"
+    unfinished = f"sum(s.dur < 0 AND s.ts >= :{label}_start)" if starting_only else "sum(s.dur < 0)"
+    name_term = "\n    AND s.name GLOB :name" if by_name else ""
+    return f"""  SELECT s.name AS name, {count} AS count, sum({d}) AS total_dur, {unfinished} AS unfinished,
+         sum({d} - coalesce(c.dur, 0)) AS self_dur
+  FROM slice s
+  LEFT JOIN (
+    SELECT s.parent_id, sum({d}) AS dur FROM slice s
+    {_edge_range(label).replace(chr(10), chr(10) + "    ")}
+    AND s.parent_id IS NOT NULL
+    GROUP BY s.parent_id
+  ) c ON c.parent_id = s.id
+  {_edge_range(label).replace(chr(10), chr(10) + "  ")}{name_term}
+  GROUP BY +s.name"""
 
 
 # Instances read per name, longest first, to find the longest part inside a range (doubled while a longer

@@ -186,9 +186,17 @@ def slice_dimension(conn: sqlite3.Connection) -> None:
     )
 
 
+# A slice name's entries per cell, while report_slice_name_cell is built: what starts or ends in the cell, and
+# the changes of the per-cell counts that hold over a run of cells (difference arrays, so a slice spanning many
+# cells costs as little as one in a single cell).
+_STARTING, _UNFINISHED_STARTING, _TIME, _TOP_TIME, _CHILD_TIME = range(5)
+_OPEN, _UNFINISHED_OPEN, _WHOLE, _TOP_WHOLE, _CHILD_WHOLE = range(5, 10)
+
+
 def slice_name_cells(conn: sqlite3.Connection) -> None:
     """report_slice_name_cell, in traces with at least REPORT_NAME_CELL_MIN_SLICES slices: one pass over the
-    slices (each with its parent's name), most of which lie in one cell."""
+    slices (each with its parent's name) noting per name what each slice adds in its first and last cell and
+    over the cells between (open there, and covering every whole one), then one walk over each name's cells."""
     if conn.execute("SELECT count(*) >= ? FROM slice", (REPORT_NAME_CELL_MIN_SLICES,)).fetchone()[0] == 0:
         return
     grid = conn.execute(
@@ -197,45 +205,106 @@ def slice_name_cells(conn: sqlite3.Connection) -> None:
     if grid is None:
         return
     g, t0, t1 = grid
-    # (name, cell) -> [starting, open, unfinished starting, unfinished open, covered, top-level covered]
-    own: dict[tuple, list[int]] = {}
-    children: dict[tuple, int] = {}  # (parent's name, cell) -> the children's time inside the cell
+    cells: dict[tuple, list[int]] = {}  # (name, cell) -> its entries
+
+    def entry(name: str | None, cell: int) -> list[int]:
+        kept = cells.get((name, cell))
+        if kept is None:
+            kept = cells[(name, cell)] = [0] * 10
+        return kept
+
     for ts, dur, name, parent_name, top in conn.execute(
         "SELECT s.ts, s.dur, s.name, p.name, s.parent_id IS NULL FROM slice s LEFT JOIN slice p ON p.id = s.parent_id"
     ):
-        unfinished = dur < 0
-        end = t1 if unfinished else ts + dur
-        cell = (ts - t0) // g
-        cell_end = t0 + (cell + 1) * g
-        start = ts
-        first = True
-        while True:
-            time = max(min(end, cell_end) - start, 0)
-            key = (name, cell)
-            kept = own.get(key)
-            if kept is None:
-                kept = own[key] = [0, 0, 0, 0, 0, 0]
-            kept[0 if first else 1] += 1
-            if unfinished:
-                kept[2 if first else 3] += 1
-            kept[4] += time
+        end = t1 if dur < 0 else ts + dur
+        first = (ts - t0) // g
+        first_end = t0 + (first + 1) * g
+        at_first = cells.get((name, first))
+        if at_first is None:
+            at_first = cells[(name, first)] = [0] * 10
+        at_first[_STARTING] += 1
+        if dur < 0:
+            at_first[_UNFINISHED_STARTING] += 1
+        if end < first_end:  # within one cell: the usual case, inline
+            time = end - ts if end > ts else 0
+            at_first[_TIME] += time
             if top:
-                kept[5] += time
+                at_first[_TOP_TIME] += time
             else:
-                key = (parent_name, cell)
-                children[key] = children.get(key, 0) + time
-            if cell_end > end:  # reaches the next cell only when it ends there or later
-                break
-            cell, start, cell_end, first = cell + 1, cell_end, cell_end + g, False
-    rows = [
-        (name, cell, *kept[:5], kept[4] - children.get((name, cell), 0), kept[5])
-        for (name, cell), kept in sorted(own.items(), key=lambda kv: (text_order_key(kv[0][0]), kv[0][1]))
-    ]
+                parent_first = cells.get((parent_name, first))
+                if parent_first is None:
+                    parent_first = cells[(parent_name, first)] = [0] * 10
+                parent_first[_CHILD_TIME] += time
+            continue
+        # Open in cells first + 1 .. last (the cell holding its end, even at its very start), covering the
+        # whole of those between.
+        last = (end - t0) // g
+        head, tail = first_end - ts, end - (t0 + last * g)
+        at_last = entry(name, last)
+        at_first[_TIME] += head
+        at_last[_TIME] += tail
+        after_first, after_last = entry(name, first + 1), entry(name, last + 1)
+        after_first[_OPEN] += 1
+        after_last[_OPEN] -= 1
+        if dur < 0:
+            after_first[_UNFINISHED_OPEN] += 1
+            after_last[_UNFINISHED_OPEN] -= 1
+        after_first[_WHOLE] += 1
+        at_last[_WHOLE] -= 1
+        if top:
+            at_first[_TOP_TIME] += head
+            at_last[_TOP_TIME] += tail
+            after_first[_TOP_WHOLE] += 1
+            at_last[_TOP_WHOLE] -= 1
+        else:
+            entry(parent_name, first)[_CHILD_TIME] += head
+            entry(parent_name, last)[_CHILD_TIME] += tail
+            entry(parent_name, first + 1)[_CHILD_WHOLE] += 1
+            entry(parent_name, last)[_CHILD_WHOLE] -= 1
+    by_name: dict[str | None, dict[int, list[int]]] = {}
+    for (name, cell), kept in cells.items():
+        by_name.setdefault(name, {})[cell] = kept
+    rows: list[tuple] = []
+    for name in sorted(by_name, key=text_order_key):
+        rows.extend(_name_cell_rows(name, by_name[name], g))
     conn.executemany(
         "INSERT INTO report_slice_name_cell (name, cell, starting, open, unfinished_starting, unfinished_open, "
         "covered, self_covered, top_covered) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         rows,
     )
+
+
+def _name_cell_rows(name: str | None, cells: dict[int, list[int]], g: int) -> Iterator[tuple]:
+    """One name's rows, in cell order: the running counts applied cell by cell; a run of cells without entries
+    repeats the counts of the cell before it (open slices covering it whole)."""
+    open_, unfinished_open, whole, top_whole, child_whole = 0, 0, 0, 0, 0
+    keys = sorted(cells)
+    for i, cell in enumerate(keys):
+        kept = cells[cell]
+        open_ += kept[_OPEN]
+        unfinished_open += kept[_UNFINISHED_OPEN]
+        whole += kept[_WHOLE]
+        top_whole += kept[_TOP_WHOLE]
+        child_whole += kept[_CHILD_WHOLE]
+        if kept[_STARTING] or open_:
+            covered = kept[_TIME] + whole * g
+            child = kept[_CHILD_TIME] + child_whole * g
+            top = kept[_TOP_TIME] + top_whole * g
+            yield (
+                name,
+                cell,
+                kept[_STARTING],
+                open_,
+                kept[_UNFINISHED_STARTING],
+                unfinished_open,
+                covered,
+                covered - child,
+                top,
+            )
+        if open_ and i + 1 < len(keys):
+            for between in range(cell + 1, keys[i + 1]):  # no entries: open slices cover it whole
+                covered = whole * g
+                yield (name, between, 0, open_, 0, unfinished_open, covered, covered - child_whole * g, top_whole * g)
 
 
 COMPUTE: dict[str, Callable[[sqlite3.Connection], None]] = {

@@ -191,12 +191,15 @@ def slice_dimension(conn: sqlite3.Connection) -> None:
 # cells costs as little as one in a single cell).
 _STARTING, _UNFINISHED_STARTING, _TIME, _TOP_TIME, _CHILD_TIME = range(5)
 _OPEN, _UNFINISHED_OPEN, _WHOLE, _TOP_WHOLE, _CHILD_WHOLE = range(5, 10)
+# Rows per executemany while report_slice_name_cell is written.
+_CELL_ROWS_BATCH = 50_000
 
 
 def slice_name_cells(conn: sqlite3.Connection) -> None:
     """report_slice_name_cell, in traces with at least REPORT_NAME_CELL_MIN_SLICES slices: one pass over the
-    slices (each with its parent's name) noting per name what each slice adds in its first and last cell and
-    over the cells between (open there, and covering every whole one), then one walk over each name's cells."""
+    slices in time order (each with its parent's name), noting per name what each slice adds in its first and
+    last cell and over the cells between (open there, covering every whole one); a cell's rows are written as
+    soon as no slice can start in it any more, so memory holds the cells still open, not the trace."""
     if conn.execute("SELECT count(*) >= ? FROM slice", (REPORT_NAME_CELL_MIN_SLICES,)).fetchone()[0] == 0:
         return
     grid = conn.execute(
@@ -205,23 +208,23 @@ def slice_name_cells(conn: sqlite3.Connection) -> None:
     if grid is None:
         return
     g, t0, t1 = grid
-    cells: dict[tuple, list[int]] = {}  # (name, cell) -> its entries
-
-    def entry(name: str | None, cell: int) -> list[int]:
-        kept = cells.get((name, cell))
-        if kept is None:
-            kept = cells[(name, cell)] = [0] * 10
-        return kept
-
+    table = _NameCells(conn, g)
+    entries = table.entries
     for ts, dur, name, parent_name, top in conn.execute(
-        "SELECT s.ts, s.dur, s.name, p.name, s.parent_id IS NULL FROM slice s LEFT JOIN slice p ON p.id = s.parent_id"
+        "SELECT s.ts, s.dur, s.name, p.name, s.parent_id IS NULL FROM slice s LEFT JOIN slice p ON p.id = s.parent_id "
+        "ORDER BY s.ts"
     ):
         end = t1 if dur < 0 else ts + dur
         first = (ts - t0) // g
+        if first > table.done + 1:
+            table.write_until(first - 1)
         first_end = t0 + (first + 1) * g
-        at_first = cells.get((name, first))
+        in_first = entries.get(first)
+        if in_first is None:
+            in_first = entries[first] = {}
+        at_first = in_first.get(name)
         if at_first is None:
-            at_first = cells[(name, first)] = [0] * 10
+            at_first = in_first[name] = [0] * 10
         at_first[_STARTING] += 1
         if dur < 0:
             at_first[_UNFINISHED_STARTING] += 1
@@ -231,19 +234,20 @@ def slice_name_cells(conn: sqlite3.Connection) -> None:
             if top:
                 at_first[_TOP_TIME] += time
             else:
-                parent_first = cells.get((parent_name, first))
+                parent_first = in_first.get(parent_name)
                 if parent_first is None:
-                    parent_first = cells[(parent_name, first)] = [0] * 10
+                    parent_first = in_first[parent_name] = [0] * 10
                 parent_first[_CHILD_TIME] += time
             continue
         # Open in cells first + 1 .. last (the cell holding its end, even at its very start), covering the
         # whole of those between.
         last = (end - t0) // g
         head, tail = first_end - ts, end - (t0 + last * g)
-        at_last = entry(name, last)
+        entry = table.entry
+        at_last = entry(last, name)
         at_first[_TIME] += head
         at_last[_TIME] += tail
-        after_first, after_last = entry(name, first + 1), entry(name, last + 1)
+        after_first, after_last = entry(first + 1, name), entry(last + 1, name)
         after_first[_OPEN] += 1
         after_last[_OPEN] -= 1
         if dur < 0:
@@ -257,54 +261,123 @@ def slice_name_cells(conn: sqlite3.Connection) -> None:
             after_first[_TOP_WHOLE] += 1
             at_last[_TOP_WHOLE] -= 1
         else:
-            entry(parent_name, first)[_CHILD_TIME] += head
-            entry(parent_name, last)[_CHILD_TIME] += tail
-            entry(parent_name, first + 1)[_CHILD_WHOLE] += 1
-            entry(parent_name, last)[_CHILD_WHOLE] -= 1
-    by_name: dict[str | None, dict[int, list[int]]] = {}
-    for (name, cell), kept in cells.items():
-        by_name.setdefault(name, {})[cell] = kept
-    rows: list[tuple] = []
-    for name in sorted(by_name, key=text_order_key):
-        rows.extend(_name_cell_rows(name, by_name[name], g))
-    conn.executemany(
-        "INSERT INTO report_slice_name_cell (name, cell, starting, open, unfinished_starting, unfinished_open, "
-        "covered, self_covered, top_covered) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        rows,
-    )
+            entry(first, parent_name)[_CHILD_TIME] += head
+            entry(last, parent_name)[_CHILD_TIME] += tail
+            entry(first + 1, parent_name)[_CHILD_WHOLE] += 1
+            entry(last, parent_name)[_CHILD_WHOLE] -= 1
+    table.write_until(None)
 
 
-def _name_cell_rows(name: str | None, cells: dict[int, list[int]], g: int) -> Iterator[tuple]:
-    """One name's rows, in cell order: the running counts applied cell by cell; a run of cells without entries
-    repeats the counts of the cell before it (open slices covering it whole)."""
-    open_, unfinished_open, whole, top_whole, child_whole = 0, 0, 0, 0, 0
-    keys = sorted(cells)
-    for i, cell in enumerate(keys):
-        kept = cells[cell]
-        open_ += kept[_OPEN]
-        unfinished_open += kept[_UNFINISHED_OPEN]
-        whole += kept[_WHOLE]
-        top_whole += kept[_TOP_WHOLE]
-        child_whole += kept[_CHILD_WHOLE]
-        if kept[_STARTING] or open_:
-            covered = kept[_TIME] + whole * g
-            child = kept[_CHILD_TIME] + child_whole * g
-            top = kept[_TOP_TIME] + top_whole * g
-            yield (
-                name,
-                cell,
-                kept[_STARTING],
-                open_,
-                kept[_UNFINISHED_STARTING],
-                unfinished_open,
-                covered,
-                covered - child,
-                top,
+class _NameCells:
+    """report_slice_name_cell's pending entries (cell -> name -> the ten counts) and per name running counts
+    (open, unfinished open, whole, top-level whole, children's whole), written cell by cell in (cell, name)
+    order."""
+
+    def __init__(self, conn: sqlite3.Connection, g: int) -> None:
+        self.conn = conn
+        self.g = g
+        self.entries: dict[int, dict[str | None, list[int]]] = {}
+        self.running: dict[str | None, list[int]] = {}  # names with a slice open over the cells being written
+        self.done = -1  # cells up to this one are written
+        self.rows: list[tuple] = []
+
+    def entry(self, cell: int, name: str | None) -> list[int]:
+        in_cell = self.entries.get(cell)
+        if in_cell is None:
+            in_cell = self.entries[cell] = {}
+        kept = in_cell.get(name)
+        if kept is None:
+            kept = in_cell[name] = [0] * 10
+        return kept
+
+    def write_until(self, last: int | None) -> None:
+        """Writes the rows of every cell up to `last` (None: all that remain)."""
+        g, entries, running, rows = self.g, self.entries, self.running, self.rows
+        pending = sorted(cell for cell in entries if last is None or cell <= last)
+        cell = self.done + 1
+        for next_cell in pending:
+            if running:  # cells without entries in between: the open slices cover them whole
+                for between in range(cell, next_cell):
+                    for name in sorted(running, key=text_order_key):
+                        open_, unfinished_open, whole, top_whole, child_whole = running[name]
+                        if open_:
+                            rows.append(
+                                (
+                                    name,
+                                    between,
+                                    0,
+                                    open_,
+                                    0,
+                                    unfinished_open,
+                                    whole * g,
+                                    (whole - child_whole) * g,
+                                    top_whole * g,
+                                )
+                            )
+            here = entries.pop(next_cell)
+            for name in sorted(here.keys() | running.keys(), key=text_order_key):
+                kept = here.get(name)
+                state = running.get(name)
+                if state is None:
+                    state = running[name] = [0, 0, 0, 0, 0]
+                if kept is not None:
+                    for i, at in enumerate((_OPEN, _UNFINISHED_OPEN, _WHOLE, _TOP_WHOLE, _CHILD_WHOLE)):
+                        state[i] += kept[at]
+                else:
+                    kept = _NO_ENTRY
+                open_, unfinished_open, whole, top_whole, child_whole = state
+                if kept[_STARTING] or open_:
+                    covered = kept[_TIME] + whole * g
+                    rows.append(
+                        (
+                            name,
+                            next_cell,
+                            kept[_STARTING],
+                            open_,
+                            kept[_UNFINISHED_STARTING],
+                            unfinished_open,
+                            covered,
+                            covered - kept[_CHILD_TIME] - child_whole * g,
+                            kept[_TOP_TIME] + top_whole * g,
+                        )
+                    )
+                if not any(state):
+                    del running[name]
+            cell = next_cell + 1
+            if len(rows) >= _CELL_ROWS_BATCH:
+                self._flush()
+        if last is not None:
+            for between in range(cell, last + 1):  # as above: cells up to `last` without entries
+                for name in sorted(running, key=text_order_key):
+                    open_, unfinished_open, whole, top_whole, child_whole = running[name]
+                    if open_:
+                        rows.append(
+                            (
+                                name,
+                                between,
+                                0,
+                                open_,
+                                0,
+                                unfinished_open,
+                                whole * g,
+                                (whole - child_whole) * g,
+                                top_whole * g,
+                            )
+                        )
+            self.done = max(self.done, last)
+        self._flush()
+
+    def _flush(self) -> None:
+        if self.rows:
+            self.conn.executemany(
+                "INSERT INTO report_slice_name_cell (name, cell, starting, open, unfinished_starting, "
+                "unfinished_open, covered, self_covered, top_covered) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                self.rows,
             )
-        if open_ and i + 1 < len(keys):
-            for between in range(cell + 1, keys[i + 1]):  # no entries: open slices cover it whole
-                covered = whole * g
-                yield (name, between, 0, open_, 0, unfinished_open, covered, covered - child_whole * g, top_whole * g)
+            self.rows.clear()
+
+
+_NO_ENTRY = [0] * 10
 
 
 COMPUTE: dict[str, Callable[[sqlite3.Connection], None]] = {

@@ -1816,7 +1816,7 @@ DERIVED: tuple[Derived, ...] = (
         "SELECT own.name, own.cell, starting, open, unfinished_starting, unfinished_open, covered, "
         "covered - coalesce(children.time, 0), top_covered FROM own "
         "LEFT JOIN children ON children.name IS own.name AND children.cell = own.cell "
-        "ORDER BY own.name, own.cell",
+        "ORDER BY own.cell, own.name",
     ),
     Derived(
         REPORT_SCHED_CELL,

@@ -20,7 +20,6 @@ from itertools import chain
 from typing import Any
 
 from . import report_tables, schema
-from .connection import MMAP_BYTES
 from .scratch import die_with_parent
 
 MULTI_ROWS = 50  # rows per INSERT statement (13 columns x 50 stays far below SQLite's variable limit)
@@ -120,9 +119,6 @@ class SqliteWriter:
     def build_derived(self) -> None:
         """Derived tables (in declaration order: later ones read earlier ones) and views."""
         conn = self.conn
-        # The derived tables read what was written, much of it at random (a slice's parent): through a memory
-        # map, as every reading connection does (connection.py).
-        conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
         for d in schema.DERIVED:
             compute = report_tables.COMPUTE.get(d.name)
             if compute is not None:

@@ -693,6 +693,8 @@ def longest_in_range(run: ReportRun, rows: list) -> list[dict]:
     gives the longest finished instances in the range first: one wholly inside bounds every shorter one,
     so reading stops there; unfinished instances are few and read whole."""
     out = []
+    start, end = run.time_range()
+    range_dur = end - start
     for row in rows:
         row = dict(row)
         probe = LONGEST_PROBE
@@ -707,11 +709,12 @@ def longest_in_range(run: ReportRun, rows: list) -> list[dict]:
 UNION ALL
 SELECT s.id, {CLIPPED_DUR}, s.dur FROM slice s
 WHERE s.name IS :name AND s.dur < 0 AND +s.ts < :range_end AND (SELECT end_ts FROM trace_bounds) >= :range_start""",
-                {"name": row["name"], "probe": probe, **dict(zip(("range_start", "range_end"), run.time_range()))},
+                {"name": row["name"], "probe": probe, "range_start": start, "range_end": end},
             )
             finished = [r for r in found if r["dur"] >= 0]
             best = max(found, key=lambda r: (r["d"], r["id"]), default=None)
-            if len(finished) < probe or (best is not None and best["d"] >= finished[-1]["dur"]):
+            # Nothing unread is longer inside the range than the last one read, nor than the range itself.
+            if len(finished) < probe or (best is not None and best["d"] >= min(finished[-1]["dur"], range_dur)):
                 break
             probe *= 8
         if best is not None:

@@ -156,7 +156,7 @@ class SliceNameAggregates:
             self.by_track_name.items(), key=lambda kv: (kv[0][0], text_order_key(kv[0][1]))
         ):
             count, total, longest, slice_id, unfinished, self_dur = self._resolve(agg, end)
-            yield track_id, name, count, min(total, INT64_MAX), longest, slice_id, unfinished, _int64(self_dur)
+            yield track_id, name, count, min(total, INT64_MAX), longest, slice_id, unfinished, clamp_int64(self_dur)
 
     def name_rows(self, end: int) -> Iterator[tuple]:
         """report_slice_name rows, in GROUP BY name order."""
@@ -176,10 +176,10 @@ class SliceNameAggregates:
         for name, (count, total, longest, slice_id, unfinished, self_dur) in sorted(
             by_name.items(), key=lambda kv: text_order_key(kv[0])
         ):
-            yield name, count, min(total, INT64_MAX), longest, slice_id, unfinished, _int64(self_dur)
+            yield name, count, min(total, INT64_MAX), longest, slice_id, unfinished, clamp_int64(self_dur)
 
 
-def _int64(value: int) -> int:
+def clamp_int64(value: int) -> int:
     """A sum kept within int64 (only absurd durations leave it)."""
     return max(min(value, INT64_MAX), -INT64_MAX - 1)
 

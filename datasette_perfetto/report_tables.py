@@ -16,7 +16,7 @@ import math
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 
-from .aggregates import text_order_key
+from .aggregates import clamp_int64, text_order_key
 from .schema import REPORT_NAME_CELL_MIN_SLICES, REPORT_PERCENTILES, SHOWN_DIMENSIONS_SQL
 
 # A slice's duration as the report counts it (schema._SLICE_DUR): unfinished ones last to the trace's end.
@@ -67,7 +67,7 @@ def slice_name_percentiles(conn: sqlite3.Connection) -> None:
         rows.append((name, *picked))
     columns = ", ".join(f"p{p}_dur" for p in REPORT_PERCENTILES)
     marks = ", ".join("?" for _ in range(len(REPORT_PERCENTILES) + 2))
-    conn.executemany(f"INSERT INTO report_slice_name_percentile (name, min_dur, {columns}) VALUES ({marks})", rows)
+    _insert(conn, f"INSERT INTO report_slice_name_percentile (name, min_dur, {columns}) VALUES ({marks})", rows)
 
 
 def track_stats(conn: sqlite3.Connection) -> None:
@@ -91,7 +91,8 @@ def track_stats(conn: sqlite3.Connection) -> None:
             kept[1:] = figures[1:]
     columns = ", ".join(f"p{p}_value" for p in REPORT_PERCENTILES)
     marks = ", ".join("?" for _ in range(6 + len(REPORT_PERCENTILES)))
-    conn.executemany(
+    _insert(
+        conn,
         "INSERT INTO report_track_stats (track_id, event_count, min_value, max_value, sum_value, drops, "
         f"{columns}) VALUES ({marks})",
         [(track_id, *figures) for track_id, figures in sorted(by_track.items())],
@@ -171,7 +172,7 @@ def slice_dimension(conn: sqlite3.Connection) -> None:
                         name,
                         len(ordered),
                         sum(ordered),
-                        self_dur[name],
+                        self_dur.get(name, 0),
                         ordered[0],
                         ordered[-1],
                         *(ordered[r] for r in ranks[1:]),
@@ -179,7 +180,8 @@ def slice_dimension(conn: sqlite3.Connection) -> None:
                 )
     columns = ", ".join(f"p{p}_dur" for p in REPORT_PERCENTILES)
     marks = ", ".join("?" for _ in range(8 + len(REPORT_PERCENTILES)))
-    conn.executemany(
+    _insert(
+        conn,
         "INSERT INTO report_slice_dimension (dimension, value, name, count, total_dur, self_dur, min_dur, max_dur, "
         f"{columns}) VALUES ({marks})",
         rows,
@@ -369,7 +371,8 @@ class _NameCells:
 
     def _flush(self) -> None:
         if self.rows:
-            self.conn.executemany(
+            _insert(
+                self.conn,
                 "INSERT INTO report_slice_name_cell (name, cell, starting, open, unfinished_starting, "
                 "unfinished_open, covered, self_covered, top_covered) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 self.rows,
@@ -378,6 +381,19 @@ class _NameCells:
 
 
 _NO_ENTRY = [0] * 10
+
+
+def _insert(conn: sqlite3.Connection, sql: str, rows: list) -> None:
+    """executemany, with sums beyond int64 (only absurd durations reach them) kept at its limits, where the SQL
+    definitions' sum() would fail the import (as aggregates.py keeps its sums)."""
+    table = sql.split()[2]  # INSERT INTO <table> ...
+    before = conn.execute(f"SELECT coalesce(max(rowid), 0) FROM {table}").fetchone()[0]
+    try:
+        conn.executemany(sql, rows)
+    except OverflowError:
+        # The rows before the one that overflowed are in (the writer journals nothing to roll back): out again.
+        conn.execute(f"DELETE FROM {table} WHERE rowid > ?", (before,))
+        conn.executemany(sql, [tuple(clamp_int64(v) if type(v) is int else v for v in row) for row in rows])
 
 
 COMPUTE: dict[str, Callable[[sqlite3.Connection], None]] = {

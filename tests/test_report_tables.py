@@ -104,3 +104,29 @@ def test_the_edge_trace_has_the_cases_it_is_for(edge_db):
     assert unfinished["Big"] == 1 and unfinished["Open"] == 1
     assert sorted(dimensions) == [("rank", "0"), ("rank", "1"), ("rank", "2"), ("zone", ""), ("zone", "z")]
     assert drops["counter0"] > 0 and drops["counter1"] == 0 and drops["counter2"] == 0
+
+
+def test_absurd_durations_are_kept_within_int64(tmp_path):
+    """Sums beyond int64 (durations near 2^62, several of them) are kept at INT64_MAX, as the streamed
+    aggregates keep them, instead of failing the import."""
+    builder = TraceBuilder()
+    seq = builder.sequence(1)
+    seq.process(1, "p")
+    threads = [seq.thread(1, 2 + i, f"t{i}", dimensions=[("rank", i)]) for i in range(2)]
+    for track in threads:
+        seq.slice_begin(10, track, "Apple")  # a row written before the one that overflows
+        seq.slice_end(20, track)
+        for k in range(3):
+            seq.slice_begin(1_000 + k, track, "Huge")
+        for k in range(3):
+            seq.slice_end((1 << 62) + 1_000 + k, track)
+    db = ingest_built(tmp_path, builder)
+    conn = sqlite3.connect(db.path)
+    try:
+        totals = conn.execute("SELECT total_dur FROM report_slice_dimension WHERE name = 'Huge'").fetchall()
+        names = conn.execute("SELECT total_dur FROM report_slice_name WHERE name = 'Huge'").fetchall()
+        apples = conn.execute("SELECT value, total_dur FROM report_slice_dimension WHERE name = 'Apple'").fetchall()
+    finally:
+        conn.close()
+    assert totals == [((1 << 63) - 1,), ((1 << 63) - 1,)] and names == [((1 << 63) - 1,)]
+    assert sorted(apples) == [("0", 10), ("1", 10)]  # once each

@@ -16,6 +16,7 @@ import math
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 
+from . import schema
 from .aggregates import clamp_int64, text_order_key
 from .schema import REPORT_NAME_CELL_MIN_SLICES, REPORT_PERCENTILES, SHOWN_DIMENSIONS_SQL
 
@@ -65,9 +66,7 @@ def slice_name_percentiles(conn: sqlite3.Connection) -> None:
                 for r in ranks
             ]
         rows.append((name, *picked))
-    columns = ", ".join(f"p{p}_dur" for p in REPORT_PERCENTILES)
-    marks = ", ".join("?" for _ in range(len(REPORT_PERCENTILES) + 2))
-    _insert(conn, f"INSERT INTO report_slice_name_percentile (name, min_dur, {columns}) VALUES ({marks})", rows)
+    _insert(conn, schema.REPORT_SLICE_NAME_PERCENTILE, rows)
 
 
 def track_stats(conn: sqlite3.Connection) -> None:
@@ -89,14 +88,7 @@ def track_stats(conn: sqlite3.Connection) -> None:
         else:  # a track with counter values and slices or states as well: counts add up, the figures are its values'
             kept[0] += figures[0]
             kept[1:] = figures[1:]
-    columns = ", ".join(f"p{p}_value" for p in REPORT_PERCENTILES)
-    marks = ", ".join("?" for _ in range(6 + len(REPORT_PERCENTILES)))
-    _insert(
-        conn,
-        "INSERT INTO report_track_stats (track_id, event_count, min_value, max_value, sum_value, drops, "
-        f"{columns}) VALUES ({marks})",
-        [(track_id, *figures) for track_id, figures in sorted(by_track.items())],
-    )
+    _insert(conn, schema.REPORT_TRACK_STATS, [(track_id, *figures) for track_id, figures in sorted(by_track.items())])
 
 
 def _add_count(by_track: dict[int, list], track_id: int, count: int, nothing: tuple) -> None:
@@ -178,14 +170,7 @@ def slice_dimension(conn: sqlite3.Connection) -> None:
                         *(ordered[r] for r in ranks[1:]),
                     )
                 )
-    columns = ", ".join(f"p{p}_dur" for p in REPORT_PERCENTILES)
-    marks = ", ".join("?" for _ in range(8 + len(REPORT_PERCENTILES)))
-    _insert(
-        conn,
-        "INSERT INTO report_slice_dimension (dimension, value, name, count, total_dur, self_dur, min_dur, max_dur, "
-        f"{columns}) VALUES ({marks})",
-        rows,
-    )
+    _insert(conn, schema.REPORT_SLICE_DIMENSION, rows)
 
 
 # A slice name's entries per cell, while report_slice_name_cell is built: what starts or ends in the cell, and
@@ -298,24 +283,7 @@ class _NameCells:
         pending = sorted(cell for cell in entries if last is None or cell <= last)
         cell = self.done + 1
         for next_cell in pending:
-            if running:  # cells without entries in between: the open slices cover them whole
-                for between in range(cell, next_cell):
-                    for name in sorted(running, key=text_order_key):
-                        open_, unfinished_open, whole, top_whole, child_whole = running[name]
-                        if open_:
-                            rows.append(
-                                (
-                                    name,
-                                    between,
-                                    0,
-                                    open_,
-                                    0,
-                                    unfinished_open,
-                                    whole * g,
-                                    (whole - child_whole) * g,
-                                    top_whole * g,
-                                )
-                            )
+            self._between(cell, next_cell)
             here = entries.pop(next_cell)
             for name in sorted(here.keys() | running.keys(), key=text_order_key):
                 kept = here.get(name)
@@ -349,51 +317,44 @@ class _NameCells:
             if len(rows) >= _CELL_ROWS_BATCH:
                 self._flush()
         if last is not None:
-            for between in range(cell, last + 1):  # as above: cells up to `last` without entries
-                for name in sorted(running, key=text_order_key):
-                    open_, unfinished_open, whole, top_whole, child_whole = running[name]
-                    if open_:
-                        rows.append(
-                            (
-                                name,
-                                between,
-                                0,
-                                open_,
-                                0,
-                                unfinished_open,
-                                whole * g,
-                                (whole - child_whole) * g,
-                                top_whole * g,
-                            )
-                        )
+            self._between(cell, last + 1)
             self.done = max(self.done, last)
         self._flush()
 
+    def _between(self, first: int, end: int) -> None:
+        """The rows of cells first .. end - 1, which have no entries: the open slices cover them whole."""
+        g = self.g
+        for between in range(first, end) if self.running else ():
+            for name in sorted(self.running, key=text_order_key):
+                open_, unfinished_open, whole, top_whole, child_whole = self.running[name]
+                if open_:
+                    covered = whole * g
+                    self.rows.append(
+                        (name, between, 0, open_, 0, unfinished_open, covered, covered - child_whole * g, top_whole * g)
+                    )
+
     def _flush(self) -> None:
         if self.rows:
-            _insert(
-                self.conn,
-                "INSERT INTO report_slice_name_cell (name, cell, starting, open, unfinished_starting, "
-                "unfinished_open, covered, self_covered, top_covered) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                self.rows,
-            )
+            _insert(self.conn, schema.REPORT_SLICE_NAME_CELL, self.rows)
             self.rows.clear()
 
 
 _NO_ENTRY = [0] * 10
 
 
-def _insert(conn: sqlite3.Connection, sql: str, rows: list) -> None:
-    """executemany, with sums beyond int64 (only absurd durations reach them) kept at its limits, where the SQL
-    definitions' sum() would fail the import (as aggregates.py keeps its sums)."""
-    table = sql.split()[2]  # INSERT INTO <table> ...
-    before = conn.execute(f"SELECT coalesce(max(rowid), 0) FROM {table}").fetchone()[0]
+def _insert(conn: sqlite3.Connection, table: schema.Table, rows: list) -> None:
+    """Inserts rows of `table` (its stored columns, in order); sums beyond int64 (only absurd durations reach
+    them) are kept at its limits, where the SQL definitions' sum() would fail the import (as aggregates.py
+    keeps its sums)."""
+    before = conn.execute(f"SELECT coalesce(max(rowid), 0) FROM [{table.name}]").fetchone()[0]
     try:
-        conn.executemany(sql, rows)
+        conn.executemany(table.insert_sql(), rows)
     except OverflowError:
         # The rows before the one that overflowed are in (the writer journals nothing to roll back): out again.
-        conn.execute(f"DELETE FROM {table} WHERE rowid > ?", (before,))
-        conn.executemany(sql, [tuple(clamp_int64(v) if type(v) is int else v for v in row) for row in rows])
+        conn.execute(f"DELETE FROM [{table.name}] WHERE rowid > ?", (before,))
+        conn.executemany(
+            table.insert_sql(), [tuple(clamp_int64(v) if type(v) is int else v for v in row) for row in rows]
+        )
 
 
 COMPUTE: dict[str, Callable[[sqlite3.Connection], None]] = {

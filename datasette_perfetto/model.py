@@ -116,7 +116,9 @@ class TraceContext:
 
     def insert_counter(self, ts: int, track_id: int, value: float, args: list[Arg] | None = None) -> int:
         arg_set_id = self.storage.arg_set(args) if args else None
-        return self.storage.insert("counter", (ts, track_id, value, arg_set_id))
+        # A double, as trace_processor holds counter values (and the REAL column stores them): a scaled
+        # uint64 (kB as bytes) can be beyond SQLite's integers.
+        return self.storage.insert("counter", (ts, track_id, None if value is None else float(value), arg_set_id))
 
     def new_track_group(self) -> int:
         """track_group_id for a new set of compressed tracks: numbered per trace as first used."""

@@ -111,6 +111,16 @@ def test_thread_joins_its_creators_process_once_known(tmp_path):
 # -- process_stats -------------------------------------------------------------------------
 
 
+def test_a_counter_beyond_int64_is_kept_as_a_double(tmp_path):
+    """A kB field near 2^64 scaled to bytes is beyond SQLite's integers: stored as the double trace_processor
+    computes (a fuzzed heap-graph trace failed the import with OverflowError)."""
+    b = TraceBuilder()
+    b.packet(timestamp=100, process_stats=dict(processes=[dict(pid=50, vm_rss_kb=(1 << 64) - 1)]))
+    db = ingest_built(tmp_path, b)
+    value = db.one("SELECT c.value FROM counter c JOIN track t ON c.track_id = t.id WHERE t.name = 'mem.rss'")
+    assert value == pytest.approx(((1 << 64) - 1) * 1024.0)
+
+
 def test_process_stats_counters(tmp_path):
     b = TraceBuilder()
     for ts, rss in ((100, 2000), (200, 3000)):

@@ -18,16 +18,15 @@ from collections.abc import Callable, Iterable, Iterator
 
 from . import schema
 from .aggregates import clamp_int64, text_order_key
-from .schema import REPORT_NAME_CELL_MIN_SLICES, REPORT_PERCENTILES, SHOWN_DIMENSIONS_SQL
+from .schema import REPORT_NAME_CELL_MIN_SLICES, REPORT_PERCENTILES, SHOWN_DIMENSIONS_SQL, SLICE_DUR
 
-# A slice's duration as the report counts it (schema._SLICE_DUR): unfinished ones last to the trace's end.
-_SLICE_DUR = "CASE WHEN dur < 0 THEN max(:end - ts, 0) ELSE dur END"
 # Groups at most this large are read whole; larger ones pick their ranks with OFFSET in the index.
 _READ_WHOLE = 64
 
 
 def nearest_rank(n: int, p: float) -> int:
-    """report.base.percentile_index (its SQL twin is schema._nearest_rank)."""
+    """Nearest-rank index into n sorted values (the report's percentile_index; its SQL twin is
+    schema._nearest_rank)."""
     return min(n - 1, max(0, int(round(p / 100 * (n - 1)))))
 
 
@@ -36,15 +35,9 @@ def _ranks(n: int) -> list[int]:
     return [0, *(nearest_rank(n, p) for p in REPORT_PERCENTILES)]
 
 
-def _trace_end(conn: sqlite3.Connection) -> int:
-    row = conn.execute("SELECT end_ts FROM trace_bounds").fetchone()
-    return row[0] if row else 0
-
-
 def slice_name_percentiles(conn: sqlite3.Connection) -> None:
     """report_slice_name_percentile: per name (report_slice_name gives each one's count), the durations at
     the kept ranks, read from the (name, dur) index; names with unfinished slices are sorted here."""
-    end = _trace_end(conn)
     rows = []
     names = conn.execute("SELECT name, count, unfinished FROM report_slice_name ORDER BY name").fetchall()
     for name, count, unfinished in names:
@@ -52,10 +45,7 @@ def slice_name_percentiles(conn: sqlite3.Connection) -> None:
         if unfinished or count <= _READ_WHOLE:
             # An unfinished slice's duration (dur -1 in the index) depends on its start: sort here.
             durations = sorted(
-                d
-                for (d,) in conn.execute(
-                    f"SELECT {_SLICE_DUR} FROM slice WHERE name IS :name", {"name": name, "end": end}
-                )
+                d for (d,) in conn.execute(f"SELECT {SLICE_DUR} FROM slice WHERE name IS :name", {"name": name})
             )
             picked = [durations[r] for r in ranks]
         else:
@@ -129,7 +119,6 @@ def slice_dimension(conn: sqlite3.Connection) -> None:
     """report_slice_dimension: one dimension value at a time, its tracks' slices read from the slice index
     that starts with track_id (durations grouped by name, each name's sorted here); self times summed from
     report_slice_track_name. Memory: one value's durations."""
-    end = _trace_end(conn)
     self_by_track: dict[int, list[tuple]] = {}
     for track_id, name, track_self in conn.execute("SELECT track_id, name, self_dur FROM report_slice_track_name"):
         self_by_track.setdefault(track_id, []).append((name, track_self))
@@ -146,7 +135,7 @@ def slice_dimension(conn: sqlite3.Connection) -> None:
             self_dur: dict[str | None, int] = {}
             for track_id in tracks_of[value]:
                 for name, duration in conn.execute(
-                    f"SELECT name, {_SLICE_DUR} FROM slice WHERE track_id = :track", {"track": track_id, "end": end}
+                    f"SELECT name, {SLICE_DUR} FROM slice WHERE track_id = :track", {"track": track_id}
                 ):
                     kept = durations.get(name)
                     if kept is None:

@@ -1660,9 +1660,9 @@ GROUP BY cell, {keys}"""
 
 
 # A slice's duration as the report counts it: an unfinished one (dur -1) lasts to the end of the trace.
-_SLICE_DUR = "CASE WHEN dur < 0 THEN max((SELECT end_ts FROM trace_bounds) - ts, 0) ELSE dur END"
+SLICE_DUR = "CASE WHEN dur < 0 THEN max((SELECT end_ts FROM trace_bounds) - ts, 0) ELSE dur END"
 # Its self time: less its direct children's durations, counted the same way.
-_SLICE_SELF = f"{_SLICE_DUR} - coalesce((SELECT sum({_SLICE_DUR}) FROM slice k WHERE k.parent_id = slice.id), 0)"
+_SLICE_SELF = f"{SLICE_DUR} - coalesce((SELECT sum({SLICE_DUR}) FROM slice k WHERE k.parent_id = slice.id), 0)"
 
 REPORT_SLICE_DIMENSION = Table(
     "report_slice_dimension",
@@ -1699,7 +1699,7 @@ _SLICE_DIMENSION_POPULATE = (
     "row_number() OVER (PARTITION BY dimension, value, name ORDER BY d) - 1 AS rank, "
     "count(*) OVER (PARTITION BY dimension, value, name) - 1 AS last FROM ("
     "SELECT g.name AS dimension, coalesce(CAST(g.int_value AS TEXT), g.string_value) AS value, slice.name AS name, "
-    f"{_SLICE_DUR} AS d, {_SLICE_SELF} AS self FROM slice JOIN track_dimension g ON g.track_id = slice.track_id "
+    f"{SLICE_DUR} AS d, {_SLICE_SELF} AS self FROM slice JOIN track_dimension g ON g.track_id = slice.track_id "
     f"WHERE g.name IN ({SHOWN_DIMENSIONS_SQL}))) GROUP BY dimension, value, name"
 )
 
@@ -1707,7 +1707,7 @@ DERIVED: tuple[Derived, ...] = (
     Derived(
         REPORT_SLICE_NAME,
         "INSERT INTO report_slice_name (name, count, total_dur, max_dur, max_slice_id, unfinished, self_dur) "
-        f"SELECT name, count(*), sum({_SLICE_DUR}), max({_SLICE_DUR}), id, sum(dur < 0), sum({_SLICE_SELF}) "
+        f"SELECT name, count(*), sum({SLICE_DUR}), max({SLICE_DUR}), id, sum(dur < 0), sum({_SLICE_SELF}) "
         "FROM slice GROUP BY name",
         streamed=True,
     ),
@@ -1718,7 +1718,7 @@ DERIVED: tuple[Derived, ...] = (
         + ", ".join(f"p{p}_dur" for p in REPORT_PERCENTILES)
         + ") SELECT name, max(CASE WHEN rank = 0 THEN d END), "
         + ", ".join(f"max(CASE WHEN rank = {_nearest_rank(p)} THEN d END)" for p in REPORT_PERCENTILES)
-        + f" FROM (SELECT name, {_SLICE_DUR} AS d, row_number() OVER (PARTITION BY name ORDER BY {_SLICE_DUR}) - 1 "
+        + f" FROM (SELECT name, {SLICE_DUR} AS d, row_number() OVER (PARTITION BY name ORDER BY {SLICE_DUR}) - 1 "
         "AS rank, "
         "count(*) OVER (PARTITION BY name) - 1 AS last FROM slice) GROUP BY name",
     ),
@@ -1770,7 +1770,7 @@ DERIVED: tuple[Derived, ...] = (
         REPORT_SLICE_TRACK_NAME,
         "INSERT INTO report_slice_track_name (track_id, name, count, total_dur, max_dur, max_slice_id, unfinished, "
         "self_dur) "
-        f"SELECT track_id, name, count(*), sum({_SLICE_DUR}), max({_SLICE_DUR}), id, sum(dur < 0), "
+        f"SELECT track_id, name, count(*), sum({SLICE_DUR}), max({SLICE_DUR}), id, sum(dur < 0), "
         f"sum({_SLICE_SELF}) FROM slice GROUP BY track_id, name",
         streamed=True,
     ),

@@ -18,9 +18,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlencode
 
+from ..report_tables import nearest_rank
 from . import format as fmt
 from . import report_pb2 as pb
 from .scope import FLAGS, ReportError, Scope, shown
+
+# Nearest-rank index into n sorted values: the rule the import's precomputed percentiles follow.
+percentile_index = nearest_rank
 
 ALWAYS_ALLOWED = frozenset({"top"})
 # Between the values of a repeatable flag in the context's scope map: dim=rank=1 & machine=2.
@@ -487,11 +491,6 @@ class View:
     def flames(self, msg: Any, run: ReportRun) -> list[Flame]:
         """Flame graphs, HTML only (text and JSON carry the same tree as a table / nodes)."""
         return []
-
-
-def percentile_index(n: int, p: float) -> int:
-    """Nearest-rank index into n sorted values."""
-    return min(n - 1, max(0, int(round(p / 100 * (n - 1)))))
 
 
 @dataclass

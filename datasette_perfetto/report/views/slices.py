@@ -561,6 +561,11 @@ IN_RANGE = (
 )
 
 
+# A time range's scan reaches back by the longest slice (an unfinished one's max_dur lasts to the end of the
+# trace), so the ts index applies.
+REACH_BACK = "s.ts >= :range_start - (SELECT max(max_dur) FROM report_slice_name)"
+
+
 def scope_dur(run: ReportRun) -> str:
     """The duration each instance counts for: clipped to the range under `time`, else its own, an
     unfinished one's to the end of the trace."""
@@ -657,7 +662,7 @@ def _edge_dur(label: str) -> str:
 def _edge_range(label: str) -> str:
     """WHERE terms on slice s: the instances with a time in the range part named `label` (scope_where's time
     terms)."""
-    terms = f"{IN_RANGE}\n  AND s.ts >= :range_start - (SELECT max(max_dur) FROM report_slice_name)"
+    terms = f"{IN_RANGE}\n  AND {REACH_BACK}"
     return "WHERE " + terms.replace(":range_end", f":{label}_end").replace(":range_start", f":{label}_start")
 
 
@@ -760,13 +765,7 @@ def scope_where(run: ReportRun, name: bool = True, min_duration: bool = True) ->
         w.add(f"s.track_id IN {owner.terms[0]}", **owner.params)
     if s.time is not None:
         start, end = run.time_range()
-        w.add(
-            f"{IN_RANGE}\n"
-            # An unfinished slice's max_dur lasts to the end of the trace: the bound keeps it in.
-            "  AND s.ts >= :range_start - (SELECT max(max_dur) FROM report_slice_name)",
-            range_start=start,
-            range_end=end,
-        )
+        w.add(f"{IN_RANGE}\n  AND {REACH_BACK}", range_start=start, range_end=end)
     if name and s.name is not None:
         w.add("s.name GLOB :name", name=s.name)
     if min_duration and s.min_duration is not None:

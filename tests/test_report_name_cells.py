@@ -177,3 +177,12 @@ def test_other_ranges_and_scopes_read_the_instances(cells_db, start, end, extra)
     assert not used
     _, used, _ = report(cells_db, {"time": f"{20 * cell}ns,{90 * cell}ns"}, cells=True)
     assert used
+
+
+@pytest.mark.parametrize("time", ["abc", "2s,1s", "1s", "9" * 30 + "s,1s", "1s,1s"])
+def test_bad_time_ranges_are_refused_on_a_database_with_cells(cells_db, time):
+    from datasette_perfetto.report.scope import ReportError
+
+    with pytest.raises(ReportError) as caught:
+        report(cells_db, {"time": time}, cells=True)
+    assert caught.value.param == "time" and "\n" not in caught.value.message

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from . import schema
 from .aggregates import clamp_int64, text_order_key
@@ -171,38 +172,83 @@ _OPEN, _UNFINISHED_OPEN, _WHOLE, _TOP_WHOLE, _CHILD_WHOLE = range(5, 10)
 _CELL_ROWS_BATCH = 50_000
 
 
-def slice_name_cells(conn: sqlite3.Connection) -> None:
-    """report_slice_name_cell, in traces with at least REPORT_NAME_CELL_MIN_SLICES slices: one pass over the
-    slices in time order (each with its parent's name), noting per name what each slice adds in its first and
-    last cell and over the cells between (open there, covering every whole one); a cell's rows are written as
-    soon as no slice can start in it any more, so memory holds the cells still open, not the trace."""
+def slice_cells(conn: sqlite3.Connection) -> None:
+    """report_slice_name_cell and report_slice_track_name_cell, in traces with at least
+    REPORT_NAME_CELL_MIN_SLICES slices: one pass over the slices in time order (each with its parent's name),
+    noting per name (and per track and name) what each slice adds in its first and last cell and over the cells
+    between (open there, covering every whole one); a cell's rows are written as soon as no slice can start in
+    it any more, so memory holds the cells still open, not the trace."""
     if conn.execute("SELECT count(*) >= ? FROM slice", (REPORT_NAME_CELL_MIN_SLICES,)).fetchone()[0] == 0:
         return
     grid = conn.execute(
-        "SELECT name_cell_dur, (SELECT start_ts FROM trace_bounds), (SELECT end_ts FROM trace_bounds) FROM report_grid"
+        "SELECT name_cell_dur, cell_dur, (SELECT start_ts FROM trace_bounds), (SELECT end_ts FROM trace_bounds) "
+        "FROM report_grid"
     ).fetchone()
     if grid is None:
         return
-    g, t0, t1 = grid
-    table = _NameCells(conn, g)
-    entries = table.entries
-    for ts, dur, name, parent_name, top in conn.execute(
-        "SELECT s.ts, s.dur, s.name, p.name, s.parent_id IS NULL FROM slice s LEFT JOIN slice p ON p.id = s.parent_id "
-        "ORDER BY s.ts"
+    name_g, track_g, t0, t1 = grid
+    by_name = _Cells(conn, schema.REPORT_SLICE_NAME_CELL, name_g, t0, text_order_key, lambda name: (name,))
+    by_track = _Cells(
+        conn, schema.REPORT_SLICE_TRACK_NAME_CELL, track_g, t0, lambda k: (k[0], text_order_key(k[1])), _itself
+    )
+    add_name, add_track = by_name.add, by_track.add
+    # A slice's parent is on its track (slices nest per track).
+    for ts, dur, name, parent_name, top, track_id in conn.execute(
+        "SELECT s.ts, s.dur, s.name, p.name, s.parent_id IS NULL, s.track_id FROM slice s "
+        "LEFT JOIN slice p ON p.id = s.parent_id ORDER BY s.ts"
     ):
         end = t1 if dur < 0 else ts + dur
-        first = (ts - t0) // g
-        if first > table.done + 1:
-            table.write_until(first - 1)
-        first_end = t0 + (first + 1) * g
+        add_name(ts, end, dur < 0, top, name, parent_name)
+        add_track(ts, end, dur < 0, top, (track_id, name), (track_id, parent_name))
+    by_name.write_until(None)
+    by_track.write_until(None)
+
+
+def _itself(key: tuple) -> tuple:
+    return key
+
+
+class _Cells:
+    """A cell table's pending entries (cell -> key -> the ten counts) and per key running counts (open,
+    unfinished open, whole, top-level whole, children's whole), written cell by cell in (cell, key) order. A key
+    is a name, or (track id, name)."""
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        table: schema.Table,
+        g: int,
+        t0: int,
+        order: Callable[[Any], tuple],
+        columns: Callable[[Any], tuple],
+    ) -> None:
+        self.conn = conn
+        self.table = table
+        self.g = g
+        self.t0 = t0
+        self.order = order  # of keys, as SQLite orders the key columns
+        self.columns = columns  # a key's column values, as a tuple
+        self.entries: dict[int, dict[Any, list[int]]] = {}
+        self.running: dict[Any, list[int]] = {}  # keys with a slice open over the cells being written
+        self.done = -1  # cells up to this one are written
+        self.rows: list[tuple] = []
+
+    def add(self, ts: int, end: int, unfinished: bool, top: bool, key, parent_key) -> None:
+        """One slice, in time order: [ts, end), of `key`, its parent's key `parent_key` (unless `top`)."""
+        g = self.g
+        first = (ts - self.t0) // g
+        if first > self.done + 1:
+            self.write_until(first - 1)
+        first_end = self.t0 + (first + 1) * g
+        entries = self.entries
         in_first = entries.get(first)
         if in_first is None:
             in_first = entries[first] = {}
-        at_first = in_first.get(name)
+        at_first = in_first.get(key)
         if at_first is None:
-            at_first = in_first[name] = [0] * 10
+            at_first = in_first[key] = [0] * 10
         at_first[_STARTING] += 1
-        if dur < 0:
+        if unfinished:
             at_first[_UNFINISHED_STARTING] += 1
         if end < first_end:  # within one cell: the usual case, inline
             time = end - ts if end > ts else 0
@@ -210,23 +256,23 @@ def slice_name_cells(conn: sqlite3.Connection) -> None:
             if top:
                 at_first[_TOP_TIME] += time
             else:
-                parent_first = in_first.get(parent_name)
+                parent_first = in_first.get(parent_key)
                 if parent_first is None:
-                    parent_first = in_first[parent_name] = [0] * 10
+                    parent_first = in_first[parent_key] = [0] * 10
                 parent_first[_CHILD_TIME] += time
-            continue
+            return
         # Open in cells first + 1 .. last (the cell holding its end, even at its very start), covering the
         # whole of those between.
-        last = (end - t0) // g
-        head, tail = first_end - ts, end - (t0 + last * g)
-        entry = table.entry
-        at_last = entry(last, name)
+        last = (end - self.t0) // g
+        head, tail = first_end - ts, end - (self.t0 + last * g)
+        entry = self.entry
+        at_last = entry(last, key)
         at_first[_TIME] += head
         at_last[_TIME] += tail
-        after_first, after_last = entry(first + 1, name), entry(last + 1, name)
+        after_first, after_last = entry(first + 1, key), entry(last + 1, key)
         after_first[_OPEN] += 1
         after_last[_OPEN] -= 1
-        if dur < 0:
+        if unfinished:
             after_first[_UNFINISHED_OPEN] += 1
             after_last[_UNFINISHED_OPEN] -= 1
         after_first[_WHOLE] += 1
@@ -237,48 +283,33 @@ def slice_name_cells(conn: sqlite3.Connection) -> None:
             after_first[_TOP_WHOLE] += 1
             at_last[_TOP_WHOLE] -= 1
         else:
-            entry(first, parent_name)[_CHILD_TIME] += head
-            entry(last, parent_name)[_CHILD_TIME] += tail
-            entry(first + 1, parent_name)[_CHILD_WHOLE] += 1
-            entry(last, parent_name)[_CHILD_WHOLE] -= 1
-    table.write_until(None)
+            entry(first, parent_key)[_CHILD_TIME] += head
+            entry(last, parent_key)[_CHILD_TIME] += tail
+            entry(first + 1, parent_key)[_CHILD_WHOLE] += 1
+            entry(last, parent_key)[_CHILD_WHOLE] -= 1
 
-
-class _NameCells:
-    """report_slice_name_cell's pending entries (cell -> name -> the ten counts) and per name running counts
-    (open, unfinished open, whole, top-level whole, children's whole), written cell by cell in (cell, name)
-    order."""
-
-    def __init__(self, conn: sqlite3.Connection, g: int) -> None:
-        self.conn = conn
-        self.g = g
-        self.entries: dict[int, dict[str | None, list[int]]] = {}
-        self.running: dict[str | None, list[int]] = {}  # names with a slice open over the cells being written
-        self.done = -1  # cells up to this one are written
-        self.rows: list[tuple] = []
-
-    def entry(self, cell: int, name: str | None) -> list[int]:
+    def entry(self, cell: int, key) -> list[int]:
         in_cell = self.entries.get(cell)
         if in_cell is None:
             in_cell = self.entries[cell] = {}
-        kept = in_cell.get(name)
+        kept = in_cell.get(key)
         if kept is None:
-            kept = in_cell[name] = [0] * 10
+            kept = in_cell[key] = [0] * 10
         return kept
 
     def write_until(self, last: int | None) -> None:
         """Writes the rows of every cell up to `last` (None: all that remain)."""
-        g, entries, running, rows = self.g, self.entries, self.running, self.rows
+        g, entries, running, rows, columns = self.g, self.entries, self.running, self.rows, self.columns
         pending = sorted(cell for cell in entries if last is None or cell <= last)
         cell = self.done + 1
         for next_cell in pending:
             self._between(cell, next_cell)
             here = entries.pop(next_cell)
-            for name in sorted(here.keys() | running.keys(), key=text_order_key):
-                kept = here.get(name)
-                state = running.get(name)
+            for key in self._sorted(here.keys() | running.keys()):
+                kept = here.get(key)
+                state = running.get(key)
                 if state is None:
-                    state = running[name] = [0, 0, 0, 0, 0]
+                    state = running[key] = [0, 0, 0, 0, 0]
                 if kept is not None:
                     for i, at in enumerate((_OPEN, _UNFINISHED_OPEN, _WHOLE, _TOP_WHOLE, _CHILD_WHOLE)):
                         state[i] += kept[at]
@@ -288,8 +319,8 @@ class _NameCells:
                 if kept[_STARTING] or open_:
                     covered = kept[_TIME] + whole * g
                     rows.append(
-                        (
-                            name,
+                        columns(key)
+                        + (
                             next_cell,
                             kept[_STARTING],
                             open_,
@@ -301,7 +332,7 @@ class _NameCells:
                         )
                     )
                 if not any(state):
-                    del running[name]
+                    del running[key]
             cell = next_cell + 1
             if len(rows) >= _CELL_ROWS_BATCH:
                 self._flush()
@@ -314,17 +345,34 @@ class _NameCells:
         """The rows of cells first .. end - 1, which have no entries: the open slices cover them whole."""
         g = self.g
         for between in range(first, end) if self.running else ():
-            for name in sorted(self.running, key=text_order_key):
-                open_, unfinished_open, whole, top_whole, child_whole = self.running[name]
+            for key in self._sorted(self.running):
+                open_, unfinished_open, whole, top_whole, child_whole = self.running[key]
                 if open_:
                     covered = whole * g
                     self.rows.append(
-                        (name, between, 0, open_, 0, unfinished_open, covered, covered - child_whole * g, top_whole * g)
+                        self.columns(key)
+                        + (
+                            between,
+                            0,
+                            open_,
+                            0,
+                            unfinished_open,
+                            covered,
+                            covered - child_whole * g,
+                            top_whole * g,
+                        )
                     )
+
+    def _sorted(self, keys: Iterable) -> list:
+        """Keys in SQLite's order: Python's own for text, unless a name is NULL (None)."""
+        try:
+            return sorted(keys)
+        except TypeError:
+            return sorted(keys, key=self.order)
 
     def _flush(self) -> None:
         if self.rows:
-            _insert(self.conn, schema.REPORT_SLICE_NAME_CELL, self.rows)
+            _insert(self.conn, self.table, self.rows)
             self.rows.clear()
 
 
@@ -350,5 +398,6 @@ COMPUTE: dict[str, Callable[[sqlite3.Connection], None]] = {
     "report_slice_name_percentile": slice_name_percentiles,
     "report_track_stats": track_stats,
     "report_slice_dimension": slice_dimension,
-    "report_slice_name_cell": slice_name_cells,
+    "report_slice_name_cell": slice_cells,
+    "report_slice_track_name_cell": lambda conn: None,  # filled by slice_cells, in the same pass
 }

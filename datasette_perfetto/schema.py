@@ -1625,6 +1625,21 @@ REPORT_SLICE_NAME_CELL = Table(
     indexes=(("name", "cell"), ("cell",)),
 )
 
+REPORT_SLICE_TRACK_NAME_CELL = Table(
+    "report_slice_track_name_cell",
+    "In traces with many slices: per track, slice name and cell of time (report_grid.cell_dur), what "
+    "report_slice_name_cell holds per name, for the slices table of threads, processes or tracks over a time "
+    "range (not a trace_processor table). Its cells are ten of report_slice_name_cell's: the owner's tracks "
+    "hold a share of the slices, so a range's parts outside whole cells stay short.",
+    (
+        C("track_id", "INTEGER", "→ track.id.", ref="track"),
+        C("name", "TEXT", "Slice name."),
+        C("cell", "INTEGER", "(ts - trace start) / cell_dur."),
+        *REPORT_SLICE_NAME_CELL.columns[2:],
+    ),
+    indexes=(("track_id", "cell"),),
+)
+
 REPORT_SCHED_CELL = Table(
     "report_sched_cell",
     "Per thread and cell of time (report_grid.cell_dur) CPU time, precomputed at import for the scheduling "
@@ -1702,6 +1717,42 @@ _SLICE_DIMENSION_POPULATE = (
     f"{SLICE_DUR} AS d, {_SLICE_SELF} AS self FROM slice JOIN track_dimension g ON g.track_id = slice.track_id "
     f"WHERE g.name IN ({SHOWN_DIMENSIONS_SQL}))) GROUP BY dimension, value, name"
 )
+
+
+def _slice_cells_sql(table: Table, grid_column: str, by_track: bool) -> str:
+    """The definition of report_slice_name_cell (per name) or report_slice_track_name_cell (per track and name):
+    a slice's pieces in the cells it reaches, their time; children's time subtracted from their parent's
+    (track and) name's self time, cell by cell."""
+    track = "track_id, " if by_track else ""
+    own_track = "s.track_id, " if by_track else ""
+    same_track = "children.track_id = own.track_id AND " if by_track else ""
+    return (
+        f"INSERT INTO {table.name} ({track}name, cell, starting, open, unfinished_starting, unfinished_open, "
+        "covered, self_covered, top_covered) "
+        f"WITH RECURSIVE grid AS (SELECT {grid_column} AS g, (SELECT start_ts FROM trace_bounds) AS t0, "
+        "(SELECT end_ts FROM trace_bounds) AS t1 FROM report_grid), "
+        f"span AS (SELECT {own_track}s.name, s.parent_id IS NULL AS top, p.name AS parent_name, "
+        "s.dur < 0 AS unfinished, s.ts AS row_start, CASE WHEN s.dur < 0 THEN t1 ELSE s.ts + s.dur END AS row_end, "
+        "(s.ts - t0) / g AS first_cell FROM slice s LEFT JOIN slice p ON p.id = s.parent_id, grid "
+        f"WHERE (SELECT count(*) FROM slice) >= {REPORT_NAME_CELL_MIN_SLICES}), "
+        "piece AS (SELECT *, first_cell AS cell FROM span UNION ALL "
+        f"SELECT {track}name, top, parent_name, unfinished, row_start, row_end, first_cell, cell + 1 FROM piece, grid "
+        "WHERE t0 + (cell + 1) * g <= row_end), "
+        "timed AS (SELECT piece.*, max(min(row_end, t0 + (cell + 1) * g) - max(row_start, t0 + cell * g), 0) "
+        "AS time FROM piece, grid), "
+        f"own AS (SELECT {track}name, cell, sum(cell = first_cell) AS starting, sum(cell > first_cell) AS open, "
+        "sum(unfinished AND cell = first_cell) AS unfinished_starting, "
+        "sum(unfinished AND cell > first_cell) AS unfinished_open, sum(time) AS covered, "
+        f"sum(CASE WHEN top THEN time ELSE 0 END) AS top_covered FROM timed GROUP BY {track}name, cell), "
+        # A slice's parent is on its track (slices nest per track).
+        f"children AS (SELECT {track}parent_name AS name, cell, sum(time) AS time FROM timed WHERE NOT top "
+        f"GROUP BY {track}parent_name, cell) "
+        f"SELECT {'own.track_id, ' if by_track else ''}own.name, own.cell, starting, open, unfinished_starting, "
+        "unfinished_open, covered, covered - coalesce(children.time, 0), top_covered FROM own "
+        f"LEFT JOIN children ON {same_track}children.name IS own.name AND children.cell = own.cell "
+        f"ORDER BY own.cell, {'own.track_id, ' if by_track else ''}own.name"
+    )
+
 
 DERIVED: tuple[Derived, ...] = (
     Derived(
@@ -1790,34 +1841,9 @@ DERIVED: tuple[Derived, ...] = (
         )
         + ")",
     ),
-    # What report_tables.slice_name_cells computes, as its definition: a slice's pieces in the cells it
-    # reaches, their time; children's time subtracted from their parent's name's self time, cell by cell.
-    Derived(
-        REPORT_SLICE_NAME_CELL,
-        "INSERT INTO report_slice_name_cell (name, cell, starting, open, unfinished_starting, unfinished_open, "
-        "covered, self_covered, top_covered) "
-        "WITH RECURSIVE grid AS (SELECT name_cell_dur AS g, (SELECT start_ts FROM trace_bounds) AS t0, "
-        "(SELECT end_ts FROM trace_bounds) AS t1 FROM report_grid), "
-        "span AS (SELECT s.name, s.parent_id IS NULL AS top, p.name AS parent_name, s.dur < 0 AS unfinished, "
-        "s.ts AS row_start, CASE WHEN s.dur < 0 THEN t1 ELSE s.ts + s.dur END AS row_end, "
-        "(s.ts - t0) / g AS first_cell FROM slice s LEFT JOIN slice p ON p.id = s.parent_id, grid "
-        f"WHERE (SELECT count(*) FROM slice) >= {REPORT_NAME_CELL_MIN_SLICES}), "
-        "piece AS (SELECT *, first_cell AS cell FROM span UNION ALL "
-        "SELECT name, top, parent_name, unfinished, row_start, row_end, first_cell, cell + 1 FROM piece, grid "
-        "WHERE t0 + (cell + 1) * g <= row_end), "
-        "timed AS (SELECT piece.*, max(min(row_end, t0 + (cell + 1) * g) - max(row_start, t0 + cell * g), 0) "
-        "AS time FROM piece, grid), "
-        "own AS (SELECT name, cell, sum(cell = first_cell) AS starting, sum(cell > first_cell) AS open, "
-        "sum(unfinished AND cell = first_cell) AS unfinished_starting, "
-        "sum(unfinished AND cell > first_cell) AS unfinished_open, sum(time) AS covered, "
-        "sum(CASE WHEN top THEN time ELSE 0 END) AS top_covered FROM timed GROUP BY name, cell), "
-        "children AS (SELECT parent_name AS name, cell, sum(time) AS time FROM timed WHERE NOT top "
-        "GROUP BY parent_name, cell) "
-        "SELECT own.name, own.cell, starting, open, unfinished_starting, unfinished_open, covered, "
-        "covered - coalesce(children.time, 0), top_covered FROM own "
-        "LEFT JOIN children ON children.name IS own.name AND children.cell = own.cell "
-        "ORDER BY own.cell, own.name",
-    ),
+    # What report_tables.slice_cells computes, as their definitions.
+    Derived(REPORT_SLICE_NAME_CELL, _slice_cells_sql(REPORT_SLICE_NAME_CELL, "name_cell_dur", by_track=False)),
+    Derived(REPORT_SLICE_TRACK_NAME_CELL, _slice_cells_sql(REPORT_SLICE_TRACK_NAME_CELL, "cell_dur", by_track=True)),
     Derived(
         REPORT_SCHED_CELL,
         "INSERT INTO report_sched_cell (cell, utid, busy) "

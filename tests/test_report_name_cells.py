@@ -1,5 +1,6 @@
-"""The slices table of a time range made of whole cells reads report_slice_name_cell (kept in large traces)
-instead of the instances: the same rows, totals and slice time as reading the instances."""
+"""The slices table of a time range made of whole cells reads report_slice_name_cell (kept in large traces),
+or for a thread's, process's or track's slices report_slice_track_name_cell, instead of the instances: the
+same rows, totals and slice time as reading the instances."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from datasette_perfetto.report.views import slices
 from datasette_perfetto.trace_builder import TraceBuilder
 
 CELLS = schema.REPORT_SLICE_NAME_CELL.name
+TRACK_CELLS = schema.REPORT_SLICE_TRACK_NAME_CELL.name
 PARTS_SEEN: set[str] = set()
 
 
@@ -58,19 +60,21 @@ def cells_db(tmp_path_factory):
     return db
 
 
-def grid(db) -> tuple[int, int, int]:
-    """(report_slice_name_cell's cell width, trace start, trace end)."""
+def grid(db, by_track: bool = False) -> tuple[int, int, int]:
+    """(report_slice_name_cell's cell width, or report_slice_track_name_cell's, trace start, trace end)."""
+    width = "cell_dur" if by_track else "name_cell_dur"
     conn = sqlite3.connect(db)
     try:
-        return conn.execute("SELECT name_cell_dur, start_ts, end_ts FROM report_grid, trace_bounds").fetchone()
+        return conn.execute(f"SELECT {width}, start_ts, end_ts FROM report_grid, trace_bounds").fetchone()
     finally:
         conn.close()
 
 
-def test_cells_equal_their_sql_definition(cells_db, tmp_path):
+@pytest.mark.parametrize("table", [CELLS, TRACK_CELLS])
+def test_cells_equal_their_sql_definition(cells_db, tmp_path, table):
     copy = tmp_path / "copy.db"
     copy.write_bytes(cells_db.read_bytes())
-    derived = next(d for d in schema.DERIVED if d.name == CELLS)
+    derived = next(d for d in schema.DERIVED if d.name == table)
     kept, defined = kept_and_defined(
         copy, derived, derived.populate.replace(f">= {schema.REPORT_NAME_CELL_MIN_SLICES}", ">= 0")
     )
@@ -87,7 +91,7 @@ def test_cells_equal_their_sql_definition(cells_db, tmp_path):
 
 
 def test_small_traces_keep_no_cells(demo_db):
-    assert demo_db.count(CELLS) == 0
+    assert demo_db.count(CELLS) == 0 and demo_db.count(TRACK_CELLS) == 0
 
 
 def report(db, flags: dict, cells: bool):
@@ -95,7 +99,7 @@ def report(db, flags: dict, cells: bool):
     conn = connect_with_functions(db)
     original = slices.cell_split
     if not cells:
-        slices.cell_split = lambda run: None
+        slices.cell_split = lambda run, by_track=False: None
     try:
         result = run_report(conn, "slices", "table", flags, Linker(None, "t.db"))
     finally:
@@ -118,17 +122,19 @@ def table_figures(msg) -> tuple:
     return rows, msg.total_rows, msg.total_slices, msg.slice_time
 
 
-def ranges(db) -> list[tuple[str, int, int]]:
+def ranges(db, by_track: bool = False) -> list[tuple[str, int, int]]:
     """(label, start, end) offsets from the trace start: whole cells, and parts of cells before and after."""
-    cell, start, end = grid(db)
+    cell, start, end = grid(db, by_track)
     last = (end - start) // cell
     rng = random.Random(11)
+    # In name cells (1 ms); track cells are ten of them.
+    scale = 10 if by_track else 1
     whole = [
-        ("one cell", 30, 31),
-        ("a few", 100, 170),
-        ("from the start", 0, 250),
-        ("to past the end", last - 50, last + 500),
-        ("the unfinished one's start", 500, 510),
+        ("one cell", 30 // scale, 30 // scale + 1),
+        ("a few", 100 // scale, 170 // scale),
+        ("from the start", 0, 250 // scale),
+        ("to past the end", last - 50 // scale, last + 500),
+        ("the unfinished one's start", 500 // scale, 510 // scale),
         ("everything", 0, last + 1),
     ]
     out = [(label, a * cell, b * cell) for label, a, b in whole]
@@ -145,6 +151,7 @@ def ranges(db) -> list[tuple[str, int, int]]:
     ids=lambda e: "&".join(f"{k}={v}" for k, v in e.items()) or "default",
 )
 def test_whole_cell_ranges_read_the_cells_and_agree_with_the_instances(cells_db, extra):
+    PARTS_SEEN.clear()
     for label, first, end in ranges(cells_db):
         flags = {"time": f"{first}ns,{end}ns", **extra}
         from_cells, used, longest = report(cells_db, flags, cells=True)
@@ -157,6 +164,32 @@ def test_whole_cell_ranges_read_the_cells_and_agree_with_the_instances(cells_db,
     assert PARTS_SEEN == {"before_start", "after_start"}  # ranges with parts outside whole cells were among them
 
 
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"thread": "t1"},
+        {"thread": "t*", "sort": "dur"},
+        {"thread": "edges"},
+        {"process": "app", "name": "R*"},
+        {"tid": "3", "sort": "count", "top": "2"},
+        {"thread": "t0", "min_count": "3"},
+    ],
+    ids=lambda e: "&".join(f"{k}={v}" for k, v in e.items()),
+)
+def test_an_owners_whole_cell_ranges_read_the_track_cells_and_agree_with_the_instances(cells_db, extra):
+    PARTS_SEEN.clear()
+    for label, first, end in ranges(cells_db, by_track=True):
+        flags = {"time": f"{first}ns,{end}ns", **extra}
+        from_cells, used, longest = report(cells_db, flags, cells=True)
+        from_instances, used_raw, _ = report(cells_db, flags, cells=False)
+        assert used and not used_raw, label
+        assert table_figures(from_cells) == table_figures(from_instances), label
+        assert from_cells.rows or "min_count" in extra or extra.get("thread") == "edges", label
+        for row in from_cells.rows:
+            assert longest[row.name] == row.max_dur, (label, row.name)
+    assert PARTS_SEEN == {"before_start", "after_start"}
+
+
 def test_min_duration_hides_the_same_names(cells_db):
     cell, _, _ = grid(cells_db)
     flags = {"time": f"{20 * cell + 5}ns,{300 * cell - 9}ns", "min_duration": "50ms"}
@@ -167,8 +200,14 @@ def test_min_duration_hides_the_same_names(cells_db):
 
 @pytest.mark.parametrize(
     "start, end, extra",
-    [(20, 90, {"sort": "max"}), (20, 90, {"thread": "t1"}), (20.5, 21.4, {}), (20.1, 20.9, {})],
-    ids=["sort=max", "thread", "no whole cell", "inside one cell"],
+    [
+        (20, 90, {"sort": "max"}),
+        (20, 90, {"thread": "t1", "sort": "max"}),
+        (20.5, 29.5, {"thread": "t1"}),
+        (20.5, 21.4, {}),
+        (20.1, 20.9, {}),
+    ],
+    ids=["sort=max", "thread sort=max", "thread, no whole track cell", "no whole cell", "inside one cell"],
 )
 def test_other_ranges_and_scopes_read_the_instances(cells_db, start, end, extra):
     cell, _, _ = grid(cells_db)

@@ -235,10 +235,10 @@ LIMIT {CANNED_TOP}"""
         # min_duration hides names with less time in total (the RFC's row filter), as min_count those with fewer
         # instances: it selects no instances.
         narrowed = owner is not None or s.time is not None
-        cells = cell_split(run) if owner is None and group is None and self.sort_key(s) != "max" else None
+        cells = cell_split(run, by_track=owner is not None) if group is None and self.sort_key(s) != "max" else None
         if cells is not None:
             w = scope_where(run, min_duration=False)
-            grouped, grouped_params, slice_time = self._by_cells(run, cells)
+            grouped, grouped_params, slice_time = self._by_cells(run, cells, owner)
         elif s.time is None and (owner is not None or group is not None):
             # A thread's, process's or track's slices, or slices per dimension value: the per track and name
             # aggregates precomputed at import.
@@ -334,7 +334,7 @@ LIMIT :top""",
             {**grouped_params, **having.params, **shown.params, "top": s.top},
         )
         if cells is not None:
-            rows = longest_in_range(run, rows)
+            rows = longest_in_range(run, rows, owner)
         out.total_rows = rows[0]["total_names"] if rows else 0
         out.total_slices = rows[0]["total_slices"] if rows else 0
         out.slice_time = slice_time or 0
@@ -375,16 +375,22 @@ LIMIT :top""",
             run.next_step(f"The longest {top.name} instance", inspect_link(run, top.max_instance))
 
     @staticmethod
-    def _by_cells(run: ReportRun, cells: CellSplit) -> tuple[str, dict, int]:
-        """A time range holding whole cells: per name and cell aggregates precomputed at import (large traces)
-        for those cells, the instances for the parts of the range before and after them (short: less than a
-        cell each); the longest instance of each row shown is looked up after (longest_in_range). A slice
-        open at the range's start is counted by the part before the cells, or by the first cell's `open`.
-        Returns (the per-name SQL, its parameters, the slice time in the range)."""
+    def _by_cells(run: ReportRun, cells: CellSplit, owner: Where | None) -> tuple[str, dict, int]:
+        """A time range holding whole cells: per name (or, for an owner's tracks, per track and name) and cell
+        aggregates precomputed at import (large traces) for those cells, the instances for the parts of the
+        range before and after them (short: less than a cell each); the longest instance of each row shown is
+        looked up after (longest_in_range). A slice open at the range's start is counted by the part before
+        the cells, or by the first cell's `open`. Returns (the per-name SQL, its parameters, the slice time in
+        the range)."""
         name = run.scope.name
         params: dict[str, Any] = {"first_cell": cells.first_cell, "end_cell": cells.end_cell}
-        by_cell = Where()
-        by_cell.add("c.cell >= :first_cell AND c.cell < :end_cell")
+        in_cells = Where()  # every name's: the slice time is theirs
+        in_cells.add("c.cell >= :first_cell AND c.cell < :end_cell")
+        owned = ""
+        if owner is not None:
+            in_cells.add(f"c.track_id IN {owner.terms[0]}", **owner.params)
+            owned = f"\n  AND s.track_id IN {owner.terms[0]}"
+        by_cell = Where(list(in_cells.terms), dict(in_cells.params))
         if name is not None:
             by_cell.add("c.name GLOB :name", name=name)
         params.update(by_cell.params)
@@ -393,21 +399,18 @@ LIMIT :top""",
             f"""  SELECT c.name AS name, sum(c.starting) + sum({opened.format("open")}) AS count,
          sum(c.covered) AS total_dur, sum(c.unfinished_starting) + sum({opened.format("unfinished_open")})
            AS unfinished, sum(c.self_covered) AS self_dur
-  FROM report_slice_name_cell c
+  FROM {cells.table} c
   {by_cell.sql().replace(chr(10), chr(10) + "  ")}
   GROUP BY c.name"""
         ]
-        tops = [
-            "(SELECT coalesce(sum(top_covered), 0) FROM report_slice_name_cell "
-            "WHERE cell >= :first_cell AND cell < :end_cell)"
-        ]
+        tops = [f"(SELECT coalesce(sum(c.top_covered), 0) FROM {cells.table} c {in_cells.sql()})"]
         for label, edge, starting_only in (("before", cells.before, False), ("after", cells.after, True)):
             if edge is None:
                 continue
             params[f"{label}_start"], params[f"{label}_end"] = edge
-            parts.append(_edge_by_name(label, starting_only, name is not None))
+            parts.append(_edge_by_name(label, starting_only, name is not None, owned))
             tops.append(
-                f"(SELECT coalesce(sum({_edge_dur(label)}), 0) FROM slice s\n  {_edge_range(label)}\n"
+                f"(SELECT coalesce(sum({_edge_dur(label)}), 0) FROM slice s\n  {_edge_range(label, owned)}\n"
                 "  AND +s.parent_id IS NULL)"
             )
         if name is not None:
@@ -617,24 +620,32 @@ ORDER BY d DESC, id DESC LIMIT :top"""
 
 @dataclass(frozen=True)
 class CellSplit:
-    """A time range [start, end) as report_slice_name_cell sees it: whole cells [first_cell, end_cell), and the
-    parts of the range before and after them (None when empty), read from the instances."""
+    """A time range [start, end) as a cell table (report_slice_name_cell or report_slice_track_name_cell) sees
+    it: whole cells [first_cell, end_cell), and the parts of the range before and after them (None when empty),
+    read from the instances."""
 
+    table: str
     first_cell: int
     end_cell: int
     before: tuple[int, int] | None
     after: tuple[int, int] | None
 
 
-def cell_split(run: ReportRun) -> CellSplit | None:
-    """Under `time`, the range split around the whole cells of report_slice_name_cell inside it, when that table
-    was filled (large traces) and holds at least one whole cell of the range; else None. Before the trace's
-    start and past its end nothing lies: the range reaches the first or last cell there."""
-    if run.scope.time is None or not run.has_tables("report_slice_name_cell", "report_grid"):
+# The cell tables of large traces, per name or per track and name, with their cell width in report_grid.
+CELL_TABLES = {False: ("report_slice_name_cell", "name_cell_dur"), True: ("report_slice_track_name_cell", "cell_dur")}
+
+
+def cell_split(run: ReportRun, by_track: bool = False) -> CellSplit | None:
+    """Under `time`, the range split around the whole cells inside it of report_slice_name_cell (or, `by_track`,
+    for an owner's tracks, report_slice_track_name_cell), when that table was filled (large traces) and holds at
+    least one whole cell of the range; else None. Before the trace's start and past its end nothing lies: the
+    range reaches the first or last cell there."""
+    table, width = CELL_TABLES[by_track]
+    if run.scope.time is None or not run.has_tables(table, "report_grid"):
         return None
     cell_dur = run.value(
-        "the cell width, where per name cells were kept",
-        "SELECT name_cell_dur FROM report_grid WHERE EXISTS (SELECT 1 FROM report_slice_name_cell)",
+        "the cell width, where cells were kept",
+        f"SELECT {width} FROM report_grid WHERE EXISTS (SELECT 1 FROM {table})",
     )
     start, end = run.time_range()
     t0, t1 = run.trace.start, run.trace.end
@@ -647,6 +658,7 @@ def cell_split(run: ReportRun) -> CellSplit | None:
     cell_start = t0 + first * cell_dur
     cell_end = None if last is None else t0 + last * cell_dur
     return CellSplit(
+        table,
         first,
         MAX_INT64 if last is None else last,
         (start, cell_start) if start > t0 and start < cell_start else None,
@@ -659,17 +671,18 @@ def _edge_dur(label: str) -> str:
     return CLIPPED_DUR.replace(":range_end", f":{label}_end").replace(":range_start", f":{label}_start")
 
 
-def _edge_range(label: str) -> str:
+def _edge_range(label: str, owned: str = "") -> str:
     """WHERE terms on slice s: the instances with a time in the range part named `label` (scope_where's time
-    terms)."""
+    terms), and the `owned` terms (an owner's tracks)."""
     terms = f"{IN_RANGE}\n  AND {REACH_BACK}"
-    return "WHERE " + terms.replace(":range_end", f":{label}_end").replace(":range_start", f":{label}_start")
+    return "WHERE " + terms.replace(":range_end", f":{label}_end").replace(":range_start", f":{label}_start") + owned
 
 
-def _edge_by_name(label: str, starting_only: bool, by_name: bool) -> str:
+def _edge_by_name(label: str, starting_only: bool, by_name: bool, owned: str = "") -> str:
     """Per name over one part of a range outside the whole cells, as the slices table reads instances: their
-    time inside the part, and self time less their direct children's (of any name) there. With
-    `starting_only` only instances starting in the part count (the others were counted before it)."""
+    time inside the part, and self time less their direct children's (of any name) there; `owned`: terms
+    selecting an owner's tracks (children are on their parent's track). With `starting_only` only instances
+    starting in the part count (the others were counted before it)."""
     d = _edge_dur(label)
     count = f"sum(s.ts >= :{label}_start)" if starting_only else "count(*)"
     unfinished = f"sum(s.dur < 0 AND s.ts >= :{label}_start)" if starting_only else "sum(s.dur < 0)"
@@ -679,11 +692,11 @@ def _edge_by_name(label: str, starting_only: bool, by_name: bool) -> str:
   FROM slice s
   LEFT JOIN (
     SELECT s.parent_id, sum({d}) AS dur FROM slice s
-    {_edge_range(label).replace(chr(10), chr(10) + "    ")}
+    {_edge_range(label, owned).replace(chr(10), chr(10) + "    ")}
     AND s.parent_id IS NOT NULL
     GROUP BY s.parent_id
   ) c ON c.parent_id = s.id
-  {_edge_range(label).replace(chr(10), chr(10) + "  ")}{name_term}
+  {_edge_range(label, owned).replace(chr(10), chr(10) + "  ")}{name_term}
   GROUP BY +s.name"""
 
 
@@ -692,14 +705,15 @@ def _edge_by_name(label: str, starting_only: bool, by_name: bool) -> str:
 LONGEST_PROBE = 8
 
 
-def longest_in_range(run: ReportRun, rows: list) -> list[dict]:
-    """`rows` (of the names in a range, from report_slice_name_cell) with max_dur and max_id: each name's
-    longest part inside the range and its instance (the highest id among equals). The (name, dur) index
-    gives the longest finished instances in the range first: one wholly inside bounds every shorter one,
+def longest_in_range(run: ReportRun, rows: list, owner: Where | None = None) -> list[dict]:
+    """`rows` (of the names in a range, from the cell tables) with max_dur and max_id: each name's longest part
+    inside the range (on the `owner`'s tracks) and its instance (the highest id among equals). The (name, dur)
+    index gives the longest finished instances in the range first: one wholly inside bounds every shorter one,
     so reading stops there; unfinished instances are few and read whole."""
     out = []
     start, end = run.time_range()
     range_dur = end - start
+    owned, owner_params = ("", {}) if owner is None else (f" AND +s.track_id IN {owner.terms[0]}", owner.params)
     for row in rows:
         row = dict(row)
         probe = LONGEST_PROBE
@@ -708,13 +722,13 @@ def longest_in_range(run: ReportRun, rows: list) -> list[dict]:
                 f"the longest part of a {row['name']} inside the range",
                 f"""SELECT id, d, dur FROM (
   SELECT s.id, {CLIPPED_DUR} AS d, s.dur FROM slice s
-  WHERE s.name IS :name AND s.dur >= 0 AND +s.ts < :range_end AND s.ts + s.dur >= :range_start
+  WHERE s.name IS :name AND s.dur >= 0 AND +s.ts < :range_end AND s.ts + s.dur >= :range_start{owned}
   ORDER BY s.dur DESC, s.id DESC LIMIT :probe
 )
 UNION ALL
 SELECT s.id, {CLIPPED_DUR}, s.dur FROM slice s
-WHERE s.name IS :name AND s.dur < 0 AND +s.ts < :range_end AND (SELECT end_ts FROM trace_bounds) >= :range_start""",
-                {"name": row["name"], "probe": probe, "range_start": start, "range_end": end},
+WHERE s.name IS :name AND s.dur < 0 AND +s.ts < :range_end AND (SELECT end_ts FROM trace_bounds) >= :range_start{owned}""",
+                {"name": row["name"], "probe": probe, "range_start": start, "range_end": end, **owner_params},
             )
             finished = [r for r in found if r["dur"] >= 0]
             best = max(found, key=lambda r: (r["d"], r["id"]), default=None)

@@ -29,7 +29,9 @@ def cells_db(tmp_path_factory):
     builder = TraceBuilder()
     seq = builder.sequence(1)
     seq.process(1, "app")
-    threads = [seq.thread(1, 2 + i, f"t{i}") for i in range(4)]
+    # A producer's dimension on three of them (the others have none: their own group_by row).
+    ranks = [[("rank", 0)], [("rank", 1)], [("rank", 1)], None]
+    threads = [seq.thread(1, 2 + i, f"t{i}", dimensions=ranks[i]) for i in range(4)]
     ms = 1_000_000
     for k, track in enumerate(threads):
         ts = 1_000 + k * 7
@@ -112,13 +114,13 @@ def report(db, flags: dict, cells: bool):
         inst = row.max_instance
         (start, end) = result.run.time_range()
         stop = result.run.trace.end if inst.dur < 0 else inst.ts + inst.dur
-        instances[row.name] = max(min(stop, end) - max(inst.ts, start), 0)
+        instances[row.name, row.group_value] = max(min(stop, end) - max(inst.ts, start), 0)
     conn.close()
     return result.result_message(), used_cells, instances
 
 
 def table_figures(msg) -> tuple:
-    rows = [(r.name, r.count, r.total_dur, r.self_dur, r.max_dur) for r in msg.rows]
+    rows = [(r.name, r.group_value, r.count, r.total_dur, r.self_dur, r.max_dur) for r in msg.rows]
     return rows, msg.total_rows, msg.total_slices, msg.slice_time
 
 
@@ -160,7 +162,7 @@ def test_whole_cell_ranges_read_the_cells_and_agree_with_the_instances(cells_db,
         assert table_figures(from_cells) == table_figures(from_instances), label
         assert from_cells.rows or "min_count" in extra, label
         for row in from_cells.rows:  # the instance shown is a longest one (ties may pick another)
-            assert longest[row.name] == row.max_dur, (label, row.name)
+            assert longest[row.name, row.group_value] == row.max_dur, (label, row.name)
     assert PARTS_SEEN == {"before_start", "after_start"}  # ranges with parts outside whole cells were among them
 
 
@@ -173,11 +175,15 @@ def test_whole_cell_ranges_read_the_cells_and_agree_with_the_instances(cells_db,
         {"process": "app", "name": "R*"},
         {"tid": "3", "sort": "count", "top": "2"},
         {"thread": "t0", "min_count": "3"},
+        {"group_by": "rank"},
+        {"group_by": "rank", "sort": "dur", "name": "R*"},
+        {"group_by": "thread", "thread": "t*", "top": "30"},
     ],
     ids=lambda e: "&".join(f"{k}={v}" for k, v in e.items()),
 )
-def test_an_owners_whole_cell_ranges_read_the_track_cells_and_agree_with_the_instances(cells_db, extra):
+def test_an_owners_or_per_value_whole_cell_ranges_read_the_track_cells_and_agree_with_the_instances(cells_db, extra):
     PARTS_SEEN.clear()
+    values: set[str] = set()
     for label, first, end in ranges(cells_db, by_track=True):
         flags = {"time": f"{first}ns,{end}ns", **extra}
         from_cells, used, longest = report(cells_db, flags, cells=True)
@@ -186,8 +192,11 @@ def test_an_owners_whole_cell_ranges_read_the_track_cells_and_agree_with_the_ins
         assert table_figures(from_cells) == table_figures(from_instances), label
         assert from_cells.rows or "min_count" in extra or extra.get("thread") == "edges", label
         for row in from_cells.rows:
-            assert longest[row.name] == row.max_dur, (label, row.name)
+            assert longest[row.name, row.group_value] == row.max_dur, (label, row.name)
+        values.update(row.group_value for row in from_cells.rows)
     assert PARTS_SEEN == {"before_start", "after_start"}
+    if extra.get("group_by") == "rank":
+        assert values == {"0", "1", ""}  # "": the tracks without a rank
 
 
 def test_min_duration_hides_the_same_names(cells_db):

@@ -28,7 +28,7 @@ from ..filters import (
     subquery,
     unset,
 )
-from ..grouping import VALUE_TEXT, group_stats, grouping, track_value
+from ..grouping import VALUE_TEXT, Grouping, group_stats, grouping, track_value
 from ..links import glob_escape, view_link
 from ..scope import MAX_INT64, ReportError
 from ..scope import shown as quoted
@@ -235,10 +235,10 @@ LIMIT {CANNED_TOP}"""
         # min_duration hides names with less time in total (the RFC's row filter), as min_count those with fewer
         # instances: it selects no instances.
         narrowed = owner is not None or s.time is not None
-        cells = cell_split(run, by_track=owner is not None) if group is None and self.sort_key(s) != "max" else None
+        cells = cell_split(run, by_track=owner is not None or group is not None) if self.sort_key(s) != "max" else None
         if cells is not None:
             w = scope_where(run, min_duration=False)
-            grouped, grouped_params, slice_time = self._by_cells(run, cells, owner)
+            grouped, grouped_params, slice_time = self._by_cells(run, cells, owner, group)
         elif s.time is None and (owner is not None or group is not None):
             # A thread's, process's or track's slices, or slices per dimension value: the per track and name
             # aggregates precomputed at import.
@@ -334,7 +334,7 @@ LIMIT :top""",
             {**grouped_params, **having.params, **shown.params, "top": s.top},
         )
         if cells is not None:
-            rows = longest_in_range(run, rows, owner)
+            rows = longest_in_range(run, rows, owner, group)
         out.total_rows = rows[0]["total_names"] if rows else 0
         out.total_slices = rows[0]["total_slices"] if rows else 0
         out.slice_time = slice_time or 0
@@ -375,15 +375,22 @@ LIMIT :top""",
             run.next_step(f"The longest {top.name} instance", inspect_link(run, top.max_instance))
 
     @staticmethod
-    def _by_cells(run: ReportRun, cells: CellSplit, owner: Where | None) -> tuple[str, dict, int]:
-        """A time range holding whole cells: per name (or, for an owner's tracks, per track and name) and cell
-        aggregates precomputed at import (large traces) for those cells, the instances for the parts of the
-        range before and after them (short: less than a cell each); the longest instance of each row shown is
-        looked up after (longest_in_range). A slice open at the range's start is counted by the part before
-        the cells, or by the first cell's `open`. Returns (the per-name SQL, its parameters, the slice time in
-        the range)."""
+    def _by_cells(
+        run: ReportRun, cells: CellSplit, owner: Where | None, group: Grouping | None
+    ) -> tuple[str, dict, int]:
+        """A time range holding whole cells: per name (or, for an owner's tracks or per dimension value, per
+        track and name) and cell aggregates precomputed at import (large traces) for those cells, the instances
+        for the parts of the range before and after them (short: less than a cell each); the longest instance
+        of each row shown is looked up after (longest_in_range). A slice open at the range's start is counted
+        by the part before the cells, or by the first cell's `open`. Returns (the per-name SQL, its
+        parameters, the slice time in the range)."""
         name = run.scope.name
         params: dict[str, Any] = {"first_cell": cells.first_cell, "end_cell": cells.end_cell}
+        value, value_key, by_value = "", "", ""
+        if group is not None:  # rows per name and value of the slices' tracks
+            params.update(group.params)
+            value, value_key = f", {VALUE_TEXT.format(d='g')} AS group_value", ", group_value"
+            by_value = "\n  LEFT JOIN track_dimension g ON g.track_id = c.track_id AND g.name = :group_dim"
         in_cells = Where()  # every name's: the slice time is theirs
         in_cells.add("c.cell >= :first_cell AND c.cell < :end_cell")
         owned = ""
@@ -396,19 +403,19 @@ LIMIT :top""",
         params.update(by_cell.params)
         opened = "0" if cells.before is not None else "CASE WHEN c.cell = :first_cell THEN c.{} ELSE 0 END"
         parts = [
-            f"""  SELECT c.name AS name, sum(c.starting) + sum({opened.format("open")}) AS count,
+            f"""  SELECT c.name AS name{value}, sum(c.starting) + sum({opened.format("open")}) AS count,
          sum(c.covered) AS total_dur, sum(c.unfinished_starting) + sum({opened.format("unfinished_open")})
            AS unfinished, sum(c.self_covered) AS self_dur
-  FROM {cells.table} c
+  FROM {cells.table} c{by_value}
   {by_cell.sql().replace(chr(10), chr(10) + "  ")}
-  GROUP BY c.name"""
+  GROUP BY c.name{value_key}"""
         ]
         tops = [f"(SELECT coalesce(sum(c.top_covered), 0) FROM {cells.table} c {in_cells.sql()})"]
         for label, edge, starting_only in (("before", cells.before, False), ("after", cells.after, True)):
             if edge is None:
                 continue
             params[f"{label}_start"], params[f"{label}_end"] = edge
-            parts.append(_edge_by_name(label, starting_only, name is not None, owned))
+            parts.append(_edge_by_name(label, starting_only, name is not None, owned, group is not None))
             tops.append(
                 f"(SELECT coalesce(sum({_edge_dur(label)}), 0) FROM slice s\n  {_edge_range(label, owned)}\n"
                 "  AND +s.parent_id IS NULL)"
@@ -416,12 +423,12 @@ LIMIT :top""",
         if name is not None:
             params["name"] = name
         union = "\n  UNION ALL\n".join(parts)
-        grouped = f"""SELECT name, sum(count) AS count, sum(total_dur) AS total_dur, NULL AS max_dur, NULL AS max_id,
-       sum(unfinished) AS unfinished, sum(self_dur) AS self_dur
+        grouped = f"""SELECT name{value_key}, sum(count) AS count, sum(total_dur) AS total_dur, NULL AS max_dur,
+       NULL AS max_id, sum(unfinished) AS unfinished, sum(self_dur) AS self_dur
 FROM (
 {union}
 )
-GROUP BY name"""
+GROUP BY name{value_key}"""
         slice_time = run.value(
             "the slice time in scope: the time the top-level slices cover in the range's cells and the rest of it",
             "SELECT " + "\n  + ".join(tops),
@@ -678,18 +685,23 @@ def _edge_range(label: str, owned: str = "") -> str:
     return "WHERE " + terms.replace(":range_end", f":{label}_end").replace(":range_start", f":{label}_start") + owned
 
 
-def _edge_by_name(label: str, starting_only: bool, by_name: bool, owned: str = "") -> str:
-    """Per name over one part of a range outside the whole cells, as the slices table reads instances: their
-    time inside the part, and self time less their direct children's (of any name) there; `owned`: terms
-    selecting an owner's tracks (children are on their parent's track). With `starting_only` only instances
-    starting in the part count (the others were counted before it)."""
+def _edge_by_name(label: str, starting_only: bool, by_name: bool, owned: str = "", by_value: bool = False) -> str:
+    """Per name (and, `by_value`, per value of the group_by dimension of their tracks) over one part of a range
+    outside the whole cells, as the slices table reads instances: their time inside the part, and self time
+    less their direct children's (of any name) there; `owned`: terms selecting an owner's tracks (children are
+    on their parent's track). With `starting_only` only instances starting in the part count (the others were
+    counted before it)."""
     d = _edge_dur(label)
     count = f"sum(s.ts >= :{label}_start)" if starting_only else "count(*)"
     unfinished = f"sum(s.dur < 0 AND s.ts >= :{label}_start)" if starting_only else "sum(s.dur < 0)"
     name_term = "\n    AND s.name GLOB :name" if by_name else ""
-    return f"""  SELECT s.name AS name, {count} AS count, sum({d}) AS total_dur, {unfinished} AS unfinished,
+    value, value_key, value_join = "", "", ""
+    if by_value:
+        value, value_key = f", {VALUE_TEXT.format(d='g')} AS group_value", ", group_value"
+        value_join = "\n  LEFT JOIN track_dimension g ON g.track_id = s.track_id AND g.name = :group_dim"
+    return f"""  SELECT s.name AS name{value}, {count} AS count, sum({d}) AS total_dur, {unfinished} AS unfinished,
          sum({d} - coalesce(c.dur, 0)) AS self_dur
-  FROM slice s
+  FROM slice s{value_join}
   LEFT JOIN (
     SELECT s.parent_id, sum({d}) AS dur FROM slice s
     {_edge_range(label, owned).replace(chr(10), chr(10) + "    ")}
@@ -697,7 +709,7 @@ def _edge_by_name(label: str, starting_only: bool, by_name: bool, owned: str = "
     GROUP BY s.parent_id
   ) c ON c.parent_id = s.id
   {_edge_range(label, owned).replace(chr(10), chr(10) + "  ")}{name_term}
-  GROUP BY +s.name"""
+  GROUP BY +s.name{value_key}"""
 
 
 # Instances read per name, longest first, to find the longest part inside a range (doubled while a longer
@@ -705,17 +717,30 @@ def _edge_by_name(label: str, starting_only: bool, by_name: bool, owned: str = "
 LONGEST_PROBE = 8
 
 
-def longest_in_range(run: ReportRun, rows: list, owner: Where | None = None) -> list[dict]:
+def longest_in_range(
+    run: ReportRun, rows: list, owner: Where | None = None, group: Grouping | None = None
+) -> list[dict]:
     """`rows` (of the names in a range, from the cell tables) with max_dur and max_id: each name's longest part
-    inside the range (on the `owner`'s tracks) and its instance (the highest id among equals). The (name, dur)
-    index gives the longest finished instances in the range first: one wholly inside bounds every shorter one,
-    so reading stops there; unfinished instances are few and read whole."""
+    inside the range (on the `owner`'s tracks; with `group`, on the tracks of the row's dimension value) and its
+    instance (the highest id among equals). The (name, dur) index gives the longest finished instances in the
+    range first: one wholly inside bounds every shorter one, so reading stops there; unfinished instances are
+    few and read whole."""
     out = []
     start, end = run.time_range()
     range_dur = end - start
-    owned, owner_params = ("", {}) if owner is None else (f" AND +s.track_id IN {owner.terms[0]}", owner.params)
+    owned_all, owner_params = ("", {}) if owner is None else (f" AND +s.track_id IN {owner.terms[0]}", owner.params)
     for row in rows:
         row = dict(row)
+        owned, value_params = owned_all, {}
+        if group is not None:
+            value_params = {**group.params, "group_value": row["group_value"]}
+            if row["group_value"] is None:  # the tracks without the dimension
+                owned += " AND +s.track_id NOT IN (SELECT track_id FROM track_dimension WHERE name = :group_dim)"
+            else:
+                owned += (
+                    f" AND +s.track_id IN (SELECT g.track_id FROM track_dimension g WHERE g.name = :group_dim "
+                    f"AND {VALUE_TEXT.format(d='g')} = :group_value)"
+                )
         probe = LONGEST_PROBE
         while True:
             found = run.query(
@@ -728,7 +753,14 @@ def longest_in_range(run: ReportRun, rows: list, owner: Where | None = None) -> 
 UNION ALL
 SELECT s.id, {CLIPPED_DUR}, s.dur FROM slice s
 WHERE s.name IS :name AND s.dur < 0 AND +s.ts < :range_end AND (SELECT end_ts FROM trace_bounds) >= :range_start{owned}""",
-                {"name": row["name"], "probe": probe, "range_start": start, "range_end": end, **owner_params},
+                {
+                    "name": row["name"],
+                    "probe": probe,
+                    "range_start": start,
+                    "range_end": end,
+                    **owner_params,
+                    **value_params,
+                },
             )
             finished = [r for r in found if r["dur"] >= 0]
             best = max(found, key=lambda r: (r["d"], r["id"]), default=None)

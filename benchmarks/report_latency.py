@@ -219,6 +219,7 @@ def requests(conn, db_name: str) -> list[tuple[str, str]]:
     out += [
         ("slices table thread=", f"{base}/slices?thread={thread}"),
         ("slices table thread= time=", f"{base}/slices?thread={thread}&time={wide}"),
+        ("slices table group_by= time=", f"{base}/slices?group_by=process&time={wide}"),
         # One bucket of a default timeline; the cost grows with the slices in the range (or, in traces with
         # report_slice_name_cell, with the names and cells).
         ("slices table time=", f"{base}/slices?time={one_bucket}"),

@@ -305,16 +305,36 @@ class _Cells:
         for next_cell in pending:
             self._between(cell, next_cell)
             here = entries.pop(next_cell)
-            for key in self._sorted(here.keys() | running.keys()):
+            for key in self._sorted(here.keys() | running.keys() if running else here.keys()):
                 kept = here.get(key)
                 state = running.get(key)
-                if state is None:
-                    state = running[key] = [0, 0, 0, 0, 0]
-                if kept is not None:
-                    for i, at in enumerate((_OPEN, _UNFINISHED_OPEN, _WHOLE, _TOP_WHOLE, _CHILD_WHOLE)):
-                        state[i] += kept[at]
-                else:
+                if kept is None:
                     kept = _NO_ENTRY
+                elif kept[_OPEN] or kept[_UNFINISHED_OPEN] or kept[_WHOLE] or kept[_TOP_WHOLE] or kept[_CHILD_WHOLE]:
+                    if state is None:
+                        state = running[key] = [0, 0, 0, 0, 0]
+                    state[0] += kept[_OPEN]
+                    state[1] += kept[_UNFINISHED_OPEN]
+                    state[2] += kept[_WHOLE]
+                    state[3] += kept[_TOP_WHOLE]
+                    state[4] += kept[_CHILD_WHOLE]
+                if state is None:  # nothing of the key's open over the cell: the usual case
+                    if kept[_STARTING]:
+                        time = kept[_TIME]
+                        rows.append(
+                            columns(key)
+                            + (
+                                next_cell,
+                                kept[_STARTING],
+                                0,
+                                kept[_UNFINISHED_STARTING],
+                                0,
+                                time,
+                                time - kept[_CHILD_TIME],
+                                kept[_TOP_TIME],
+                            )
+                        )
+                    continue
                 open_, unfinished_open, whole, top_whole, child_whole = state
                 if kept[_STARTING] or open_:
                     covered = kept[_TIME] + whole * g

@@ -238,7 +238,10 @@ LIMIT {CANNED_TOP}"""
         cells = cell_split(run, by_track=owner is not None or group is not None) if self.sort_key(s) != "max" else None
         if cells is not None:
             w = scope_where(run, min_duration=False)
-            grouped, grouped_params, slice_time = self._by_cells(run, cells, owner, group)
+            grouped, grouped_params = self._by_cells(run, cells, owner, group)
+            # Every track's slice time (group_by alone) is the per name cells', finer: shorter parts to read.
+            every_track = cell_split(run) if owner is None and group is not None else None
+            slice_time = self._slice_time_by_cells(run, every_track or cells, owner)
         elif s.time is None and (owner is not None or group is not None):
             # A thread's, process's or track's slices, or slices per dimension value: the per track and name
             # aggregates precomputed at import.
@@ -375,15 +378,13 @@ LIMIT :top""",
             run.next_step(f"The longest {top.name} instance", inspect_link(run, top.max_instance))
 
     @staticmethod
-    def _by_cells(
-        run: ReportRun, cells: CellSplit, owner: Where | None, group: Grouping | None
-    ) -> tuple[str, dict, int]:
+    def _by_cells(run: ReportRun, cells: CellSplit, owner: Where | None, group: Grouping | None) -> tuple[str, dict]:
         """A time range holding whole cells: per name (or, for an owner's tracks or per dimension value, per
         track and name) and cell aggregates precomputed at import (large traces) for those cells, the instances
         for the parts of the range before and after them (short: less than a cell each); the longest instance
         of each row shown is looked up after (longest_in_range). A slice open at the range's start is counted
         by the part before the cells, or by the first cell's `open`. Returns (the per-name SQL, its
-        parameters, the slice time in the range)."""
+        parameters)."""
         name = run.scope.name
         params: dict[str, Any] = {"first_cell": cells.first_cell, "end_cell": cells.end_cell}
         value, value_key, by_value = "", "", ""
@@ -391,13 +392,7 @@ LIMIT :top""",
             params.update(group.params)
             value, value_key = f", {VALUE_TEXT.format(d='g')} AS group_value", ", group_value"
             by_value = "\n  LEFT JOIN track_dimension g ON g.track_id = c.track_id AND g.name = :group_dim"
-        in_cells = Where()  # every name's: the slice time is theirs
-        in_cells.add("c.cell >= :first_cell AND c.cell < :end_cell")
-        owned = ""
-        if owner is not None:
-            in_cells.add(f"c.track_id IN {owner.terms[0]}", **owner.params)
-            owned = f"\n  AND s.track_id IN {owner.terms[0]}"
-        by_cell = Where(list(in_cells.terms), dict(in_cells.params))
+        by_cell, owned = _cell_scope(cells, owner)
         if name is not None:
             by_cell.add("c.name GLOB :name", name=name)
         params.update(by_cell.params)
@@ -410,16 +405,11 @@ LIMIT :top""",
   {by_cell.sql().replace(chr(10), chr(10) + "  ")}
   GROUP BY c.name{value_key}"""
         ]
-        tops = [f"(SELECT coalesce(sum(c.top_covered), 0) FROM {cells.table} c {in_cells.sql()})"]
         for label, edge, starting_only in (("before", cells.before, False), ("after", cells.after, True)):
             if edge is None:
                 continue
             params[f"{label}_start"], params[f"{label}_end"] = edge
             parts.append(_edge_by_name(label, starting_only, name is not None, owned, group is not None))
-            tops.append(
-                f"(SELECT coalesce(sum({_edge_dur(label)}), 0) FROM slice s\n  {_edge_range(label, owned)}\n"
-                "  AND +s.parent_id IS NULL)"
-            )
         if name is not None:
             params["name"] = name
         union = "\n  UNION ALL\n".join(parts)
@@ -429,12 +419,28 @@ FROM (
 {union}
 )
 GROUP BY name{value_key}"""
+        return grouped, params
+
+    @staticmethod
+    def _slice_time_by_cells(run: ReportRun, cells: CellSplit, owner: Where | None) -> int:
+        """The slice time in a range holding whole cells (every name's, on the owner's tracks): the time the
+        top-level slices cover in those cells, from the cells, and in the parts before and after them."""
+        in_cells, owned = _cell_scope(cells, owner)
+        params: dict[str, Any] = {"first_cell": cells.first_cell, "end_cell": cells.end_cell, **in_cells.params}
+        tops = [f"(SELECT coalesce(sum(c.top_covered), 0) FROM {cells.table} c {in_cells.sql()})"]
+        for label, edge in (("before", cells.before), ("after", cells.after)):
+            if edge is not None:
+                params[f"{label}_start"], params[f"{label}_end"] = edge
+                tops.append(
+                    f"(SELECT coalesce(sum({_edge_dur(label)}), 0) FROM slice s\n  {_edge_range(label, owned)}\n"
+                    "  AND +s.parent_id IS NULL)"
+                )
         slice_time = run.value(
             "the slice time in scope: the time the top-level slices cover in the range's cells and the rest of it",
             "SELECT " + "\n  + ".join(tops),
             params,
         )
-        return grouped, params, slice_time or 0
+        return slice_time or 0
 
     @staticmethod
     def _percentiles(run: ReportRun, out: pb.SlicesTable, rows: list, w: Where, narrowed: bool, grouped: bool) -> None:
@@ -671,6 +677,17 @@ def cell_split(run: ReportRun, by_track: bool = False) -> CellSplit | None:
         (start, cell_start) if start > t0 and start < cell_start else None,
         (cell_end, end) if cell_end is not None and cell_end < end else None,
     )
+
+
+def _cell_scope(cells: CellSplit, owner: Where | None) -> tuple[Where, str]:
+    """The terms selecting a range's whole cells (of an owner's tracks) in cells table c, and the terms on slice s
+    selecting the owner's tracks in the parts outside them ("" for every track)."""
+    in_cells = Where()
+    in_cells.add("c.cell >= :first_cell AND c.cell < :end_cell")
+    if owner is None:
+        return in_cells, ""
+    in_cells.add(f"c.track_id IN {owner.terms[0]}", **owner.params)
+    return in_cells, f"\n  AND s.track_id IN {owner.terms[0]}"
 
 
 def _edge_dur(label: str) -> str:

@@ -1628,9 +1628,10 @@ REPORT_SLICE_NAME_CELL = Table(
 REPORT_SLICE_TRACK_NAME_CELL = Table(
     "report_slice_track_name_cell",
     "In traces with many slices: per track, slice name and cell of time (report_grid.cell_dur), what "
-    "report_slice_name_cell holds per name, for the slices table of threads, processes or tracks over a time "
-    "range (not a trace_processor table). Its cells are ten of report_slice_name_cell's: the owner's tracks "
-    "hold a share of the slices, so a range's parts outside whole cells stay short.",
+    "report_slice_name_cell holds per name, for the slices table of threads, processes or tracks, or per "
+    "dimension value (group_by), over a time range (not a trace_processor table). Its cells are ten of "
+    "report_slice_name_cell's: an owner's tracks hold a share of the slices, so a range's parts outside "
+    "whole cells stay short.",
     (
         C("track_id", "INTEGER", "→ track.id.", ref="track"),
         C("name", "TEXT", "Slice name."),

@@ -120,9 +120,18 @@ def test_absurd_durations_are_kept_within_int64(tmp_path):
             seq.slice_begin(1_000 + k, track, "Huge")
         for k in range(3):
             seq.slice_end((1 << 62) + 1_000 + k, track)
-    db = ingest_built(tmp_path, builder)
+    original = report_tables.REPORT_NAME_CELL_MIN_SLICES
+    report_tables.REPORT_NAME_CELL_MIN_SLICES = 0  # the cell tables too, over a grid of 2^62 ns
+    try:
+        db = ingest_built(tmp_path, builder)
+    finally:
+        report_tables.REPORT_NAME_CELL_MIN_SLICES = original
     conn = sqlite3.connect(db.path)
     try:
+        cells = [
+            conn.execute(f"SELECT count(*), sum(covered) FROM {table} WHERE name = 'Apple'").fetchone()
+            for table in ("report_slice_name_cell", "report_slice_track_name_cell")
+        ]
         totals = conn.execute("SELECT total_dur FROM report_slice_dimension WHERE name = 'Huge'").fetchall()
         names = conn.execute("SELECT total_dur FROM report_slice_name WHERE name = 'Huge'").fetchall()
         apples = conn.execute("SELECT value, total_dur FROM report_slice_dimension WHERE name = 'Apple'").fetchall()
@@ -130,3 +139,4 @@ def test_absurd_durations_are_kept_within_int64(tmp_path):
         conn.close()
     assert totals == [((1 << 63) - 1,), ((1 << 63) - 1,)] and names == [((1 << 63) - 1,)]
     assert sorted(apples) == [("0", 10), ("1", 10)]  # once each
+    assert cells == [(1, 20), (2, 20)]  # both Apples in the first cell: one row per name, one per track

@@ -8,7 +8,7 @@ import random
 import sqlite3
 
 import pytest
-from conftest import connect_with_functions, ingest_built, kept_and_defined
+from conftest import connect_with_functions, datasette_with, ingest_built, kept_and_defined
 
 from datasette_perfetto import report_tables, schema
 from datasette_perfetto.report.base import Linker
@@ -234,3 +234,42 @@ def test_bad_time_ranges_are_refused_on_a_database_with_cells(cells_db, time):
     with pytest.raises(ReportError) as caught:
         report(cells_db, {"time": time}, cells=True)
     assert caught.value.param == "time" and "\n" not in caught.value.message
+
+
+def test_databases_without_the_track_cells_read_the_instances(cells_db, tmp_path):
+    """A database from before report_slice_track_name_cell: an owner's time range reads the instances."""
+    copy = tmp_path / "old.db"
+    copy.write_bytes(cells_db.read_bytes())
+    conn = sqlite3.connect(copy)
+    conn.execute(f"DROP TABLE {TRACK_CELLS}")
+    conn.commit()
+    conn.close()
+    cell, _, _ = grid(cells_db, by_track=True)
+    flags = {"time": f"{2 * cell}ns,{60 * cell + 7}ns", "thread": "t*"}
+    from_old, used, _ = report(copy, flags, cells=True)
+    from_cells, used_cells, _ = report(cells_db, flags, cells=True)
+    assert not used and used_cells
+    assert table_figures(from_old) == table_figures(from_cells)
+
+
+@pytest.mark.web
+@pytest.mark.asyncio
+async def test_the_page_shows_the_sql_it_ran_over_the_track_cells(cells_db):
+    cell, _, _ = grid(cells_db, by_track=True)
+    db_name = cells_db.stem
+    ds = datasette_with([cells_db])
+    time = f"{3 * cell + 11}ns,{70 * cell - 5}ns"  # parts before and after the whole cells
+    response = await ds.client.get(f"/{db_name}/-/report/slices.json?thread=t*&time={time}&top=4")
+    assert response.status_code == 200, response.text
+    data = response.json()
+    query = next(q for q in data["queries"] if q["purpose"].startswith("slice names, top by the sort key"))
+    assert TRACK_CELLS in query["sql"] and "before_start" in query["params"] and "after_start" in query["params"]
+    conn = sqlite3.connect(cells_db)
+    params = {k: (int(v) if v.lstrip("-").isdigit() else v) for k, v in query["params"].items()}
+    shown = [r[0] for r in conn.execute(query["sql"], params)]
+    conn.close()
+    assert shown == [r["name"] for r in data["slices_table"]["rows"]] and len(shown) == 4
+    sql = (await ds.client.get(f"/{db_name}/-/report/slices.sql?thread=t*&time={time}")).text
+    assert TRACK_CELLS in sql
+    bad = await ds.client.get(f"/{db_name}/-/report/slices.json?thread=t*&time={time.split(',')[0]}")
+    assert bad.status_code == 400 and bad.json()["parameter"] == "time"

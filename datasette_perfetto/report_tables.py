@@ -168,7 +168,7 @@ def slice_dimension(conn: sqlite3.Connection) -> None:
 # cells costs as little as one in a single cell).
 _STARTING, _UNFINISHED_STARTING, _TIME, _TOP_TIME, _CHILD_TIME = range(5)
 _OPEN, _UNFINISHED_OPEN, _WHOLE, _TOP_WHOLE, _CHILD_WHOLE = range(5, 10)
-# Rows per executemany while report_slice_name_cell is written.
+# Rows per executemany while a cell table is written.
 _CELL_ROWS_BATCH = 50_000
 
 
@@ -197,9 +197,10 @@ def slice_cells(conn: sqlite3.Connection) -> None:
         "SELECT s.ts, s.dur, s.name, p.name, s.parent_id IS NULL, s.track_id FROM slice s "
         "LEFT JOIN slice p ON p.id = s.parent_id ORDER BY s.ts"
     ):
-        end = t1 if dur < 0 else ts + dur
-        add_name(ts, end, dur < 0, top, name, parent_name)
-        add_track(ts, end, dur < 0, top, (track_id, name), (track_id, parent_name))
+        unfinished = dur < 0
+        end = t1 if unfinished else ts + dur
+        add_name(ts, end, unfinished, top, name, parent_name)
+        add_track(ts, end, unfinished, top, (track_id, name), None if top else (track_id, parent_name))
     by_name.write_until(None)
     by_track.write_until(None)
 
@@ -299,18 +300,16 @@ class _Cells:
 
     def write_until(self, last: int | None) -> None:
         """Writes the rows of every cell up to `last` (None: all that remain)."""
-        g, entries, running, rows, columns = self.g, self.entries, self.running, self.rows, self.columns
+        entries, running, rows = self.entries, self.running, self.rows
         pending = sorted(cell for cell in entries if last is None or cell <= last)
         cell = self.done + 1
         for next_cell in pending:
             self._between(cell, next_cell)
             here = entries.pop(next_cell)
             for key in self._sorted(here.keys() | running.keys() if running else here.keys()):
-                kept = here.get(key)
+                kept = here.get(key, _NO_ENTRY)
                 state = running.get(key)
-                if kept is None:
-                    kept = _NO_ENTRY
-                elif kept[_OPEN] or kept[_UNFINISHED_OPEN] or kept[_WHOLE] or kept[_TOP_WHOLE] or kept[_CHILD_WHOLE]:
+                if kept[_OPEN] or kept[_UNFINISHED_OPEN] or kept[_WHOLE] or kept[_TOP_WHOLE] or kept[_CHILD_WHOLE]:
                     if state is None:
                         state = running[key] = [0, 0, 0, 0, 0]
                     state[0] += kept[_OPEN]
@@ -320,37 +319,10 @@ class _Cells:
                     state[4] += kept[_CHILD_WHOLE]
                 if state is None:  # nothing of the key's open over the cell: the usual case
                     if kept[_STARTING]:
-                        time = kept[_TIME]
-                        rows.append(
-                            columns(key)
-                            + (
-                                next_cell,
-                                kept[_STARTING],
-                                0,
-                                kept[_UNFINISHED_STARTING],
-                                0,
-                                time,
-                                time - kept[_CHILD_TIME],
-                                kept[_TOP_TIME],
-                            )
-                        )
+                        rows.append(self._row(key, next_cell, kept, _NOTHING_OPEN))
                     continue
-                open_, unfinished_open, whole, top_whole, child_whole = state
-                if kept[_STARTING] or open_:
-                    covered = kept[_TIME] + whole * g
-                    rows.append(
-                        columns(key)
-                        + (
-                            next_cell,
-                            kept[_STARTING],
-                            open_,
-                            kept[_UNFINISHED_STARTING],
-                            unfinished_open,
-                            covered,
-                            covered - kept[_CHILD_TIME] - child_whole * g,
-                            kept[_TOP_TIME] + top_whole * g,
-                        )
-                    )
+                if kept[_STARTING] or state[0]:
+                    rows.append(self._row(key, next_cell, kept, state))
                 if not any(state):
                     del running[key]
             cell = next_cell + 1
@@ -363,25 +335,28 @@ class _Cells:
 
     def _between(self, first: int, end: int) -> None:
         """The rows of cells first .. end - 1, which have no entries: the open slices cover them whole."""
-        g = self.g
         for between in range(first, end) if self.running else ():
             for key in self._sorted(self.running):
-                open_, unfinished_open, whole, top_whole, child_whole = self.running[key]
-                if open_:
-                    covered = whole * g
-                    self.rows.append(
-                        self.columns(key)
-                        + (
-                            between,
-                            0,
-                            open_,
-                            0,
-                            unfinished_open,
-                            covered,
-                            covered - child_whole * g,
-                            top_whole * g,
-                        )
-                    )
+                state = self.running[key]
+                if state[0]:
+                    self.rows.append(self._row(key, between, _NO_ENTRY, state))
+
+    def _row(self, key, cell: int, kept: list[int], state: list[int]) -> tuple:
+        """The row of `key` in `cell`: its entry there (`kept`) and what it has open over the cell (`state`:
+        open, unfinished open, whole, top-level whole, children's whole)."""
+        g = self.g
+        open_, unfinished_open, whole, top_whole, child_whole = state
+        covered = kept[_TIME] + whole * g
+        return self.columns(key) + (
+            cell,
+            kept[_STARTING],
+            open_,
+            kept[_UNFINISHED_STARTING],
+            unfinished_open,
+            covered,
+            covered - kept[_CHILD_TIME] - child_whole * g,
+            kept[_TOP_TIME] + top_whole * g,
+        )
 
     def _sorted(self, keys: Iterable) -> list:
         """Keys in SQLite's order: Python's own for text, unless a name is NULL (None)."""
@@ -397,6 +372,7 @@ class _Cells:
 
 
 _NO_ENTRY = [0] * 10
+_NOTHING_OPEN = [0] * 5
 
 
 def _insert(conn: sqlite3.Connection, table: schema.Table, rows: list) -> None:

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from .importers.common.options import ImportOptions
+from .importers.common.split_helper import SplitFailed
 from .importers.proto.reader import looks_like_proto_trace
-from .importers.proto.split_tokenize import SplitFailed
 from .model import TraceContext, TraceModel
 from .scratch import OwnedFile, create_temp_database, remove_database_files, sweep_abandoned
 from .stats import REGISTRY, Stats
@@ -216,7 +216,7 @@ def ingest(
 
     Two settings choose how the machine's cores are used (None: for large
     inputs; True: always; False: never): `separate_writer`, SQLite writes in a
-    child process, and `split_tokenize`, proto traces tokenized by two processes.
+    child process, and `split_tokenize`, proto and JSON traces tokenized by two processes.
     `analyze_proto_content` mirrors trace_processor's --analyze-trace-proto-content (only
     its annotation arg sets; see ImportOptions). `import_inputs(model, paths, directory, progress)`,
     if given, imports the inputs into the model instead of import_input one after the other (parallel.py:
@@ -229,8 +229,8 @@ def ingest(
         try:
             return _ingest(paths, db_path, progress, separate_writer, split_tokenize, **extra)
         except SplitFailed:
-            # Rare (a sequence both processes would need, or the helper failed): the
-            # single-process import is always right.
+            # Rare (a proto sequence both processes would need, or its helper failed): the
+            # single-process import is always right. (A JSON import reads on alone instead.)
             return _ingest(paths, db_path, progress, separate_writer, False, **extra)
     finally:
         progress.finished()

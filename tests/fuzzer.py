@@ -5,8 +5,9 @@ and the demo trace. Each input is a seed with a few mutations (bit flips, trunca
 with another seed, corrupted varints, JSON shape changes, systrace line damage). An input
 passes when ingest() either returns (a database that opens, with its `stats` table) or raises
 IngestError with one line; in both cases an existing output database is untouched unless
-replaced by a complete one, and no temporary file is left. Anything else (a traceback, a hang)
-is a finding, saved for replay.
+replaced by a complete one, and no temporary file is left. A Chrome JSON input is also imported
+with its tokenizing split between two processes, which must give the same database (or the
+same error). Anything else (a traceback, a hang, a difference) is a finding, saved for replay.
 
     python tests/fuzzer.py --minutes 30 [--seed N] [--findings DIR]   (what `./dev fuzz` runs)
     python tests/fuzzer.py --replay FILE
@@ -33,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # for shared_data when
 
 from shared_data import CASES  # noqa: E402
 
-from datasette_perfetto.ingest import IngestError, detect_format, ingest  # noqa: E402
+from datasette_perfetto.ingest import IngestError, detect_format, ingest, open_trace  # noqa: E402
 from datasette_perfetto.trace_builder import build_demo_trace  # noqa: E402
 
 # Per input: an import that takes longer than this is a finding (inputs are small).
@@ -274,12 +275,65 @@ def check_input(data: bytes, folder: Path) -> str:
                 conn.close()
         except sqlite3.Error as e:
             raise Finding(f"the imported database does not open: {e}") from None
+    if _is_json(trace):
+        _check_split_json(trace, out if outcome == "imported" else None, folder)
     leftovers = sorted(p.name for p in folder.iterdir() if p.name not in ("input.trace", "out.db"))
     if leftovers:
         raise Finding(f"files left behind: {leftovers}")
     trace.unlink()
     out.unlink()
     return outcome
+
+
+def _is_json(trace: Path) -> bool:
+    try:
+        fmt, stream = open_trace(str(trace))
+    except IngestError:
+        return False
+    stream.close()
+    return fmt == "json"
+
+
+def _check_split_json(trace: Path, imported: Path | None, folder: Path) -> None:
+    """The input imported with a helper process tokenizing the second half of its events must give
+    the database one process gave (`imported`; None: it was rejected, and must be again)."""
+    split = folder / "split.db"
+    try:
+        ingest([str(trace)], str(split), split_tokenize=True)
+    except IngestError:
+        if imported is not None:
+            raise Finding("rejected when split, imported by one process") from None
+        return
+    except _Timeout:
+        raise
+    except Exception as e:
+        raise Finding("traceback when split:\n" + "".join(traceback.format_exception(e))) from None
+    try:
+        if imported is None:
+            raise Finding("imported when split, rejected by one process")
+        differing = _differing_tables(imported, split)
+        if differing:
+            raise Finding(f"split tokenizing changed tables {differing}")
+    finally:
+        split.unlink()
+
+
+def _differing_tables(a: Path, b: Path) -> list[str]:
+    def rows(path: Path) -> dict[str, list]:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            names = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+                )
+            ]
+            return {n: conn.execute(f"SELECT * FROM [{n}] ORDER BY rowid").fetchall() for n in names}
+        finally:
+            conn.close()
+
+    rows_a, rows_b = rows(a), rows(b)
+    return sorted(n for n in rows_a.keys() | rows_b.keys() if rows_a.get(n) != rows_b.get(n))
 
 
 @dataclass

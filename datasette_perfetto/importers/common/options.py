@@ -9,7 +9,7 @@ from typing import BinaryIO
 
 @dataclass(frozen=True)
 class ImportOptions:
-    # Tokenize a proto trace in two processes (proto/split_tokenize.py): True always,
+    # Tokenize a proto or JSON trace in two processes (common/split_helper.py): True always,
     # False never, None for large inputs.
     split_tokenize: bool | None = None
     # Opens the input again from its start (inflated like the stream the importer reads):

@@ -18,6 +18,7 @@ rest of the file is imported.
 from __future__ import annotations
 
 import math
+import os
 import pickle
 import re
 import zlib
@@ -25,6 +26,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from ...model import TraceContext
+from ...stats import Stats
 from ...storage import Arg
 from ...trackers.async_track_set import AsyncTrackSet
 from ...trackers.dimension_tracker import SOURCE_DISTRIBUTED_INFO
@@ -33,6 +35,7 @@ from ..common.event_kinds import EV_JSON, EV_SYSTRACE_LINE
 from ..common.json_args import add_json_args, add_json_args_deep, big_int_as_double, shared_string
 from ..common.options import ImportOptions
 from ..common.sorter import Sorter
+from ..common.split_helper import Helper, HelperSide, SplitFailed, split_wanted
 from ..common.streams import file_position
 from ..common.values import INT64_MAX, INT64_MIN, UINT32_MAX
 from .lenient import JsonError, number_value
@@ -85,6 +88,14 @@ NO_NAME = "[No name]"
 # 'X' event has been seen): ends first, then complete events longest first,
 # then everything else in file order.
 KEY_END, KEY_OTHER = INT64_MIN, INT64_MAX
+
+# A split import (two processes tokenizing, common/split_helper.py): the helper's events sort after
+# the importer's first share (arrival numbers from HELPER_ARRIVAL << 32 on, one block of 2^32 per
+# event), and what the importer reads after the helper's share after those.
+HELPER_ARRIVAL = 1 << 40
+AFTER_HELPER_ARRIVAL = 1 << 41
+# Where the helper starts, as a share of the JSON text: each reads and tokenizes about half.
+HELPER_SHARE_STARTS = 0.5
 
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 
@@ -224,6 +235,19 @@ def _durations(ev: dict) -> tuple[int | None, int | None, int | None]:
     return dur, tts, tdur
 
 
+def estimated_text_size(path: str, size: int) -> int:
+    """The size of a JSON trace's text: the file's, or a gzip file's inflated size as its trailer
+    records it (modulo 4 GiB, and of the last member only: an estimate)."""
+    try:
+        with open(path, "rb") as f:
+            if f.read(2) != b"\x1f\x8b":
+                return size
+            f.seek(-4, os.SEEK_END)
+            return max(int.from_bytes(f.read(4), "little"), size)
+    except OSError:
+        return size
+
+
 def _pid_or_tid(value: object) -> tuple[int, str | None, bool]:
     """(number, the value if a string, whether there is one) of a `pid` or `tid` field."""
     if type(value) is int:
@@ -246,7 +270,7 @@ def _id2_cookie(id2: dict) -> tuple[int, object] | None:
 
 
 class JsonImporter:
-    def __init__(self, trace: TraceContext, options: ImportOptions | None = None) -> None:  # options: none apply
+    def __init__(self, trace: TraceContext, options: ImportOptions | None = None) -> None:
         self.trace = trace
         self.stats = trace.stats
         self.sorter: Sorter[bytes] = Sorter(RUN_EVENTS, SPILL_BATCH)  # pickled events
@@ -257,13 +281,33 @@ class JsonImporter:
         self._first_upid = trace.storage.next_id["process"]
         self._systrace: Any = None  # a SystraceImporter, for `systemTraceEvents`
         self._system_lines = 0
+        self.options = options or ImportOptions()
+        self._helper: Helper | None = None  # a split import's helper, until it hands its share over
+        self._reader: JsonTraceReader | None = None
 
     def run(self, stream: BinaryIO, progress: Callable[[float], None]) -> None:
         """Imports the trace; progress(f) reports the share done, 0 to 1
         (reading the file is the first half, parsing the sorted events the second)."""
         reader = JsonTraceReader(stream, self.stats)
+        try:
+            self._read(reader, progress)
+        finally:
+            if self._helper is not None:  # never handed its share (or an error): not needed
+                self._helper.stop()
+                self._helper = None
+        self._parse(reader, progress)
+
+    def _read(self, reader: JsonTraceReader, progress: Callable[[float], None]) -> None:
+        """The first phase: every event tokenized, in file order (a share of them by the helper)."""
         size = max(self.trace.size, 1)
-        position = file_position(stream)
+        position = file_position(reader.stream)
+        text_size = estimated_text_size(self.trace.path, self.trace.size)
+        reopen = self.options.reopen
+        if reopen is not None and split_wanted(self.options.split_tokenize, text_size):
+            split_at = int(text_size * HELPER_SHARE_STARTS)
+            self._helper = Helper(lambda side: self._helper_share(side, reopen, split_at))
+            reader.handoff_at, reader.handoff = split_at, self._take_helper_share
+        self._reader = reader
         tokenize = self.tokenize
         for kind, value in reader.parts():
             if kind == EVENT:
@@ -281,6 +325,9 @@ class JsonImporter:
                 rank = value.get("rank")
                 if isinstance(rank, int) and not isinstance(rank, bool):
                     self.rank = rank
+
+    def _parse(self, reader: JsonTraceReader, progress: Callable[[float], None]) -> None:
+        """The second phase: every tokenized event, in timestamp order."""
         self.trace.packets_read = reader.events_read + self._system_lines
         progress(0.5)
         parse_event, parse_sample = self.parser.parse, self.v8.parse_sample
@@ -431,6 +478,110 @@ class JsonImporter:
             record[J_ARGS] = _deep_args(args) if args is not None else None
             blob = _dumps(record, _PICKLE_PROTOCOL)
         self.sorter.push(ts, blob, key)
+
+    # -- a split import ------------------------------------------------------------
+    # The helper reads the JSON text from about its middle (the first event boundary after
+    # split_at) to the end of that events array, tokenizing into sorted runs of its own; the
+    # importer reads up to that event and takes the runs over. Tokenizing depends on earlier
+    # events in two ways only: V8 profile chunks (`P` events, whose sample times are deltas),
+    # which the helper passes to the importer to tokenize in file order, and an `E` event's sort
+    # key, which depends on whether an `X` event came before it (the importer's share included):
+    # the helper queues each `E` before its own first `X` both ways, and the importer keeps one.
+
+    def _helper_share(self, side: HelperSide, reopen: Callable[[], BinaryIO], split_at: int) -> dict | None:
+        """In the helper: tokenizes the events from the first boundary after `split_at` to the end of
+        their array; returns what the importer needs to take them over (None: no boundary found)."""
+        counted = self.stats = Stats()  # the counts of its share, added to the importer's
+        self.trace.model.storage.writer = None  # the importer's: never to be written from here
+        with reopen() as stream:
+            reader = JsonTraceReader(stream, counted)
+            bare_array = reader.is_bare_array()
+            start = reader.next_event_start(split_at)
+            side.note(start)
+            if start is None:
+                return None
+            events: Sorter[bytes] = Sorter(RUN_EVENTS, SPILL_BATCH, spill_dir=side.runs)
+            ends_after_x: Sorter[bytes] = Sorter(RUN_EVENTS, SPILL_BATCH, spill_dir=side.runs)
+            ends_before_x: Sorter[bytes] = Sorter(RUN_EVENTS, SPILL_BATCH, spill_dir=side.runs)
+            uncounted = Stats()  # an `E` event queued the second way counts nothing twice
+            profiles_path = os.path.join(side.runs, "profiles.pickle")
+            profiles = 0
+            tokenize = self.tokenize
+            index = HELPER_ARRIVAL
+            with open(profiles_path, "wb") as deferred:
+                share = reader.events_from_here(bare_array)
+                while True:
+                    try:
+                        _, ev = next(share)
+                    except StopIteration as done:
+                        closed = done.value
+                        break
+                    base = index << 32
+                    index += 1
+                    ph = ev.get("ph")
+                    if type(ph) is str and ph[:1] == "P":
+                        pickle.dump((base, ev), deferred, protocol=_PICKLE_PROTOCOL)
+                        profiles += 1
+                    elif not self._seen_complete_event and type(ph) is str and ph[:1] == "E":
+                        self.sorter = ends_before_x
+                        ends_before_x.arrival_base = base
+                        tokenize(ev)
+                        self.sorter, self.stats, self._seen_complete_event = ends_after_x, uncounted, True
+                        ends_after_x.arrival_base = base
+                        tokenize(ev)
+                        self.stats, self._seen_complete_event = counted, False
+                    else:
+                        self.sorter = events
+                        events.arrival_base = base
+                        tokenize(ev)
+            return {
+                "end": reader.dropped + reader.pos,
+                "closed": closed,
+                "events_read": reader.events_read,
+                "stats": (counted.single, counted.indexed),
+                "saw_x": self._seen_complete_event,
+                "events": events.handover(),
+                "ends_after_x": ends_after_x.handover(),
+                "ends_before_x": ends_before_x.handover(),
+                "profiles": (profiles_path, profiles),
+            }
+
+    def _take_helper_share(self, at: int) -> tuple[int, bool] | None:
+        """In the importer, at the first event starting at or after the split: takes the helper's
+        events over if its share starts at this event (`at`); returns where the share ended and
+        whether the array was closed there, or None (this process reads on alone)."""
+        helper = self._helper
+        assert helper is not None and self._reader is not None
+        try:
+            if helper.note() != at:
+                raise SplitFailed("the helper's share does not start at an event")
+            share = helper.result()
+        except SplitFailed:
+            self._helper = None
+            helper.stop()
+            return None
+        self._helper = None
+        try:
+            stats = Stats()
+            stats.single, stats.indexed = share["stats"]
+            # Reading on past the share, this process meets the input's end as the helper did.
+            stats.single.pop("compressed_file_truncated", None)
+            self.stats.add(stats)
+            self._reader.events_read += share["events_read"]
+            self.sorter.take_over(*share["events"])
+            self.sorter.take_over(*share["ends_after_x" if self._seen_complete_event else "ends_before_x"])
+            path, count = share["profiles"]
+            if count:
+                with open(path, "rb") as deferred:
+                    for _ in range(count):
+                        base, ev = pickle.load(deferred)
+                        self.sorter.arrival_base = base
+                        self.tokenize(ev)
+            self._seen_complete_event = self._seen_complete_event or share["saw_x"]
+            self.sorter.arrival_base = AFTER_HELPER_ARRIVAL << 32
+        finally:
+            helper.discard_runs()
+        return share["end"], share["closed"]
 
     def _push_sample(self, ts: int, sample: tuple) -> None:
         if ts < 0:

@@ -20,7 +20,7 @@ import codecs
 import json
 import re
 import zlib
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any, BinaryIO, cast
 
 from ...stats import Stats
@@ -62,6 +62,11 @@ _SCALAR = cast(_AlwaysMatches, re.compile(r"[^\s,}\]]*"))
 _ESCAPED_NEWLINE = re.compile(r"(?<!\\)(?:\\\\)*\\n")
 MAX_SYSTEM_LINE = 16 << 20
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+# Where one event of an events array ends and the next begins (the `{` is the next's start).
+_EVENT_BOUNDARY = re.compile(r"\}\s*,\s*\{")
+# How far before its offset a split helper looks for the boundary, so that an event starting
+# right at the offset is found too.
+BOUNDARY_LOOKBACK = 256
 
 # Top-level parts the reader yields besides events.
 METADATA = "metadata"
@@ -150,6 +155,12 @@ class JsonTraceReader:
         self._decoder = codecs.getincrementaldecoder("utf-8")("datasette_perfetto_json_xescape")
         self.buf = ""
         self.pos = 0
+        self.dropped = 0  # characters of text before buf (read and let go): buf[i] is at offset dropped + i
+        # A split import's importer: the first event that starts at or after `handoff_at` (a text offset)
+        # is offered to `handoff(offset)`, which returns where the helper's share of the events array
+        # ended and whether the array was closed there, or None (this reader goes on by itself).
+        self.handoff_at: int | None = None
+        self.handoff: Callable[[int], tuple[int, bool] | None] | None = None
         self.value_start = 0  # where the last decoded value began in buf
         self.eof = False
         self.bytes_read = 0
@@ -182,6 +193,7 @@ class JsonTraceReader:
         if "\\u" in text or (text[:1] == "u" and self.buf.endswith("\\")):
             self._may_have_surrogates = True
         self.buf = self.buf[self.pos :] + text
+        self.dropped += self.pos
         self.pos = 0
         return bool(text)
 
@@ -240,6 +252,51 @@ class JsonTraceReader:
                 return True
             if not self._fill():
                 return False
+
+    def skip_to(self, offset: int) -> bool:
+        """Moves on to text offset `offset`, letting go of the text before it; False if the input ends first."""
+        while self.dropped + len(self.buf) < offset:
+            self.pos = len(self.buf)
+            if not self._fill():
+                return False
+        self.pos = max(offset - self.dropped, self.pos)
+        return True
+
+    def skip_rest(self) -> None:
+        """Reads to the end of the input, letting go of it (as reading on would have: the stats at its end)."""
+        self.pos = len(self.buf)
+        while self._fill():
+            self.pos = len(self.buf)
+
+    # -- a split import's helper -------------------------------------------------
+    def is_bare_array(self) -> bool:
+        """Whether the input is an array of events (rather than an object): for a reader that starts
+        in the middle of the events array with events_from()."""
+        return self._skip(_WHITESPACE) == "["
+
+    def next_event_start(self, offset: int) -> int | None:
+        """The first text offset at or after `offset` where an element of an events array follows
+        another (`}`, a comma, `{`): the guess of a split helper, which starts reading there, at
+        where the importer's share ends. None if there is none (the importer then reads on alone;
+        a wrong guess is caught by the importer, whose event there does not start at it)."""
+        if not self.skip_to(max(offset - BOUNDARY_LOOKBACK, 0)):
+            return None
+        while True:
+            for m in _EVENT_BOUNDARY.finditer(self.buf, self.pos):
+                start = m.end() - 1
+                if self.dropped + start >= offset:
+                    self.pos = start
+                    return self.dropped + start
+            # A boundary may straddle the buffer's end: keep from its last `}` on.
+            last = self.buf.rfind("}", self.pos)
+            self.pos = last if last >= 0 else len(self.buf)
+            if not self._fill():
+                return None
+
+    def events_from_here(self, bare_array: bool) -> Generator[tuple[str, Any], None, bool]:
+        """The events from the current position (an event's start) to the end of their array:
+        the share of a split helper. Returns as _events does."""
+        return self._events(bare_array)
 
     # -- structure ---------------------------------------------------------------
     def parts(self) -> Iterator[tuple[str, Any]]:
@@ -351,6 +408,17 @@ class JsonTraceReader:
                 if not self.skip_value():
                     return False
                 continue
+            if self.handoff_at is not None and self.dropped + self.pos >= self.handoff_at:
+                self.handoff_at = None  # offered once
+                assert self.handoff is not None
+                taken = self.handoff(self.dropped + self.pos)
+                if taken is not None:  # the helper read the rest of this array
+                    end, closed = taken
+                    if closed:
+                        self.skip_to(end)
+                    else:
+                        self.skip_rest()
+                    return closed
             status, event = self._decode()
             if status == "ok":
                 self.events_read += 1

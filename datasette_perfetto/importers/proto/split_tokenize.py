@@ -19,34 +19,19 @@ from __future__ import annotations
 
 import mmap
 import multiprocessing
-import os
-import pickle
-import shutil
 from collections.abc import Callable
 from typing import BinaryIO, Protocol
 
-from ...scratch import OwnedFile, create_runs_folder, die_with_parent
 from ...stats import Stats
 from ..common.sorter import Sorter
-
-# Files smaller than this are tokenized by one process; forking costs more.
-SPLIT_THRESHOLD_BYTES = 4 << 20
+from ..common.split_helper import HELPER_RUN_EVENTS, Helper, HelperSide, SplitFailed, split_wanted
 
 MAIN, HELPER = 0, 1
-
-
-class SplitFailed(Exception):
-    """The split import cannot give the single-process result (helper failure or a
-    sequence whose state both processes need); the caller imports again without it."""
 
 
 # Distinct sequences (with track events) the claims table holds; beyond, the
 # import falls back to one process.
 CLAIM_SLOTS = 1 << 16
-
-# The helper's sorter spills runs this small, so that little is left to sort and
-# write once it has read the file: the importer waits for that.
-HELPER_RUN_EVENTS = 25_000
 
 
 class SequenceClaims:
@@ -148,85 +133,27 @@ def start_helper(importer: SplitTokenizer, reopen: Callable[[], BinaryIO]) -> tu
     opens; returns it and the claims they share."""
     ctx = multiprocessing.get_context("fork")
     claims = SequenceClaims(ctx)
-    receive, send = ctx.Pipe(duplex=False)
-    runs = create_runs_folder()  # the child's sorted runs, for the parent
-    process = ctx.Process(
-        target=_helper_main,
-        args=(importer, reopen, claims, send, runs.path, os.getpid()),
-        daemon=True,
-        name="datasette-perfetto-tokenizer",
-    )
-    process.start()
-    send.close()
-    return HelperHandle(process, receive, runs), claims
 
-
-def split_wanted(setting: bool | None, size: int) -> bool:
-    """Whether to split a file of `size` bytes: `setting` True always, False never, None
-    for large files; only where processes can be forked."""
-    if setting is None:
-        setting = size >= SPLIT_THRESHOLD_BYTES
-    return setting and "fork" in multiprocessing.get_all_start_methods()
-
-
-class HelperHandle:
-    def __init__(self, process, receive, runs: OwnedFile) -> None:
-        self.process = process
-        self.receive = receive
-        self.runs = runs
-
-    def result(self) -> tuple[Stats, int, list[str], int]:
-        """Waits for the helper: (stats its events counted, interned lookups it missed,
-        its sorted run files, events in them)."""
-        try:
-            answer = pickle.loads(self.receive.recv_bytes())
-        except EOFError:
-            answer = ("failed", f"exit code {self.process.exitcode}")
-        finally:
-            self.receive.close()
-            self.process.join()
-        if answer[0] == "failed":
-            self.discard_runs()
-            raise SplitFailed(f"the tokenizer helper failed: {answer[1]}")
-        _, single, indexed, misses, paths, count = answer
-        stats = Stats()
-        stats.single, stats.indexed = single, indexed
-        return stats, misses, paths, count
-
-    def stop(self) -> None:
-        if self.process.is_alive():
-            self.process.terminate()
-        self.process.join()
-        self.receive.close()
-        self.discard_runs()
-
-    def discard_runs(self) -> None:
-        """Removes the runs folder (the importer has opened, and so unlinked, what it takes)."""
-        shutil.rmtree(self.runs.path, ignore_errors=True)
-        self.runs.release()
-
-
-def _helper_main(
-    importer: SplitTokenizer, reopen: Callable[[], BinaryIO], claims: SequenceClaims, send, runs: str, parent_pid: int
-) -> None:
-    die_with_parent(parent_pid)
-    answer: tuple
-    try:
-        sorter: Sorter[tuple] = Sorter(HELPER_RUN_EVENTS, spill_dir=runs)
+    def work(side: HelperSide) -> tuple:
+        sorter: Sorter[tuple] = Sorter(HELPER_RUN_EVENTS, spill_dir=side.runs)
         importer.become_helper(claims, sorter)
         with reopen() as stream:
             importer.tokenize_all(stream)
         paths, count = sorter.handover()
         stats, misses = importer.helper_share()
-        answer = ("ok", stats.single, stats.indexed, misses, paths, count)
-    except BaseException as e:  # reported; the parent imports again without the helper
-        answer = ("failed", f"{type(e).__name__}: {e}")
-    try:
-        send.send_bytes(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
-        send.close()
-    except OSError:  # the importer is gone: so is any use for the runs
-        shutil.rmtree(runs, ignore_errors=True)
-    os._exit(0)  # nothing of the parent's (temporary files, the writer pipe) is the child's to clean up
+        return stats.single, stats.indexed, misses, paths, count
+
+    return HelperHandle(work, ctx), claims
+
+
+class HelperHandle(Helper):
+    def result(self) -> tuple[Stats, int, list[str], int]:
+        """Waits for the helper: (stats its events counted, interned lookups it missed,
+        its sorted run files, events in them)."""
+        single, indexed, misses, paths, count = super().result()
+        stats = Stats()
+        stats.single, stats.indexed = single, indexed
+        return stats, misses, paths, count
 
 
 __all__ = [

@@ -21,7 +21,8 @@ from shared_data import TRACES
 from datasette_perfetto.ingest import ingest
 from datasette_perfetto.scratch import RUNS_PREFIX
 
-BIG_TRACE = TRACES / "chrome_startup.pftrace"  # large enough for the writer child and the tokenizer helper
+# Large enough for the writer child and the tokenizer helper; and their slices.
+BIG_TRACES = {TRACES / "chrome_startup.pftrace": 136_512, TRACES / "chrome_startup.json.gz": 142_382}
 RUNS = 3  # per signal
 rng = random.Random("kill-test")
 MOMENTS = {sig: [rng.uniform(0.4, 2.0) for _ in range(RUNS)] for sig in ("SIGKILL", "SIGTERM")}
@@ -61,14 +62,15 @@ def existing(tmp_path, demo_db) -> Path:
     return out
 
 
-@pytest.mark.skipif(not BIG_TRACE.is_file(), reason="needs the shared chrome_startup.pftrace")
+@pytest.mark.skipif(not all(p.is_file() for p in BIG_TRACES), reason="needs the shared chrome_startup traces")
 @pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="needs /proc to find the child processes")
+@pytest.mark.parametrize("trace", list(BIG_TRACES), ids=lambda p: p.name)
 @pytest.mark.parametrize(
     "sig,moment", [(sig, moment) for sig, moments in MOMENTS.items() for moment in moments], ids=str
 )
-def test_killed_ingest_leaves_nothing_behind(tmp_path, existing, demo_trace, sig, moment):
+def test_killed_ingest_leaves_nothing_behind(tmp_path, existing, demo_trace, trace, sig, moment):
     before = digest(existing)
-    command = [sys.executable, "-m", "datasette", "perfetto", "ingest", "-q", str(BIG_TRACE), "-o", str(existing)]
+    command = [sys.executable, "-m", "datasette", "perfetto", "ingest", "-q", str(trace), "-o", str(existing)]
     process = subprocess.Popen(command, start_new_session=True, stderr=subprocess.PIPE, text=True)
     try:
         time.sleep(moment)
@@ -87,7 +89,7 @@ def test_killed_ingest_leaves_nothing_behind(tmp_path, existing, demo_trace, sig
         # The kill came after the finished database was renamed into place: it is the whole new one.
         conn = sqlite3.connect(existing)
         try:
-            assert conn.execute("SELECT count(*) FROM slice").fetchone()[0] == 136_512
+            assert conn.execute("SELECT count(*) FROM slice").fetchone()[0] == BIG_TRACES[trace]
         finally:
             conn.close()
         assert leftovers(tmp_path, process.pid) == []

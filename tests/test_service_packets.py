@@ -60,3 +60,31 @@ def test_ftrace_stats_begin_end_and_delta(tmp_path):
     got = dict(db.rows("SELECT name, value FROM stats WHERE name LIKE 'ftrace_cpu_overrun%' AND idx = 1"))
     assert got == {"ftrace_cpu_overrun_begin": 2, "ftrace_cpu_overrun_end": 7, "ftrace_cpu_overrun_delta": 5}
     assert db.one("SELECT value FROM stats WHERE name = 'ftrace_setup_errors'") == 1
+
+
+def test_ftrace_stats_times_beyond_int64_or_nan(tmp_path):
+    """now_ts and oldest_event_ts are doubles of seconds: a NaN or a value beyond int64 nanoseconds
+    (a wrapped kernel value, a damaged trace) is stored at a limit instead of stopping the import."""
+    b = TraceBuilder()
+    b.packet(
+        trusted_packet_sequence_id=1,
+        ftrace_stats=pb.FtraceStats(
+            phase=pb.FtraceStats.START_OF_TRACE,
+            cpu_stats=[
+                pb.FtraceCpuStats(cpu=0, now_ts=float("nan"), oldest_event_ts=1e300),
+                pb.FtraceCpuStats(cpu=1, now_ts=-float("inf"), oldest_event_ts=12.5),
+            ],
+        ),
+    )
+    db = ingest_built(tmp_path, b)
+    got = dict(
+        db.rows(
+            "SELECT name || idx, value FROM stats WHERE name IN ('ftrace_cpu_now_ts_begin', 'ftrace_cpu_oldest_event_ts_begin')"
+        )
+    )
+    assert got == {
+        "ftrace_cpu_now_ts_begin0": -(2**63),
+        "ftrace_cpu_oldest_event_ts_begin0": 2**63 - 1,
+        "ftrace_cpu_now_ts_begin1": -(2**63),
+        "ftrace_cpu_oldest_event_ts_begin1": 12_500_000_000,
+    }

@@ -8,7 +8,7 @@ from .packet_handlers import HandlerContext, packet_handler
 
 START_OF_TRACE, END_OF_TRACE = 1, 2
 FTRACE_STATUS_ABI_ZERO_DATA_LENGTH = 12
-INT64_MAX = (1 << 63) - 1
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 # FtraceCpuStats field -> stat name stem (ftrace_cpu_<stem>_begin/_end/_delta)
 CPU_STATS = (
@@ -19,6 +19,15 @@ CPU_STATS = (
     ("dropped_events", "dropped_events"),
     ("read_events", "read_events"),
 )
+
+
+def _seconds_to_ns(seconds: float) -> int:
+    """A double of seconds as int64 nanoseconds: beyond the range, the nearest limit; NaN, INT64_MIN
+    (trace_processor's plain C++ cast is undefined there; a fuzzed trace must not stop the import)."""
+    ns = seconds * 1e9
+    if ns != ns:
+        return INT64_MIN
+    return INT64_MAX if ns >= INT64_MAX else INT64_MIN if ns <= INT64_MIN else int(ns)
 
 
 @packet_handler("ftrace_stats")
@@ -35,9 +44,9 @@ def _ftrace_stats(parser: HandlerContext, ts: int, evt) -> None:
             stats.set(f"ftrace_cpu_{stem}{suffix}", value, cpu)
             if is_end and (f"ftrace_cpu_{stem}_begin", cpu) in stats.indexed:
                 stats.set(f"ftrace_cpu_{stem}_delta", value - stats.get(f"ftrace_cpu_{stem}_begin", cpu), cpu)
-        stats.set(f"ftrace_cpu_now_ts{suffix}", int(cpu_stats.now_ts * 1e9), cpu)
-        oldest = cpu_stats.oldest_event_ts * 1e9  # can be huge when the kernel's value wrapped
-        stats.set(f"ftrace_cpu_oldest_event_ts{suffix}", INT64_MAX if oldest >= INT64_MAX else int(oldest), cpu)
+        stats.set(f"ftrace_cpu_now_ts{suffix}", _seconds_to_ns(cpu_stats.now_ts), cpu)
+        # Can be huge when the kernel's value wrapped.
+        stats.set(f"ftrace_cpu_oldest_event_ts{suffix}", _seconds_to_ns(cpu_stats.oldest_event_ts), cpu)
     kprobes = evt.kprobe_stats
     for what, value in (("hits", kprobes.hits), ("misses", kprobes.misses)):
         stats.set(f"ftrace_kprobe_{what}{suffix}", value)

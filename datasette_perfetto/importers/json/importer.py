@@ -88,6 +88,10 @@ NO_NAME = "[No name]"
 # 'X' event has been seen): ends first, then complete events longest first,
 # then everything else in file order.
 KEY_END, KEY_OTHER = INT64_MIN, INT64_MAX
+# The phases whose args become the args of a slice (flattened when tokenized); the others' are read
+# as the object they are (counters, metadata events, thread states, V8 profiles).
+_SLICE_PHASES = frozenset("BEXiIRben")
+_SCOPES = ("g", "p", "t")  # an instant's `s`: global, process, thread
 
 # A split import (two processes tokenizing, common/split_helper.py): the helper's events sort after
 # the importer's first share (arrival numbers from HELPER_ARRIVAL << 32 on, one block of 2^32 per
@@ -185,6 +189,9 @@ def _deep_args(args: dict) -> DeepArgs:
 
 
 def _event_args(args) -> list[Arg]:
+    """An event's args flattened; args the tokenizer flattened already (a list) as they are."""
+    if type(args) is list:
+        return args
     out: list[Arg] = []
     if args:
         if type(args) is DeepArgs:
@@ -431,6 +438,8 @@ class JsonImporter:
             cookie = _id2_cookie(id2) if type(id2) is dict else None
         args = get("args")
         args = args if type(args) is dict else None
+        # A slice's args are flattened here, where a split import's two processes share the work.
+        stored_args = _event_args(args) if args and phase in _SLICE_PHASES else args
         if phase == "P":
             self.v8.tokenize_profile(ev, pid, tid, event_id, args, self._push_sample)
             return
@@ -444,8 +453,7 @@ class JsonImporter:
         if get("bp") == "e":
             flags |= BIND_ENCLOSING
         scope = get("s")
-        if scope not in ("g", "p", "t"):
-            scope = None
+        scope = scope if scope in _SCOPES else None
         if phase == "X":
             self._seen_complete_event = True
         # trace_processor's order at equal timestamps once an 'X' event has been seen: ends
@@ -468,7 +476,7 @@ class JsonImporter:
             cookie,
             _event_id(get("bind_id")),
             scope,
-            args,
+            stored_args,
             pid_name,
             tid_name,
         ]

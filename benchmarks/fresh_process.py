@@ -10,10 +10,10 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def measure_in_fresh_process(script: str, trace: str) -> list[str]:
-    """The figures `script --one trace` prints, with this checkout's package on the path."""
+def measure_in_fresh_process(script: str, trace: str, *options: str) -> list[str]:
+    """The figures `script --one trace [options]` prints, with this checkout's package on the path."""
     return subprocess.run(
-        [sys.executable, script, "--one", trace],
+        [sys.executable, script, "--one", trace, *options],
         check=True,
         capture_output=True,
         text=True,

@@ -6,9 +6,10 @@ uncompressed JSON and in events/s, and the peak RSS of the ingesting process,
 next to the same process's peak on a one-event trace (what Python, the modules
 and SQLite cost before any data). With --scale N it also ingests a trace N times
 larger (the events repeated N times, each copy shifted later in time) to show
-that memory does not grow with the trace.
+that memory does not grow with the trace. With --single-process it also measures the ingest with
+the tokenizing in one process (no tokenizer helper), for comparison.
 
-Usage: python benchmarks/json_ingest.py [TRACE] [--repeat 3] [--scale 5]
+Usage: python benchmarks/json_ingest.py [TRACE] [--repeat 3] [--scale 5] [--single-process]
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ ISSUE_SECONDS = 7.6  # this trace's ingest when issue 17 was filed
 TINY_TRACE = b'[{"ph": "X", "name": "a", "ts": 1, "dur": 1, "pid": 1, "tid": 1}]'
 
 
-def measure_one(trace: str) -> None:
+def measure_one(trace: str, split_tokenize: bool | None = None) -> None:
     """In a fresh interpreter: ingest once and print ingest seconds and peak RSS (MB)."""
     fd, db = tempfile.mkstemp(suffix=".db")
     os.close(fd)
@@ -40,7 +41,7 @@ def measure_one(trace: str) -> None:
     from datasette_perfetto.ingest import ingest
 
     start = time.perf_counter()
-    ingest([trace], db)
+    ingest([trace], db, split_tokenize=split_tokenize)
     seconds = time.perf_counter() - start
     os.unlink(db)
     # The child processes (large inputs: the SQLite writer, the tokenizer helper) are measured
@@ -50,10 +51,10 @@ def measure_one(trace: str) -> None:
     print(f"{seconds:.3f} {me.ru_maxrss / 1024:.1f} {children.ru_maxrss / 1024:.1f} {cpu:.3f}")
 
 
-def measure(trace: str) -> tuple[float, float, float, float]:
+def measure(trace: str, *options: str) -> tuple[float, float, float, float]:
     """(ingest seconds, peak RSS MB, its child processes' peak RSS MB, CPU seconds of the whole process and
     its children) of ingesting `trace` in a fresh process."""
-    out = measure_in_fresh_process(__file__, trace)
+    out = measure_in_fresh_process(__file__, trace, *options)
     return float(out[0]), float(out[1]), float(out[2]), float(out[3])
 
 
@@ -104,10 +105,13 @@ def main() -> None:
     ap.add_argument("trace", nargs="?", default=DEFAULT_TRACE)
     ap.add_argument("--repeat", type=int, default=3, help="runs of each measurement; medians are printed")
     ap.add_argument("--scale", type=int, default=0, help="also measure a trace this many times larger")
+    ap.add_argument(
+        "--single-process", action="store_true", help="also measure with the tokenizing in one process (no helper)"
+    )
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
-        measure_one(args.trace)
+        measure_one(args.trace, False if args.single_process else None)
         return
     size, events = json_size_and_events(args.trace)
     mb = size / 1e6
@@ -132,6 +136,12 @@ def main() -> None:
     )
     if args.trace == DEFAULT_TRACE:
         print(f"speed-up against issue 17's {ISSUE_SECONDS} s: {ISSUE_SECONDS / seconds:.2f}x (target 3x)")
+    if args.single_process:
+        single = [measure(args.trace, "--single-process") for _ in range(args.repeat)]
+        print(
+            f"tokenizing in one process (no helper): {statistics.median(r[0] for r in single):.2f} s, "
+            f"CPU {statistics.median(r[3] for r in single):.2f} s"
+        )
     print(
         f"peak RSS: {peak:.0f} MB ({peak / mb:.2f}x the JSON size); "
         f"the same process on a one-event trace: {baseline:.0f} MB; its child processes (SQLite writer, "

@@ -7,6 +7,7 @@ begins and is written when it ends.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -26,6 +27,25 @@ _TEXT_TYPES = frozenset(("string", "json"))
 
 # (flat_key, key, value_type, value)
 Arg = tuple[str, str, str, Any]
+
+
+SHARED_ARGS_LIMIT = 50_000
+_shared_args: dict[Arg, Arg] = {}
+
+
+def _shared_arg(arg: Arg) -> Arg:
+    """One tuple per recurring arg, with its key strings shared (interned). The arg-set cache keeps
+    thousands of sets alive, and args decoded (or unpickled) per event are each a copy otherwise."""
+    found = _shared_args.get(arg)
+    if found is not None:
+        return found
+    flat_key, key, value_type, value = arg
+    if type(flat_key) is str and type(key) is str:
+        arg = (sys.intern(flat_key), sys.intern(key), value_type, value)
+    if len(_shared_args) >= SHARED_ARGS_LIMIT:
+        _shared_args.clear()
+    _shared_args[arg] = arg
+    return arg
 
 
 def to_int64(v: int) -> int:
@@ -106,6 +126,7 @@ class TraceStorage:
             return found
         if len(self._arg_sets) >= ARG_SET_CACHE_LIMIT:
             self._arg_sets.clear()
+        key = tuple(map(_shared_arg, key))  # kept alive by the cache: no copies of recurring args or keys
         set_id = self.next_id["args"]
         self.next_id["args"] = set_id + len(key)
         rows = self._buffers["args"]

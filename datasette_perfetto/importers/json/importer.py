@@ -98,8 +98,9 @@ _SCOPES = ("g", "p", "t")  # an instant's `s`: global, process, thread
 # event), and what the importer reads after the helper's share after those.
 HELPER_ARRIVAL = 1 << 40
 AFTER_HELPER_ARRIVAL = 1 << 41
-# Where the helper starts, as a share of the JSON text: each reads and tokenizes about half.
-HELPER_SHARE_STARTS = 0.5
+# Where the helper starts, as a share of the JSON text: each reads and tokenizes about half, the
+# helper a little less (it reads through the importer's share first; measured on Chromium's trace).
+HELPER_SHARE_STARTS = 0.53
 
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 

@@ -32,6 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # for shared_data when run as a script
 
+from database_rows import differing_tables  # noqa: E402
 from shared_data import CASES  # noqa: E402
 
 from datasette_perfetto.ingest import IngestError, detect_format, ingest, open_trace  # noqa: E402
@@ -311,29 +312,11 @@ def _check_split_json(trace: Path, imported: Path | None, folder: Path) -> None:
     try:
         if imported is None:
             raise Finding("imported when split, rejected by one process")
-        differing = _differing_tables(imported, split)
+        differing = differing_tables(imported, split)
         if differing:
             raise Finding(f"split tokenizing changed tables {differing}")
     finally:
         split.unlink()
-
-
-def _differing_tables(a: Path, b: Path) -> list[str]:
-    def rows(path: Path) -> dict[str, list]:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            names = [
-                r[0]
-                for r in conn.execute(
-                    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-                )
-            ]
-            return {n: conn.execute(f"SELECT * FROM [{n}] ORDER BY rowid").fetchall() for n in names}
-        finally:
-            conn.close()
-
-    rows_a, rows_b = rows(a), rows(b)
-    return sorted(n for n in rows_a.keys() | rows_b.keys() if rows_a.get(n) != rows_b.get(n))
 
 
 @dataclass

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from database_rows import assert_same_database
 from shared_data import CASES, TRACES
 from test_kill import group_processes
-from test_parallel_ingest import assert_same_database
 
 from datasette_perfetto import merge, parallel, schema
 from datasette_perfetto.cli import perfetto

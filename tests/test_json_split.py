@@ -16,8 +16,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from database_rows import assert_same_database, table_rows
 from shared_data import CASES, TRACES
-from test_parallel_ingest import assert_same_database, table_rows
 
 from datasette_perfetto.conformance import load_passing_list, run_case
 from datasette_perfetto.importers.common import split_helper

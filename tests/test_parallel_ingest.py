@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import kept_and_defined
+from database_rows import assert_same_database, table_rows
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 from shared_data import CASES, TRACES
 
@@ -29,27 +30,6 @@ HERE = Path(__file__).parent
 CHROME = TRACES / "chrome_startup.pftrace"
 PARALLEL = {"separate_writer": True, "split_tokenize": True}
 SERIAL = {"separate_writer": False, "split_tokenize": False}
-
-
-def table_rows(path: Path) -> dict[str, list[tuple]]:
-    conn = sqlite3.connect(path)
-    try:
-        names = [
-            r[0]
-            for r in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
-            )
-        ]
-        return {name: conn.execute(f"SELECT * FROM [{name}] ORDER BY rowid").fetchall() for name in names}
-    finally:
-        conn.close()
-
-
-def assert_same_database(a: Path, b: Path) -> None:
-    rows_a, rows_b = table_rows(a), table_rows(b)
-    assert rows_a.keys() == rows_b.keys()
-    for name in rows_a:
-        assert rows_a[name] == rows_b[name], f"table {name} differs"
 
 
 @pytest.fixture(scope="module")

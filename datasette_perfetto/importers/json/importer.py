@@ -291,6 +291,7 @@ class JsonImporter:
         self._system_lines = 0
         self.options = options or ImportOptions()
         self._helper: Helper | None = None  # a split import's helper, until it hands its share over
+        self._flatten_args = False  # slice args flattened when tokenized (a split import), not when parsed
         self._reader: JsonTraceReader | None = None
 
     def run(self, stream: BinaryIO, progress: Callable[[float], None]) -> None:
@@ -313,6 +314,7 @@ class JsonImporter:
         reopen = self.options.reopen
         if reopen is not None and split_wanted(self.options.split_tokenize, text_size):
             split_at = int(text_size * HELPER_SHARE_STARTS)
+            self._flatten_args = True  # in both processes: set before the fork
             self._helper = Helper(lambda side: self._helper_share(side, reopen, split_at))
             reader.handoff_at, reader.handoff = split_at, self._take_helper_share
         self._reader = reader
@@ -439,8 +441,9 @@ class JsonImporter:
             cookie = _id2_cookie(id2) if type(id2) is dict else None
         args = get("args")
         args = args if type(args) is dict else None
-        # A slice's args are flattened here, where a split import's two processes share the work.
-        stored_args = _event_args(args) if args and phase in _SLICE_PHASES else args
+        # In a split import a slice's args are flattened here, where its two processes share the work (alone,
+        # when parsed: the pickled object is smaller than its flattened args).
+        stored_args = _event_args(args) if args and self._flatten_args and phase in _SLICE_PHASES else args
         if phase == "P":
             self.v8.tokenize_profile(ev, pid, tid, event_id, args, self._push_sample)
             return

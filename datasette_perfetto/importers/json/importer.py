@@ -5,7 +5,9 @@ Two phases, as for proto traces:
    checked and reduced to a list of plain values, timestamps converted from
    microseconds to nanoseconds, and pushed (pickled) to the external-merge Sorter.
    V8 CPU profiles (`P` events: Profile / ProfileChunk) are unpacked here,
-   because their sample times are deltas in file order.
+   because their sample times are deltas in file order. In a large trace a
+   forked helper tokenizes the second half of the events meanwhile (a split
+   import, below: the same events, sorted the same way).
 2. Parse, in timestamp order: processes and threads, slices on thread tracks,
    async slices on compressed tracks, counters, instants, flows (v1 and v2),
    metadata events, thread states and V8 samples.

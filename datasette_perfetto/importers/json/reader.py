@@ -271,7 +271,7 @@ class JsonTraceReader:
     # -- a split import's helper -------------------------------------------------
     def is_bare_array(self) -> bool:
         """Whether the input is an array of events (rather than an object): for a reader that starts
-        in the middle of the events array with events_from()."""
+        in the middle of the events array with events_from_here()."""
         return self._skip(_WHITESPACE) == "["
 
     def next_event_start(self, offset: int) -> int | None:

@@ -276,3 +276,14 @@ JSON_CASES = [
 def test_conformance_cases_pass_split(case_id, tmp_path):
     result = run_case(str(CASES / case_id), str(tmp_path), **SPLIT)
     assert result.passed, result.reason
+
+
+def test_the_text_size_of_plain_and_gzip_files(tmp_path):
+    text = json.dumps([{"ph": "X", "name": "s", "ts": i, "dur": 1} for i in range(1000)]).encode()
+    plain, packed = tmp_path / "a.json", tmp_path / "a.json.gz"
+    plain.write_bytes(text)
+    packed.write_bytes(gzip.compress(text))
+    assert json_importer.estimated_text_size(str(plain), len(text)) == len(text)
+    # From the gzip trailer; never less than the file itself.
+    assert json_importer.estimated_text_size(str(packed), packed.stat().st_size) == len(text)
+    assert json_importer.estimated_text_size(str(tmp_path / "gone.json"), 123) == 123

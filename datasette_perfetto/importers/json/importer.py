@@ -294,7 +294,6 @@ class JsonImporter:
         self.options = options or ImportOptions()
         self._helper: Helper | None = None  # a split import's helper, until it hands its share over
         self._flatten_args = False  # slice args flattened when tokenized (a split import), not when parsed
-        self._reader: JsonTraceReader | None = None
 
     def run(self, stream: BinaryIO, progress: Callable[[float], None]) -> None:
         """Imports the trace; progress(f) reports the share done, 0 to 1
@@ -319,7 +318,6 @@ class JsonImporter:
             self._flatten_args = True  # in both processes: set before the fork
             self._helper = Helper(lambda side: self._helper_share(side, reopen, split_at))
             reader.handoff_at, reader.handoff = split_at, self._take_helper_share
-        self._reader = reader
         tokenize = self.tokenize
         for kind, value in reader.parts():
             if kind == EVENT:
@@ -560,12 +558,12 @@ class JsonImporter:
                 "profiles": (profiles_path, profiles),
             }
 
-    def _take_helper_share(self, at: int) -> tuple[int, bool] | None:
+    def _take_helper_share(self, at: int) -> tuple[int, bool, int] | None:
         """In the importer, at the first event starting at or after the split: takes the helper's
-        events over if its share starts at this event (`at`); returns where the share ended and
-        whether the array was closed there, or None (this process reads on alone)."""
+        events over if its share starts at this event (`at`); returns where the share ended, whether
+        the array was closed there and how many events it read, or None (this process reads on alone)."""
         helper = self._helper
-        assert helper is not None and self._reader is not None
+        assert helper is not None
         try:
             if helper.note() != at:
                 raise SplitFailed("the helper's share does not start at an event")
@@ -581,7 +579,6 @@ class JsonImporter:
             # Reading on past the share, this process meets the input's end as the helper did.
             stats.single.pop("compressed_file_truncated", None)
             self.stats.add(stats)
-            self._reader.events_read += share["events_read"]
             self.sorter.take_over(*share["events"])
             self.sorter.take_over(*share["ends_after_x" if self._seen_complete_event else "ends_before_x"])
             path, count = share["profiles"]
@@ -595,7 +592,7 @@ class JsonImporter:
             self.sorter.arrival_base = AFTER_HELPER_ARRIVAL << 32
         finally:
             helper.discard_runs()
-        return share["end"], share["closed"]
+        return share["end"], share["closed"], share["events_read"]
 
     def _push_sample(self, ts: int, sample: tuple) -> None:
         if ts < 0:

@@ -158,9 +158,10 @@ class JsonTraceReader:
         self.dropped = 0  # characters of text before buf (read and let go): buf[i] is at offset dropped + i
         # A split import's importer: the first event that starts at or after `handoff_at` (a text offset)
         # is offered to `handoff(offset)`, which returns where the helper's share of the events array
-        # ended and whether the array was closed there, or None (this reader goes on by itself).
+        # ended, whether the array was closed there and how many events it read, or None (this reader
+        # goes on by itself).
         self.handoff_at: int | None = None
-        self.handoff: Callable[[int], tuple[int, bool] | None] | None = None
+        self.handoff: Callable[[int], tuple[int, bool, int] | None] | None = None
         self.value_start = 0  # where the last decoded value began in buf
         self.eof = False
         self.bytes_read = 0
@@ -413,7 +414,8 @@ class JsonTraceReader:
                 assert self.handoff is not None
                 taken = self.handoff(self.dropped + self.pos)
                 if taken is not None:  # the helper read the rest of this array
-                    end, closed = taken
+                    end, closed, events = taken
+                    self.events_read += events
                     if closed:
                         self.skip_to(end)
                     else:

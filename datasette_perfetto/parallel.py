@@ -36,7 +36,13 @@ from .ingest import IngestError, Progress, TraceSummary, import_input
 from .ingest import ingest as serial_ingest
 from .merge import NotMergeable, Part, absorb, part_model
 from .model import TraceModel
-from .scratch import create_temp_database, die_with_parent, remove_database_files, sweep_abandoned
+from .scratch import (
+    create_temp_database,
+    die_with_parent,
+    remove_database_files,
+    sigterm_held_while_forking,
+    sweep_abandoned,
+)
 from .storage import TraceStorage
 from .writer import SqliteWriter, WriterError
 
@@ -212,7 +218,8 @@ def _on_processes(
     futures: list[Future] = []
     summaries: list[TraceSummary] = []
     try:
-        futures = [executor.submit(import_part, path, i, directory, analyze) for i, path in enumerate(paths)]
+        with sigterm_held_while_forking():  # the workers are forked here
+            futures = [executor.submit(import_part, path, i, directory, analyze) for i, path in enumerate(paths)]
         for path, future in zip(paths, futures):
             part = _wait(future.result, drain)
             drain()

@@ -143,6 +143,24 @@ def die_with_parent(parent_pid: int) -> None:
             pass
     if os.getppid() != parent_pid:
         os._exit(1)
+    if hasattr(signal, "pthread_sigmask"):  # held by the parent while it forked (sigterm_held_while_forking)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+
+
+@contextlib.contextmanager
+def sigterm_held_while_forking() -> Iterator[None]:
+    """Holds SIGTERM back while the body forks child processes, and delivers it after. Arriving during a
+    fork, its handler (sigterm_raises_system_exit) would run inside Python's at-fork callbacks, where
+    the SystemExit it raises is printed and ignored: the import would go on. The children unblock it
+    (die_with_parent)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 @contextlib.contextmanager
@@ -171,6 +189,7 @@ def is_temporary_database(path: Path) -> bool:
 
 __all__ = [
     "OwnedFile",
+    "sigterm_held_while_forking",
     "create_temp_database",
     "create_runs_folder",
     "remove_database_files",

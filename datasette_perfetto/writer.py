@@ -20,7 +20,7 @@ from itertools import chain
 from typing import Any
 
 from . import report_tables, schema
-from .scratch import die_with_parent
+from .scratch import die_with_parent, sigterm_held_while_forking
 
 MULTI_ROWS = 50  # rows per INSERT statement (13 columns x 50 stays far below SQLite's variable limit)
 
@@ -207,7 +207,8 @@ class WriterProcess:
             daemon=True,
             name="datasette-perfetto-writer",
         )
-        self.process.start()
+        with sigterm_held_while_forking():
+            self.process.start()
         to_child_r.close()
         from_child_w.close()
         self._queue: queue.Queue = queue.Queue(PENDING_BATCHES)

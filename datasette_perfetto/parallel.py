@@ -322,7 +322,15 @@ def _run_on(client, model, paths, sizes, directory, progress, analyze) -> list[T
 
 
 def _result(future, timeout: float) -> Any:
-    return future.result(timeout=timeout)
+    """A Dask future's result, or TimeoutError after `timeout` seconds without it. Polls done() rather than
+    passing the timeout to result(): distributed's timed wait can fail with its own UnboundLocalError when
+    the timeout and the result race (seen under load)."""
+    deadline = time.monotonic() + timeout
+    while not future.done():
+        if time.monotonic() >= deadline:
+            raise TimeoutError
+        time.sleep(0.01)
+    return future.result()
 
 
 def parse_jobs(value: str | int | None) -> int | None:

@@ -143,24 +143,32 @@ def die_with_parent(parent_pid: int) -> None:
             pass
     if os.getppid() != parent_pid:
         os._exit(1)
-    if hasattr(signal, "pthread_sigmask"):  # held by the parent while it forked (sigterm_held_while_forking)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+    global _forking, _sigterm_pending
+    _forking = 0  # forked inside sigterm_held_while_forking: for this process the fork is over
+    if _sigterm_pending:
+        os._exit(128 + signal.SIGTERM)
+
+
+# A SIGTERM that arrived while a child process was being forked, raised once the fork is over.
+_forking = 0
+_sigterm_pending = False
 
 
 @contextlib.contextmanager
 def sigterm_held_while_forking() -> Iterator[None]:
-    """Holds SIGTERM back while the body forks child processes, and delivers it after. Arriving during a
-    fork, its handler (sigterm_raises_system_exit) would run inside Python's at-fork callbacks, where
-    the SystemExit it raises is printed and ignored: the import would go on. The children unblock it
-    (die_with_parent)."""
-    if not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    """Holds SIGTERM's SystemExit (sigterm_raises_system_exit) back while the body forks child processes,
+    and raises it after. Raised during a fork, it would come from inside Python's at-fork callbacks (logging's
+    lock release), which print it and go on: the import would not stop. Forks happen in the main thread,
+    where Python runs signal handlers."""
+    global _forking, _sigterm_pending
+    _forking += 1
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        _forking -= 1
+        if not _forking and _sigterm_pending:
+            _sigterm_pending = False
+            _exit_on_sigterm(signal.SIGTERM, None)
 
 
 @contextlib.contextmanager
@@ -179,6 +187,10 @@ def sigterm_raises_system_exit() -> Iterator[None]:
 
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:
+    global _sigterm_pending
+    if _forking:
+        _sigterm_pending = True  # raised once the fork is over (sigterm_held_while_forking)
+        return
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not interrupt the cleanup
     raise SystemExit(128 + signal.SIGTERM)
 

@@ -152,22 +152,19 @@ def test_output_that_is_an_input_is_refused(tmp_path, demo_trace):
 def test_a_sigterm_while_forking_is_delivered_after_the_fork():
     """Arriving during a fork, SIGTERM's SystemExit would be raised inside Python's at-fork callbacks,
     which print it and go on: it is held back until the fork is over, and the children do not hold it."""
+    from datasette_perfetto import scratch
     from datasette_perfetto.importers.common.split_helper import Helper
-    from datasette_perfetto.scratch import sigterm_held_while_forking, sigterm_raises_system_exit
 
     reached = []
     with pytest.raises(SystemExit) as raised:
-        with sigterm_raises_system_exit():
-            with sigterm_held_while_forking():
+        with scratch.sigterm_raises_system_exit():
+            with scratch.sigterm_held_while_forking():
                 os.kill(os.getpid(), signal.SIGTERM)
                 time.sleep(0.05)
                 reached.append("end of the fork")
     assert reached == ["end of the fork"] and raised.value.code == 128 + signal.SIGTERM
 
-    def blocked_in_child(side):
-        return signal.SIGTERM in signal.pthread_sigmask(signal.SIG_BLOCK, set())
-
-    with sigterm_held_while_forking():
-        helper = Helper(blocked_in_child)
-    assert helper.result() is False
-    assert signal.SIGTERM not in signal.pthread_sigmask(signal.SIG_BLOCK, set())
+    with scratch.sigterm_held_while_forking():
+        helper = Helper(lambda side: scratch._forking)
+    assert helper.result() == 0  # the child's SIGTERM is not held
+    assert scratch._forking == 0 and not scratch._sigterm_pending

@@ -14,6 +14,7 @@ from .functions import fnv1a_hash_bytes
 from .stats import REGISTRY as STATS
 from .stats import Stats
 from .storage import Arg, TraceStorage, to_int64
+from .trackers.args_translation import ArgsTranslation
 from .trackers.dimension_tracker import DimensionDeclarations, resolve_trace, write_dimensions
 from .trackers.flow_tracker import FlowTracker
 from .trackers.machine_tracker import CpuRow, GpuRow, MachineRow
@@ -105,7 +106,8 @@ class TraceContext:
         # Renames a trace can carry (TranslationTable packets): raw name -> name.
         self.slice_name_map: dict[str, str] = {}
         self.process_track_name_map: dict[str, str] = {}
-        self.slices = SliceTracker(self.storage, self.stats, self.slice_name_map)
+        self.args_translation = ArgsTranslation()
+        self.slices = SliceTracker(self.storage, self.stats, self.slice_name_map, self.args_translation)
         self.flows = FlowTracker(self.storage, self.stats)
         self.states = StateTracker(self.storage)
         self.metadata: dict[str, object] = {}
@@ -139,6 +141,7 @@ class TraceContext:
             )
             ctx.slice_name_map = self.slice_name_map
             ctx.slices.name_map = self.slice_name_map
+            ctx.args_translation = ctx.slices.translation = self.args_translation
             ctx.process_track_name_map = self.process_track_name_map
         return ctx
 

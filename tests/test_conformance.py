@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
 from shared_data import CASES
 
 from datasette_perfetto.conformance import load_passing_list, parse_expected, run_case, values_equal
+from datasette_perfetto.ingest import ingest
 
 HERE = Path(__file__).parent
 
@@ -29,6 +31,36 @@ def test_expected_csv_parsing_keeps_types():
     header, rows = parse_expected('"a","b","c","d"\n"x",[NULL],"[NULL]",1.500000\n')
     assert header == ["a", "b", "c", "d"]
     assert rows == [["x", None, "[NULL]", 1.5]]
+
+
+def test_expected_csv_strings_may_span_lines_and_blank_lines_are_skipped():
+    header, rows = parse_expected('"name","v"\n\n"cfg","a: 1\nb: 2",3\n  \n"x""y",\n')
+    assert header == ["name", "v"]
+    assert rows == [["cfg", "a: 1\nb: 2", 3], ['x"y', ""]]
+
+
+def test_rows_are_compared_in_order_only_when_the_query_orders_them(tmp_path):
+    """Without ORDER BY the row order is the engine's (trace_processor's scan and join order, SQLite's
+    planner's): the rows must match, in any order; with it, in order."""
+    src = CASES / "parser.json.JsonParser.test_json_pid_tid_zero"
+    case = tmp_path / "case"
+    case.mkdir()
+    for name in ("case.json", "trace.json"):
+        (case / name).write_bytes((src / name).read_bytes())
+    db = tmp_path / "probe.db"
+    ingest([str(src / "trace.json")], str(db))
+    rows = [f"{ts},{dur}" for ts, dur in sqlite3.connect(db).execute("SELECT ts, dur FROM slice ORDER BY ts DESC")]
+    assert len(set(rows)) >= 2
+
+    def passes(query: str, expected_rows: list[str]) -> bool:
+        (case / "query.sql").write_text(query)
+        (case / "expected.csv").write_text("\n".join(['"ts","dur"', *expected_rows]) + "\n")
+        return run_case(str(case), str(tmp_path)).passed
+
+    assert passes("SELECT ts, dur FROM slice", rows)  # reversed, unordered: the same rows
+    assert not passes("SELECT ts, dur FROM slice ORDER BY ts", rows)
+    assert passes("SELECT ts, dur FROM slice ORDER BY ts", rows[::-1])
+    assert not passes("SELECT ts, dur FROM slice", [*rows[:-1], rows[0]])  # as many rows, not the same ones
 
 
 def test_values_compare_numbers_numerically_and_strings_exactly():

@@ -16,6 +16,7 @@ import re
 
 from ..stats import Stats
 from ..storage import BATCH_ROWS, Arg, TraceStorage
+from .args_translation import ArgsTranslation
 
 PENDING = -1
 MAX_DEPTH = 512
@@ -28,8 +29,15 @@ OpenSlice = list
 
 
 class SliceTracker:
-    def __init__(self, storage: TraceStorage, stats: Stats, name_map: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        storage: TraceStorage,
+        stats: Stats,
+        name_map: dict[str, str] | None = None,
+        translation: ArgsTranslation | None = None,
+    ) -> None:
         self.storage = storage
+        self.translation = translation if translation is not None else ArgsTranslation()
         self._next_id = storage.next_id  # ids handed out inline: this is the hot path
         self._slice_rows = storage.buffer("slice")
         self.stats = stats
@@ -230,6 +238,8 @@ class SliceTracker:
 
     def _write(self, s: OpenSlice) -> None:
         args = s[S_ARGS]
+        if args and self.translation.names:
+            args = self.translation.translate(args)
         s[S_ARGS] = self.storage.arg_set(args) if args else None
         rows = self._slice_rows
         rows.append(tuple(s))

@@ -14,50 +14,62 @@ def text(value):
     return value
 
 
-def string_map_items(message, field: str) -> list[tuple[str, str]]:
-    """The (key, value) pairs of a map<string, string> field, as text(). upb raises on iterating a map
-    whose strings are not valid UTF-8 (a plain string field hands back bytes instead); then the
-    entries are read from the message's wire format, keeping every byte as text() does."""
+def string_map_items(message, field: str) -> list[tuple]:
+    """The (key, value) pairs of a map<string, string> (or map<integer, string>) field, strings as text().
+    upb raises on iterating a map whose strings are not valid UTF-8 (a plain string field hands back bytes
+    instead); then the entries are read from the message's wire format, keeping every byte as text() does."""
     entries = getattr(message, field)
     try:
         return [(text(k), text(v)) for k, v in entries.items()]
     except UnicodeDecodeError:
         pass
-    number = message.DESCRIPTOR.fields_by_name[field].number
+    descriptor = message.DESCRIPTOR.fields_by_name[field]
+    int_keys = descriptor.message_type.fields_by_name["key"].type != descriptor.TYPE_STRING
     pairs = []
-    for entry in _length_delimited(message.SerializeToString(), number):
-        found = dict.fromkeys((1, 2), b"")
-        for key in (1, 2):
-            for raw in _length_delimited(entry, key):
-                found[key] = raw
-        pairs.append((text(found[1]), text(found[2])))
+    for entry in _length_delimited(message.SerializeToString(), descriptor.number):
+        value = b"".join(_length_delimited(entry, 2)[-1:])
+        if int_keys:
+            pairs.append(((_varints(entry, 1) or [0])[-1], text(value)))
+        else:
+            pairs.append((text(b"".join(_length_delimited(entry, 1)[-1:])), text(value)))
     return pairs
+
+
+def _varints(data: bytes, wanted: int) -> list[int]:
+    """The values of varint field `wanted` in a serialized message; stops at damage."""
+    return [value for number, wire, value in _wire_fields(data) if number == wanted and wire == 0]
 
 
 def _length_delimited(data: bytes, wanted: int) -> list[bytes]:
     """The payloads of field `wanted` (length-delimited) in a serialized message; stops at damage."""
-    out, pos, end = [], 0, len(data)
+    return [value for number, wire, value in _wire_fields(data) if number == wanted and wire == 2]
+
+
+def _wire_fields(data: bytes):
+    """(field number, wire type, value) of each field of a serialized message: an int for a varint, the
+    payload for a length-delimited field, None for a fixed-size one; stops at damage."""
+    pos, end = 0, len(data)
     while pos < end:
         tag, pos = _varint(data, pos)
         if tag is None:
-            break
+            return
         number, wire = tag >> 3, tag & 7
         if wire == 0:
-            _, pos = _varint(data, pos)
-        elif wire == 1:
-            pos += 8
-        elif wire == 5:
-            pos += 4
+            value, pos = _varint(data, pos)
+            if value is None:
+                return
+            yield number, wire, value
+        elif wire == 1 or wire == 5:
+            pos += 8 if wire == 1 else 4
+            yield number, wire, None
         elif wire == 2:
             size, pos = _varint(data, pos)
             if size is None or pos + size > end:
-                break
-            if number == wanted:
-                out.append(data[pos : pos + size])
+                return
+            yield number, wire, data[pos : pos + size]
             pos += size
         else:
-            break
-    return out
+            return
 
 
 def _varint(data: bytes, pos: int) -> tuple[int | None, int]:

@@ -60,6 +60,16 @@ from .track_event_tokenizer import tokenize_track_event
 # Sorter streams: at equal timestamps, descriptors (0) are parsed before track events (1).
 TRACK_EVENT_STREAM = 1
 
+# TranslationTable fields with hash -> name maps: (map field, the arg key its hashes are in).
+TRANSLATED_HASHES = {
+    "chrome_histogram": (("hash_to_name", "chrome_histogram_sample.name_hash"),),
+    "chrome_user_event": (("action_hash_to_name", "chrome_user_event.action_hash"),),
+    "chrome_performance_mark": (
+        ("site_hash_to_name", "chrome_hashed_performance_mark.site_hash"),
+        ("mark_hash_to_name", "chrome_hashed_performance_mark.mark_hash"),
+    ),
+    "chrome_study": (("hash_to_name", "chrome_trigger.name_hash"),),
+}
 SEQ_INCREMENTAL_STATE_CLEARED = 1
 SEQ_NEEDS_INCREMENTAL_STATE = 2
 
@@ -509,6 +519,12 @@ class ProtoImporter:
         self.trace.set_metadata("range_of_interest_start_us", roi.start_us)
 
     def _translation_table(self, table) -> None:
+        # Each packet holds one table (a oneof).
+        translation = self.trace.args_translation
+        for field, maps in TRANSLATED_HASHES.items():
+            if table.HasField(field):
+                for map_field, hash_key in maps:
+                    translation.add(hash_key, string_map_items(getattr(table, field), map_field))
         if table.HasField("slice_name"):
             self.trace.slice_name_map.update(string_map_items(table.slice_name, "raw_to_deobfuscated_name"))
         if table.HasField("process_track_name"):

@@ -8,6 +8,8 @@ and return NULL where the table does not exist (e.g. Datasette's _internal).
 
 from __future__ import annotations
 
+import bisect
+import datetime
 import json
 import re
 import sqlite3
@@ -50,6 +52,20 @@ def register_functions(conn: sqlite3.Connection) -> None:
     bounds_start = _reader(conn, "SELECT start_ts FROM trace_bounds")
     bounds_end = _reader(conn, "SELECT end_ts FROM trace_bounds")
     metadata = _reader(conn, "SELECT coalesce(str_value, int_value) FROM metadata WHERE name = ? ORDER BY id LIMIT 1")
+    # A machine's, a trace file's, or both's value of a key (trace_processor's metadata plugin): the first row.
+    metadata_for_machine = _reader(
+        conn,
+        "SELECT coalesce(str_value, int_value) FROM metadata WHERE machine_id = ? AND name = ? ORDER BY id LIMIT 1",
+    )
+    metadata_for_trace = _reader(
+        conn, "SELECT coalesce(str_value, int_value) FROM metadata WHERE trace_id = ? AND name = ? ORDER BY id LIMIT 1"
+    )
+    exact_metadata = _reader(
+        conn,
+        "SELECT coalesce(str_value, int_value) FROM metadata WHERE machine_id = ? AND trace_id = ? AND name = ? "
+        "ORDER BY id LIMIT 1",
+    )
+    clocks = ClockConverter(conn)
 
     def trace_dur() -> int | None:
         start, end = bounds_start(), bounds_end()
@@ -77,6 +93,12 @@ def register_functions(conn: sqlite3.Connection) -> None:
         ("trace_end", 0): bounds_end,
         ("trace_dur", 0): trace_dur,
         ("extract_metadata", 1): metadata,
+        ("extract_metadata_for_machine", 2): metadata_for_machine,
+        ("extract_metadata_for_trace", 2): metadata_for_trace,
+        ("extract_exact_metadata", 3): exact_metadata,
+        ("to_realtime", 1): lambda ts: clocks.convert("TO_REALTIME", REALTIME_CLOCK, ts),
+        ("to_monotonic", 1): lambda ts: clocks.convert("TO_MONOTONIC", MONOTONIC_CLOCK, ts),
+        ("abs_time_str", 1): clocks.abs_time_str,
         ("slice_is_ancestor", 2): slice_is_ancestor,
         ("str_split", 3): str_split,
         ("hash", -1): fnv1a_hash,
@@ -114,6 +136,12 @@ _TABLE_READERS = {
     "trace_end",
     "trace_dur",
     "extract_metadata",
+    "extract_metadata_for_machine",
+    "extract_metadata_for_trace",
+    "extract_exact_metadata",
+    "to_realtime",
+    "to_monotonic",
+    "abs_time_str",
     "slice_is_ancestor",
     "report_time",
     "report_range_start",
@@ -243,6 +271,71 @@ def regexp_replace_simple(value: Any, pattern: Any, replacement: Any) -> str | N
     if value is None or pattern is None or replacement is None:
         return None
     return _compile(str(pattern)).sub(lambda _m: str(replacement), str(value))
+
+
+# Clock ids (ClockSnapshot.Clock / BuiltinClock) of the clocks trace time converts to.
+REALTIME_CLOCK, MONOTONIC_CLOCK = 1, 3
+
+
+class ClockConverter:
+    """Trace time to the REALTIME or MONOTONIC clock from the clock_snapshot table (trace_processor's
+    ClockConverter): between two snapshots the earlier one's offset, never past the later one's value;
+    after the last, its offset; before the first, its value. Read once per connection, when first used."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.timelines: dict[int, tuple[list[int], list[int]]] | None = None
+
+    def _timeline(self, clock_id: int) -> tuple[list[int], list[int]]:
+        if self.timelines is None:
+            self.timelines = {REALTIME_CLOCK: ([], []), MONOTONIC_CLOCK: ([], [])}
+            try:
+                rows = self.conn.execute(
+                    "SELECT clock_id, ts, clock_value FROM clock_snapshot WHERE clock_id IN (?, ?) ORDER BY id",
+                    (REALTIME_CLOCK, MONOTONIC_CLOCK),
+                ).fetchall()
+            except sqlite3.OperationalError:
+                rows = []  # not a trace database
+            by_ts: dict[int, dict[int, int]] = {REALTIME_CLOCK: {}, MONOTONIC_CLOCK: {}}
+            for clock, ts, value in rows:
+                by_ts[clock].setdefault(ts, value)  # the first snapshot at a time stands
+            for clock, points in by_ts.items():
+                times = sorted(points)
+                self.timelines[clock] = (times, [points[t] for t in times])
+        return self.timelines[clock_id]
+
+    def to_clock(self, clock_id: int, ts: int) -> int | None:
+        """`ts` on clock `clock_id`; None when the trace has no snapshot of that clock."""
+        times, values = self._timeline(clock_id)
+        if not times:
+            return None
+        at = bisect.bisect_left(times, ts)
+        if at == len(times):
+            return values[-1] + ts - times[-1]
+        if at == 0 or times[at] == ts:
+            return values[at]
+        return min(values[at - 1] + ts - times[at - 1], values[at])
+
+    def convert(self, function: str, clock_id: int, ts: Any) -> int | None:
+        """A SQL function's value: NULL for NULL or a trace without the clock (one bad timestamp does not stop
+        the query, as in trace_processor); an error for a value that is not an integer."""
+        if ts is None:
+            return None
+        if type(ts) is not int:
+            raise ValueError(f"{function}: first argument should be timestamp")
+        return self.to_clock(clock_id, ts)
+
+    def abs_time_str(self, ts: Any) -> str | None:
+        """ABS_TIME_STR: the REALTIME clock's time as ISO 8601 in UTC, to the nanosecond."""
+        real = self.convert("ABS_TIME_STR", REALTIME_CLOCK, ts)
+        if real is None:
+            return None
+        seconds, ns = divmod(real, 1_000_000_000)
+        try:
+            moment = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            return None  # beyond the years a date can hold
+        return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{ns:09d}"
 
 
 def to_timecode(ns: Any) -> str | None:

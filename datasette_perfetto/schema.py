@@ -520,6 +520,23 @@ CLOCK_SNAPSHOT = Table(
     ),
 )
 
+EXPERIMENTAL_MISSING_CHROME_PROCESSES = Table(
+    "experimental_missing_chrome_processes",
+    "Chrome processes that were listed as active (at an incremental state reset) without emitting their "
+    "descriptor within 0.2 s: their data may be incomplete before reliable_from. Experimental, as in "
+    "trace_processor.",
+    (
+        C("id", "INTEGER", "Row id."),
+        C("upid", "INTEGER", "→ process.upid.", ref="process"),
+        C(
+            "reliable_from",
+            "INTEGER",
+            "From when its data is complete (its next descriptor, or the next listing); NULL: never.",
+            unit=TS,
+        ),
+    ),
+)
+
 TRACE_BOUNDS = Table(
     "trace_bounds",
     "First and last timestamp of the trace (over slices, counters, states, ...).",
@@ -1055,6 +1072,7 @@ TABLES: tuple[Table, ...] = (
     STATS,
     METADATA,
     CLOCK_SNAPSHOT,
+    EXPERIMENTAL_MISSING_CHROME_PROCESSES,
     TRACE_BOUNDS,
     STACK_PROFILE_MAPPING,
     STACK_PROFILE_FRAME,

@@ -20,6 +20,7 @@ from ...trackers.process_tracker import (
 from ...trackers.stack_profile_tracker import StackProfileTracker, for_trace
 from ..common.event_kinds import EV_DESCRIPTOR, EV_TRACK_EVENT
 from ..common.values import signed
+from .active_chrome_processes import ActiveChromeProcesses, ActiveProcessesArgs, active_pids
 from .track_descriptor import CHROME_RENDERER_TYPES, Reservation, chrome_process_name, chrome_thread_name
 from .track_event_fields import (
     F_ARGS,
@@ -89,6 +90,7 @@ class TrackEventParser:
         # as one arg set (event.category, event.name), and one for packets skipped for lack of state.
         self.analyze = analyze_proto_content
         self.content_annotations: set[tuple[str | None, str | None]] = set()
+        self.active_chrome_processes = ActiveChromeProcesses()
 
     # -- descriptors -------------------------------------------------------------
     def parse(self, ts: int, ev: tuple) -> None:
@@ -97,6 +99,10 @@ class TrackEventParser:
             if self.range_of_interest_ns is not None and ts < self.range_of_interest_ns:
                 self.stats.inc("track_event_dropped_packets_outside_of_range_of_interest")
                 return
+            if type(ev[F_ARGS]) is ActiveProcessesArgs:
+                get_process = self.procs.get_or_create_process
+                for pid in active_pids(ev[F_ARGS]):
+                    self.active_chrome_processes.add_listing(ts, get_process(pid))
             if ev[F_LEGACY] is None:
                 fast = self._fast.get(ev[F_UUID])
                 if fast is not None and ev[F_TYPE] in SLICE_TYPES and ev[F_CALLSTACK] is None:
@@ -125,6 +131,7 @@ class TrackEventParser:
                 self.procs.set_thread_name(utid, chrome_thread_name(chrome), NAME_PRIORITY_THREAD_TYPE)
             return
         upid = self._uuid_upid(uuid) if uuid is not None else self.procs.get_or_create_process(pid)
+        self.active_chrome_processes.add_descriptor(ts, upid)
         proc = self.procs.process(upid)
         self.procs.set_process_name(upid, process_name, NAME_PRIORITY_PROCESS_TRACK_DESCRIPTOR)
         if cmdline:
@@ -923,6 +930,8 @@ class TrackEventParser:
 
     def finish(self) -> None:
         self.trace.states.finish()
+        for upid, reliable_from in self.active_chrome_processes.with_data_loss():
+            self.trace.storage.insert("experimental_missing_chrome_processes", (upid, reliable_from))
         arg_set = self.trace.storage.arg_set
         for category, name in sorted(self.content_annotations, key=lambda a: (a[0] or "", a[1] or "")):
             arg_set(

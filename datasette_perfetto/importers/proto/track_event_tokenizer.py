@@ -9,11 +9,13 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from ..common.event_kinds import EV_TRACK_EVENT
 from ..common.values import INT64_MAX, saturate, text
+from .active_chrome_processes import ActiveProcessesArgs
 from .track_event_args import TYPED_FIELDS, annotation_name, debug_annotation_args, typed_field_args
 from .track_event_fields import I_CATEGORIES, I_NAMES, TE, TYPE_COUNTER, TYPE_STATE
 
 # Per sequence, how many decoded TrackEvents to remember (see tokenize_track_event).
 DECODE_CACHE_ENTRIES = 4096
+ACTIVE_PROCESSES = TE.chrome_active_processes
 
 
 def tokenize_track_event(importer, raw: bytes, seq, packet_ts: int | None) -> tuple[int, tuple] | None:
@@ -307,7 +309,7 @@ def _decode(ev, seq) -> tuple:
         tuple(d[D_DEXTRA_UUIDS]) if d[D_DEXTRA_UUIDS] else (),
         category,
         name,
-        tuple(args) if args else None,
+        (ActiveProcessesArgs(args) if typed and ACTIVE_PROCESSES in typed else tuple(args)) if args else None,
         list(flows) if flows else None,
         list(term) if term else None,
         legacy,

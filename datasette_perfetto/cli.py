@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import re
 import shutil
 import sqlite3
 import sys
@@ -18,6 +17,7 @@ import click
 from .connection import prepare
 from .ingest import IngestError, TraceSummary, ingest
 from .scratch import sigterm_raises_system_exit
+from .sql_text import comment_params, split_statements
 
 
 def register(cli: click.Group) -> None:
@@ -279,40 +279,6 @@ def _query_text(sql: str | None, sql_file) -> str:
         # An option click does not know (ignore_unknown_options passes it on as the SQL argument).
         raise click.ClickException(f"no such option: {sql}")
     return sql
-
-
-def split_statements(text: str) -> list[str]:
-    """The SQL statements of `text`, in order, each with the comments before it; comment-only text is dropped."""
-    statements = []
-    start = 0
-    for i, ch in enumerate(text):
-        if ch == ";" and sqlite3.complete_statement(text[start : i + 1]):
-            statements.append(text[start : i + 1])
-            start = i + 1
-    statements.append(text[start:])
-    return [s for s in statements if _has_code(s)]
-
-
-def _has_code(statement: str) -> bool:
-    """Whether a statement is more than comments, whitespace and semicolons."""
-    return _strip_comments(statement).strip(" \t\r\n;") != ""
-
-
-_COMMENTS = re.compile(r"--[^\n]*|/\*.*?(\*/|$)|'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"", re.S)
-
-
-def _strip_comments(statement: str) -> str:
-    return _COMMENTS.sub(lambda m: m.group(0) if m.group(0)[0] in "'\"" else " ", statement)
-
-
-_LEADING_COMMENTS = re.compile(r"(?:\s+|--[^\n]*|/\*.*?\*/)*", re.S)
-_PARAM_COMMENT = re.compile(r"^--\s+:(\w+) = (\"(?:[^\"\\]|\\.)*\")\s*$", re.M)
-
-
-def comment_params(statement: str) -> dict[str, str]:
-    """`-- :name = "value"` lines (a JSON string) in the comments before the statement's code: its bound values."""
-    head = _LEADING_COMMENTS.match(statement)
-    return {m.group(1): json.loads(m.group(2)) for m in _PARAM_COMMENT.finditer(head.group(0) if head else "")}
 
 
 def format_table(columns: list[str], rows: list[list]) -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from .connection import prepare
 from .ingest import IngestError, ingest
+from .sql_text import split_statements
 
 TRACE_NAMES = ("trace.pb", "trace.json", "trace.systrace")
 
@@ -165,9 +166,11 @@ def run_case(case_dir: str, workdir: str, **ingest_options) -> CaseResult:
     conn = sqlite3.connect(db_path)
     try:
         prepare(conn)
-        cur = conn.execute(query)
-        columns = [d[0] for d in cur.description] if cur.description else []
-        rows = cur.fetchall()
+        # Several statements run in order (on this case's own copy); the last one's rows are the result.
+        for statement in split_statements(query) or [query]:
+            cur = conn.execute(statement)
+            columns = [d[0] for d in cur.description] if cur.description else []
+            rows = cur.fetchall()
     except sqlite3.Error as e:
         return CaseResult(case_id, False, f"query failed: {e}")
     finally:

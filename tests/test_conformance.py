@@ -63,6 +63,20 @@ def test_rows_are_compared_in_order_only_when_the_query_orders_them(tmp_path):
     assert not passes("SELECT ts, dur FROM slice", [*rows[:-1], rows[0]])  # as many rows, not the same ones
 
 
+def test_a_query_of_several_statements_gives_the_last_ones_rows(tmp_path):
+    src = CASES / "parser.json.JsonParser.test_json_pid_tid_zero"
+    case = tmp_path / "case"
+    case.mkdir()
+    for name in ("case.json", "trace.json"):
+        (case / name).write_bytes((src / name).read_bytes())
+    (case / "query.sql").write_text(
+        "-- a comment; with a semicolon\nCREATE TABLE t (v INTEGER);\nINSERT INTO t VALUES (1), (2);\n"
+        "SELECT count(*) AS n, sum(v) AS total FROM t;\n"
+    )
+    (case / "expected.csv").write_text('"n","total"\n2,3\n')
+    assert run_case(str(case), str(tmp_path)).passed
+
+
 def test_values_compare_numbers_numerically_and_strings_exactly():
     assert values_equal(100, 100.0)
     assert values_equal(1.0000001, 1.0)

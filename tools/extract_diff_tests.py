@@ -3,13 +3,13 @@
     python tools/extract_diff_tests.py PERFETTO_TREE OUT_DIR FAMILY...
     datasette perfetto conformance OUT_DIR
 
-PERFETTO_TREE is a checkout (or `git archive`) of google/perfetto holding
-test/trace_processor/diff_tests and python/generators/diff_tests; a FAMILY is a folder under
-diff_tests, e.g. parser/json or tables. Every test whose trace is inline or a file in the repository
+PERFETTO_TREE is a checkout (or `git archive`) of google/perfetto holding test/trace_processor/diff_tests,
+test/synth_common.py, protos/third_party/chromium/chrome_enums.proto and python/generators/diff_tests; a
+FAMILY is a folder under diff_tests, e.g. parser/json or tables. Every test whose trace is inline or a file in the repository
 (textproto, JSON, systrace), whose query is SQL and whose expected output is CSV becomes a case folder in
-OUT_DIR, in the format of ../shared/conformance/cases; the shared cases are left out. Tests whose trace is
-test data downloaded separately, a Python trace generator, or a textproto this `perfetto` package's protos
-cannot parse (extensions it lacks) are skipped and counted. Prints the counts.
+OUT_DIR, in the format of ../shared/conformance/cases; the shared cases are left out. A trace made by a
+Python generator script is made by running it. Tests whose trace is test data downloaded separately, or
+needs protos this `perfetto` package lacks (extensions), are skipped and counted. Prints the counts.
 
 The shared cases are a sample of these families: this is the wider check to run before calling a data
 source done.
@@ -21,11 +21,13 @@ import importlib.util
 import inspect
 import json
 import os
+import re
+import subprocess
 import sys
 import textwrap
 from collections import Counter
 
-from google.protobuf import text_format
+from google.protobuf import descriptor_pb2, text_format
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -52,7 +54,7 @@ def extract(tree: str, out_dir: str, families: list[str]) -> Counter:
                                 counts["shared already"] += 1
                                 continue
                             blueprint = method(object.__new__(suite))
-                            counts[_write_case(testing, blueprint, folder, os.path.join(out_dir, case_id))] += 1
+                            counts[_write_case(testing, blueprint, tree, folder, os.path.join(out_dir, case_id))] += 1
     return counts
 
 
@@ -68,7 +70,7 @@ def _suites(module, base) -> list:
     return [c for c in vars(module).values() if inspect.isclass(c) and issubclass(c, base) and c is not base]
 
 
-def _write_case(testing, blueprint, folder: str, case_dir: str) -> str:
+def _write_case(testing, blueprint, tree: str, folder: str, case_dir: str) -> str:
     """Writes one case folder; returns what happened (a count's name)."""
     if blueprint.trace_modifier is not None:
         return "skipped: trace modifier"
@@ -82,7 +84,7 @@ def _write_case(testing, blueprint, folder: str, case_dir: str) -> str:
         expected = _text(testing, out, folder)
         if expected is None:
             return "skipped: output not CSV"
-    trace = _trace(testing, blueprint.trace, folder)
+    trace = _trace(testing, blueprint.trace, tree, folder)
     if isinstance(trace, str):
         return trace
     data, name = trace
@@ -111,7 +113,7 @@ def _text(testing, value, folder: str) -> str | None:
     return None
 
 
-def _trace(testing, trace, folder: str) -> tuple[bytes, str] | str:
+def _trace(testing, trace, tree: str, folder: str) -> tuple[bytes, str] | str:
     """(bytes, case file name) of a test's trace, or why it is skipped."""
     if isinstance(trace, testing.DataPath):
         return "skipped: trace in downloaded test data"
@@ -127,12 +129,55 @@ def _trace(testing, trace, folder: str) -> tuple[bytes, str] | str:
     elif isinstance(trace, testing.Path) and trace.filename.endswith((".json", ".systrace")):
         with open(os.path.join(folder, trace.filename), "rb") as f:
             return f.read(), "trace" + os.path.splitext(trace.filename)[1]
+    elif isinstance(trace, testing.Path) and trace.filename.endswith(".py"):
+        return _synthesized(tree, os.path.join(folder, trace.filename))
     else:
         return f"skipped: {type(trace).__name__} trace"
     try:
         return text_format.Parse(text, pb.Trace()).SerializeToString(), "trace.pb"
     except text_format.ParseError:
         return "skipped: textproto this perfetto package cannot parse"
+
+
+def _synthesized(tree: str, script: str) -> tuple[bytes, str] | str:
+    """The trace a test's generator script (test/synth_common.py) writes, given the protos as a descriptor set
+    built from this `perfetto` package (see synth_descriptor)."""
+    descriptor = os.path.join(tree, "synth_trace_descriptor.bin")
+    if not os.path.exists(descriptor):
+        with open(descriptor, "wb") as f:
+            f.write(synth_descriptor(tree))
+    env = {**os.environ, "PYTHONPATH": os.path.join(tree, "test")}
+    done = subprocess.run([sys.executable, script, descriptor], capture_output=True, env=env, check=False)
+    if done.returncode != 0 or not done.stdout:
+        return "skipped: generator script failed (protos this perfetto package lacks)"
+    return done.stdout, "trace.pb"
+
+
+def synth_descriptor(tree: str) -> bytes:
+    """A FileDescriptorSet for synth_common: this package's perfetto_trace.proto, the tree's Chrome enums
+    (read from the .proto text), and empty stand-ins for the Chrome and Android extension types it looks up
+    (scripts that use them fail, and are skipped)."""
+    trace_file = descriptor_pb2.FileDescriptorProto()
+    pb.DESCRIPTOR.CopyToProto(trace_file)
+    enums = descriptor_pb2.FileDescriptorProto(name="synth_chrome_enums.proto", package="perfetto.protos.chrome_enums")
+    with open(os.path.join(tree, "protos", "third_party", "chromium", "chrome_enums.proto"), encoding="utf-8") as f:
+        for match in re.finditer(r"enum (\w+) \{(.*?)\}", f.read(), re.S):
+            enum = enums.enum_type.add(name=match.group(1))
+            for name, number in re.findall(r"(\w+) = (-?\d+);", match.group(2)):
+                enum.value.add(name=name, number=int(number))
+    chrome = descriptor_pb2.FileDescriptorProto(name="synth_chrome.proto", package="perfetto.protos")
+    chrome.message_type.add(name="ChromeTrackEvent")
+    android = descriptor_pb2.FileDescriptorProto(name="synth_android.proto", package="com.android.internal")
+    holder = android.message_type.add(name="FrameworksNativeTracePacket")
+    holder.extension_range.add(start=1, end=1000)
+    holder.extension.add(
+        name="frame_timeline_event",
+        number=76,
+        label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL,
+        type=descriptor_pb2.FieldDescriptorProto.TYPE_BYTES,
+        extendee=".com.android.internal.FrameworksNativeTracePacket",
+    )
+    return descriptor_pb2.FileDescriptorSet(file=[trace_file, enums, chrome, android]).SerializeToString()
 
 
 if __name__ == "__main__":

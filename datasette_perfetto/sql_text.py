@@ -1,0 +1,42 @@
+"""SQL text as users and trace_processor's diff tests write it: several statements with comments, and
+`-- :name = "value"` lines binding values (the way `report --format sql` prints them)."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+
+
+def split_statements(text: str) -> list[str]:
+    """The SQL statements of `text`, in order, each with the comments before it; comment-only text is dropped."""
+    statements = []
+    start = 0
+    for i, ch in enumerate(text):
+        if ch == ";" and sqlite3.complete_statement(text[start : i + 1]):
+            statements.append(text[start : i + 1])
+            start = i + 1
+    statements.append(text[start:])
+    return [s for s in statements if _has_code(s)]
+
+
+def _has_code(statement: str) -> bool:
+    """Whether a statement is more than comments, whitespace and semicolons."""
+    return _strip_comments(statement).strip(" \t\r\n;") != ""
+
+
+_COMMENTS = re.compile(r"--[^\n]*|/\*.*?(\*/|$)|'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"", re.S)
+
+
+def _strip_comments(statement: str) -> str:
+    return _COMMENTS.sub(lambda m: m.group(0) if m.group(0)[0] in "'\"" else " ", statement)
+
+
+_LEADING_COMMENTS = re.compile(r"(?:\s+|--[^\n]*|/\*.*?\*/)*", re.S)
+_PARAM_COMMENT = re.compile(r"^--\s+:(\w+) = (\"(?:[^\"\\]|\\.)*\")\s*$", re.M)
+
+
+def comment_params(statement: str) -> dict[str, str]:
+    """`-- :name = "value"` lines (a JSON string) in the comments before the statement's code: its bound values."""
+    head = _LEADING_COMMENTS.match(statement)
+    return {m.group(1): json.loads(m.group(2)) for m in _PARAM_COMMENT.finditer(head.group(0) if head else "")}

@@ -86,6 +86,23 @@ def test_a_key_added_twice_keeps_its_place_and_the_later_value(ingest_data):
     ]
 
 
+def test_the_first_name_given_for_a_hash_stays(ingest_data):
+    b = TraceBuilder()
+    for name in ("First", "Second"):
+        b.packet(
+            timestamp=1,
+            trusted_packet_sequence_id=9,
+            translation_table=pb.TranslationTable(
+                chrome_user_event=pb.ChromeUserEventTranslationTable(action_hash_to_name={20: name})
+            ),
+        )
+    seq = b.sequence(1, intern=False)
+    track = seq.thread(1, 2, "main")
+    _slice_with(seq, track, 1_000, "u", chrome_user_event=pb.ChromeUserEvent(action_hash=20))
+    _, db = ingest_data(b.to_bytes())
+    assert _args(db, "u")[-1] == ("chrome_user_event.action", "string", None, "First")
+
+
 def test_integer_keyed_maps_are_read_from_the_wire_when_strings_are_not_utf8():
     table = pb.ChromeHistorgramTranslationTable(hash_to_name={7: "QQQQ", 1 << 40: "ok"})
     broken = pb.ChromeHistorgramTranslationTable.FromString(table.SerializeToString().replace(b"QQQQ", b"\xff\xfeQQ"))

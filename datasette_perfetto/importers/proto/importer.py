@@ -48,7 +48,7 @@ from .ftrace import FtraceParser, order_ties_by_queue
 from .ftrace_tokenizer import FtraceTokenizer
 from .gpu import INTERNED_GPU_EXTENSIONS, intern_gpu_extensions
 from .packet_handlers import PACKET_HANDLERS, TOKENIZE_HANDLERS
-from .profiles import ProfileParser, ProfileTokenizer
+from .profiles import UNSYMBOLIZED_SOURCE_LOCATIONS, ProfileParser, ProfileTokenizer, number_generations_as_helper
 from .reader import ProtoReader, inflate_packets, scan_simple_track_event
 from .sequence_state import INTERNED_FIELDS, SequenceState
 from .split_tokenize import HELPER, MAIN, OwnedContext, SequenceClaims, SequenceSplit, split_wanted, start_helper
@@ -172,6 +172,7 @@ class ProtoImporter:
         owns, into `sorter`; keep the rest of the tokenizer state as the importer
         does, silently."""
         split = self.split = SequenceSplit(HELPER, claims)
+        number_generations_as_helper()
         self.sorter = sorter
         self.queue = _Discarded()  # every other event is the importer's
         self.skips_others = True
@@ -599,6 +600,8 @@ class ProtoImporter:
             if spec is None:
                 continue
             number, convert = spec
+            if number == UNSYMBOLIZED_SOURCE_LOCATIONS:
+                self.trace.args_translation.expect_mojo_methods()  # slices' mojo args need translating
             table = seq.interned.setdefault(number, {})
             for e in entries:
                 if not e.iid:

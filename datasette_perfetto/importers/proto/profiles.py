@@ -29,6 +29,7 @@ from .packet_handlers import EXTENSION_PACKETS
 # InternedData fields (numbers as in interned_data.proto).
 FUNCTION_NAMES, FRAMES, CALLSTACKS, BUILD_IDS, MAPPING_PATHS, SOURCE_PATHS, MAPPINGS = 5, 6, 7, 16, 17, 18, 19
 TASK_CONTEXTS, EXECUTION_CONTEXTS, COUNTER_DESCRIPTORS, ASYNC_CONTEXTS = 48, 49, 50, 51
+UNSYMBOLIZED_SOURCE_LOCATIONS = 28  # (mapping iid, rel_pc): Chrome's mojo methods (track_event_args.py)
 
 MONOTONIC_COARSE = 4
 FRAME_KINDS = {1: "native", 2: "kernel", 3: "interpreted", 4: "jit", 5: "gc", 6: "runtime"}
@@ -93,6 +94,14 @@ ART_HEAP_NAME = "com.android.art"
 SCOPE_CPU = 2
 
 _generations = itertools.count()
+# A forked tokenizer helper numbers its sequences' interned-data generations from here: the ids of its
+# sequences' mappings (resolved there, written by the importer) must not meet the importer's.
+HELPER_GENERATIONS = 1 << 40
+
+
+def number_generations_as_helper() -> None:
+    global _generations
+    _generations = itertools.count(HELPER_GENERATIONS)
 
 
 def _raw(e):
@@ -161,6 +170,7 @@ INTERNED_PROFILE_FIELDS = {
     "stack_sample_execution_contexts": (EXECUTION_CONTEXTS, _execution_context),
     "stack_sample_counter_descriptors": (COUNTER_DESCRIPTORS, counter_descriptor),
     "stack_sample_async_context_descriptors": (ASYNC_CONTEXTS, _async_context),
+    "unsymbolized_source_locations": (UNSYMBOLIZED_SOURCE_LOCATIONS, lambda e: (e.mapping_id, e.rel_pc)),
 }
 
 
@@ -184,6 +194,48 @@ def _perf_counter_name(event) -> str:
     return f"{name}:{modifiers}" if modifiers else name
 
 
+def _interned_string(seq, field: int, iid: int, stats) -> str | None:
+    value = seq.interned.get(field, {}).get(iid)
+    if value is None:
+        stats.inc("stackprofile_invalid_string_id")
+        return None
+    return _utf8(value)
+
+
+def resolve_mapping(seq, iid: int, stats) -> tuple | None:
+    """Interned mapping `iid` of the sequence as a resolved mapping (stack_profile_tracker.Mapping); None
+    (counted) if unusable."""
+    m = seq.interned.get(MAPPINGS, {}).get(iid)
+    if m is None:
+        stats.inc("stackprofile_invalid_mapping_id")
+        return None
+    build_id_iid, exact_offset, start_offset, start, end, load_bias, path_ids = m
+    components = []
+    for path_iid in path_ids:
+        path = _interned_string(seq, MAPPING_PATHS, path_iid, stats)
+        if path is None:
+            break
+        components.append(path)
+    if build_id_iid:
+        raw = seq.interned.get(BUILD_IDS, {}).get(build_id_iid)
+        if raw is None:
+            stats.inc("stackprofile_invalid_string_id")
+            return None
+        build_id = build_id_hex(raw)
+    else:
+        build_id = ""
+    return (
+        (ProfileTokenizer._generation(seq), iid),
+        build_id,
+        exact_offset,
+        start_offset,
+        start,
+        end,
+        load_bias,
+        mapping_name(components),
+    )
+
+
 class ProfileTokenizer:
     """Tokenizer side, one per ProtoImporter."""
 
@@ -205,9 +257,7 @@ class ProfileTokenizer:
             "deobfuscation_mapping": lambda p, seq, ts: self._push(
                 ts, ("deobfuscation_mapping", p.deobfuscation_mapping.SerializeToString())
             ),
-            "module_symbols": lambda p, seq, ts: self._push(
-                ts, ("module_symbols", p.module_symbols.SerializeToString())
-            ),
+            "module_symbols": self._module_symbols,
             None: self._no_payload,
         }
 
@@ -229,6 +279,15 @@ class ProfileTokenizer:
     def _push(self, ts: int, event: tuple) -> None:
         self.importer.push(ts, (EV_PROFILE, *event))
 
+    def _module_symbols(self, packet, seq, ts: int) -> None:
+        """Symbols go to frames when parsed; mojo methods' names are registered now, so that a slice written
+        before the packet is parsed is translated too (trace_processor translates at the end of the trace)."""
+        m = packet.module_symbols
+        module = (text(m.path), _module_build_id(m))
+        rules = [(a.address, text(a.lines[-1].function_name)) for a in m.address_symbols if a.lines]
+        self.importer.trace.args_translation.add_native_symbols(module, rules)  # last line: the least inlined
+        self._push(ts, ("module_symbols", m.SerializeToString()))
+
     @staticmethod
     def _generation(seq) -> int:
         gen = seq.derived.get("profile_generation")
@@ -245,42 +304,10 @@ class ProfileTokenizer:
 
     # -- callstack resolution ---------------------------------------------------
     def _string(self, seq, field: int, iid: int) -> str | None:
-        value = seq.interned.get(field, {}).get(iid)
-        if value is None:
-            self.stats.inc("stackprofile_invalid_string_id")
-            return None
-        return _utf8(value)
+        return _interned_string(seq, field, iid, self.stats)
 
     def _resolve_mapping(self, seq, iid: int) -> tuple | None:
-        m = seq.interned.get(MAPPINGS, {}).get(iid)
-        if m is None:
-            self.stats.inc("stackprofile_invalid_mapping_id")
-            return None
-        build_id_iid, exact_offset, start_offset, start, end, load_bias, path_ids = m
-        components = []
-        for path_iid in path_ids:
-            path = self._string(seq, MAPPING_PATHS, path_iid)
-            if path is None:
-                break
-            components.append(path)
-        if build_id_iid:
-            raw = seq.interned.get(BUILD_IDS, {}).get(build_id_iid)
-            if raw is None:
-                self.stats.inc("stackprofile_invalid_string_id")
-                return None
-            build_id = build_id_hex(raw)
-        else:
-            build_id = ""
-        return (
-            (self._generation(seq), iid),
-            build_id,
-            exact_offset,
-            start_offset,
-            start,
-            end,
-            load_bias,
-            mapping_name(components),
-        )
+        return resolve_mapping(seq, iid, self.stats)
 
     def _resolve_frame(self, seq, iid: int) -> tuple | None:
         f = seq.interned.get(FRAMES, {}).get(iid)
@@ -511,6 +538,14 @@ class ProfileTokenizer:
         )
 
 
+def _module_build_id(m) -> str:
+    """A ModuleSymbols' build id, as mappings have it ("" for none)."""
+    build_id = m.build_id
+    if isinstance(build_id, str):
+        build_id = build_id.encode()  # raw bytes in a string field: valid UTF-8 by chance
+    return build_id_hex(build_id) if build_id else ""
+
+
 def build_id_hex(raw: bytes) -> str:
     """Build ids are interned as raw bytes (20 for GNU build ids) or, from old producers, as hex text."""
     if len(raw) == 40 and all(c in b"0123456789abcdefABCDEF" for c in raw):
@@ -567,8 +602,15 @@ class ProfileParser:
             "art_process_metadata": self._art_process_metadata,
         }
         self._heap_graphs: HeapGraphTracker | None = None
+        trace.args_translation.mapping_id = self._native_symbol_mapping  # mojo methods' mappings
         self._deobfuscation_mappings: list[bytes] = []  # applied when the trace ends
         self._art_mapping: int | None = None
+
+    def _native_symbol_mapping(self, mapping: tuple, pid: int | None) -> int:
+        """The mapping id of a native symbol's mapping (trace_processor's FindOrInsertMapping): a process'
+        own mapping when its sequence has a thread descriptor."""
+        upid = None if pid is None else self.trace.processes.get_or_create_process(pid)
+        return self.stacks.mapping(mapping, upid)
 
     def _heap_graph_tracker(self) -> HeapGraphTracker:
         if self._heap_graphs is None:
@@ -581,9 +623,6 @@ class ProfileParser:
         except DecodeError:
             self.stats.inc("proto_packet_parse_errors")
             return
-        build_id = m.build_id
-        if isinstance(build_id, str):
-            build_id = build_id.encode()  # raw bytes in a string field: valid UTF-8 by chance
         addresses = [
             (
                 a.address,
@@ -598,7 +637,7 @@ class ProfileParser:
             )
             for a in m.address_symbols
         ]
-        self.stacks.module_symbols(text(m.path), build_id_hex(build_id) if build_id else "", addresses, self.stats)
+        self.stacks.module_symbols(text(m.path), _module_build_id(m), addresses, self.stats)
 
     def _heap_graph(self, ts, seq_id, raw) -> None:
         self._heap_graph_tracker().parse(ts, seq_id, raw)

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ...trackers.args_translation import MOJO_MAPPING_ID, MOJO_REL_PC, NATIVE_MAPPING
 from ..common.json_args import add_json_args
 from ..common.values import text
+from .profiles import UNSYMBOLIZED_SOURCE_LOCATIONS, resolve_mapping
 from .track_event_fields import (
     I_CORRELATION_STR,
     I_DEBUG_NAMES,
@@ -131,6 +133,40 @@ def _proto_message_indexed(out: list, msg, flat_key: str, key: str) -> None:
         _proto_field(out, fd, value, f"{flat_key}.{fd.name}", f"{key}.{fd.name}")
 
 
+class _NoStats:
+    """Mapping lookups from track events count nothing: tokenizing may be in a helper process."""
+
+    def inc(self, key: str, n: int = 1) -> None:
+        pass
+
+
+_NO_STATS = _NoStats()
+
+
+def _mojo_event_info_args(out: list, info, seq) -> None:
+    """ChromeMojoEventInfo's fields, the interned method's native symbol (mapping, rel_pc) in place of its
+    iid: args translation names it (args_translation.py). The iid stays when it cannot be resolved."""
+    for fd, value in info.ListFields():
+        key = f"chrome_mojo_event_info.{fd.name}"
+        if fd.name != "mojo_interface_method_iid" or not _native_symbol_args(out, seq, value):
+            _proto_field(out, fd, value, key, key)
+
+
+def _native_symbol_args(out: list, seq, iid: int) -> bool:
+    loc = seq.lookup(UNSYMBOLIZED_SOURCE_LOCATIONS, iid)
+    if loc is None:
+        return False
+    mapping_iid, rel_pc = loc
+    # The mapping row (and its id) is made when the slice is written, by the parser that owns mappings.
+    mapping = resolve_mapping(seq, mapping_iid, _NO_STATS)
+    if mapping is None:
+        return False
+    pid = seq.thread[0] if seq.thread is not None else None  # a process' own mapping, as trace_processor
+    _add(out, MOJO_MAPPING_ID, MOJO_MAPPING_ID, NATIVE_MAPPING, (mapping, pid))
+    _add(out, MOJO_REL_PC, MOJO_REL_PC, "uint", rel_pc)
+    return True
+
+
 # Typed TrackEvent fields whose iids point into interned data.
 TYPED_FIELD_NAMES = frozenset(
     {
@@ -208,6 +244,8 @@ def typed_field_args(out: list, fields: dict, seq) -> None:
                     value.line_number if value.HasField("line_number") else None,
                 ),
             )
+        elif name == "chrome_mojo_event_info":
+            _mojo_event_info_args(out, value, seq)
         elif name == "correlation_id":
             _add(out, "correlation_id", "correlation_id", "uint", value)
         elif name == "correlation_id_str":

@@ -547,7 +547,7 @@ class TrackEventParser:
         if etype == TYPE_COUNTER:
             t = self._association(uuid, fallback, utid, upid, name, legacy, "counter")
             if t is not None:
-                self.trace.insert_counter(ts, t, ev[F_COUNTER], ev[F_ARGS])
+                self.trace.insert_counter(ts, t, ev[F_COUNTER], self._untranslated(ev[F_ARGS]))
             return
         if etype == TYPE_STATE:
             self._state_event(ts, ev, fallback)
@@ -693,7 +693,7 @@ class TrackEventParser:
             # Only a descriptor declared as a state track takes state events.
             self.stats.inc("track_event_parser_errors")
             return
-        self._state(ts, t, ev[F_CATEGORY], ev[F_NAME], ev[F_ARGS])
+        self._state(ts, t, ev[F_CATEGORY], ev[F_NAME], self._untranslated(ev[F_ARGS]))
 
     def _slice_event_track(self, phase: str, ev: tuple, args: list, owners: tuple) -> int | None:
         """The track of a slice event (adding the passthrough utid to an async event's args)."""
@@ -924,6 +924,13 @@ class TrackEventParser:
                 self.procs.set_process_name(owner, value, NAME_PRIORITY_PROCESS_TRACK_DESCRIPTOR)
         elif name is None or utid is None:
             self.stats.inc("track_event_parser_errors")
+
+    def _untranslated(self, args):
+        """The args of an event that is no slice: only slices' args are translated (as in trace_processor), but
+        a mojo method's mapping still gets its id."""
+        return (
+            self.trace.args_translation.with_mapping_ids(args) if args and self.trace.args_translation.active else args
+        )
 
     def _state(self, ts: int, track_id: int, category, value, args) -> None:
         self.trace.states.update(ts, track_id, value, category, args)

@@ -44,6 +44,7 @@ def test_trace_time_converts_between_snapshots_without_going_back(ingest_data):
     assert realtime(1_800) == 50_500  # ... never past the later one's value
     assert realtime(3_000) == 51_500  # after the last: its offset
     assert realtime(None) is None
+    assert realtime((1 << 63) - 1) == (1 << 63) - 1  # beyond int64 after the offset: kept at its limit
     assert conn.execute("SELECT to_monotonic(1000)").fetchone()[0] is None  # no MONOTONIC snapshot: NULL
     assert conn.execute("SELECT abs_time_str(1200)").fetchone()[0] == "1970-01-01T00:00:00.000050200"
     with pytest.raises(sqlite3.OperationalError):

@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from .connection import prepare
+from .importers.common.options import Content
 from .ingest import IngestError, TraceSummary, ingest
 from .scratch import sigterm_raises_system_exit
 from .sql_text import comment_params, split_statements
@@ -43,8 +44,19 @@ def perfetto() -> None:
     metavar="ADDRESS",
     help="Parse the traces on the Dask cluster at ADDRESS (local: start one here, --jobs workers)",
 )
+@click.option(
+    "--ftrace-raw",
+    is_flag=True,
+    help="Also keep every kernel event as a row of ftrace_event (raw), its fields as args, for to_ftrace() "
+    "(trace_processor's default; ~70% more time on scheduling-heavy traces)",
+)
 def ingest_command(
-    traces: tuple[str, ...], output: str, quiet: bool, jobs: str | None = None, cluster: str | None = None
+    traces: tuple[str, ...],
+    output: str,
+    quiet: bool,
+    jobs: str | None = None,
+    cluster: str | None = None,
+    ftrace_raw: bool = False,
 ) -> None:
     """Import TRACES (Perfetto protobuf, optionally gzipped) into a new SQLite database.
 
@@ -59,13 +71,14 @@ def ingest_command(
     from . import parallel
     from .progress import progress_for  # here: tqdm is not loaded for every `datasette` command
 
+    content = Content(ftrace_raw=ftrace_raw)
     try:
         workers = parallel.parse_jobs(jobs)
         with sigterm_raises_system_exit():
             if workers is None and cluster is None:
-                summaries = ingest(list(traces), output, progress_for(quiet))
+                summaries = ingest(list(traces), output, progress_for(quiet), content=content)
             else:
-                summaries = parallel.ingest(list(traces), output, progress_for(quiet), workers, cluster)
+                summaries = parallel.ingest(list(traces), output, progress_for(quiet), workers, cluster, content)
     except IngestError as e:
         raise click.ClickException(str(e)) from None
     if not quiet:

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .connection import prepare
+from .importers.common.options import Content
 from .ingest import IngestError, ingest
 from .sql_text import split_statements
 
@@ -151,8 +152,9 @@ def run_case(case_dir: str, workdir: str, **ingest_options) -> CaseResult:
     if trace is None:
         return CaseResult(case_id, False, "no trace file")
     db_path = os.path.join(workdir, case_id + ".db")
-    # trace_processor's diff-test runner passes --analyze-trace-proto-content.
-    ingest_options.setdefault("analyze_proto_content", True)
+    # trace_processor's diff-test runner passes --analyze-trace-proto-content, and keeps its raw table (its
+    # default).
+    ingest_options.setdefault("content", Content(analyze_proto_content=True, ftrace_raw=True))
     try:
         ingest([trace], db_path, **ingest_options)
     except IngestError as e:

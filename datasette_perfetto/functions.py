@@ -17,6 +17,8 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
+from .ftrace_text import to_ftrace_function
+
 _VALUE_BY_TYPE = (
     "CASE value_type WHEN 'real' THEN real_value "
     "WHEN 'string' THEN string_value WHEN 'json' THEN string_value "
@@ -113,6 +115,7 @@ def register_functions(conn: sqlite3.Connection) -> None:
         ("report_range_start", 1): lambda text: _report_range(text, bounds_start, 0),
         ("report_range_end", 1): lambda text: _report_range(text, bounds_start, 1),
         ("report_duration", 1): _report_duration,
+        ("to_ftrace", 1): to_ftrace_function(conn),
     }
     for unit, ns in (
         ("us", 1_000),
@@ -146,6 +149,7 @@ _TABLE_READERS = {
     "report_time",
     "report_range_start",
     "report_range_end",
+    "to_ftrace",
 }
 
 

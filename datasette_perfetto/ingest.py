@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-from .importers.common.options import ImportOptions
+from .importers.common.options import DEFAULT_CONTENT, Content, ImportOptions
 from .importers.common.split_helper import SplitFailed
 from .importers.proto.reader import looks_like_proto_trace
 from .model import TraceContext, TraceModel
@@ -209,7 +209,7 @@ def ingest(
     progress: Progress | None = None,
     separate_writer: bool | None = None,
     split_tokenize: bool | None = None,
-    analyze_proto_content: bool = False,
+    content: Content = DEFAULT_CONTENT,
     import_inputs: ImportInputs | None = None,
 ) -> list[TraceSummary]:
     """Imports every trace in `paths` into a new database at `db_path`.
@@ -217,12 +217,12 @@ def ingest(
     Two settings choose how the machine's cores are used (None: for large
     inputs; True: always; False: never): `separate_writer`, SQLite writes in a
     child process, and `split_tokenize`, proto and JSON traces tokenized by two processes.
-    `analyze_proto_content` mirrors trace_processor's --analyze-trace-proto-content (only
-    its annotation arg sets; see ImportOptions). `import_inputs(model, paths, directory, progress)`,
+    `content` asks for what trace_processor's import flags add (options.Content).
+    `import_inputs(model, paths, directory, progress)`,
     if given, imports the inputs into the model instead of import_input one after the other (parallel.py:
     several processes or a Dask cluster; the database is the same)."""
     progress = progress or Progress()
-    extra: dict[str, Any] = {"analyze_proto_content": True} if analyze_proto_content else {}
+    extra: dict[str, Any] = {"content": content} if content != DEFAULT_CONTENT else {}
     if import_inputs is not None:
         extra["import_inputs"] = import_inputs
     try:
@@ -242,7 +242,7 @@ def _ingest(
     progress: Progress,
     separate_writer,
     split_tokenize,
-    analyze_proto_content=False,
+    content: Content = DEFAULT_CONTENT,
     import_inputs: ImportInputs | None = None,
 ) -> list[TraceSummary]:
     if not paths:
@@ -276,7 +276,7 @@ def _ingest(
     try:
         if import_inputs is None:
             for path in paths:
-                summaries.append(import_input(model, path, progress, split_tokenize, analyze_proto_content))
+                summaries.append(import_input(model, path, progress, split_tokenize, content))
         else:
             summaries = import_inputs(model, paths, directory, progress)
         model.finish(progress.phase)
@@ -299,7 +299,7 @@ def _ingest(
 
 
 def import_input(
-    model: TraceModel, path: str, progress: Progress, split_tokenize: bool | None, analyze_proto_content: bool = False
+    model: TraceModel, path: str, progress: Progress, split_tokenize: bool | None, content: Content = DEFAULT_CONTENT
 ) -> TraceSummary:
     """Imports one input into `model` (its rows into the model's storage) and returns its summary:
     one step of a serial ingest, and what each job of a parallel one runs (parallel.py)."""
@@ -322,11 +322,7 @@ def import_input(
 
     try:
         with stream:
-            options = ImportOptions(
-                split_tokenize,
-                reopen=functools.partial(_reopen, path),
-                analyze_proto_content=analyze_proto_content,
-            )
+            options = ImportOptions(split_tokenize, reopen=functools.partial(_reopen, path), content=content)
             importer_cls(trace, options).run(stream, report)
     except (OSError, EOFError, zlib.error) as e:
         raise IngestError(f"{path}: read error: {e}") from None
@@ -375,13 +371,13 @@ def _discard(model: TraceModel, temporary: OwnedFile, gc_was_enabled: bool) -> N
         temporary.release()
 
 
-def ingest_bytes(data: bytes, db_path: str) -> list[TraceSummary]:
+def ingest_bytes(data: bytes, db_path: str, content: Content = DEFAULT_CONTENT) -> list[TraceSummary]:
     """Convenience for tests: ingest an in-memory trace."""
     fd, path = tempfile.mkstemp(suffix=".pftrace")
     with os.fdopen(fd, "wb") as f:
         f.write(data)
     try:
-        return ingest([path], db_path)
+        return ingest([path], db_path, content=content)
     finally:
         os.unlink(path)
 

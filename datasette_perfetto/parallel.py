@@ -32,6 +32,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
+from .importers.common.options import DEFAULT_CONTENT, Content
 from .ingest import IngestError, Progress, TraceSummary, import_input
 from .ingest import ingest as serial_ingest
 from .merge import NotMergeable, Part, absorb, part_model
@@ -52,7 +53,7 @@ CLUSTER_EXTRA = "pip install 'datasette-perfetto[cluster]'"
 
 
 def import_part(
-    path: str, index: int, directory: str | None, analyze_proto_content: bool = False, as_bytes: bool = False
+    path: str, index: int, directory: str | None, content: Content = DEFAULT_CONTENT, as_bytes: bool = False
 ) -> Part:
     """Imports input number `index` into a database of its own (in `directory`, or the temp folder)
     and returns it as a Part: by path, or its bytes with `as_bytes` (the file is then removed)."""
@@ -72,7 +73,7 @@ def import_part(
                 writer.execute(f"DROP INDEX [{name}]")
             model = TraceModel(TraceStorage(writer))
             first_id = part_model(model, index)
-            summary = import_input(model, path, _reporter or Progress(), False, analyze_proto_content)
+            summary = import_input(model, path, _reporter or Progress(), False, content)
             model.storage.flush()
             writer.conn.execute("COMMIT")
             writer.conn.close()
@@ -137,20 +138,16 @@ def ingest(
     progress: Progress | None = None,
     jobs: int | None = None,
     cluster: str | None = None,
-    analyze_proto_content: bool = False,
+    content: Content = DEFAULT_CONTENT,
 ) -> list[TraceSummary]:
     """ingest.ingest with the inputs parsed in `jobs` processes (default: one per CPU), or on the Dask
     cluster at `cluster` (a scheduler's address, or "local": a LocalCluster of `jobs` worker processes
     started here). The database is the one ingest.ingest writes. A single input without a cluster is
     imported as ingest.ingest does: its own two-process import (writer, tokenizer helper) is faster."""
     if len(paths) == 1 and cluster is None:
-        return serial_ingest(paths, db_path, progress, analyze_proto_content=analyze_proto_content)
-    import_inputs = functools.partial(
-        import_in_parallel, jobs=jobs, cluster=cluster, analyze_proto_content=analyze_proto_content
-    )
-    return serial_ingest(
-        paths, db_path, progress, analyze_proto_content=analyze_proto_content, import_inputs=import_inputs
-    )
+        return serial_ingest(paths, db_path, progress, content=content)
+    import_inputs = functools.partial(import_in_parallel, jobs=jobs, cluster=cluster, content=content)
+    return serial_ingest(paths, db_path, progress, content=content, import_inputs=import_inputs)
 
 
 def import_in_parallel(
@@ -160,7 +157,7 @@ def import_in_parallel(
     progress: Progress,
     jobs: int | None = None,
     cluster: str | None = None,
-    analyze_proto_content: bool = False,
+    content: Content = DEFAULT_CONTENT,
 ) -> list[TraceSummary]:
     """Imports `paths` into `model` as a serial ingest would, parsing them in `jobs` processes or on
     the Dask cluster at `cluster`; returns their summaries in input order."""
@@ -168,13 +165,13 @@ def import_in_parallel(
     if cluster is not None:
         workers = f"cluster {cluster}" if cluster != "local" else "a local Dask cluster"
         progress.input_started(f"{len(paths)} traces on {workers}", sum(sizes))
-        return _on_cluster(model, paths, sizes, directory, progress, cluster, jobs, analyze_proto_content)
+        return _on_cluster(model, paths, sizes, directory, progress, cluster, jobs, content)
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(paths)))
     progress.input_started(f"{len(paths)} traces, {jobs} jobs", sum(sizes))
-    return _on_processes(model, paths, directory, progress, jobs, analyze_proto_content)
+    return _on_processes(model, paths, directory, progress, jobs, content)
 
 
-def _merge(model: TraceModel, path: str, part: Part, directory: str, analyze_proto_content: bool) -> TraceSummary:
+def _merge(model: TraceModel, path: str, part: Part, directory: str, content: Content) -> TraceSummary:
     """Absorbs one part (or imports its input here when it cannot be merged); removes its file."""
     written: list[str] = []
 
@@ -194,7 +191,7 @@ def _merge(model: TraceModel, path: str, part: Part, directory: str, analyze_pro
         absorb(model, part, attach)
         return part.summary
     except NotMergeable:
-        return import_input(model, path, Progress(), False, analyze_proto_content)
+        return import_input(model, path, Progress(), False, content)
     except sqlite3.Error as e:  # writing the merged database (a full disk, ...)
         raise WriterError(f"{type(e).__name__}: {e}") from None
     finally:
@@ -203,7 +200,7 @@ def _merge(model: TraceModel, path: str, part: Part, directory: str, analyze_pro
 
 
 def _on_processes(
-    model: TraceModel, paths: Sequence[str], directory: str, progress: Progress, jobs: int, analyze: bool
+    model: TraceModel, paths: Sequence[str], directory: str, progress: Progress, jobs: int, content: Content
 ) -> list[TraceSummary]:
     if "fork" not in multiprocessing.get_all_start_methods():
         raise IngestError("--jobs needs a platform that can fork (Linux, macOS); use --cluster local")
@@ -219,11 +216,11 @@ def _on_processes(
     summaries: list[TraceSummary] = []
     try:
         with sigterm_held_while_forking():  # the workers are forked here
-            futures = [executor.submit(import_part, path, i, directory, analyze) for i, path in enumerate(paths)]
+            futures = [executor.submit(import_part, path, i, directory, content) for i, path in enumerate(paths)]
         for path, future in zip(paths, futures):
             part = _wait(future.result, drain)
             drain()
-            summaries.append(_merge(model, path, part, directory, analyze))
+            summaries.append(_merge(model, path, part, directory, content))
     except BaseException:
         _stop(executor, futures)
         sweep_abandoned(directory, own=True)  # the parts of the workers just stopped
@@ -266,7 +263,7 @@ def _on_cluster(
     progress: Progress,
     address: str,
     jobs: int | None,
-    analyze: bool,
+    content: Content,
 ) -> list[TraceSummary]:
     try:
         from dask.distributed import Client, LocalCluster
@@ -290,18 +287,16 @@ def _on_cluster(
             cluster.close()
         raise IngestError(f"--cluster {address}: cannot connect to the Dask scheduler: {e}") from None
     try:
-        return _run_on(client, model, paths, sizes, directory, progress, analyze)
+        return _run_on(client, model, paths, sizes, directory, progress, content)
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
 
 
-def _run_on(client, model, paths, sizes, directory, progress, analyze) -> list[TraceSummary]:
+def _run_on(client, model, paths, sizes, directory, progress, content) -> list[TraceSummary]:
     """The inputs as tasks of `client`'s cluster, merged here in input order."""
-    futures = client.map(
-        import_part, list(paths), range(len(paths)), directory=None, analyze_proto_content=analyze, as_bytes=True
-    )
+    futures = client.map(import_part, list(paths), range(len(paths)), directory=None, content=content, as_bytes=True)
     reported: set[int] = set()
 
     def report_done() -> None:  # inputs done, in whatever order they finish
@@ -315,7 +310,7 @@ def _run_on(client, model, paths, sizes, directory, progress, analyze) -> list[T
         for path, future in zip(paths, futures):
             part = _wait(functools.partial(_result, future), report_done)
             report_done()
-            summaries.append(_merge(model, path, part, directory, analyze))
+            summaries.append(_merge(model, path, part, directory, content))
     finally:
         client.cancel(futures)
     return summaries

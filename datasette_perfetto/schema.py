@@ -336,6 +336,27 @@ FLOW = Table(
     indexes=(("slice_out",), ("slice_in",)),
 )
 
+FTRACE_EVENT = Table(
+    "__intrinsic_ftrace_event",
+    "Every kernel (ftrace) event, with its fields as args (views ftrace_event and raw; to_ftrace(id) prints "
+    "one as a systrace line), as trace_processor keeps them for debugging: a kernel function a field "
+    "names is its symbol when the trace interns it.",
+    (
+        C("id", "INTEGER", "Row id."),
+        C("ts", "INTEGER", "Event time.", unit=TS),
+        C("name", "TEXT", "The ftrace event name, e.g. sched_switch, print."),
+        C(
+            "utid",
+            "INTEGER",
+            "→ thread.id: the task that emitted it (sched_switch: the task switched out).",
+            ref="thread",
+        ),
+        C("arg_set_id", "INTEGER", "The event's fields, by name (→ args.arg_set_id).", ref="args"),
+        C("common_flags", "INTEGER", "Ftrace flags (only compact sched_waking events carry them)."),
+        C("ucpu", "INTEGER", "→ cpu.id: the CPU it was emitted on.", ref="cpu"),
+    ),
+)
+
 TRACK_EVENT_CALLSTACKS = Table(
     "__intrinsic_track_event_callstacks",
     "Callstacks TrackEvents carry (inline or interned), one row per slice event with one "
@@ -1063,6 +1084,7 @@ TABLES: tuple[Table, ...] = (
     SLICE,
     FLOW,
     TRACK_EVENT_CALLSTACKS,
+    FTRACE_EVENT,
     COUNTER,
     STATE,
     SCHED,
@@ -1301,6 +1323,12 @@ VIEWS: tuple[View, ...] = (
         "SELECT id, ts, dur, cpu, utid, end_state, priority, ucpu FROM sched",
     ),
     View("slices", "Same as slice (legacy name).", "SELECT * FROM slice"),
+    View(
+        "ftrace_event",
+        "Every kernel (ftrace) event (__intrinsic_ftrace_event; cpu: the ucpu).",
+        "SELECT id, ts, name, ucpu AS cpu, utid, arg_set_id, common_flags, ucpu FROM __intrinsic_ftrace_event",
+    ),
+    View("raw", "Same as ftrace_event (legacy name).", "SELECT * FROM ftrace_event"),
     View(
         "gpu_slice",
         "Slices on GPU tracks (render stages, Vulkan events, GPU log, and any track with a gpu "

@@ -25,6 +25,7 @@ from datasette.plugins import pm
 import datasette_perfetto
 from datasette_perfetto.compat import is_datasette_1
 from datasette_perfetto.connection import prepare
+from datasette_perfetto.importers.common.options import DEFAULT_CONTENT, Content
 from datasette_perfetto.ingest import ingest, ingest_bytes
 from datasette_perfetto.report.base import Linker, ReportResult
 from datasette_perfetto.report.engine import run_report
@@ -158,10 +159,12 @@ def ingest_named(tmp_path_factory, trace: bytes | Path | list[Path], name: str) 
     return path
 
 
-def ingest_built(tmp_path: Path, builder, db_class: type[TraceDB] = TraceDB) -> TraceDB:
-    """Ingest a TraceBuilder's trace into `tmp_path`/t.db."""
-    db = tmp_path / "t.db"
-    ingest_bytes(builder.to_bytes(), str(db))
+def ingest_built(
+    tmp_path: Path, builder, db_class: type[TraceDB] = TraceDB, content: Content = DEFAULT_CONTENT, name: str = "t.db"
+) -> TraceDB:
+    """Ingest a TraceBuilder's trace into `tmp_path`/`name` (`content`: what to keep beyond the defaults)."""
+    db = tmp_path / name
+    ingest_bytes(builder.to_bytes(), str(db), content)
     return db_class(db)
 
 

@@ -7,7 +7,7 @@ from conftest import ingest_built
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from datasette_perfetto.trace_builder import TraceBuilder
-from datasette_perfetto.trackers.sched_tracker import task_state_string
+from datasette_perfetto.trackers.sched_tracker import kernel_version, task_state_string
 
 
 def switch(ts, prev_pid, prev_comm, prev_state, next_pid, next_comm, prev_prio=120, next_prio=120):
@@ -228,3 +228,19 @@ def test_bundle_without_cpu_is_counted_rest_imported(tmp_path):
 )
 def test_task_state_strings(raw, version, expected):
     assert task_state_string(raw, version) == expected
+
+
+@pytest.mark.parametrize(
+    "name,release,expected",
+    [
+        ("Linux", "4.19.113-g1ab2", (4, 19)),
+        ("Linux", "5.10.0", (5, 10)),
+        ("Linux", "6.1", (6, 1)),
+        ("Linux", "5.10-android", None),  # the minor must be digits up to the next dot, as trace_processor reads it
+        ("Darwin", "5.10.0", None),  # only Linux
+        ("Linux", "", None),
+        (None, "5.10.0", None),
+    ],
+)
+def test_kernel_version_as_trace_processor_reads_utsname(name, release, expected):
+    assert kernel_version(name, release) == expected

@@ -10,6 +10,7 @@ from conftest import FunctionsDB, ingest_built
 from google.protobuf import text_format
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
+from datasette_perfetto.importers.common.options import Content
 from datasette_perfetto.ingest import ingest
 from datasette_perfetto.trace_builder import TraceBuilder
 
@@ -256,7 +257,7 @@ def test_sibling_order_rank_is_a_sort_hint_only_under_explicit_ordering(tmp_path
 
 def analyzed(tmp_path, b: TraceBuilder) -> FunctionsDB:
     """Ingested as trace_processor's diff tests run: with --analyze-trace-proto-content."""
-    ingest([str(b.write(tmp_path / "t.pftrace"))], str(tmp_path / "t.db"), analyze_proto_content=True)
+    ingest([str(b.write(tmp_path / "t.pftrace"))], str(tmp_path / "t.db"), content=Content(analyze_proto_content=True))
     return FunctionsDB(tmp_path / "t.db")
 
 

@@ -9,6 +9,8 @@ the number of CPUs and threads, not the trace length.
 
 from __future__ import annotations
 
+import re
+
 from ..storage import TraceStorage
 
 RUNNING = "Running"
@@ -36,6 +38,30 @@ _LETTERS = (
     (_NOLOAD, "N"),
     (_IDLE, "I"),
 )
+
+
+def _c_uint(s: str) -> int | None:
+    """base::StringToUInt32: strtoul over the whole string."""
+    m = re.fullmatch(r"\s*([+-]?)(\d+)", s)
+    if not m:
+        return None
+    value = int(m.group(2))
+    return (-value if m.group(1) == "-" else value) & 0xFFFFFFFF
+
+
+def kernel_version(system_name: object, release: object) -> tuple[int, int] | None:
+    """(major, minor) of a Linux release as trace_processor reads utsname; None when unknown."""
+    if not system_name or not release or system_name != "Linux":
+        return None
+    release = str(release)
+    first = release.find(".")
+    start = first + 1  # std::string::npos + 1 == 0
+    second = release.find(".", start)
+    major = _c_uint(release if first < 0 else release[:first])
+    minor = _c_uint(release[start:] if second < 0 else release[start:second])
+    if major is None or minor is None:
+        return None
+    return (major, minor)
 
 
 def task_state_string(raw: int, kernel_version: tuple[int, int] | None = None) -> str | None:

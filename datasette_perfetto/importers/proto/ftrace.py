@@ -16,6 +16,7 @@ from google.protobuf.message import DecodeError
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from ..common.event_kinds import EV_COMPACT_SCHED, EV_FTRACE, EV_MACHINE
+from ..common.values import text
 
 # Imported for their handlers, which register themselves in packet_handlers.
 from . import (  # noqa: F401
@@ -37,6 +38,8 @@ from . import (  # noqa: F401
     system_probes,
     trace_metadata,
 )
+from .ftrace_raw import field_args, generic_args, insert_raw
+from .ftrace_tokenizer import KERNEL_SYMBOL_FIELDS, SYMBOL_TAKING_HANDLERS
 from .packet_handlers import COMPACT_SCHED_HANDLERS, FTRACE_HANDLERS, PACKET_HANDLERS, HandlerContext
 
 
@@ -83,18 +86,33 @@ class FtraceParser(HandlerContext):
             return
         if ts < self._soft_drop_before and (self._in_drop_window(ts) or ts < self._soft_drop_before):
             if kind != "sched_switch" and ts >= self._drop_before:
-                self.trace.processes.get_or_create_live_thread(ev.pid)  # soft drop: the raw event only
-                self.trace.cpu(cpu)
+                self._raw_event(ts, cpu, ev, kind, resolved)  # soft drop: the raw event only
             return
         if kind != "sched_switch":
-            # trace_processor records every other event in its raw table first, which
+            # Every other event is a raw row first (the sched_switch handler writes its own), which
             # gives the emitting task a thread (and the cpu a row) before the event's own logic.
-            self.trace.processes.get_or_create_live_thread(ev.pid)
-            self.trace.cpu(cpu)
+            self._raw_event(ts, cpu, ev, kind, resolved)
         handler = FTRACE_HANDLERS.get(kind)
         if handler is None:
-            return  # an event we keep no table for (trace_processor keeps it only in ftrace_event)
-        handler(self, ts, cpu, ev.pid, getattr(ev, kind), *resolved)
+            return  # an event we keep no table for: only its raw row
+        if kind in SYMBOL_TAKING_HANDLERS:
+            handler(self, ts, cpu, ev.pid, getattr(ev, kind), *resolved)
+        else:
+            handler(self, ts, cpu, ev.pid, getattr(ev, kind))
+
+    def _raw_event(self, ts: int, cpu: int, ev, kind: str, resolved: tuple) -> None:
+        """The event's ftrace_event row: its task, CPU and fields."""
+        utid = self.trace.processes.get_or_create_live_thread(ev.pid)
+        ucpu = self.trace.cpu(cpu)
+        if not self.ftrace_raw:
+            return  # the task and the cpu are known all the same, as trace_processor's row makes them
+        payload = getattr(ev, kind)
+        if kind == "generic":
+            insert_raw(self.trace, ts, text(payload.event_name), utid, ucpu, generic_args(payload))
+        else:
+            symbol_field = KERNEL_SYMBOL_FIELDS.get(kind)
+            symbol = resolved[0] if symbol_field and resolved else None
+            insert_raw(self.trace, ts, kind, utid, ucpu, field_args(payload, symbol_field, symbol))
 
     def parse_compact_sched(self, ts: int, event: tuple) -> None:
         _, cpu, kind, *fields = event

@@ -5,12 +5,19 @@ FtraceSchedEventTracker, ThreadStateTracker and GenericKernelParser)."""
 
 from __future__ import annotations
 
-import re
-
 from ...trackers.process_tracker import THREAD_NAME_PRIORITY_FTRACE, THREAD_NAME_PRIORITY_PROCESS_TREE
-from ...trackers.sched_tracker import RUNNING, S_DUR, S_TS, PendingSched, SchedTracker, task_state_string
+from ...trackers.sched_tracker import (
+    RUNNING,
+    S_DUR,
+    S_TS,
+    PendingSched,
+    SchedTracker,
+    kernel_version,
+    task_state_string,
+)
 from ..common.values import text
 from .ftrace_counters import cpu_counter_track
+from .ftrace_raw import insert_raw, sched_switch_args, sched_waking_args
 from .packet_handlers import HandlerContext, compact_sched_handler, ftrace_handler, packet_handler
 
 CLONE_THREAD = 0x00010000
@@ -35,9 +42,8 @@ class KernelSched:
 
     def kernel_version(self) -> tuple | None:
         if self._kernel_version is None:
-            release = str(self.trace.metadata.get("system_release") or "")
-            m = re.match(r"(\d+)\.(\d+)", release)
-            self._kernel_version = (int(m.group(1)), int(m.group(2))) if m else ()
+            meta = self.trace.metadata
+            self._kernel_version = kernel_version(meta.get("system_name"), meta.get("system_release")) or ()
         return self._kernel_version or None
 
     def thread(self, tid: int, comm: str | None = None, priority: int = THREAD_NAME_PRIORITY_FTRACE) -> int:
@@ -77,7 +83,13 @@ def _sched_switch(parser: HandlerContext, ts: int, cpu: int, pid: int, ev) -> No
         else:
             ks.stats.inc("mismatched_sched_switch_tids")
     # prev_comm again: the thread may have been renamed while it ran.
-    prev_utid = ks.thread(prev_pid, text(ev.prev_comm))
+    prev_comm = text(ev.prev_comm)
+    prev_utid = ks.thread(prev_pid, prev_comm)
+    if parser.ftrace_raw:
+        args = sched_switch_args(
+            prev_comm, prev_pid, ev.prev_prio, ev.prev_state, text(ev.next_comm), next_pid, ev.next_prio
+        )
+        insert_raw(parser.trace, ts, "sched_switch", prev_utid, parser.trace.cpu(cpu), args)
     switch_in(ks, cpu, ts, next_pid, next_utid, ev.next_prio)
     ks.tracker.push_sched_switch(ts, parser.trace.cpu(cpu), prev_utid, prev_state, next_utid)
 
@@ -178,6 +190,14 @@ def compact_sched_switch(
     if pending.row is not None:
         ks.tracker.close_slice(pending.row, ts, state)
     prev_utid = pending.last_utid
+    # The prev_* fields are the last switch's next_*, its name looked up afresh (a task_rename may
+    # have come since).
+    if parser.ftrace_raw:
+        prev_comm = ks.procs.thread(prev_utid).name
+        args = sched_switch_args(
+            prev_comm, pending.last_pid, pending.last_prio, prev_state, next_comm, next_pid, next_prio
+        )
+        insert_raw(parser.trace, ts, "sched_switch", prev_utid, parser.trace.cpu(cpu), args)
     if parser.raw_only:  # soft-dropped (ftrace.py): the cpu's state follows, no slice starts
         pending.row = None
         pending.last_pid, pending.last_utid, pending.last_prio = next_pid, next_utid, next_prio
@@ -188,13 +208,23 @@ def compact_sched_switch(
 
 @compact_sched_handler("waking")
 def compact_sched_waking(
-    parser: HandlerContext, ts: int, cpu: int, pid: int, comm: str, common_flags: int | None
+    parser: HandlerContext,
+    ts: int,
+    cpu: int,
+    pid: int,
+    comm: str,
+    common_flags: int | None,
+    target_cpu: int,
+    prio: int,
 ) -> None:
     ks = kernel_sched(parser)
     pending = ks.tracker.pending_for(cpu)
     if pending.last_utid is None:
         ks.stats.inc("compact_sched_waking_skipped")  # the waker is whoever runs on the cpu: unknown yet
         return
+    if parser.ftrace_raw:
+        args = sched_waking_args(comm, pid, prio, target_cpu)
+        insert_raw(parser.trace, ts, "sched_waking", pending.last_utid, parser.trace.cpu(cpu), args, common_flags)
     wakee = ks.thread(pid, comm)
     if parser.raw_only:  # soft-dropped (ftrace.py)
         return

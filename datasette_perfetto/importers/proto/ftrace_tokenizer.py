@@ -19,17 +19,24 @@ FTRACE_CLOCK_UNSPECIFIED, FTRACE_CLOCK_GLOBAL, FTRACE_CLOCK_LOCAL, FTRACE_CLOCK_
 
 
 # FtraceEvent kinds whose field holds a kernel function address that may be
-# interned (InternedData.kernel_symbols) → that field. Their handlers take the
-# resolved name (or None) as an extra argument; add a kind here only with a
-# handler that does (trace_processor also resolves workqueue_queue_work/activate_work,
-# hrtimer events).
+# interned (InternedData.kernel_symbols) → that field (trace_processor's
+# kKernelFunctionFields). The symbol rides with the event: its ftrace_event row
+# names the function, and the handlers of SYMBOL_TAKING_HANDLERS take it as an
+# extra argument.
 KERNEL_SYMBOL_FIELDS = {
     "sched_blocked_reason": "caller",
+    "workqueue_queue_work": "function",
+    "workqueue_activate_work": "function",
+    "workqueue_execute_start": "function",
+    "workqueue_execute_end": "function",
     "funcgraph_entry": "func",
     "funcgraph_exit": "func",
-    "workqueue_execute_start": "function",
     "mm_shrink_slab_start": "shrink",
+    "hrtimer_expire_entry": "function",
 }
+SYMBOL_TAKING_HANDLERS = frozenset(
+    {"sched_blocked_reason", "funcgraph_entry", "funcgraph_exit", "workqueue_execute_start", "mm_shrink_slab_start"}
+)
 
 
 class FtraceTokenizer:
@@ -137,7 +144,7 @@ class FtraceTokenizer:
             self.push(ts, (EV_COMPACT_SCHED, cpu, "switch", prev_state, next_pid, next_prio, strings[comm_index]))
         raw_ts = 0
         flags = compact.waking_common_flags
-        for i, (delta, pid, _target_cpu, _prio, comm_index) in enumerate(zip(*waking)):
+        for i, (delta, pid, target_cpu, prio, comm_index) in enumerate(zip(*waking)):
             raw_ts += delta
             if comm_index >= len(strings):
                 error = True
@@ -146,7 +153,17 @@ class FtraceTokenizer:
             if ts is None:
                 break
             self.push(
-                ts, (EV_COMPACT_SCHED, cpu, "waking", pid, strings[comm_index], flags[i] if i < len(flags) else None)
+                ts,
+                (
+                    EV_COMPACT_SCHED,
+                    cpu,
+                    "waking",
+                    pid,
+                    strings[comm_index],
+                    flags[i] if i < len(flags) else None,
+                    target_cpu,
+                    prio,
+                ),
             )
         if error:
             self.stats.inc("compact_sched_has_parse_errors")

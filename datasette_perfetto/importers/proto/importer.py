@@ -118,10 +118,11 @@ class ProtoImporter:
         self.counter_specs: dict[int, tuple] = {}
         self.first_packet_sequences: set[int] = set()
         self.parser = TrackEventParser(
-            trace, self.reservations, self.first_packet_sequences, self.options.analyze_proto_content
+            trace, self.reservations, self.first_packet_sequences, self.options.content.analyze_proto_content
         )
         self.atrace = AtraceParser(trace, self.parser.thread_track)
         self.ftrace = FtraceParser(trace, self.parser.thread_track)
+        self.ftrace.ftrace_raw = self.options.content.ftrace_raw
         self.ftrace.clocks = self.clocks  # packets carrying raw clock values convert them at parse time
         self.ftrace_tokenizer = FtraceTokenizer(trace, self.clocks, self.push)
         self.last_ts = 0
@@ -331,7 +332,7 @@ class ProtoImporter:
             context = self.trace.for_machine(raw_machine_id)
             importer = ProtoImporter(
                 context,
-                ImportOptions(analyze_proto_content=self.options.analyze_proto_content),
+                ImportOptions(content=self.options.content),
                 sorter=_MachineSorter(self._file_sorter(), len(self.machine_by_index)),
             )
             importer.host_clocks = self.clocks

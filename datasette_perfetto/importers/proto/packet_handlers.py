@@ -105,6 +105,7 @@ class HandlerContext:
         self._finishers: list[Callable[[], None]] = []
         self.clocks: ClockTracker | None = None  # when the format has clocks (set by the proto importer)
         self.raw_only = False  # a soft-dropped kernel event (ftrace.py): update state, add no rows
+        self.ftrace_raw = False  # every kernel event also a row of ftrace_event (options.Content.ftrace_raw)
 
     def state(self, key: str, factory: Callable[[], T]) -> T:
         value = self._state.get(key)

@@ -381,11 +381,12 @@ def _after_next_newline(stream: BinaryIO) -> bytes | None:
 
 
 class SystraceImporter:
-    def __init__(self, trace: TraceContext, options: ImportOptions | None = None) -> None:  # options: none apply
+    def __init__(self, trace: TraceContext, options: ImportOptions | None = None) -> None:
         self.trace = trace
         self.stats = trace.stats
         self.sorter: Sorter[tuple] = Sorter()
         self.ftrace = FtraceParser(trace, lambda utid: trace.tracks.intern("thread_execution", (("utid", utid),)))
+        self.ftrace.ftrace_raw = options is not None and options.content.ftrace_raw
         self.state = SYSTRACE
 
     def run(self, stream: BinaryIO, progress: Callable[[float], None]) -> None:

@@ -10,7 +10,7 @@ from conftest import ingest_built as conftest_ingest_built
 from database_rows import assert_same_database
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 from shared_data import CASES
-from test_sched import switch, waking
+from test_sched import compact_sched, switch, waking
 
 from datasette_perfetto import parallel
 from datasette_perfetto.cli import perfetto
@@ -87,16 +87,15 @@ def test_typed_events_and_sched_switch(tmp_path):
 
 def test_kernel_functions_are_their_symbols_when_interned(tmp_path):
     b = TraceBuilder()
-    b.packet(
-        trusted_packet_sequence_id=1,
-        interned_data=pb.InternedData(kernel_symbols=[pb.InternedString(iid=5, str=b"do_sys_poll")]),
-        sequence_flags=1,
-    )
-    b.ftrace(
-        0,
-        {"timestamp": 201, "pid": 0, "sched_blocked_reason": dict(pid=10, caller=5, io_wait=1)},
-        {"timestamp": 202, "pid": 0, "sched_blocked_reason": dict(pid=10, caller=6, io_wait=0)},
-        {"timestamp": 203, "pid": 3, "workqueue_execute_end": dict(work=1, function=5)},
+    b.sched(
+        {
+            0: [
+                {"timestamp": 201, "pid": 0, "sched_blocked_reason": dict(pid=10, caller=5, io_wait=1)},
+                {"timestamp": 202, "pid": 0, "sched_blocked_reason": dict(pid=10, caller=6, io_wait=0)},
+                {"timestamp": 203, "pid": 3, "workqueue_execute_end": dict(work=1, function=5)},
+            ]
+        },
+        kernel_symbols={5: "do_sys_poll"},
     )
     db = ingest_built(tmp_path, b)
     assert _args(db, "sched_blocked_reason") == [
@@ -122,20 +121,7 @@ def test_legacy_generic_events(tmp_path):
 
 def test_compact_sched_records(tmp_path):
     b = TraceBuilder()
-    compact = pb.FtraceEventBundle.CompactSched(
-        intern_table=["swapper/0", "app", "bg"],
-        switch_timestamp=[100, 100, 100],
-        switch_prev_state=[0, 1, 0],
-        switch_next_pid=[10, 11, 10],
-        switch_next_prio=[120, 110, 120],
-        switch_next_comm_index=[1, 2, 1],
-        waking_timestamp=[250],
-        waking_pid=[10],
-        waking_target_cpu=[3],
-        waking_prio=[115],
-        waking_comm_index=[1],
-        waking_common_flags=[0x10],
-    )
+    compact = compact_sched(waking_target_cpu=[3], waking_prio=[115])
     b.ftrace(0, compact_sched=compact)
     db = ingest_built(tmp_path, b)
     # The cpu's first switch only says who runs (no row); the others' prev_* are the last switch's next_*.

@@ -165,23 +165,30 @@ def test_blocked_reason_sets_io_wait_and_function(tmp_path):
     ]
 
 
+def compact_sched(**fields) -> pb.FtraceEventBundle.CompactSched:
+    """Three switches (app, bg, app at 100, 200, 300) and a waking of app at 250 (`fields` replace any)."""
+    return pb.FtraceEventBundle.CompactSched(
+        **{
+            "intern_table": ["swapper/0", "app", "bg"],
+            "switch_timestamp": [100, 100, 100],  # deltas: 100, 200, 300
+            "switch_prev_state": [0, 1, 0],
+            "switch_next_pid": [10, 11, 10],
+            "switch_next_prio": [120, 110, 120],
+            "switch_next_comm_index": [1, 2, 1],
+            "waking_timestamp": [250],
+            "waking_pid": [10],
+            "waking_target_cpu": [0],
+            "waking_prio": [120],
+            "waking_comm_index": [1],
+            "waking_common_flags": [0x10],
+            **fields,
+        }
+    )
+
+
 def test_compact_sched(tmp_path):
     b = TraceBuilder()
-    compact = pb.FtraceEventBundle.CompactSched(
-        intern_table=["swapper/0", "app", "bg"],
-        switch_timestamp=[100, 100, 100],  # deltas: 100, 200, 300
-        switch_prev_state=[0, 1, 0],
-        switch_next_pid=[10, 11, 10],
-        switch_next_prio=[120, 110, 120],
-        switch_next_comm_index=[1, 2, 1],
-        waking_timestamp=[250],
-        waking_pid=[10],
-        waking_target_cpu=[0],
-        waking_prio=[120],
-        waking_comm_index=[1],
-        waking_common_flags=[0x10],
-    )
-    b.ftrace(0, compact_sched=compact)
+    b.ftrace(0, compact_sched=compact_sched())
     db = ingest_built(tmp_path, b)
     # The first switch of a cpu only says who runs: no slice, counted.
     assert db.one("SELECT value FROM stats WHERE name = 'compact_sched_switch_skipped'") == 1

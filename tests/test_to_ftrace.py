@@ -188,18 +188,17 @@ def test_generic_typed_event_prints_fields_in_order_unsigned(tmp_path):
 
 def test_kernel_function_fields_with_and_without_symbol(tmp_path):
     b = TraceBuilder()
-    b.packet(
-        trusted_packet_sequence_id=1,
-        interned_data=pb.InternedData(kernel_symbols=[pb.InternedString(iid=5, str=b"do_sys_poll")]),
-        sequence_flags=1,
-    )
-    b.ftrace(
-        0,
-        {"timestamp": 201, "pid": 0, "sched_blocked_reason": dict(pid=10, caller=5, io_wait=1)},
-        {"timestamp": 202, "pid": 0, "sched_blocked_reason": dict(pid=10, caller=0xABC, io_wait=0)},
-        {"timestamp": 203, "pid": 3, "workqueue_execute_start": dict(work=0x1F, function=5)},
-        {"timestamp": 204, "pid": 3, "workqueue_execute_start": dict(work=0x1F, function=0xDEF)},
-        {"timestamp": 205, "pid": 3, "workqueue_execute_end": dict(work=0x1F, function=5)},
+    b.sched(
+        {
+            0: [
+                {"timestamp": 201, "pid": 0, "sched_blocked_reason": dict(pid=10, caller=5, io_wait=1)},
+                {"timestamp": 202, "pid": 0, "sched_blocked_reason": dict(pid=10, caller=0xABC, io_wait=0)},
+                {"timestamp": 203, "pid": 3, "workqueue_execute_start": dict(work=0x1F, function=5)},
+                {"timestamp": 204, "pid": 3, "workqueue_execute_start": dict(work=0x1F, function=0xDEF)},
+                {"timestamp": 205, "pid": 3, "workqueue_execute_end": dict(work=0x1F, function=5)},
+            ]
+        },
+        kernel_symbols={5: "do_sys_poll"},
     )
     db = ingest_built(tmp_path, b)
     assert [line.split(": ", 1)[1] for line in lines(db)] == [

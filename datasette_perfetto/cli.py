@@ -18,7 +18,7 @@ from .connection import prepare
 from .importers.common.options import Content
 from .ingest import IngestError, TraceSummary, ingest
 from .scratch import sigterm_raises_system_exit
-from .sql_text import comment_params, split_statements
+from .sql_text import UnknownModule, comment_params, split_statements, without_includes
 
 
 def register(cli: click.Group) -> None:
@@ -220,7 +220,10 @@ def query(database: str, sql: str | None, sql_file, params: tuple[tuple[str, str
         datasette perfetto report trace.db slices --format sql | datasette perfetto query trace.db -
     """
     text = _query_text(sql, sql_file)
-    statements = split_statements(text)
+    try:
+        statements = without_includes(split_statements(text))
+    except UnknownModule as e:
+        raise click.ClickException(str(e)) from None
     if not statements:
         raise click.ClickException("no SQL statement given")
     # Datasette switches on tracebacks from SQL functions process-wide; a CLI

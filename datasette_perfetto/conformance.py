@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from .connection import prepare
 from .importers.common.options import Content
 from .ingest import IngestError, ingest
-from .sql_text import split_statements
+from .sql_text import UnknownModule, split_statements, without_includes
 
 TRACE_NAMES = ("trace.pb", "trace.json", "trace.systrace")
 
@@ -169,11 +169,11 @@ def run_case(case_dir: str, workdir: str, **ingest_options) -> CaseResult:
     try:
         prepare(conn)
         # Several statements run in order (on this case's own copy); the last one's rows are the result.
-        for statement in split_statements(query) or [query]:
+        for statement in without_includes(split_statements(query)) or [query]:
             cur = conn.execute(statement)
             columns = [d[0] for d in cur.description] if cur.description else []
             rows = cur.fetchall()
-    except sqlite3.Error as e:
+    except (sqlite3.Error, UnknownModule) as e:
         return CaseResult(case_id, False, f"query failed: {e}")
     finally:
         conn.close()

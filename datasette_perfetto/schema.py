@@ -1257,6 +1257,9 @@ GPU_TRACK_TYPES = (
     "graphics_frame_event",
 )
 
+# The columns every slices.with_context view starts with, of slice s.
+_SLICE_CONTEXT = "s.id, s.ts, s.dur, s.category, s.name, s.track_id"
+
 VIEWS: tuple[View, ...] = (
     View(
         "thread_track",
@@ -1329,6 +1332,31 @@ VIEWS: tuple[View, ...] = (
         "SELECT id, ts, name, ucpu AS cpu, utid, arg_set_id, common_flags, ucpu FROM __intrinsic_ftrace_event",
     ),
     View("raw", "Same as ftrace_event (legacy name).", "SELECT * FROM ftrace_event"),
+    # trace_processor's standard library module slices.with_context (INCLUDE PERFETTO MODULE
+    # slices.with_context; here always there).
+    View(
+        "thread_slice",
+        "Slices on thread tracks, with their thread and process (trace_processor's slices.with_context).",
+        f"SELECT {_SLICE_CONTEXT}, t.name AS track_name, th.name AS thread_name, th.utid, th.tid, "
+        "th.is_main_thread, p.name AS process_name, p.upid, p.pid, s.depth, s.parent_id, s.arg_set_id, "
+        "s.thread_ts, s.thread_dur FROM thread_track t JOIN thread th USING (utid) "
+        "LEFT JOIN process p ON p.upid = th.upid JOIN slice s ON s.track_id = t.id",
+    ),
+    View(
+        "process_slice",
+        "Slices on process tracks, with their process (trace_processor's slices.with_context).",
+        f"SELECT {_SLICE_CONTEXT}, t.name AS track_name, p.name AS process_name, p.upid, p.pid, s.depth, "
+        "s.parent_id, s.arg_set_id, s.thread_ts, s.thread_dur FROM slice s "
+        "JOIN process_track t ON s.track_id = t.id JOIN process p ON p.upid = t.upid",
+    ),
+    View(
+        "thread_or_process_slice",
+        "thread_slice's rows, then process_slice's (trace_processor's slices.with_context).",
+        f"SELECT {_SLICE_CONTEXT}, track_name, thread_name, utid, tid, process_name, upid, pid, depth, "
+        "parent_id, arg_set_id FROM thread_slice s UNION ALL "
+        f"SELECT {_SLICE_CONTEXT}, track_name, NULL, NULL, NULL, process_name, upid, pid, depth, parent_id, "
+        "arg_set_id FROM process_slice s",
+    ),
     View(
         "gpu_slice",
         "Slices on GPU tracks (render stages, Vulkan events, GPU log, and any track with a gpu "

@@ -251,3 +251,11 @@ def test_task_state_strings(raw, version, expected):
 )
 def test_kernel_version_as_trace_processor_reads_utsname(name, release, expected):
     assert kernel_version(name, release) == expected
+
+
+def test_a_compact_waking_names_no_thread(tmp_path):
+    """trace_processor names threads from switches and typed wakings, not from a compact waking's comm."""
+    b = TraceBuilder()
+    b.ftrace(0, compact_sched=compact_sched(waking_pid=[99], waking_comm_index=[2]))
+    db = ingest_built(tmp_path, b)
+    assert db.rows("SELECT tid, name FROM thread WHERE tid IN (11, 99) ORDER BY tid") == [(11, "bg"), (99, None)]

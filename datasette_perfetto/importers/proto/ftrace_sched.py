@@ -225,9 +225,10 @@ def compact_sched_waking(
     if parser.ftrace_raw:
         args = sched_waking_args(comm, pid, prio, target_cpu)
         insert_raw(parser.trace, ts, "sched_waking", pending.last_utid, parser.trace.cpu(cpu), args, common_flags)
-    wakee = ks.thread(pid, comm)
     if parser.raw_only:  # soft-dropped (ftrace.py)
         return
+    # The wakee's comm names nothing here (trace_processor names threads from switches and typed wakings).
+    wakee = ks.procs.get_or_create_live_thread(pid)
     ks.tracker.push_waking(ts, wakee, pending.last_utid, common_flags)
 
 

@@ -12,6 +12,7 @@ rather than by mapping id: mappings get their ids while parsing, after the rules
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable
 
 from ..storage import Arg
@@ -48,6 +49,11 @@ def mojo_interface_tag(symbol: str) -> str:
     return symbol if len(parts) <= 2 else ".".join(parts[:-2])
 
 
+_KEY = operator.itemgetter(1)
+# Translated arg sets remembered (cleared when full).
+TRANSLATED_CACHE_LIMIT = 10_000
+
+
 class ArgsTranslation:
     """Per translated hash key, hash -> name; per module, rel_pc -> function name."""
 
@@ -62,6 +68,8 @@ class ArgsTranslation:
         # (resolved mapping, pid or None) -> mapping id, given by the profile parser (it owns the mappings).
         self.mapping_id: Callable[[tuple, int | None], int] | None = None
         self._modules: dict[int, tuple[str, str]] = {}  # mapping id -> its module, for native symbols
+        # Translated arg sets by their args: slices repeat a few (rules are fixed before any is written).
+        self._translated: dict[tuple, list[Arg]] = {}
 
     def add(self, hash_key: str, rules: Iterable[tuple[int, str]]) -> None:
         """Names by hash for `hash_key`; the first rule of a hash stays, as in trace_processor."""
@@ -89,9 +97,17 @@ class ArgsTranslation:
         """`args` with each translatable hash followed by its name (replacing, in place, an arg of that key
         already there) and the mojo method's native symbol translated; `args` itself when nothing in it
         translates."""
-        keys = self._keys
-        if not any(a[1] in keys for a in args):
+        if self._keys.isdisjoint(map(_KEY, args)):  # the usual case, in C
             return args
+        key = tuple(args)
+        done = self._translated.get(key)
+        if done is None:
+            if len(self._translated) >= TRANSLATED_CACHE_LIMIT:
+                self._translated.clear()
+            done = self._translated[key] = self._translate(args)
+        return done
+
+    def _translate(self, args: list[Arg]) -> list[Arg]:
         names = self.names
         out: list[Arg] = []
         mapping_id = rel_pc = None

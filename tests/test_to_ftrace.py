@@ -9,6 +9,7 @@ import pytest
 from conftest import FunctionsDB
 from conftest import ingest_built as conftest_ingest_built
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+from test_sched import switch as sched_switch
 
 from datasette_perfetto.ftrace_text import (
     _SPECIAL,
@@ -36,19 +37,7 @@ def system_info(b: TraceBuilder, release: str, sysname: str = "Linux") -> None:
 
 
 def switch(ts, prev_pid, prev_comm, prev_state, next_pid, next_comm):
-    return {
-        "timestamp": ts,
-        "pid": prev_pid,
-        "sched_switch": dict(
-            prev_pid=prev_pid,
-            prev_comm=prev_comm,
-            prev_prio=120,
-            prev_state=prev_state,
-            next_pid=next_pid,
-            next_comm=next_comm,
-            next_prio=100,
-        ),
-    }
+    return sched_switch(ts, prev_pid, prev_comm, prev_state, next_pid, next_comm, next_prio=100)
 
 
 def test_prefix_names_tids_tgid_cpu_and_time(tmp_path):

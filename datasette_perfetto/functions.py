@@ -17,6 +17,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
+from .aggregates import clamp_int64
 from .ftrace_text import to_ftrace_function
 
 _VALUE_BY_TYPE = (
@@ -315,7 +316,7 @@ class ClockConverter:
             return None
         at = bisect.bisect_left(times, ts)
         if at == len(times):
-            return _int64(values[-1] + ts - times[-1])
+            return clamp_int64(values[-1] + ts - times[-1])
         if at == 0 or times[at] == ts:
             return values[at]
         return min(values[at - 1] + ts - times[at - 1], values[at])
@@ -340,11 +341,6 @@ class ClockConverter:
         except (OverflowError, OSError, ValueError):
             return None  # beyond the years a date can hold
         return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{ns:09d}"
-
-
-def _int64(value: int) -> int:
-    """A value kept within SQLite's integers (an offset past the last snapshot can overflow them)."""
-    return max(-(1 << 63), min((1 << 63) - 1, value))
 
 
 def to_timecode(ns: Any) -> str | None:

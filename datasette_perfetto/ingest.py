@@ -14,7 +14,7 @@ import tempfile
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from .importers.common.options import DEFAULT_CONTENT, Content, ImportOptions
 from .importers.common.split_helper import SplitFailed
@@ -222,16 +222,13 @@ def ingest(
     if given, imports the inputs into the model instead of import_input one after the other (parallel.py:
     several processes or a Dask cluster; the database is the same)."""
     progress = progress or Progress()
-    extra: dict[str, Any] = {"content": content} if content != DEFAULT_CONTENT else {}
-    if import_inputs is not None:
-        extra["import_inputs"] = import_inputs
     try:
         try:
-            return _ingest(paths, db_path, progress, separate_writer, split_tokenize, **extra)
+            return _ingest(paths, db_path, progress, separate_writer, split_tokenize, content, import_inputs)
         except SplitFailed:
             # Rare (a proto sequence both processes would need, or its helper failed): the
             # single-process import is always right. (A JSON import reads on alone instead.)
-            return _ingest(paths, db_path, progress, separate_writer, False, **extra)
+            return _ingest(paths, db_path, progress, separate_writer, False, content, import_inputs)
     finally:
         progress.finished()
 

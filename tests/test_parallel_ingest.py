@@ -128,9 +128,9 @@ def attempts(monkeypatch) -> list:
     seen = []
     original = ingest_module._ingest
 
-    def recording(paths, db_path, progress, separate_writer, split_tokenize):
+    def recording(paths, db_path, progress, separate_writer, split_tokenize, *rest):
         seen.append(split_tokenize)
-        return original(paths, db_path, progress, separate_writer, split_tokenize)
+        return original(paths, db_path, progress, separate_writer, split_tokenize, *rest)
 
     monkeypatch.setattr(ingest_module, "_ingest", recording)
     return seen

@@ -60,11 +60,10 @@ class ArgsTranslation:
     def __init__(self) -> None:
         self.names: dict[str, dict[int, str]] = {}
         self.native_symbols: dict[tuple[str, str], dict[int, str]] = {}  # (mapping name, build id hex or "")
-        # Whether translate has anything to do: SliceTracker checks it before every write (the hot path).
-        self.active = False
         # The keys translate looks at; NATIVE_MAPPING args and their rel_pc are only there once the trace
-        # interns unsymbolized locations (expect_mojo_methods).
-        self._keys: frozenset[str] = frozenset()
+        # interns unsymbolized locations (expect_mojo_methods). Empty: translate has nothing to do, which
+        # SliceTracker checks before every write (the hot path).
+        self.keys: frozenset[str] = frozenset()
         # (resolved mapping, pid or None) -> mapping id, given by the profile parser (it owns the mappings).
         self.mapping_id: Callable[[tuple, int | None], int] | None = None
         self._modules: dict[int, tuple[str, str]] = {}  # mapping id -> its module, for native symbols
@@ -76,7 +75,7 @@ class ArgsTranslation:
         names = self.names.setdefault(hash_key, {})
         for hash_value, name in rules:
             names.setdefault(hash_value, name)
-        self._watch(hash_key)
+        self.keys = self.keys.union((hash_key,))
 
     def add_native_symbols(self, module: tuple[str, str], rules: Iterable[tuple[int, str]]) -> None:
         """Function names by rel_pc in `module`; the first rule of an address stays, as in trace_processor."""
@@ -86,18 +85,13 @@ class ArgsTranslation:
 
     def expect_mojo_methods(self) -> None:
         """The trace interns unsymbolized source locations: its mojo args may need translating."""
-        if MOJO_MAPPING_ID not in self._keys:
-            self._watch(MOJO_MAPPING_ID, MOJO_REL_PC)
-
-    def _watch(self, *keys: str) -> None:
-        self._keys = self._keys.union(keys)
-        self.active = True
+        self.keys = self.keys.union((MOJO_MAPPING_ID, MOJO_REL_PC))
 
     def translate(self, args: list[Arg]) -> list[Arg]:
         """`args` with each translatable hash followed by its name (replacing, in place, an arg of that key
         already there) and the mojo method's native symbol translated; `args` itself when nothing in it
         translates."""
-        if self._keys.isdisjoint(map(_KEY, args)):  # the usual case, in C
+        if self.keys.isdisjoint(map(_KEY, args)):  # the usual case, in C
             return args
         key = tuple(args)
         done = self._translated.get(key)

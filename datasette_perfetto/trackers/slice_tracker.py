@@ -238,7 +238,7 @@ class SliceTracker:
 
     def _write(self, s: OpenSlice) -> None:
         args = s[S_ARGS]
-        if args and self.translation.active:
+        if args and self.translation.keys:
             args = self.translation.translate(args)
         s[S_ARGS] = self.storage.arg_set(args) if args else None
         rows = self._slice_rows

@@ -56,8 +56,7 @@ def generic_args(generic) -> list[Arg]:
         if kind == "int_value":
             out.append((name, name, "int", f.int_value))
         elif kind == "uint_value":
-            value = f.uint_value
-            out.append((name, name, "int", value - (1 << 64) if value >= 1 << 63 else value))
+            out.append((name, name, "int", f.uint_value))  # storage keeps it as its int64 bit pattern
         elif kind == "str_value":
             out.append((name, name, "string", text(f.str_value)))
     return out

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ...stats import Stats
 from ...trackers.args_translation import MOJO_MAPPING_ID, MOJO_REL_PC, NATIVE_MAPPING
 from ..common.json_args import add_json_args
 from ..common.values import text
@@ -133,14 +134,9 @@ def _proto_message_indexed(out: list, msg, flat_key: str, key: str) -> None:
         _proto_field(out, fd, value, f"{flat_key}.{fd.name}", f"{key}.{fd.name}")
 
 
-class _NoStats:
-    """Mapping lookups from track events count nothing: tokenizing may be in a helper process."""
-
-    def inc(self, key: str, n: int = 1) -> None:
-        pass
-
-
-_NO_STATS = _NoStats()
+# Mapping lookups from track events count nothing (tokenizing may be in a helper process): counts kept
+# here are never read.
+_UNCOUNTED = Stats()
 
 
 def _mojo_event_info_args(out: list, info, seq) -> None:
@@ -158,7 +154,7 @@ def _native_symbol_args(out: list, seq, iid: int) -> bool:
         return False
     mapping_iid, rel_pc = loc
     # The mapping row (and its id) is made when the slice is written, by the parser that owns mappings.
-    mapping = resolve_mapping(seq, mapping_iid, _NO_STATS)
+    mapping = resolve_mapping(seq, mapping_iid, _UNCOUNTED)
     if mapping is None:
         return False
     pid = seq.thread[0] if seq.thread is not None else None  # a process' own mapping, as trace_processor

@@ -928,9 +928,7 @@ class TrackEventParser:
     def _untranslated(self, args):
         """The args of an event that is no slice: only slices' args are translated (as in trace_processor), but
         a mojo method's mapping still gets its id."""
-        return (
-            self.trace.args_translation.with_mapping_ids(args) if args and self.trace.args_translation.active else args
-        )
+        return self.trace.args_translation.with_mapping_ids(args) if args and self.trace.args_translation.keys else args
 
     def _state(self, ts: int, track_id: int, category, value, args) -> None:
         self.trace.states.update(ts, track_id, value, category, args)

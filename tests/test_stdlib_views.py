@@ -80,3 +80,11 @@ def test_the_conformance_runner_takes_the_include(tmp_path):
     (case / "query.sql").write_text("INCLUDE PERFETTO MODULE android.startup;\nSELECT 1 AS same;\n")
     result = run_case(str(case), str(tmp_path))
     assert not result.passed and "android.startup" in result.reason
+
+
+def test_a_query_of_includes_only_is_refused_in_one_line(db):
+    result = CliRunner().invoke(perfetto, ["query", str(db.path), "INCLUDE PERFETTO MODULE slices.with_context;"])
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines() == ["Error: no SQL statement given"]
+    result = CliRunner().invoke(perfetto, ["query", str(db.path), "INCLUDE PERFETTO MODULE ;; SELECT 1"])
+    assert result.exit_code == 1 and len(result.output.strip().splitlines()) == 1, result.output

@@ -4,12 +4,14 @@
     datasette perfetto conformance OUT_DIR
 
 PERFETTO_TREE is a checkout (or `git archive`) of google/perfetto holding test/trace_processor/diff_tests,
-test/synth_common.py, protos/third_party/chromium/chrome_enums.proto and python/generators/diff_tests; a
+test/synth_common.py, protos/ and python/generators/diff_tests; a
 FAMILY is a folder under diff_tests, e.g. parser/json or tables. Every test whose trace is inline or a file in the repository
 (textproto, JSON, systrace), whose query is SQL and whose expected output is CSV becomes a case folder in
 OUT_DIR, in the format of ../shared/conformance/cases; the shared cases are left out. A trace made by a
-Python generator script is made by running it. Tests whose trace is test data downloaded separately, or
-needs protos this `perfetto` package lacks (extensions), are skipped and counted. Prints the counts.
+Python generator script is made by running it. When `grpc_tools` (pip install grpcio-tools) is importable, the tree's
+own protos are compiled, so traces using extensions (Chrome, GPU, ART heap graph) convert too; without it
+the `perfetto` package's protos are used and such tests are skipped. Tests whose trace is test data
+downloaded separately are skipped and counted. Prints the counts.
 
 The shared cases are a sample of these families: this is the wider check to run before calling a data
 source done.
@@ -134,7 +136,7 @@ def _trace(testing, trace, tree: str, folder: str) -> tuple[bytes, str] | str:
     else:
         return f"skipped: {type(trace).__name__} trace"
     try:
-        return text_format.Parse(text, pb.Trace()).SerializeToString(), "trace.pb"
+        return text_format.Parse(text, _trace_class(tree)()).SerializeToString(), "trace.pb"
     except text_format.ParseError:
         return "skipped: textproto this perfetto package cannot parse"
 
@@ -142,7 +144,7 @@ def _trace(testing, trace, tree: str, folder: str) -> tuple[bytes, str] | str:
 def _synthesized(tree: str, script: str) -> tuple[bytes, str] | str:
     """The trace a test's generator script (test/synth_common.py) writes, given the protos as a descriptor set
     built from this `perfetto` package (see synth_descriptor)."""
-    descriptor = os.path.join(tree, "synth_trace_descriptor.bin")
+    descriptor = _tree_descriptor(tree) or os.path.join(tree, "synth_trace_descriptor.bin")
     if not os.path.exists(descriptor):
         with open(descriptor, "wb") as f:
             f.write(synth_descriptor(tree))
@@ -151,6 +153,54 @@ def _synthesized(tree: str, script: str) -> tuple[bytes, str] | str:
     if done.returncode != 0 or not done.stdout:
         return "skipped: generator script failed (protos this perfetto package lacks)"
     return done.stdout, "trace.pb"
+
+
+# The tree's protos with the extensions trace_processor's tests use.
+_TREE_PROTOS = (
+    "protos/perfetto/trace/trace.proto",
+    "protos/perfetto/trace/test_extensions.proto",
+    "protos/third_party/android/art/heap_graph.proto",
+    "protos/third_party/android/android_extensions.proto",
+    "protos/third_party/chromium/chrome_track_event.proto",
+    "protos/third_party/chromium/chrome_enums.proto",
+)
+_trace_classes: dict = {}
+
+
+def _tree_descriptor(tree: str) -> str | None:
+    """Path of a FileDescriptorSet compiled from the tree's protos, or None without grpc_tools."""
+    path = os.path.join(tree, "tree_trace_descriptor.bin")
+    if os.path.exists(path):
+        return path
+    try:
+        from grpc_tools import protoc  # noqa: PLC0415  (optional: only for extension-using tests)
+    except ImportError:
+        return None
+    well_known = os.path.join(os.path.dirname(protoc.__file__), "_proto")  # google/protobuf/*.proto
+    args = ["protoc", f"-I{tree}", f"-I{well_known}", "--include_imports", f"--descriptor_set_out={path}"]
+    args += [os.path.join(tree, name) for name in _TREE_PROTOS]
+    if protoc.main(args) != 0:
+        sys.exit(f"{tree}: protoc could not compile its protos")
+    return path
+
+
+def _trace_class(tree: str):
+    """The Trace message class to parse textprotos with: the tree's, extensions registered, or the package's."""
+    if tree not in _trace_classes:
+        path = _tree_descriptor(tree)
+        if path is None:
+            _trace_classes[tree] = pb.Trace
+        else:
+            from google.protobuf import descriptor_pool, message_factory  # noqa: PLC0415
+
+            with open(path, "rb") as f:
+                files = descriptor_pb2.FileDescriptorSet.FromString(f.read()).file
+            pool = descriptor_pool.DescriptorPool()
+            for file in files:
+                pool.Add(file)
+            classes = message_factory.GetMessageClassesForFiles([file.name for file in files], pool)
+            _trace_classes[tree] = classes["perfetto.protos.Trace"]
+    return _trace_classes[tree]
 
 
 def synth_descriptor(tree: str) -> bytes:

@@ -2,6 +2,8 @@
 
 - Hashes, from the trace's TranslationTable packets: a slice's `..._hash` arg (uint) keeps its value and
   gains the name it stands for, when the trace gives one.
+- Java class names in Android view dumps (`android_view_dump.activity.view.class_name`), from the trace's
+  DeobfuscationMapping packets: an obfuscated name known to the first mapping's package is replaced.
 - Mojo methods known by native symbol (an interned UnsymbolizedSourceLocation: mapping + rel_pc), from
   ModuleSymbols packets: the mapping_id / rel_pc args become `mojo_method_name` and `mojo_interface_tag`,
   or, with no symbol known, are kept (moved to the end of the set, as trace_processor re-emits them).
@@ -25,6 +27,8 @@ NAME_KEYS = {
     "chrome_hashed_performance_mark.mark_hash": "chrome_hashed_performance_mark.mark",
     "chrome_trigger.name_hash": "chrome_trigger.name",
 }
+
+CLASS_NAME_FLAT_KEY = "android_view_dump.activity.view.class_name"
 
 MOJO_NATIVE_SYMBOL = "chrome_mojo_event_info.mojo_interface_method.native_symbol"
 MOJO_MAPPING_ID = MOJO_NATIVE_SYMBOL + ".mapping_id"
@@ -50,6 +54,7 @@ def mojo_interface_tag(symbol: str) -> str:
 
 
 _KEY = operator.itemgetter(1)
+_FLAT_KEY = operator.itemgetter(0)
 # Translated arg sets remembered (cleared when full).
 TRANSLATED_CACHE_LIMIT = 10_000
 
@@ -67,6 +72,9 @@ class ArgsTranslation:
         # (resolved mapping, pid or None) -> mapping id, given by the profile parser (it owns the mappings).
         self.mapping_id: Callable[[tuple, int | None], int] | None = None
         self._modules: dict[int, tuple[str, str]] = {}  # mapping id -> its module, for native symbols
+        # Obfuscated -> deobfuscated Java class names of the first deobfuscation mapping's package.
+        self.class_names: dict[str, str] = {}
+        self._class_package: str | None = None
         # Translated arg sets by their args: slices repeat a few (rules are fixed before any is written).
         self._translated: dict[tuple, list[Arg]] = {}
 
@@ -83,6 +91,18 @@ class ArgsTranslation:
         for rel_pc, function_name in rules:
             symbols.setdefault(rel_pc, function_name)
 
+    def add_class_names(self, package: str, rules: Iterable[tuple[str, str]]) -> None:
+        """Java class names (obfuscated, deobfuscated) of `package`; as trace_processor, only the first
+        package given is used, and the first rule of a name stays."""
+        if self._class_package is None:
+            self._class_package = package
+        if package != self._class_package:
+            return
+        for obfuscated, deobfuscated in rules:
+            self.class_names.setdefault(obfuscated, deobfuscated)
+        # Never a key (class name keys are indexed): it only says translate has work to do.
+        self.keys = self.keys.union((CLASS_NAME_FLAT_KEY,))
+
     def expect_mojo_methods(self) -> None:
         """The trace interns unsymbolized source locations: its mojo args may need translating."""
         self.keys = self.keys.union((MOJO_MAPPING_ID, MOJO_REL_PC))
@@ -91,7 +111,9 @@ class ArgsTranslation:
         """`args` with each translatable hash followed by its name (replacing, in place, an arg of that key
         already there) and the mojo method's native symbol translated; `args` itself when nothing in it
         translates."""
-        if self.keys.isdisjoint(map(_KEY, args)):  # the usual case, in C
+        if self.keys.isdisjoint(map(_KEY, args)) and (  # the usual case, in C
+            not self.class_names or CLASS_NAME_FLAT_KEY not in map(_FLAT_KEY, args)
+        ):
             return args
         key = tuple(args)
         done = self._translated.get(key)
@@ -110,6 +132,8 @@ class ArgsTranslation:
             key, value_type = arg[1], arg[2]
             if key == MOJO_MAPPING_ID and value_type == NATIVE_MAPPING:
                 mapping_id = self._mapping_id(*arg[3])
+            elif value_type == "string" and arg[0] == CLASS_NAME_FLAT_KEY:
+                _put(out, (arg[0], key, "string", self.class_names.get(arg[3], arg[3])))
             elif value_type != "uint":
                 _put(out, arg)
             elif key == MOJO_MAPPING_ID:

@@ -22,8 +22,12 @@ class ActiveProcessesArgs(tuple):
     __slots__ = ()
 
 
+# The arg keys of listed pids: the TrackEvent field, and ChromeTrackEvent's extension that replaced it.
+ACTIVE_PROCESS_PIDS = frozenset({"chrome_active_processes.pid", "active_processes.pid"})
+
+
 def active_pids(args: tuple) -> list[int]:
-    return [a[3] for a in args if a[0] == "chrome_active_processes.pid"]
+    return [a[3] for a in args if a[0] in ACTIVE_PROCESS_PIDS]
 
 
 class ActiveChromeProcesses:

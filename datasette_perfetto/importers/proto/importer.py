@@ -54,6 +54,7 @@ from .sequence_state import INTERNED_FIELDS, SequenceState
 from .split_tokenize import HELPER, MAIN, OwnedContext, SequenceClaims, SequenceSplit, split_wanted, start_helper
 from .trace_metadata import DATA_LOSS_CAUSES
 from .track_descriptor import Reservation, chrome_thread_name, reservation_from
+from .track_event_extensions import TrackEventExtensions
 from .track_event_parser import TrackEventParser
 from .track_event_tokenizer import tokenize_track_event
 
@@ -120,6 +121,8 @@ class ProtoImporter:
         self.parser = TrackEventParser(
             trace, self.reservations, self.first_packet_sequences, self.options.content.analyze_proto_content
         )
+        # TrackEvent extension fields (bundled, and declared by the trace): one set for every machine.
+        self.extensions = self.parser.extensions = TrackEventExtensions()
         self.atrace = AtraceParser(trace, self.parser.thread_track)
         self.ftrace = FtraceParser(trace, self.parser.thread_track)
         self.ftrace.ftrace_raw = self.options.content.ftrace_raw
@@ -336,6 +339,7 @@ class ProtoImporter:
                 sorter=_MachineSorter(self._file_sorter(), len(self.machine_by_index)),
             )
             importer.host_clocks = self.clocks
+            importer.extensions = importer.parser.extensions = self.extensions
             self.machine_importers[raw_machine_id] = importer
             self.machine_by_index.append(importer)
         return importer
@@ -486,6 +490,7 @@ class ProtoImporter:
             "ftrace_events": lambda p, seq, ts: self.ftrace_tokenizer.bundle(p.ftrace_events, seq),
             "track_event_range_of_interest": lambda p, seq, ts: self._range_of_interest(p),
             "translation_table": lambda p, seq, ts: self._translation_table(p.translation_table),
+            "extension_descriptor": lambda p, seq, ts: self.extensions.declare(p.extension_descriptor.extension_set),
             "remote_clock_sync": lambda p, seq, ts: self._remote_clock_sync(p.remote_clock_sync),
             **self.profiles.handlers(),  # perf, StackSample, heapprofd, heap graphs
             "streaming_profile_packet": self._streaming_profile_packet,  # Chrome's sampler

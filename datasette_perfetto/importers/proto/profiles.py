@@ -254,9 +254,7 @@ class ProfileTokenizer:
             "art_process_metadata": lambda p, seq, ts: self._push(
                 ts, ("art_process_metadata", p.art_process_metadata.SerializeToString())
             ),
-            "deobfuscation_mapping": lambda p, seq, ts: self._push(
-                ts, ("deobfuscation_mapping", p.deobfuscation_mapping.SerializeToString())
-            ),
+            "deobfuscation_mapping": self._deobfuscation_mapping,
             "module_symbols": self._module_symbols,
             None: self._no_payload,
         }
@@ -278,6 +276,15 @@ class ProfileTokenizer:
 
     def _push(self, ts: int, event: tuple) -> None:
         self.importer.push(ts, (EV_PROFILE, *event))
+
+    def _deobfuscation_mapping(self, packet, seq, ts: int) -> None:
+        mapping = packet.deobfuscation_mapping
+        # Class names in slice args are translated as slices are written: every rule is needed first.
+        self.importer.trace.args_translation.add_class_names(
+            text(mapping.package_name),
+            ((text(c.obfuscated_name), text(c.deobfuscated_name)) for c in mapping.obfuscated_classes),
+        )
+        self._push(ts, ("deobfuscation_mapping", mapping.SerializeToString()))
 
     def _module_symbols(self, packet, seq, ts: int) -> None:
         """Symbols go to frames when parsed; mojo methods' names are registered now, so that a slice written

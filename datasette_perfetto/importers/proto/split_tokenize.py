@@ -104,7 +104,7 @@ class OwnedContext:
     """What tokenize_track_event reads from its importer, with stats of its own:
     the helper reports only what its owned events counted."""
 
-    __slots__ = ("stats", "clocks", "reservations", "counter_specs", "profiles")
+    __slots__ = ("stats", "clocks", "reservations", "counter_specs", "profiles", "extensions")
 
     def __init__(self, importer) -> None:
         self.stats = Stats()
@@ -112,6 +112,7 @@ class OwnedContext:
         self.reservations = importer.reservations
         self.counter_specs = importer.counter_specs
         self.profiles = importer.profiles  # interned callstacks of track events
+        self.extensions = importer.extensions  # TrackEvent extension fields known so far
 
 
 class SplitTokenizer(Protocol):

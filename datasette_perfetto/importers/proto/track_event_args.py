@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -20,6 +21,8 @@ from .track_event_fields import (
     I_SOURCE_LOCATIONS,
     TE,
 )
+
+DEBUG_ANNOTATION = "perfetto.protos.DebugAnnotation"
 
 
 def _add(out: list, flat_key: str, key: str, value_type: str, value: Any) -> None:
@@ -85,7 +88,7 @@ def annotation_name(ann, seq) -> str:
     return text(ann.name)
 
 
-def _source_location_args(out: list, prefix: str, loc) -> None:
+def source_location_args(out: list, prefix: str, loc) -> None:
     if loc is None:
         return
     file_name, function_name, line = loc
@@ -99,19 +102,40 @@ def _source_location_args(out: list, prefix: str, loc) -> None:
 
 def proto_args(out: list, msg, prefix: str) -> None:
     """Flattens a typed proto message into args named by field (reflection)."""
-    for fd, value in msg.ListFields():
-        key = f"{prefix}.{fd.name}"
+    message_args(out, msg, prefix, prefix)
+
+
+def message_args(out: list, msg, flat_key: str, key: str, seq=None) -> None:
+    """A message's fields as args under (flat_key, key); an empty message is one NULL arg, as in
+    trace_processor."""
+    fields = msg.ListFields()
+    if not fields:
+        _add(out, flat_key, key, "null", None)
+    fields_args(out, fields, f"{flat_key}.", f"{key}.", seq)
+
+
+def fields_args(out: list, fields: list, flat_prefix: str, prefix: str, seq) -> None:
+    """Args of (field, value) pairs (ListFields) under key prefixes ending in a dot, or empty. A
+    DebugAnnotation field is named by the annotation (given `seq`, whose interned names it may use)."""
+    for fd, value in fields:
+        if seq is not None and fd.message_type is not None and fd.message_type.full_name == DEBUG_ANNOTATION:
+            for ann in value if fd.is_repeated else (value,):
+                name = annotation_name(ann, seq)
+                debug_annotation_args(out, ann, f"{flat_prefix}{name}", f"{prefix}{name}", seq)
+            continue
+        field_flat_key, field_key = flat_prefix + fd.name, prefix + fd.name
         if fd.is_repeated:
             for i, item in enumerate(value):
-                _proto_field(out, fd, item, key, f"{key}[{i}]")
+                proto_field(out, fd, item, field_flat_key, f"{field_key}[{i}]", seq)
         else:
-            _proto_field(out, fd, value, key, key)
+            proto_field(out, fd, value, field_flat_key, field_key, seq)
 
 
-def _proto_field(out: list, fd, value, flat_key: str, key: str) -> None:
+def proto_field(out: list, fd, value, flat_key: str, key: str, seq=None) -> None:
+    """One value of a field (an item, for a repeated field) as args."""
     t = fd.type
     if t == fd.TYPE_MESSAGE:
-        proto_args(out, value, key) if flat_key == key else _proto_message_indexed(out, value, flat_key, key)
+        message_args(out, value, flat_key, key, seq)
     elif t == fd.TYPE_BOOL:
         _add(out, flat_key, key, "bool", int(value))
     elif t in (fd.TYPE_DOUBLE, fd.TYPE_FLOAT):
@@ -129,11 +153,6 @@ def _proto_field(out: list, fd, value, flat_key: str, key: str) -> None:
         _add(out, flat_key, key, "int", value)
 
 
-def _proto_message_indexed(out: list, msg, flat_key: str, key: str) -> None:
-    for fd, value in msg.ListFields():
-        _proto_field(out, fd, value, f"{flat_key}.{fd.name}", f"{key}.{fd.name}")
-
-
 # Mapping lookups from track events count nothing (tokenizing may be in a helper process): counts kept
 # here are never read.
 _UNCOUNTED = Stats()
@@ -145,7 +164,7 @@ def _mojo_event_info_args(out: list, info, seq) -> None:
     for fd, value in info.ListFields():
         key = f"chrome_mojo_event_info.{fd.name}"
         if fd.name != "mojo_interface_method_iid" or not _native_symbol_args(out, seq, value):
-            _proto_field(out, fd, value, key, key)
+            proto_field(out, fd, value, key, key)
 
 
 def _native_symbol_args(out: list, seq, iid: int) -> bool:
@@ -163,92 +182,119 @@ def _native_symbol_args(out: list, seq, iid: int) -> bool:
     return True
 
 
-# Typed TrackEvent fields whose iids point into interned data.
-TYPED_FIELD_NAMES = frozenset(
-    {
-        "task_execution",
-        "log_message",
-        "chrome_histogram_sample",
-        "source_location_iid",
-        "source_location",
-        "correlation_id",
-        "correlation_id_str",
-        "correlation_id_str_iid",
-        "cc_scheduler_state",
-        "chrome_user_event",
-        "chrome_keyed_service",
-        "chrome_legacy_ipc",
-        "chrome_latency_info",
-        "chrome_frame_reporter",
-        "chrome_application_state_info",
-        "chrome_renderer_scheduler_state",
-        "chrome_window_handle_event_info",
-        "chrome_content_settings_event_info",
-        "chrome_active_processes",
-        "chrome_message_pump",
-        "chrome_mojo_event_info",
-        "screenshot",
-    }
+# TrackEvent fields trace_processor turns into args by reflection (its kReflectFields), in field order:
+# each becomes args named by its field path, after the fields it reads itself (below).
+REFLECTED_FIELD_NAMES = (
+    "cc_scheduler_state",
+    "chrome_user_event",
+    "chrome_keyed_service",
+    "chrome_legacy_ipc",
+    "chrome_histogram_sample",
+    "chrome_latency_info",
+    "chrome_frame_reporter",
+    "source_location",
+    "source_location_iid",
+    "chrome_message_pump",
+    "chrome_mojo_event_info",
+    "chrome_application_state_info",
+    "chrome_renderer_scheduler_state",
+    "chrome_window_handle_event_info",
+    "chrome_content_settings_event_info",
+    "chrome_active_processes",
+    "screenshot",
+)
+_REFLECTED = tuple(sorted((getattr(TE, name) for name in REFLECTED_FIELD_NAMES), key=lambda fd: fd.number))
+_MOJO_EVENT_INFO = TE.chrome_mojo_event_info
+# Every TrackEvent field that makes args.
+TYPED_FIELDS = frozenset(
+    (
+        *_REFLECTED,
+        TE.task_execution,
+        TE.log_message,
+        TE.correlation_id,
+        TE.correlation_id_str,
+        TE.correlation_id_str_iid,
+    )
 )
 
 
-TYPED_FIELDS = frozenset(getattr(TE, name) for name in TYPED_FIELD_NAMES)
-
-
 def typed_field_args(out: list, fields: dict, seq) -> None:
-    for fd in TYPED_FIELDS.intersection(fields):
-        name = fd.name
-        value = fields[fd]
-        if name == "task_execution":
-            iid = value.posted_from_iid
-            if iid:
-                # Every posted task repeats one of a few locations: build their args once.
-                key = ("task", iid)
-                cached = seq.derived.get(key)
-                if cached is None:
-                    cached = []
-                    _source_location_args(cached, "task.posted_from", seq.lookup(I_SOURCE_LOCATIONS, iid))
-                    cached = seq.derived[key] = tuple(cached)
-                out.extend(cached)
-            else:
-                proto_args(out, value, "task")
-        elif name == "log_message":
-            # trace_processor: the body first (none, nothing: an invalid message), then its source.
-            body = seq.lookup(I_LOG_BODY, value.body_iid)
-            if body is None:
-                continue
-            _add(out, "track_event.log_message.message", "track_event.log_message.message", "string", body)
-            loc = seq.lookup(I_SOURCE_LOCATIONS, value.source_location_iid) if value.source_location_iid else None
-            _source_location_args(out, "track_event.log_message", loc)
-            if value.prio:
-                _add(out, "track_event.priority", "track_event.priority", "int", value.prio)
-        elif name == "chrome_histogram_sample":
-            if value.HasField("name_iid") and not value.HasField("name"):
-                hname = seq.lookup(I_HISTOGRAM_NAMES, value.name_iid)
-                if hname is not None:
-                    _add(out, "chrome_histogram_sample.name", "chrome_histogram_sample.name", "string", hname)
-            proto_args(out, value, "chrome_histogram_sample")
-        elif name == "source_location_iid":
-            _source_location_args(out, "source", seq.lookup(I_SOURCE_LOCATIONS, value))
-        elif name == "source_location":
-            _source_location_args(
-                out,
-                "source",
-                (
-                    value.file_name or None,
-                    value.function_name or None,
-                    value.line_number if value.HasField("line_number") else None,
-                ),
-            )
-        elif name == "chrome_mojo_event_info":
+    """Args of an event's typed fields (`fields`: descriptor -> value), in trace_processor's order: the
+    fields it reads itself, then the reflected ones."""
+    get = fields.get
+    iid = get(TE.source_location_iid)
+    if iid:
+        _interned_location_args(out, "source", seq.lookup(I_SOURCE_LOCATIONS, iid))
+    task = get(TE.task_execution)
+    if task is not None and task.posted_from_iid:
+        # Every posted task repeats one of a few locations: build their args once.
+        key = ("task", task.posted_from_iid)
+        cached = seq.derived.get(key)
+        if cached is None:
+            cached = []
+            _interned_location_args(cached, "task.posted_from", seq.lookup(I_SOURCE_LOCATIONS, task.posted_from_iid))
+            cached = seq.derived[key] = tuple(cached)
+        out.extend(cached)
+    message = get(TE.log_message)
+    if message is not None:
+        _log_message_args(out, message, seq)
+    screenshot = get(TE.screenshot)
+    if screenshot is not None:
+        for name in ("jpg_image", "pam_image", "ppm_image"):
+            if screenshot.HasField(name):
+                image = base64.b64encode(getattr(screenshot, name)).decode()
+                _add(out, f"screenshot.{name}", f"screenshot.{name}", "string", image)
+    sample = get(TE.chrome_histogram_sample)
+    if sample is not None and sample.HasField("name_iid") and not sample.HasField("name"):
+        name = seq.lookup(I_HISTOGRAM_NAMES, sample.name_iid)
+        if name is not None:
+            _add(out, "chrome_histogram_sample.name", "chrome_histogram_sample.name", "string", name)
+    correlation = get(TE.correlation_id)
+    if correlation is not None:
+        _add(out, "correlation_id", "correlation_id", "string", f"tp:#{correlation}")
+    correlation = get(TE.correlation_id_str)
+    if correlation is not None:
+        _add(out, "correlation_id", "correlation_id", "string", text(correlation))
+    correlation = get(TE.correlation_id_str_iid)
+    if correlation is not None:
+        name = seq.lookup(I_CORRELATION_STR, correlation)
+        if name is not None:
+            _add(out, "correlation_id", "correlation_id", "string", name)
+    for fd in _REFLECTED:
+        value = get(fd)
+        if value is None:
+            continue
+        if fd is _MOJO_EVENT_INFO:
             _mojo_event_info_args(out, value, seq)
-        elif name == "correlation_id":
-            _add(out, "correlation_id", "correlation_id", "uint", value)
-        elif name == "correlation_id_str":
-            _add(out, "correlation_id", "correlation_id", "string", value)
-        elif name == "correlation_id_str_iid":
-            s = seq.lookup(I_CORRELATION_STR, value)
-            if s is not None:
-                _add(out, "correlation_id", "correlation_id", "string", s)
+        elif fd.type == fd.TYPE_MESSAGE:
+            message_args(out, value, fd.name, fd.name, seq)
         else:
-            proto_args(out, value, name)
+            proto_field(out, fd, value, fd.name, fd.name, seq)
+
+
+def _interned_location_args(out: list, prefix: str, location) -> None:
+    """An interned source location's file, function and line (0 when it has none), as trace_processor
+    adds them for an event's source_location_iid and its task's posted_from_iid; nothing unresolved."""
+    if location is None:
+        return
+    file_name, function_name, line = location
+    _add(out, f"{prefix}.file_name", f"{prefix}.file_name", "string", normal_path(file_name or ""))
+    _add(out, f"{prefix}.function_name", f"{prefix}.function_name", "string", function_name or "")
+    _add(out, f"{prefix}.line_number", f"{prefix}.line_number", "uint", line or 0)
+
+
+def normal_path(file_name: str) -> str:
+    """A source file's path with forward slashes (trace_processor's NormalizePathSeparators)."""
+    return file_name.replace("\\", "/")
+
+
+def _log_message_args(out: list, message, seq) -> None:
+    # trace_processor: the body first (none, nothing: an invalid message), then its source.
+    body = seq.lookup(I_LOG_BODY, message.body_iid)
+    if body is None:
+        return
+    _add(out, "track_event.log_message.message", "track_event.log_message.message", "string", body)
+    loc = seq.lookup(I_SOURCE_LOCATIONS, message.source_location_iid) if message.source_location_iid else None
+    source_location_args(out, "track_event.log_message", loc)
+    if message.prio:
+        _add(out, "track_event.priority", "track_event.priority", "int", message.prio)

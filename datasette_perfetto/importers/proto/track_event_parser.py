@@ -22,6 +22,7 @@ from ..common.event_kinds import EV_DESCRIPTOR, EV_TRACK_EVENT
 from ..common.values import signed
 from .active_chrome_processes import ActiveChromeProcesses, ActiveProcessesArgs, active_pids
 from .track_descriptor import CHROME_RENDERER_TYPES, Reservation, chrome_process_name, chrome_thread_name
+from .track_event_extensions import DeferredExtensionArgs, TrackEventExtensions, resolve_deferred
 from .track_event_fields import (
     F_ARGS,
     F_CALLSTACK,
@@ -91,6 +92,7 @@ class TrackEventParser:
         self.analyze = analyze_proto_content
         self.content_annotations: set[tuple[str | None, str | None]] = set()
         self.active_chrome_processes = ActiveChromeProcesses()
+        self.extensions = TrackEventExtensions()  # the importer's, set by it: all the trace declares
 
     # -- descriptors -------------------------------------------------------------
     def parse(self, ts: int, ev: tuple) -> None:
@@ -99,7 +101,10 @@ class TrackEventParser:
             if self.range_of_interest_ns is not None and ts < self.range_of_interest_ns:
                 self.stats.inc("track_event_dropped_packets_outside_of_range_of_interest")
                 return
-            if type(ev[F_ARGS]) is ActiveProcessesArgs:
+            args_type = type(ev[F_ARGS])
+            if args_type is DeferredExtensionArgs:
+                ev = (*ev[:F_ARGS], resolve_deferred(self.extensions, ev[F_ARGS], self.stats), *ev[F_ARGS + 1 :])
+            elif args_type is ActiveProcessesArgs:
                 get_process = self.procs.get_or_create_process
                 for pid in active_pids(ev[F_ARGS]):
                     self.active_chrome_processes.add_listing(ts, get_process(pid))

@@ -5,12 +5,14 @@ made absolute, args flattened (track_event_args.py)."""
 from __future__ import annotations
 
 from google.protobuf.message import DecodeError
+from google.protobuf.unknown_fields import UnknownFieldSet
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from ..common.event_kinds import EV_TRACK_EVENT
 from ..common.values import INT64_MAX, saturate, text
-from .active_chrome_processes import ActiveProcessesArgs
+from .active_chrome_processes import ACTIVE_PROCESS_PIDS, ActiveProcessesArgs
 from .track_event_args import TYPED_FIELDS, annotation_name, debug_annotation_args, typed_field_args
+from .track_event_extensions import DeferredExtensionArgs, TrackEventExtensions
 from .track_event_fields import I_CATEGORIES, I_NAMES, TE, TYPE_COUNTER, TYPE_STATE
 
 # Per sequence, how many decoded TrackEvents to remember (see tokenize_track_event).
@@ -32,7 +34,7 @@ def tokenize_track_event(importer, raw: bytes, seq, packet_ts: int | None) -> tu
     stats = importer.stats
     static = seq.decoded.get(raw)
     if static is None:
-        static = _decode_new(stats, raw, seq)
+        static = _decode_new(stats, importer.extensions, raw, seq)
         if static is None:
             return None
     (
@@ -225,11 +227,11 @@ _DECODE_SLOTS = {
 }
 
 
-def _decode_new(stats, raw: bytes, seq) -> tuple | None:
+def _decode_new(stats, extensions: TrackEventExtensions, raw: bytes, seq) -> tuple | None:
     """_decode() for bytes not in the sequence's cache (remembered there); None (counted) if undecodable."""
     misses = seq.misses
     try:
-        static = _decode(pb.TrackEvent.FromString(raw), seq)
+        static = _decode(pb.TrackEvent.FromString(raw), extensions, raw, seq)
     except DecodeError:
         stats.inc("track_event_parser_errors")
         return None
@@ -240,7 +242,7 @@ def _decode_new(stats, raw: bytes, seq) -> tuple | None:
     return static
 
 
-def _decode(ev, seq) -> tuple:
+def _decode(ev, extensions: TrackEventExtensions, raw: bytes, seq) -> tuple:
     """The part of a TrackEvent that depends only on its bytes and the interned data."""
     # One ListFields() pass (cheaper than a HasField() per field) sorted into slots.
     d: list = [None] * 27
@@ -264,13 +266,19 @@ def _decode(ev, seq) -> tuple:
             legacy["phase"] = chr(legacy["phase"])
     counter_raw = d[D_COUNTER]
     counter_raw = float(counter_raw) if counter_raw is not None else d[D_DCOUNTER]
+    # trace_processor's order: typed fields, extension fields, debug annotations.
     args: list = []
+    if typed:
+        typed_field_args(args, typed, seq)
+    lists_active_processes = typed is not None and ACTIVE_PROCESSES in typed
+    unknown = UnknownFieldSet(ev)
+    deferred = len(unknown) and extensions.add_args(args, unknown, raw, seq)
     if d[D_ANNOTATIONS]:
         for ann in d[D_ANNOTATIONS]:
             ann_name = annotation_name(ann, seq)
             debug_annotation_args(args, ann, f"debug.{ann_name}", f"debug.{ann_name}", seq)
-    if typed:
-        typed_field_args(args, typed, seq)
+    if not deferred and len(unknown) and not lists_active_processes:  # ChromeTrackEvent's active_processes
+        lists_active_processes = any(a[0] in ACTIVE_PROCESS_PIDS for a in args)
     cat_iids, cats = d[D_CAT_IIDS], d[D_CATS]
     if cat_iids is not None and len(cat_iids) == 1 and not cats:
         category = seq.lookup(I_CATEGORIES, cat_iids[0])
@@ -309,12 +317,22 @@ def _decode(ev, seq) -> tuple:
         tuple(d[D_DEXTRA_UUIDS]) if d[D_DEXTRA_UUIDS] else (),
         category,
         name,
-        (ActiveProcessesArgs(args) if typed and ACTIVE_PROCESSES in typed else tuple(args)) if args else None,
+        _args_tuple(args, lists_active_processes, raw if deferred else None),
         list(flows) if flows else None,
         list(term) if term else None,
         legacy,
         callstack,
     )
+
+
+def _args_tuple(args: list, lists_active_processes: bool, deferred_raw: bytes | None) -> tuple | None:
+    """An event's args (None: none) as the tuple type that tells the parser what more to do with them;
+    `deferred_raw`: the event's bytes, when its extension args are made at parse time."""
+    if deferred_raw is not None:
+        return DeferredExtensionArgs((*args, deferred_raw))
+    if not args:
+        return None
+    return ActiveProcessesArgs(args) if lists_active_processes else tuple(args)
 
 
 def _thread_times(

@@ -1,0 +1,217 @@
+"""TrackEvent extension fields as args, as trace_processor reflects them.
+
+Chromium extends TrackEvent (ChromeTrackEvent: field numbers 1000 and up); other producers declare
+their extensions in the trace (extension_descriptor packets, anywhere in the file). trace_processor
+compiles in Chromium's descriptors, adds the declared ones, and turns every extension field of an event
+into args named by field (`chrome_app_state`, `chrome_latency_info.component_info[0].time_us`). The
+`perfetto` package lacks Chromium's, so a generated FileDescriptorSet ships in protos/
+(tools/build_extension_descriptor.py). The known extension fields are gathered as the plain fields of
+one private message, which the event's bytes are parsed with: the TrackEvent fields it does not name are
+skipped as unknown. An event with a field no declaration seen so far names gets its extension args when
+it is parsed, after the whole file is read (DeferredExtensionArgs).
+
+Fields whose value is an iid into interned data become what it names, as trace_processor's overrides
+do: a source location (file, function, line) under the field's message.
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+
+from google.protobuf import descriptor_pb2, descriptor_pool
+from google.protobuf.message import DecodeError
+from google.protobuf.message_factory import GetMessageClass
+from google.protobuf.unknown_fields import UnknownFieldSet
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+from .track_event_args import fields_args, normal_path
+from .track_event_fields import I_SOURCE_LOCATIONS
+
+TRACK_EVENT = ".perfetto.protos.TrackEvent"
+FIRST_EXTENSION = 1000  # TrackEvent's extension range starts here
+_HOLDER_PACKAGE = "datasette_perfetto.track_event_extensions"
+
+# Flat keys of interned source location iids, and the prefix their location's args take.
+SOURCE_LOCATION_IIDS = {
+    "chrome_memory_pressure_notification.creation_location_iid": "chrome_memory_pressure_notification",
+    "begin_impl_frame_args.current_args.source_location_iid": "begin_impl_frame_args.current_args",
+    "begin_impl_frame_args.last_args.source_location_iid": "begin_impl_frame_args.last_args",
+    "begin_frame_observer_state.last_begin_frame_args.source_location_iid": (
+        "begin_frame_observer_state.last_begin_frame_args"
+    ),
+}
+
+
+@functools.cache
+def _bundled_files() -> tuple:
+    data = (resources.files("datasette_perfetto") / "protos" / "track_event_extensions.binpb").read_bytes()
+    return tuple(descriptor_pb2.FileDescriptorSet.FromString(data).file)
+
+
+@functools.cache
+def _bundled() -> tuple:
+    return _holder(_bundled_files(), ())
+
+
+class TrackEventExtensions:
+    """The TrackEvent extension fields one import knows: the bundled ones, and those the trace declares
+    in extension_descriptor packets (as trace_processor adds them to its descriptor pool). Both split
+    tokenizing processes see every such packet."""
+
+    def __init__(self) -> None:
+        self.declared: list = []  # FileDescriptorProtos from the trace
+        self.holder, self.numbers = _bundled()
+
+    def declare(self, extension_set) -> None:
+        """Adds a FileDescriptorSet's extensions of TrackEvent (a set that does not resolve is ignored,
+        as trace_processor ignores one it cannot add)."""
+        # The perfetto package has its own copy of descriptor.proto: convert through the bytes.
+        declared = [*self.declared, *map(_as_file_proto, extension_set.file)]
+        try:
+            self.holder, self.numbers = _holder(_bundled_files(), declared)
+        except (TypeError, KeyError, ValueError):
+            return
+        self.declared = declared
+
+    def add_args(self, args: list, unknown, raw: bytes, seq) -> bool:
+        """Appends the args of the extension fields among an event's unknown fields (UnknownFieldSet).
+        True if a field this import knows no extension for yet is one a later packet may declare: the
+        caller defers the extension args to parse time (DeferredExtensionArgs), when every declaration
+        in the file is known."""
+        numbers = self.numbers
+        if all(f.field_number in numbers for f in unknown):
+            extension_args(args, self, raw, seq)
+            return False
+        if any(f.field_number >= FIRST_EXTENSION for f in unknown):
+            return True
+        extension_args(args, self, raw, seq)
+        return False
+
+
+class DeferredExtensionArgs(tuple):
+    """An event's args, the last item its bytes, whose extension args are made at parse time
+    (resolve_deferred)."""
+
+    __slots__ = ()
+
+
+class _NoInternedData:
+    """The sequence state of a deferred event: its interned data is gone by parse time, as the
+    sequence may have been cleared since."""
+
+    @staticmethod
+    def lookup(table: int, iid: int) -> None:
+        return None
+
+
+def resolve_deferred(extensions: TrackEventExtensions, deferred: DeferredExtensionArgs, stats) -> tuple:
+    """The args of a DeferredExtensionArgs, with every extension the trace declared; fields still
+    unknown are counted (unknown_extension_fields), as trace_processor counts them per event."""
+    *args, raw = deferred
+    try:
+        extension_args(args, extensions, raw, _NoInternedData())
+        unknown = UnknownFieldSet(pb.TrackEvent.FromString(raw))
+    except DecodeError:  # decoded once already, while tokenizing: cannot happen, but never lose the event
+        return tuple(args)
+    numbers = extensions.numbers
+    missing = sum(1 for f in unknown if f.field_number >= FIRST_EXTENSION and f.field_number not in numbers)
+    if missing:
+        stats.inc("unknown_extension_fields", missing)
+    return tuple(args)
+
+
+def _as_file_proto(file) -> descriptor_pb2.FileDescriptorProto:
+    """A declared file in protobuf's own class (the perfetto package has its own copy of
+    descriptor.proto), its unnamed messages (which producers use only to hold extensions, and
+    trace_processor accepts) replaced by their extensions at file level."""
+    proto = descriptor_pb2.FileDescriptorProto.FromString(file.SerializeToString())
+    unnamed = [m for m in proto.message_type if not m.name]
+    for message in unnamed:
+        proto.extension.extend(message.extension)
+        proto.message_type.remove(message)
+    return proto
+
+
+def _holder(bundled, declared) -> tuple:
+    """(message class whose fields are the files' extensions of TrackEvent, their field numbers).
+
+    Files a trace declares name no dependencies (trace_processor resolves types by name), so each is
+    given the bundled files as its own; two declarations of one file (two Chrome channels) are merged
+    field by field."""
+    pool = descriptor_pool.DescriptorPool()
+    for file in bundled:
+        pool.Add(file)
+    merged: dict = {}
+    for file in declared:
+        if file.name in merged:
+            _merge_file(merged[file.name], file)
+        else:
+            merged[file.name] = descriptor_pb2.FileDescriptorProto()
+            merged[file.name].CopyFrom(file)
+    files = list(bundled)
+    for file in merged.values():
+        del file.dependency[:]
+        file.dependency.extend(f.name for f in bundled)
+        pool.Add(file)
+        files.append(file)
+    holder = descriptor_pb2.FileDescriptorProto(
+        name="track_event_extensions_holder.proto", package=_HOLDER_PACKAGE, syntax="proto2"
+    )
+    holder.dependency.extend(file.name for file in files)
+    message = holder.message_type.add(name="Extensions")
+    numbers: set[int] = set()
+    for extension in _track_event_extensions(files):
+        if extension.number not in numbers:
+            numbers.add(extension.number)
+            field = message.field.add()
+            field.CopyFrom(extension)
+            field.ClearField("extendee")
+    pool.Add(holder)
+    return GetMessageClass(pool.FindMessageTypeByName(f"{_HOLDER_PACKAGE}.Extensions")), frozenset(numbers)
+
+
+def _merge_file(into, file) -> None:
+    """Adds `file`'s extensions, messages and their fields to `into` (the same file declared again)."""
+    known = {(e.extendee, e.number) for e in into.extension}
+    into.extension.extend(e for e in file.extension if (e.extendee, e.number) not in known)
+    messages = {m.name: m for m in into.message_type}
+    for message in file.message_type:
+        if message.name not in messages:
+            into.message_type.add().CopyFrom(message)
+            continue
+        mine = messages[message.name]
+        numbers = {f.number for f in mine.field}
+        mine.field.extend(f for f in message.field if f.number not in numbers)
+        known = {(e.extendee, e.number) for e in mine.extension}
+        mine.extension.extend(e for e in message.extension if (e.extendee, e.number) not in known)
+
+
+def _track_event_extensions(files) -> list:
+    found: list = []
+
+    def visit(extensions, messages) -> None:
+        found.extend(e for e in extensions if e.extendee == TRACK_EVENT)
+        for message in messages:
+            visit(message.extension, message.nested_type)
+
+    for file in files:
+        visit(file.extension, file.message_type)
+    return found
+
+
+def extension_args(out: list, extensions: TrackEventExtensions, raw: bytes, seq) -> None:
+    """Appends the args of the extension fields in a TrackEvent's bytes (DecodeError if damaged)."""
+    args: list = []
+    fields_args(args, extensions.holder.FromString(raw).ListFields(), "", "", seq)
+    for arg in args:
+        prefix = SOURCE_LOCATION_IIDS.get(arg[0])
+        location = seq.lookup(I_SOURCE_LOCATIONS, arg[3]) if prefix is not None else None
+        if location is None:  # not an iid, or one not interned: the iid stays, as in trace_processor
+            out.append(arg)
+            continue
+        file_name, function_name, line = location
+        out.append((f"{prefix}.file_name", f"{prefix}.file_name", "string", normal_path(file_name or "")))
+        out.append((f"{prefix}.function_name", f"{prefix}.function_name", "string", function_name or ""))
+        if line is not None:
+            out.append((f"{prefix}.line_number", f"{prefix}.line_number", "int", line))

@@ -19,6 +19,7 @@ from .importers.common.options import Content
 from .ingest import IngestError, TraceSummary, ingest
 from .scratch import sigterm_raises_system_exit
 from .sql_text import UnknownModule, comment_params, split_statements, without_includes
+from .table_functions import expand_table_functions
 
 
 def register(cli: click.Group) -> None:
@@ -235,7 +236,7 @@ def query(database: str, sql: str | None, sql_file, params: tuple[tuple[str, str
     try:
         for statement in statements:
             bound = {**comment_params(statement), **dict(params)}
-            cur = conn.execute(statement, bound)
+            cur = conn.execute(expand_table_functions(conn, statement), bound)
             if cur.description is None:  # a statement without rows prints nothing
                 continue
             columns = [d[0] for d in cur.description]

@@ -20,6 +20,7 @@ from .connection import prepare
 from .importers.common.options import Content
 from .ingest import IngestError, ingest
 from .sql_text import UnknownModule, split_statements, without_includes
+from .table_functions import expand_table_functions
 
 TRACE_NAMES = ("trace.pb", "trace.json", "trace.systrace")
 
@@ -170,7 +171,7 @@ def run_case(case_dir: str, workdir: str, **ingest_options) -> CaseResult:
         prepare(conn)
         # Several statements run in order (on this case's own copy); the last one's rows are the result.
         for statement in without_includes(split_statements(query)) or [query]:
-            cur = conn.execute(statement)
+            cur = conn.execute(expand_table_functions(conn, statement))
             columns = [d[0] for d in cur.description] if cur.description else []
             rows = cur.fetchall()
     except (sqlite3.Error, UnknownModule) as e:

@@ -9,7 +9,10 @@ and return NULL where the table does not exist (e.g. Datasette's _internal).
 from __future__ import annotations
 
 import bisect
+import ctypes
+import ctypes.util
 import datetime
+import functools
 import json
 import re
 import sqlite3
@@ -117,6 +120,8 @@ def register_functions(conn: sqlite3.Connection) -> None:
         ("report_range_end", 1): lambda text: _report_range(text, bounds_start, 1),
         ("report_duration", 1): _report_duration,
         ("to_ftrace", 1): to_ftrace_function(conn),
+        ("demangle", 1): demangle,
+        ("__intrinsic_demangle", 1): demangle,
     }
     for unit, ns in (
         ("us", 1_000),
@@ -353,3 +358,41 @@ def to_timecode(ns: Any) -> str | None:
     ms, rem = divmod(rem, 1_000_000)
     us, n = divmod(rem, 1_000)
     return f"{h:02d}:{m:02d}:{s:02d} {ms:03d} {us:03d} {n:03d}"
+
+
+@functools.cache
+def _cxa_demangle():
+    """libstdc++'s __cxa_demangle (what trace_processor's demangle calls when built without LLVM), with
+    libc's free for its result; None where there is no libstdc++."""
+    path = ctypes.util.find_library("stdc++")
+    if path is None:
+        return None
+    try:
+        library, libc = ctypes.CDLL(path), ctypes.CDLL(None)
+    except OSError:
+        return None
+    function = library.__cxa_demangle
+    function.restype = ctypes.c_void_p
+    function.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
+    libc.free.argtypes = [ctypes.c_void_p]
+    return function, libc.free
+
+
+def demangle(name):
+    """A C++ symbol demangled; NULL when it is not a mangled name (or no demangler is there)."""
+    if name is None:
+        return None
+    if not isinstance(name, str):
+        raise ValueError("Unsupported type of arg passed to DEMANGLE")
+    functions = _cxa_demangle()
+    if functions is None or "\0" in name:
+        return None
+    cxa_demangle, free = functions
+    status = ctypes.c_int(0)
+    result = cxa_demangle(name.encode("utf-8", "surrogateescape"), None, None, ctypes.byref(status))
+    if not result:
+        return None
+    try:
+        return ctypes.string_at(result).decode("utf-8", "replace")
+    finally:
+        free(result)

@@ -265,6 +265,10 @@ def _graph(conn: sqlite3.Connection, ts: int, upid: int) -> _Table:
     if has_roots:
         dump = _Dump(conn, upid, ts)
         dump.frames(table, dump.shortest_path_tree(conn))
+        if not len(table):  # roots, but none with a class
+            raise ValueError(
+                _PREFIX + f"the heap graph of upid {upid} at ts {ts} has no frames (failed to build flamegraph)"
+            )
         return table
     truncated = conn.execute("SELECT truncated FROM heap_graph WHERE upid = ? AND ts = ?", (upid, ts)).fetchone()
     if truncated is None or not truncated[0]:
@@ -319,7 +323,7 @@ class _Dump:
         sql = (
             "SELECT r.owner_id - ?, r.owned_id - ? FROM heap_graph_object o "
             "JOIN heap_graph_reference r ON r.reference_set_id = o.reference_set_id "
-            "WHERE o.upid = ? AND o.graph_sample_ts = ? AND r.owned_id IS NOT NULL "
+            "WHERE o.upid = ? AND o.graph_sample_ts = ? AND r.owner_id IS NOT NULL AND r.owned_id IS NOT NULL "
             f"{excluded if weak else ''}ORDER BY r.owner_id, r.owned_id"
         )
         dump = (self.upid, self.ts, _REFERENT, *weak) if weak else (self.upid, self.ts)

@@ -1,0 +1,248 @@
+"""trace_processor's table functions, for the `query` command and the conformance runner.
+
+`SELECT ... FROM experimental_slice_layout('1,2')` reads rows a function computes from its arguments.
+Python's sqlite3 module cannot register table-valued functions, so a statement's calls are computed
+before it runs: each argument is evaluated (a constant or an uncorrelated subquery, as trace_processor's
+tests pass them), the function's rows go into a TEMP table, and the call's text is replaced by that
+table's name. Each function is ported from trace_processor's plugin of the same name.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+
+INT64_MAX = 2**63 - 1
+
+
+@dataclass(frozen=True)
+class TableFunction:
+    arguments: int
+    # compute(conn, *arguments) -> (column names, rows); ValueError for a bad argument.
+    compute: Callable[..., tuple[list[str], list[tuple]]]
+
+
+def expand_table_functions(conn: sqlite3.Connection, statement: str) -> str:
+    """`statement` with each table function call replaced by a TEMP table of its rows; sqlite3.Error
+    naming the function for a bad call."""
+    out: list[str] = []
+    pos = 0
+    for start, end, name, arguments in _calls(statement):
+        function = TABLE_FUNCTIONS[name]
+        if len(arguments) != function.arguments:
+            raise sqlite3.OperationalError(f"{name}: takes {function.arguments} argument(s), got {len(arguments)}")
+        try:
+            values = conn.execute(f"SELECT {', '.join(arguments)}").fetchone()
+            columns, rows = function.compute(conn, *values)
+        except sqlite3.Error as e:
+            raise sqlite3.OperationalError(f"{name}: {e}") from None
+        except ValueError as e:
+            raise sqlite3.OperationalError(f"{name}: {e}") from None
+        out += [statement[pos:start], _temp_table(conn, columns, rows)]
+        pos = end
+    return "".join(out) + statement[pos:] if out else statement
+
+
+def _temp_table(conn: sqlite3.Connection, columns: list[str], rows: list[tuple]) -> str:
+    (count,) = conn.execute("SELECT count(*) FROM temp.sqlite_master").fetchone()
+    name = f"__table_function_{count}"
+    quoted = ", ".join('"' + c.replace('"', '""') + '"' for c in columns)
+    conn.execute(f"CREATE TEMP TABLE {name} ({quoted})")
+    conn.executemany(f"INSERT INTO temp.{name} VALUES ({', '.join('?' * len(columns))})", rows)
+    return f"temp.{name}"
+
+
+# What a call's scan skips: string literals, quoted identifiers and comments.
+_SKIPPED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|`[^`]*`|\[[^\]]*\]|--[^\n]*|/\*.*?(?:\*/|$)", re.S)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
+
+
+def _calls(statement: str):
+    """(start, end, name, argument texts) of each table function call in `statement`, in order."""
+    pos = 0
+    while pos < len(statement):
+        skipped = _SKIPPED.match(statement, pos)
+        if skipped:
+            pos = skipped.end()
+            continue
+        word = _WORD.match(statement, pos)
+        if word is None:
+            pos += 1
+            continue
+        name = word.group(0).lower()
+        after = len(statement[word.end() :]) - len(statement[word.end() :].lstrip())
+        open_at = word.end() + after
+        if name in TABLE_FUNCTIONS and statement[open_at : open_at + 1] == "(":
+            end, arguments = _arguments(statement, open_at)
+            yield word.start(), end, name, arguments
+            pos = end
+        else:
+            pos = word.end()
+
+
+def _arguments(statement: str, open_at: int) -> tuple[int, list[str]]:
+    """(the position after the closing parenthesis, the comma-separated argument texts) of a call."""
+    depth, pos, start, arguments = 0, open_at, open_at + 1, []
+    while pos < len(statement):
+        skipped = _SKIPPED.match(statement, pos)
+        if skipped:
+            pos = skipped.end()
+            continue
+        ch = statement[pos]
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                last = statement[start:pos].strip()
+                if last or arguments:
+                    arguments.append(last)
+                return pos + 1, arguments
+        elif ch == "," and depth == 1:
+            arguments.append(statement[start:pos].strip())
+            start = pos + 1
+        pos += 1
+    raise sqlite3.OperationalError("a table function call's parenthesis is not closed")
+
+
+# -- experimental_slice_layout (plugins/experimental_slice_layout) --------------------------------------
+
+
+def slice_layout(conn: sqlite3.Connection, track_ids) -> tuple[list[str], list[tuple]]:
+    """Each slice of the tracks listed ('1,2,3') with a depth that lays their trees out without overlap:
+    each root and its descendants form a group; the deepest groups first (then the earliest) take the
+    lowest rows free over the group's whole time range."""
+    if not isinstance(track_ids, str):
+        raise ValueError("invalid input track id list")
+    ids = [int(token) for token in track_ids.split(",") if re.fullmatch(r"\s*\+?\d+", token)]
+    slices = conn.execute(
+        "SELECT id, ts, dur, depth, parent_id FROM slice WHERE track_id IN (SELECT value FROM json_each(?)) "
+        "ORDER BY id",
+        (json.dumps(ids),),
+    ).fetchall()
+    group_of: dict[int, int] = {}
+    groups: list[list[int]] = []  # [start, end, max depth, layout depth]
+    slice_groups = []
+    for slice_id, ts, dur, depth, parent_id in slices:
+        end = INT64_MAX if dur == -1 else ts + dur
+        if parent_id is not None and parent_id in group_of:
+            index = group_of[parent_id]
+            group = groups[index]
+            group[1] = max(group[1], end)
+            group[2] = max(group[2], depth)
+        else:
+            index = len(groups)
+            groups.append([ts, end, depth, 0])
+        group_of[slice_id] = index
+        slice_groups.append(index)
+    occupied: list[list[tuple[int, int]]] = []  # per row, sorted (start, end) ranges
+    for index in sorted(range(len(groups)), key=lambda i: (-groups[i][2], groups[i][0], i)):
+        start, end, max_depth, _ = groups[index]
+        layout_depth = run = 0
+        row = 0
+        while True:
+            if row >= len(occupied) or _row_is_free(occupied[row], start, end):
+                if run == 0:
+                    layout_depth = row
+                run += 1
+                if run == max_depth + 1:
+                    break
+            else:
+                run = 0
+            row += 1
+        groups[index][3] = layout_depth
+        while len(occupied) <= layout_depth + max_depth:
+            occupied.append([])
+        for row in range(layout_depth, layout_depth + max_depth + 1):
+            bisect.insort(occupied[row], (start, end))
+    rows = [(s[0], s[3] + groups[g][3]) for s, g in zip(slices, slice_groups)]
+    return ["id", "layout_depth"], rows
+
+
+def _row_is_free(row: list[tuple[int, int]], start: int, end: int) -> bool:
+    if not row or start >= row[-1][1]:
+        return True
+    at = bisect.bisect_left(row, start, key=lambda r: r[0])
+    if at < len(row) and row[at][0] < end:
+        return False
+    return not (at > 0 and row[at - 1][1] > start)
+
+
+# -- experimental_annotated_callstack (plugins/experimental_annotated_stack) ----------------------------
+
+_INTERPRETER_FRAMES = ("nterp_", "Nterp", "ExecuteNterp", "ExecuteSwitchImpl", "_ZN3art11interpreter")
+
+
+def _map_type(name: str) -> str:
+    """What a mapping holds: ART interpreted (dex), jit or aot code, libart, another library, or other."""
+    if not name:
+        return "other"
+    if name.startswith(("/memfd:jit-cache", "/memfd:jit-zygote-cache")):
+        return "jit"
+    slash = name.rfind("/")
+    if slash >= 0 and name[slash:].startswith(("/libart.so", "/libartd.so")):
+        return "libart"
+    dot = name.rfind(".")
+    if dot >= 0:
+        suffix = name[dot:]
+        if suffix.startswith(".so"):
+            return "native"
+        if suffix.startswith((".dex", ".vdex", ".jar", ".apk")):
+            return "interp"
+        if suffix.startswith((".oat", ".odex")):
+            return "aot"
+    return "other"
+
+
+def annotated_callstack(conn: sqlite3.Connection, callsite_id) -> tuple[list[str], list[tuple]]:
+    """A callsite and its ancestors (leaf first), each frame annotated walking from the root: managed
+    frames with their execution mode (interp, jit, aot), ART runtime frames below managed code as
+    common-frame (interpreter implementations: common-frame-interp), except the callee of an
+    art_jni_trampoline."""
+    columns = ["id", "depth", "parent_id", "frame_id", "annotation"]
+    if callsite_id is None:
+        return columns, []
+    if not isinstance(callsite_id, int):
+        raise ValueError("invalid input callsite id")
+    chain = []
+    next_id = callsite_id
+    while next_id is not None:
+        row = conn.execute(
+            "SELECT c.id, c.depth, c.parent_id, c.frame_id, f.name, m.name FROM stack_profile_callsite c "
+            "JOIN stack_profile_frame f ON f.id = c.frame_id JOIN stack_profile_mapping m ON m.id = f.mapping "
+            "WHERE c.id = ?",
+            (next_id,),
+        ).fetchone()
+        if row is None:
+            raise ValueError(f"callsite with id {callsite_id} not found")
+        chain.append(row)
+        next_id = row[2]
+    annotations = []
+    state = "initial"  # then "erase libart" once in managed code; "keep next" after a JNI trampoline
+    for _, _, _, _, frame_name, map_name in reversed(chain):
+        annotation = None
+        kind = _map_type(map_name or "")
+        if state == "keep next":
+            state = "erase libart"
+        elif frame_name == "art_jni_trampoline":
+            annotation, state = "common-frame", "keep next"
+        elif kind in ("interp", "jit", "aot"):
+            annotation = kind
+            if state == "initial":
+                state = "erase libart"
+        elif state == "erase libart" and kind == "libart":
+            interpreter = (frame_name or "").startswith(_INTERPRETER_FRAMES)
+            annotation = "common-frame-interp" if interpreter else "common-frame"
+        annotations.append(annotation)
+    annotations.reverse()
+    return columns, [(*row[:4], annotation) for row, annotation in zip(chain, annotations)]
+
+
+TABLE_FUNCTIONS: dict[str, TableFunction] = {
+    "experimental_slice_layout": TableFunction(1, slice_layout),
+    "experimental_annotated_callstack": TableFunction(1, annotated_callstack),
+}

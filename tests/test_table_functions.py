@@ -1,0 +1,143 @@
+"""trace_processor's table functions in `query` (and the conformance runner): experimental_slice_layout,
+experimental_annotated_callstack, and how calls are found in a statement; the demangle function."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+from click.testing import CliRunner
+from datasette.cli import cli
+
+from datasette_perfetto.functions import demangle
+from datasette_perfetto.table_functions import expand_table_functions
+from datasette_perfetto.trace_builder import TraceBuilder
+
+
+def _query(db, sql: str):
+    result = CliRunner().invoke(cli, ["perfetto", "query", str(db.path), sql, "--format", "json"])
+    return result
+
+
+def _rows(db, sql: str) -> list[list]:
+    result = _query(db, sql)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)["rows"]
+
+
+@pytest.fixture
+def layout_db(ingest_data):
+    b = TraceBuilder()
+    seq = b.sequence(1, intern=False)
+    a = seq.thread(1, 2, "a", ts=0)
+    c = seq.thread(1, 3, "c", ts=0)
+    # Track a: a root with a child (depth 1), 0-100; track c: a lone root 50-150, overlapping it in time,
+    # and one 200-300, overlapping nothing.
+    seq.slice_begin(0, a, "a root")
+    seq.slice_begin(10, a, "a child")
+    seq.slice_end(20, a)
+    seq.slice_end(100, a)
+    seq.slice_begin(50, c, "c overlapping")
+    seq.slice_end(150, c)
+    seq.slice_begin(200, c, "c alone")
+    seq.slice_end(300, c)
+    _, db = ingest_data(b.to_bytes())
+    return db
+
+
+def test_slice_layout_stacks_overlapping_trees(layout_db):
+    tracks = ",".join(str(t) for (t,) in layout_db.rows("SELECT DISTINCT track_id FROM slice ORDER BY 1"))
+    rows = _rows(
+        layout_db,
+        "SELECT s.name, l.layout_depth FROM experimental_slice_layout('" + tracks + "') l "
+        "JOIN slice s USING (id) ORDER BY s.id",
+    )
+    # The deeper tree takes rows 0-1; the overlapping root goes above it; the later one back to row 0.
+    assert rows == [["a root", 0], ["a child", 1], ["c overlapping", 2], ["c alone", 0]]
+    # A subquery argument, and only the tracks listed.
+    only_c = _rows(
+        layout_db,
+        "SELECT layout_depth FROM experimental_slice_layout("
+        "(SELECT group_concat(DISTINCT track_id) FROM slice WHERE name LIKE 'c%')) ORDER BY id",
+    )
+    assert only_c == [[0], [0]]
+
+
+def test_call_text_inside_strings_and_comments_is_left_alone(layout_db):
+    rows = _rows(layout_db, "SELECT 'experimental_slice_layout(1)' AS t -- experimental_slice_layout(2)\n")
+    assert rows == [["experimental_slice_layout(1)"]]
+
+
+def test_bad_calls_are_one_line_errors(layout_db):
+    for sql, message in (
+        ("SELECT * FROM experimental_slice_layout(1, 2)", "experimental_slice_layout: takes 1 argument(s), got 2"),
+        ("SELECT * FROM experimental_slice_layout(42)", "experimental_slice_layout: invalid input track id list"),
+        ("SELECT * FROM experimental_slice_layout((SELECT nope))", "experimental_slice_layout: no such column: nope"),
+        ("SELECT * FROM experimental_slice_layout('1'", "parenthesis is not closed"),
+        ("SELECT * FROM experimental_annotated_callstack(999)", "callsite with id 999 not found"),
+    ):
+        result = _query(layout_db, sql)
+        assert result.exit_code == 1, sql
+        assert message in result.output and len(result.output.strip().splitlines()) == 1, result.output
+
+
+def test_annotated_callstack_marks_managed_and_runtime_frames(ingest_data):
+    b = TraceBuilder()
+    seq = b.sequence(1)
+    libart = "/apex/com.android.art/lib64/libart.so"
+    frames = [
+        ("main", "/system/bin/app_process64"),
+        ("com.example.Main.run", "/data/app/base.apk"),  # managed, interpreted
+        ("art::ArtMethod::Invoke", libart),  # the runtime under managed code
+        ("ExecuteNterpImpl", libart),  # the interpreter itself
+        ("art_jni_trampoline", "/memfd:jit-cache (deleted)"),
+        ("art::Method_invoke", libart),  # a JNI trampoline's callee is kept
+        ("com.example.Fast.loop", "/memfd:jit-cache (deleted)"),  # jitted
+        ("libc_write", "/system/lib64/libc.so"),
+    ]
+    seq.stack_samples(10, 11, [(1_000_000, frames)])
+    _, db = ingest_data(b.to_bytes())
+    rows = _rows(
+        db,
+        "SELECT f.name, a.annotation FROM experimental_annotated_callstack("
+        "(SELECT callsite_id FROM cpu_profile_stack_sample)) a "
+        "JOIN stack_profile_frame f ON f.id = a.frame_id ORDER BY a.depth",
+    )
+    assert rows == [
+        ["main", None],
+        ["com.example.Main.run", "interp"],
+        ["art::ArtMethod::Invoke", "common-frame"],
+        ["ExecuteNterpImpl", "common-frame-interp"],
+        ["art_jni_trampoline", "common-frame"],
+        ["art::Method_invoke", None],
+        ["com.example.Fast.loop", "jit"],
+        ["libc_write", None],
+    ]
+    leaf_first = _rows(
+        db, "SELECT depth FROM experimental_annotated_callstack((SELECT max(id) FROM stack_profile_callsite))"
+    )
+    assert [d for (d,) in leaf_first] == list(range(len(frames) - 1, -1, -1))
+    assert _rows(db, "SELECT count(*) FROM experimental_annotated_callstack(NULL)") == [[0]]
+
+
+def test_each_call_gets_its_own_temp_table(layout_db):
+    conn = sqlite3.connect(f"file:{layout_db.path}?mode=ro", uri=True)
+    try:
+        sql = expand_table_functions(
+            conn, "SELECT * FROM experimental_slice_layout('1') JOIN experimental_slice_layout('2') USING (id)"
+        )
+        assert sql.count("temp.__table_function_") == 2 and "experimental_slice_layout" not in sql
+        conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+def test_demangle():
+    assert demangle("_ZN3art9ArtMethod6InvokeEPNS_6ThreadEPjjPNS_6JValueEPKc") == (
+        "art::ArtMethod::Invoke(art::Thread*, unsigned int*, unsigned int, art::JValue*, char const*)"
+    )
+    assert demangle("main") is None  # not mangled: NULL, so ifnull(demangle(name), name) keeps it
+    assert demangle(None) is None
+    with pytest.raises(ValueError):
+        demangle(3)

@@ -86,7 +86,8 @@ def _calls(statement: str):
 
 def _arguments(statement: str, open_at: int) -> tuple[int, list[str]]:
     """(the position after the closing parenthesis, the comma-separated argument texts) of a call."""
-    depth, pos, start, arguments = 0, open_at, open_at + 1, []
+    depth, pos, start = 0, open_at, open_at + 1
+    arguments: list[str] = []
     while pos < len(statement):
         skipped = _SKIPPED.match(statement, pos)
         if skipped:

@@ -16,6 +16,8 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .flamegraph import experimental_flamegraph
+
 INT64_MAX = 2**63 - 1
 
 
@@ -41,7 +43,10 @@ def expand_table_functions(conn: sqlite3.Connection, statement: str) -> str:
         except sqlite3.Error as e:
             raise sqlite3.OperationalError(f"{name}: {e}") from None
         except ValueError as e:
-            raise sqlite3.OperationalError(f"{name}: {e}") from None
+            message = str(e)
+            raise sqlite3.OperationalError(
+                message if message.startswith(f"{name}: ") else f"{name}: {message}"
+            ) from None
         out += [statement[pos:start], _temp_table(conn, columns, rows)]
         pos = end
     return "".join(out) + statement[pos:] if out else statement
@@ -244,6 +249,8 @@ def annotated_callstack(conn: sqlite3.Connection, callsite_id) -> tuple[list[str
 
 
 TABLE_FUNCTIONS: dict[str, TableFunction] = {
+    # (profile type, ts, ts constraint, upid, upid group, focus): flamegraph.py
+    "experimental_flamegraph": TableFunction(6, experimental_flamegraph),
     "experimental_slice_layout": TableFunction(1, slice_layout),
     "experimental_annotated_callstack": TableFunction(1, annotated_callstack),
 }

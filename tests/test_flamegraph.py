@@ -1,4 +1,4 @@
-"""heap_flamegraph.experimental_flamegraph: trace_processor's experimental_flamegraph table function for Java
+"""flamegraph.experimental_flamegraph: trace_processor's experimental_flamegraph table function for Java
 heap graphs ('graph'), heapprofd profiles ('native') and CPU samples ('perf'), on traces built here."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from conftest import ingest_built
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
-from datasette_perfetto.heap_flamegraph import COLUMNS, experimental_flamegraph
+from datasette_perfetto.flamegraph import COLUMNS, experimental_flamegraph
 from datasette_perfetto.trace_builder import TraceBuilder
 
 APK = "/data/app/~~r4nd0m==/com.example.app-XyZ==/base.apk"

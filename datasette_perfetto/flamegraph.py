@@ -12,10 +12,11 @@ Profile types, as trace_processor builds them:
 - 'graph' (a Java heap dump, needs ts and upid): the dump's objects as a tree of shortest paths from the
   GC roots (a breadth-first search from the roots sorted by class name then id; an object's parent is the
   first object the search reached it from; the referent field of weak, phantom and finalizer references is
-  not followed), each object named by its class (deobfuscated when known) plus
-  " [ROOT_TYPE]" for roots, siblings of the same name merged. An object with native memory gets a
-  "[native] Name" child holding its native size. A truncated dump without roots gives one ERROR row.
-  The android.memory.heap_graph.experimental_flamegraph stdlib module with flamegraph::Build.
+  not followed), each object named by its class (deobfuscated when known) plus " [ROOT_TYPE]" for roots,
+  siblings of the same name merged. Rows go by object id, each after its parent; an object with native
+  memory gets a "[native] Name" child holding its native size, after all other rows. A truncated dump
+  without roots gives one ERROR row. (The android.memory.heap_graph.experimental_flamegraph stdlib module
+  run through flamegraph::Build.)
 - 'native' (heapprofd, needs ts and upid): every callsite of the trace merged by (function, mapping,
   merged parent), symbolized frames expanded into their inlined functions; the process's allocations up
   to ts counted at their callsite (BuildHeapProfileFlamegraph).

@@ -41,7 +41,8 @@ def expand_table_functions(conn: sqlite3.Connection, statement: str) -> str:
             values = conn.execute(f"SELECT {', '.join(arguments)}").fetchone()
             columns, rows = function.compute(conn, *values)
         except sqlite3.Error as e:
-            raise sqlite3.OperationalError(f"{name}: {e}") from None
+            hint = " (arguments are constants or subqueries: a column of the enclosing query cannot be one)"
+            raise sqlite3.OperationalError(f"{name}: {e}" + (hint if "no such column" in str(e) else "")) from None
         except ValueError as e:
             message = str(e)
             raise sqlite3.OperationalError(

@@ -30,6 +30,7 @@ from .track_event_fields import I_SOURCE_LOCATIONS
 
 TRACK_EVENT = ".perfetto.protos.TrackEvent"
 FIRST_EXTENSION = 1000  # TrackEvent's extension range starts here
+DERIVED_LIMIT = 4096  # values a sequence state remembers (SequenceState.derived) before starting over
 _HOLDER_PACKAGE = "datasette_perfetto.track_event_extensions"
 
 # Flat keys of interned source location iids, and the prefix their location's args take.
@@ -80,12 +81,26 @@ class TrackEventExtensions:
         caller defers the extension args to parse time (DeferredExtensionArgs), when every declaration
         in the file is known."""
         numbers = self.numbers
-        if all(f.field_number in numbers for f in unknown):
-            extension_args(args, self, raw, seq)
-            return False
-        if any(f.field_number >= FIRST_EXTENSION for f in unknown):
+        if not all(f.field_number in numbers for f in unknown) and any(
+            f.field_number >= FIRST_EXTENSION for f in unknown
+        ):
             return True
-        extension_args(args, self, raw, seq)
+        # Events differ in their other fields but repeat a few extension values (a task's queue and
+        # priority): their args are made once per sequence state (they may use its interned data).
+        try:
+            key = ("extension args", tuple((f.field_number, f.wire_type, f.data) for f in unknown))
+            cached = seq.derived.get(key)
+        except TypeError:  # a group's data (an UnknownFieldSet) is not hashable: not cached
+            key, cached = None, None
+        if cached is None:
+            made: list = []
+            extension_args(made, self, raw, seq)
+            cached = tuple(made)
+            if key is not None:
+                if len(seq.derived) >= DERIVED_LIMIT:
+                    seq.derived.clear()
+                seq.derived[key] = cached
+        args.extend(cached)
         return False
 
 

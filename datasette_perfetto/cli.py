@@ -18,7 +18,8 @@ from .connection import prepare
 from .importers.common.options import Content
 from .ingest import IngestError, TraceSummary, ingest
 from .scratch import sigterm_raises_system_exit
-from .sql_text import UnknownModule, comment_params, split_statements, without_includes
+from .sql_text import comment_params, split_includes, split_statements
+from .stdlib import UnknownModule, include
 from .table_functions import expand_table_functions
 
 
@@ -222,10 +223,10 @@ def query(database: str, sql: str | None, sql_file, params: tuple[tuple[str, str
     """
     text = _query_text(sql, sql_file)
     try:
-        statements = without_includes(split_statements(text))
+        statements, modules = split_includes(split_statements(text))
     except UnknownModule as e:
         raise click.ClickException(str(e)) from None
-    if not statements:
+    if not statements:  # modules alone would vanish with the connection
         raise click.ClickException("no SQL statement given")
     # Datasette switches on tracebacks from SQL functions process-wide; a CLI
     # user gets the one-line SQL error instead.
@@ -234,6 +235,9 @@ def query(database: str, sql: str | None, sql_file, params: tuple[tuple[str, str
     prepare(conn)
     results = []
     try:
+        included: set[str] = set()
+        for module in modules:
+            include(conn, module, included)
         for statement in statements:
             bound = {**comment_params(statement), **dict(params)}
             cur = conn.execute(expand_table_functions(conn, statement), bound)

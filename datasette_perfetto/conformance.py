@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from .connection import prepare
 from .importers.common.options import Content
 from .ingest import IngestError, ingest
-from .sql_text import UnknownModule, split_statements, without_includes
+from .sql_text import split_includes, split_statements
+from .stdlib import UnknownModule, include
 from .table_functions import expand_table_functions
 
 TRACE_NAMES = ("trace.pb", "trace.json", "trace.systrace")
@@ -170,7 +171,11 @@ def run_case(case_dir: str, workdir: str, **ingest_options) -> CaseResult:
     try:
         prepare(conn)
         # Several statements run in order (on this case's own copy); the last one's rows are the result.
-        for statement in without_includes(split_statements(query)) or [query]:
+        statements, modules = split_includes(split_statements(query))
+        included: set[str] = set()
+        for module in modules:
+            include(conn, module, included)
+        for statement in statements or [query]:
             cur = conn.execute(expand_table_functions(conn, statement))
             columns = [d[0] for d in cur.description] if cur.description else []
             rows = cur.fetchall()

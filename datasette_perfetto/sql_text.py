@@ -1,12 +1,14 @@
 """SQL text as users and trace_processor's diff tests write it: several statements with comments,
 `-- :name = "value"` lines binding values (the way `report --format sql` prints them), and trace_processor's
-`INCLUDE PERFETTO MODULE name;` for the standard library modules whose tables every database has."""
+`INCLUDE PERFETTO MODULE name;` for the standard library modules stdlib.py provides."""
 
 from __future__ import annotations
 
 import json
 import re
 import sqlite3
+
+from . import stdlib
 
 
 def split_statements(text: str) -> list[str]:
@@ -43,26 +45,18 @@ def comment_params(statement: str) -> dict[str, str]:
     return {m.group(1): json.loads(m.group(2)) for m in _PARAM_COMMENT.finditer(head.group(0) if head else "")}
 
 
-# trace_processor standard library modules every trace database holds (schema.py's views).
-PROVIDED_MODULES = frozenset({"slices.with_context"})
 _INCLUDE = re.compile(r"\s*INCLUDE\s+PERFETTO\s+MODULE\s+([\w.*]+)\s*;?\s*$", re.I)
 
 
-class UnknownModule(ValueError):
-    """An INCLUDE PERFETTO MODULE of a module no trace database here holds."""
-
-
-def without_includes(statements: list[str]) -> list[str]:
-    """The statements without their `INCLUDE PERFETTO MODULE` ones, whose modules the database already
-    holds; UnknownModule (naming it) for one it does not."""
-    out = []
+def split_includes(statements: list[str]) -> tuple[list[str], list[str]]:
+    """(the statements that are not `INCLUDE PERFETTO MODULE`, the modules included, in order); UnknownModule,
+    naming it, for a module not provided (stdlib.py runs them: stdlib.include)."""
+    out, modules = [], []
     for statement in statements:
         include = _INCLUDE.match(_strip_comments(statement))
         if include is None:
             out.append(statement)
-        elif include.group(1) not in PROVIDED_MODULES:
-            raise UnknownModule(
-                f"INCLUDE PERFETTO MODULE {include.group(1)}: trace_processor's standard library is not here; "
-                f"only {', '.join(sorted(PROVIDED_MODULES))} (its tables are in every trace database)"
-            )
-    return out
+        else:
+            stdlib.check(include.group(1))
+            modules.append(include.group(1))
+    return out, modules

@@ -1,6 +1,7 @@
-"""trace_processor's standard library module slices.with_context (thread_slice, process_slice,
-thread_or_process_slice) is in every trace database; `INCLUDE PERFETTO MODULE slices.with_context;` in the
-query command and the conformance runner is accepted as already done, any other module refused in one line."""
+"""trace_processor's standard library modules (stdlib.py): slices.with_context (thread_slice, process_slice,
+thread_or_process_slice) is in every trace database, so `INCLUDE PERFETTO MODULE slices.with_context;` in the
+query command and the conformance runner is accepted as already done; viz.summary.track_event runs its SQL on
+the connection; any other module is refused in one line."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import pytest
 from click.testing import CliRunner
 from conftest import ingest_built
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 from shared_data import CASES
 
 from datasette_perfetto.cli import perfetto
@@ -61,8 +63,8 @@ def test_the_query_command_takes_the_include(db):
     result = CliRunner().invoke(perfetto, ["query", str(db.path), "INCLUDE PERFETTO MODULE android.startup; SELECT 1"])
     assert result.exit_code == 1
     assert result.output.strip().splitlines() == [
-        "Error: INCLUDE PERFETTO MODULE android.startup: trace_processor's standard library is not here; only "
-        "slices.with_context (its tables are in every trace database)"
+        "Error: INCLUDE PERFETTO MODULE android.startup: that trace_processor standard library module is not "
+        "here; these are: slices.with_context, viz.summary.track_event, viz.track_event_callstacks"
     ]
 
 
@@ -88,3 +90,40 @@ def test_a_query_of_includes_only_is_refused_in_one_line(db):
     assert result.output.strip().splitlines() == ["Error: no SQL statement given"]
     result = CliRunner().invoke(perfetto, ["query", str(db.path), "INCLUDE PERFETTO MODULE ;; SELECT 1"])
     assert result.exit_code == 1 and len(result.output.strip().splitlines()) == 1, result.output
+
+
+def _ordered_track(builder, seq, uuid: int, name: str, parent: int | None = None, **fields) -> int:
+    desc = pb.TrackDescriptor(uuid=uuid, name=name, **fields)
+    if parent is not None:
+        desc.parent_uuid = parent
+    seq.packet(0, track_descriptor=desc)
+    return uuid
+
+
+def test_track_event_tracks_ordered_by_their_parents_child_ordering(tmp_path):
+    b = TraceBuilder()
+    seq = b.sequence(1, intern=False)
+    ordering = pb.TrackDescriptor.ChildTracksOrdering
+    by_rank = _ordered_track(b, seq, 10, "by rank", child_ordering=ordering.Value("EXPLICIT"))
+    by_time = _ordered_track(b, seq, 20, "by time", child_ordering=ordering.Value("CHRONOLOGICAL"))
+    for uuid, name, rank in ((11, "x", 2), (12, "y", 1)):
+        _ordered_track(b, seq, uuid, name, by_rank, sibling_order_rank=rank)
+        seq.instant(10, uuid, "e")  # a track without events is never made
+    for uuid, name, ts in ((21, "early", 100), (22, "late", 50)):  # "late" has the earlier event
+        _ordered_track(b, seq, uuid, name, by_time)
+        seq.instant(ts, uuid, "e")
+    db = ingest_built(tmp_path, b)
+    sql = (
+        "INCLUDE PERFETTO MODULE viz.summary.track_event;\n"
+        "SELECT name, order_id, has_data, has_children FROM _track_event_tracks_ordered_groups ORDER BY name;"
+    )
+    result = CliRunner().invoke(perfetto, ["query", str(db.path), sql, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["rows"] == [
+        ["by rank", 1, 0, 1],  # top level: by name
+        ["by time", 2, 0, 1],
+        ["early", 2, 1, 0],
+        ["late", 1, 1, 0],
+        ["x", 2, 1, 0],
+        ["y", 1, 1, 0],
+    ]

@@ -11,12 +11,25 @@ from collections.abc import Callable, Iterator
 
 from . import schema
 
-# Tables with timestamps, as trace_bounds covers them: name -> (ts position,
-# dur position or None) in the stored row.
+# Tables with timestamps, as trace_bounds covers them (trace_processor's storage tables plugin): name ->
+# (ts position, dur position or None) in the stored row.
+_TIMESTAMP_COLUMNS = {
+    "slice": "ts",
+    "counter": "ts",
+    "state": "ts",
+    "profiler_sample": "ts",
+    "sched": "ts",
+    "thread_state": "ts",
+    "__intrinsic_ftrace_event": "ts",
+    "heap_profile_allocation": "ts",
+    "profiler_smaps": "ts",
+    "heap_graph_object": "graph_sample_ts",
+    "heap_graph": "ts",
+}
 TIMED_TABLES: dict[str, tuple[int, int | None]] = {}
-for _name in ("slice", "counter", "state", "profiler_sample", "sched", "thread_state"):
+for _name, _ts in _TIMESTAMP_COLUMNS.items():
     _cols = schema.table(_name).stored_columns
-    TIMED_TABLES[_name] = (_cols.index("ts"), _cols.index("dur") if "dur" in _cols else None)
+    TIMED_TABLES[_name] = (_cols.index(_ts), _cols.index("dur") if "dur" in _cols else None)
 
 INT64_MAX = (1 << 63) - 1
 

@@ -91,6 +91,50 @@ GROUP BY track.track_group_id, ifnull(track.track_group_id, track.id)
 ORDER BY track.parent_id, numbered.order_id;
 """
 
+# stacks.cpu_profiling's samples: every stack sample of a session timed in ns, cycles or instructions (or
+# of no session), with its thread and CPU. (Its cpu_profiling_summary_tree is not provided.)
+_CPU_PROFILING = """
+CREATE TEMP TABLE cpu_profiling_samples AS
+SELECT sample.id, sample.ts, task.utid, thread.tid, thread.name AS thread_name, execution.ucpu, cpu.cpu,
+  sample.callsite_id, sample.source
+FROM stack_sample AS sample
+LEFT JOIN stack_sample_task_context AS task ON task.id = sample.task_context_id
+LEFT JOIN stack_sample_execution_context AS execution ON execution.id = sample.execution_context_id
+LEFT JOIN stack_sample_session AS session ON session.id = sample.session_id
+LEFT JOIN thread USING (utid)
+LEFT JOIN cpu ON cpu.id = execution.ucpu
+WHERE session.timebase_unit IS NULL OR session.timebase_unit IN ('ns', 'cycles', 'instructions')
+ORDER BY sample.ts;
+"""
+
+# android.memory.heap_profile.intervals: one row per heapprofd dump of a process's heap, over the interval
+# the dump covers (its profile's start, or else from just after the previous dump of that heap), with the
+# memory its callsites still hold (callsites with more allocations than frees), allocated and net.
+_HEAP_PROFILE_INTERVALS = """
+CREATE TEMP TABLE _android_heap_profile_intervals AS
+WITH by_callsite AS (
+  SELECT upid, heap_name, ts, min(id) AS first_id, sum(count) AS net_count, sum(size) AS net_size,
+    sum(max(size, 0)) AS allocated_size
+  FROM heap_profile_allocation
+  GROUP BY upid, heap_name, ts, callsite_id
+),
+by_dump AS (
+  SELECT min(c.first_id) AS id, c.upid, c.heap_name, c.ts AS ts_end, profile.ts AS profile_start,
+    sum(CASE WHEN c.net_count > 0 THEN c.net_size ELSE 0 END) AS retained,
+    sum(c.allocated_size) AS allocated, sum(c.net_size) AS delta
+  FROM by_callsite AS c JOIN heap_profile AS profile ON profile.upid = c.upid AND profile.ts_end = c.ts
+  GROUP BY c.upid, c.heap_name, c.ts
+),
+started AS (
+  SELECT *,
+    CASE WHEN profile_start < ts_end THEN profile_start
+      ELSE min(ts_end, 1 + lag(ts_end, 1, trace_start()) OVER (PARTITION BY upid, heap_name ORDER BY ts_end))
+    END AS ts
+  FROM by_dump
+)
+SELECT id, upid, heap_name, ts, ts_end - ts AS dur, retained, allocated, delta FROM started;
+"""
+
 MODULES: dict[str, Module] = {
     "slices.with_context": Module(),  # thread_slice, process_slice, thread_or_process_slice: schema.py
     "viz.track_event_callstacks": Module(
@@ -98,6 +142,8 @@ MODULES: dict[str, Module] = {
         "SELECT DISTINCT track_id FROM __intrinsic_track_event_callstacks;"
     ),
     "viz.summary.track_event": Module(("viz.track_event_callstacks",), _TRACK_EVENT_ORDER),
+    "stacks.cpu_profiling": Module(sql=_CPU_PROFILING),
+    "android.memory.heap_profile.intervals": Module(sql=_HEAP_PROFILE_INTERVALS),
 }
 
 

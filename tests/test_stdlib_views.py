@@ -64,7 +64,8 @@ def test_the_query_command_takes_the_include(db):
     assert result.exit_code == 1
     assert result.output.strip().splitlines() == [
         "Error: INCLUDE PERFETTO MODULE android.startup: that trace_processor standard library module is not "
-        "here; these are: slices.with_context, viz.summary.track_event, viz.track_event_callstacks"
+        "here; these are: android.memory.heap_profile.intervals, slices.with_context, stacks.cpu_profiling, "
+        "viz.summary.track_event, viz.track_event_callstacks"
     ]
 
 
@@ -127,3 +128,43 @@ def test_track_event_tracks_ordered_by_their_parents_child_ordering(tmp_path):
         ["x", 2, 1, 0],
         ["y", 1, 1, 0],
     ]
+
+
+def _query_rows(db, sql: str) -> list[list]:
+    result = CliRunner().invoke(perfetto, ["query", str(db.path), sql, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)["rows"]
+
+
+def test_heap_profile_intervals(tmp_path):
+    b = TraceBuilder()
+    snapshot = [pb.ClockSnapshot.Clock(clock_id=6, timestamp=0), pb.ClockSnapshot.Clock(clock_id=4, timestamp=0)]
+    b.packet(clock_snapshot=pb.ClockSnapshot(clocks=snapshot))
+    work, idle = (("main", "/bin/app"), ("work", "/bin/app")), (("main", "/bin/app"), ("idle", "/bin/app"))
+    # Cumulative since the profile began: (frames, bytes allocated, bytes freed, allocations, frees).
+    b.heap_profile(100, 30, [(work, 1000, 200, 10, 2), (idle, 50, 0, 1, 0)])
+    b.heap_profile(200, 30, [(work, 1500, 1500, 15, 15), (idle, 50, 0, 1, 0)])
+    db = ingest_built(tmp_path, b)
+    # The dumps make the trace's bounds, as in trace_processor (no slice or counter here).
+    assert db.rows("SELECT start_ts, end_ts FROM trace_bounds") == [(100, 200)]
+    rows = _query_rows(
+        db,
+        "INCLUDE PERFETTO MODULE android.memory.heap_profile.intervals;\n"
+        "SELECT heap_name, ts, dur, retained, allocated, delta FROM _android_heap_profile_intervals ORDER BY ts",
+    )
+    # The first dump covers from just after the trace's start (its own time here); the second, from just
+    # after the first. Each counts what changed at it: at the second only work's callsite changed, freeing
+    # more than it allocated, so it holds nothing more (retained counts callsites gaining allocations).
+    assert rows == [["libc.malloc", 100, 0, 850, 1050, 850], ["libc.malloc", 101, 99, 0, 500, -800]]
+
+
+def test_cpu_profiling_samples(tmp_path):
+    b = TraceBuilder()
+    seq = b.sequence(1)
+    seq.stack_samples(10, 11, [(1_000_000, [("main", "/bin/app")]), (2_000_000, [("main", "/bin/app")])])
+    db = ingest_built(tmp_path, b)
+    rows = _query_rows(
+        db,
+        "INCLUDE PERFETTO MODULE stacks.cpu_profiling;\nSELECT ts, tid, callsite_id IS NOT NULL FROM cpu_profiling_samples",
+    )
+    assert rows == [[1_000_000, 11, 1], [2_000_000, 11, 1]]

@@ -187,3 +187,39 @@ def test_view_dump_class_names_are_deobfuscated(ingest_data):
     b.packets.append(pb.TracePacket(timestamp=2000, deobfuscation_mapping=other))
     _, db = ingest_data(b.to_bytes())
     assert [row[3] for row in _args(db, "dump")] == ["A1", "com.app.MainView", "unknown"]
+
+
+def test_a_declared_chrome_proto_merges_with_the_bundled_one(ingest_data):
+    """Chrome sends its own chrome_track_event.proto: messages already bundled gain what they lack, and a
+    newer Chrome's extension of a new type is parsed."""
+    file = descriptor_pb2.FileDescriptorProto(
+        name="base/tracing/protos/chrome_track_event.proto", package="perfetto.protos"
+    )
+    newer = file.message_type.add(name="NewerThing")
+    newer.field.add(name="label", number=1, type=descriptor_pb2.FieldDescriptorProto.TYPE_STRING, label=1)
+    chrome = file.message_type.add(name="ChromeTrackEvent")  # bundled already: merged
+    chrome.extension.add(
+        name="newer_thing",
+        number=1999,
+        extendee=".perfetto.protos.TrackEvent",
+        label=1,
+        type=11,
+        type_name=".perfetto.protos.NewerThing",
+    )
+    b = TraceBuilder()
+    declaration = pb.TracePacket()
+    declaration.extension_descriptor.extension_set.file.add().MergeFromString(file.SerializeToString())
+    b.packets.append(declaration)
+    seq = b.sequence(1, intern=False)
+    track = seq.thread(1, 2, "CrBrowserMain", ts=0)
+    known = CHROME()
+    known.chrome_app_state = 1
+    event = pb.TrackEvent(type=pb.TrackEvent.TYPE_INSTANT, track_uuid=track, name="newer")
+    event.MergeFromString(known.SerializeToString() + b"\xfa\x7c\x05\x0a\x03new")  # field 1999 {label: "new"}
+    seq.packet(1000, track_event=event)
+    _, db = ingest_data(b.to_bytes())
+    assert [row[1:] for row in _args(db, "newer")] == [
+        ("chrome_app_state", "string", "APP_STATE_FOREGROUND"),
+        ("newer_thing.label", "string", "new"),
+    ]
+    assert db.stat("unknown_extension_fields") == 0

@@ -151,32 +151,51 @@ def _as_file_proto(file) -> descriptor_pb2.FileDescriptorProto:
 def _holder(bundled, declared) -> tuple:
     """(message class whose fields are the files' extensions of TrackEvent, their field numbers).
 
-    Files a trace declares name no dependencies (trace_processor resolves types by name), so each is
-    given the bundled files as its own; two declarations of one file (two Chrome channels) are merged
-    field by field."""
-    pool = descriptor_pool.DescriptorPool()
-    for file in bundled:
-        pool.Add(file)
-    merged: dict = {}
-    for file in declared:
-        if file.name in merged:
-            _merge_file(merged[file.name], file)
-        else:
-            merged[file.name] = descriptor_pb2.FileDescriptorProto()
-            merged[file.name].CopyFrom(file)
-    files = list(bundled)
-    for file in merged.values():
+    trace_processor merges what a trace declares into its pool: a message it already knows (Chrome
+    sends its own chrome_track_event.proto, which is also bundled; two Chrome channels send theirs
+    twice) gains the fields it lacks, and new messages, enums and extensions are added. Declared files
+    name no dependencies (trace_processor resolves types by name), so each is given every file before it;
+    one that still does not resolve is left out."""
+    files = [_copy(file) for file in bundled]
+    known = _Known()
+    for file in files:
+        known.add(file)
+    for i, file in enumerate(declared):
+        file = _copy(file)
+        file.name = f"declared/{i}/{file.name}"  # a file may be declared twice (two Chrome channels)
+        prefix = f".{file.package}" if file.package else ""
+        for message in list(file.message_type):
+            mine = known.messages.get(f"{prefix}.{message.name}")
+            if mine is not None:
+                # Its new extensions move to the file's own scope, where the types it declares resolve.
+                file.extension.extend(_merge_message(mine, message, f"{prefix}.{message.name}", known))
+                file.message_type.remove(message)
+        for enum in list(file.enum_type):
+            if f"{prefix}.{enum.name}" in known.enums:
+                file.enum_type.remove(enum)
+        for extension in list(file.extension):
+            if (extension.extendee, extension.number) in known.extensions:
+                file.extension.remove(extension)
         del file.dependency[:]
-        file.dependency.extend(f.name for f in bundled)
-        pool.Add(file)
+        file.dependency.extend(f.name for f in files)
         files.append(file)
+        known.add(file)
+    pool = descriptor_pool.DescriptorPool()
+    added = []
+    for file in files:
+        try:
+            pool.Add(file)
+            added.append(file)
+        except (TypeError, KeyError, ValueError):
+            if file in files[: len(bundled)]:
+                raise
     holder = descriptor_pb2.FileDescriptorProto(
         name="track_event_extensions_holder.proto", package=_HOLDER_PACKAGE, syntax="proto2"
     )
-    holder.dependency.extend(file.name for file in files)
+    holder.dependency.extend(file.name for file in added)
     message = holder.message_type.add(name="Extensions")
     numbers: set[int] = set()
-    for extension in _track_event_extensions(files):
+    for extension in _track_event_extensions(added):
         if extension.number not in numbers:
             numbers.add(extension.number)
             field = message.field.add()
@@ -186,20 +205,62 @@ def _holder(bundled, declared) -> tuple:
     return GetMessageClass(pool.FindMessageTypeByName(f"{_HOLDER_PACKAGE}.Extensions")), frozenset(numbers)
 
 
-def _merge_file(into, file) -> None:
-    """Adds `file`'s extensions, messages and their fields to `into` (the same file declared again)."""
-    known = {(e.extendee, e.number) for e in into.extension}
-    into.extension.extend(e for e in file.extension if (e.extendee, e.number) not in known)
-    messages = {m.name: m for m in into.message_type}
-    for message in file.message_type:
-        if message.name not in messages:
-            into.message_type.add().CopyFrom(message)
-            continue
-        mine = messages[message.name]
-        numbers = {f.number for f in mine.field}
-        mine.field.extend(f for f in message.field if f.number not in numbers)
-        known = {(e.extendee, e.number) for e in mine.extension}
-        mine.extension.extend(e for e in message.extension if (e.extendee, e.number) not in known)
+def _copy(file) -> descriptor_pb2.FileDescriptorProto:
+    copy = descriptor_pb2.FileDescriptorProto()
+    copy.CopyFrom(file)
+    return copy
+
+
+class _Known:
+    """The messages (full name -> DescriptorProto, to merge into), enums and extensions (extendee,
+    number) of the files so far."""
+
+    def __init__(self) -> None:
+        self.messages: dict = {}
+        self.enums: set[str] = set()
+        self.extensions: set[tuple[str, int]] = set()
+
+    def add(self, file) -> None:
+        prefix = f".{file.package}" if file.package else ""
+        self._add_scope(prefix, file.message_type, file.enum_type, file.extension)
+
+    def _add_scope(self, prefix: str, messages, enums, extensions) -> None:
+        self.enums.update(f"{prefix}.{enum.name}" for enum in enums)
+        self.extensions.update((e.extendee, e.number) for e in extensions)
+        for message in messages:
+            name = f"{prefix}.{message.name}"
+            self.messages[name] = message
+            self._add_scope(name, message.nested_type, message.enum_type, message.extension)
+
+
+def _merge_message(into, message, name: str, known: _Known) -> list:
+    """Adds to a known message the fields (by number and name), nested messages and enums of another
+    declaration of it; returns its extensions not known yet, for the declaring file to hold. A new field
+    of a type not known yet (one the declaring file brings) is left out."""
+    numbers, names = {f.number for f in into.field}, {f.name for f in into.field}
+    for field in message.field:
+        if field.number not in numbers and field.name not in names and _resolvable(field, known):
+            into.field.add().CopyFrom(field)
+    new_extensions = [e for e in message.extension if (e.extendee, e.number) not in known.extensions]
+    for nested in message.nested_type:
+        mine = known.messages.get(f"{name}.{nested.name}")
+        if mine is not None:
+            new_extensions += _merge_message(mine, nested, f"{name}.{nested.name}", known)
+        elif all(_resolvable(field, known) for field in nested.field) and not nested.nested_type:
+            into.nested_type.add().CopyFrom(nested)
+            known.messages[f"{name}.{nested.name}"] = into.nested_type[-1]
+            known.enums.update(f"{name}.{nested.name}.{enum.name}" for enum in nested.enum_type)
+            new_extensions += nested.extension
+            del into.nested_type[-1].extension[:]
+    for enum in message.enum_type:
+        if f"{name}.{enum.name}" not in known.enums:
+            into.enum_type.add().CopyFrom(enum)
+            known.enums.add(f"{name}.{enum.name}")
+    return new_extensions
+
+
+def _resolvable(field, known: _Known) -> bool:
+    return not field.type_name or field.type_name in known.messages or field.type_name in known.enums
 
 
 def _track_event_extensions(files) -> list:

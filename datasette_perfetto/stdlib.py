@@ -9,6 +9,7 @@ database already holds (schema.py's views) has no SQL. Each is run at most once 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -16,6 +17,8 @@ from dataclasses import dataclass
 class Module:
     dependencies: tuple[str, ...] = ()
     sql: str = ""
+    # What SQL cannot do alone (trace_processor's C++ intrinsics), run on the connection before `sql`.
+    build: Callable[[sqlite3.Connection], None] | None = None
 
 
 class UnknownModule(ValueError):
@@ -135,6 +138,85 @@ started AS (
 SELECT id, upid, heap_name, ts, ts_end - ts AS dur, retained, allocated, delta FROM started;
 """
 
+
+def counter_leading_intervals(conn: sqlite3.Connection, table: str, counters_sql: str) -> None:
+    """TEMP `table` (id, ts, dur, track_id, value, next_value, delta_value): each counter value of
+    `counters_sql`'s rows (id, ts, track_id, value) lasting until the next one on its track (the last until
+    the trace's end), as trace_processor's counter_leading_intervals! macro. A value equal to the two
+    before it adds nothing and is dropped, but the last of such a run is kept when the value changes, so
+    a counter of deltas returns to zero where it does."""
+    kept: dict[int, list[list]] = {}  # track -> [id, ts, value] rows
+    pending: dict[int, list | None] = {}  # track -> the last dropped row of a run of equal values
+    for row_id, ts, track_id, value in conn.execute(f"SELECT * FROM ({counters_sql}) ORDER BY ts, id"):
+        rows = kept.setdefault(track_id, [])
+        if len(rows) > 1 and rows[-1][2] == value and rows[-2][2] == value:
+            pending[track_id] = [row_id, ts, value]
+            continue
+        if pending.get(track_id) is not None:
+            rows.append(pending[track_id])
+            pending[track_id] = None
+        rows.append([row_id, ts, value])
+    (trace_end,) = conn.execute("SELECT end_ts FROM trace_bounds").fetchone()
+    out = []
+    for track_id, rows in kept.items():
+        for i, (row_id, ts, value) in enumerate(rows):
+            following = rows[i + 1] if i + 1 < len(rows) else None
+            out.append(
+                (
+                    row_id,
+                    ts,
+                    (following[1] if following else trace_end) - ts,
+                    track_id,
+                    value,
+                    following[2] if following else None,
+                    value - rows[i - 1][2] if i else None,
+                )
+            )
+    conn.execute(f"CREATE TEMP TABLE {table} (id, ts, dur, track_id, value, next_value, delta_value)")
+    conn.executemany(f"INSERT INTO temp.{table} VALUES (?, ?, ?, ?, ?, ?, ?)", out)
+
+
+# android.power_rails: energy counters of power rails as intervals with their average power, and each rail's
+# names (the friendly name is what follows "power.rails.").
+_POWER_RAILS = """
+CREATE TEMP TABLE android_power_rails_counters AS
+SELECT c.id, c.ts, c.dur, t.name AS power_rail_name,
+  extract_arg(t.source_arg_set_id, 'raw_name') AS raw_power_rail_name,
+  c.value AS energy_since_boot, c.next_value AS energy_since_boot_at_end,
+  1e6 * ((c.next_value - c.value) / c.dur) AS average_power, c.delta_value AS energy_delta, c.track_id,
+  c.value
+FROM _power_rail_intervals AS c JOIN counter_track AS t ON t.id = c.track_id;
+
+CREATE TEMP TABLE android_power_rails_metadata AS
+SELECT name AS power_rail_name, extract_arg(source_arg_set_id, 'raw_name') AS raw_power_rail_name,
+  CASE WHEN name GLOB 'power.rails.*' THEN substr(name, 13) END AS friendly_name, id AS track_id,
+  extract_arg(source_arg_set_id, 'subsystem_name') AS subsystem_name, machine_id
+FROM counter_track WHERE type = 'power_rails';
+"""
+
+# android.entity_state_residency: time in each power entity state (counters of seconds since boot, named
+# "Entity residency: <entity> is <state>"), per interval to the next sample.
+_ENTITY_STATE_RESIDENCY = """
+CREATE TEMP TABLE android_entity_state_residency AS
+WITH named AS (
+  SELECT id, name AS raw_name,
+    CASE WHEN name GLOB 'Entity residency: * is *'
+      THEN replace(substr(name, 0, instr(name, ' is ')), 'Entity residency: ', '') END AS entity_name,
+    CASE WHEN name GLOB 'Entity residency: * is *' THEN substr(name, instr(name, ' is ') + 4) END AS state_name
+  FROM counter_track WHERE type = 'entity_state'
+),
+timed AS (
+  SELECT c.id, c.ts, lead(c.ts) OVER track_order - c.ts AS dur, n.entity_name, n.state_name, n.raw_name,
+    CAST(c.value * 1e6 AS INTEGER) AS state_time_since_boot,
+    CAST(lead(c.value) OVER track_order * 1e6 AS INTEGER) AS state_time_since_boot_at_end, c.track_id
+  FROM counter AS c JOIN named AS n ON n.id = c.track_id
+  WINDOW track_order AS (PARTITION BY c.track_id ORDER BY c.ts)
+)
+SELECT id, ts, dur, entity_name, state_name, raw_name, state_time_since_boot, state_time_since_boot_at_end,
+  (state_time_since_boot_at_end - state_time_since_boot) * 1.0 / dur AS state_time_ratio, track_id
+FROM timed;
+"""
+
 MODULES: dict[str, Module] = {
     "slices.with_context": Module(),  # thread_slice, process_slice, thread_or_process_slice: schema.py
     "viz.track_event_callstacks": Module(
@@ -144,6 +226,17 @@ MODULES: dict[str, Module] = {
     "viz.summary.track_event": Module(("viz.track_event_callstacks",), _TRACK_EVENT_ORDER),
     "stacks.cpu_profiling": Module(sql=_CPU_PROFILING),
     "android.memory.heap_profile.intervals": Module(sql=_HEAP_PROFILE_INTERVALS),
+    "android.memory.heap_graph.oome": Module(),  # android_heap_graph_java_oome_details: schema.py
+    "android.power_rails": Module(
+        sql=_POWER_RAILS,
+        build=lambda conn: counter_leading_intervals(
+            conn,
+            "_power_rail_intervals",
+            "SELECT c.id, c.ts, c.track_id, c.value FROM counter AS c JOIN counter_track AS t ON t.id = c.track_id "
+            "WHERE t.type = 'power_rails'",
+        ),
+    ),
+    "android.entity_state_residency": Module(sql=_ENTITY_STATE_RESIDENCY),
 }
 
 
@@ -164,6 +257,8 @@ def include(conn: sqlite3.Connection, name: str, done: set[str]) -> None:
         return
     for dependency in module.dependencies:
         include(conn, dependency, done)
+    if module.build is not None:
+        module.build(conn)
     if module.sql:
         conn.executescript(module.sql)
     done.add(name)

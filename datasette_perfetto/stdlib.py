@@ -146,15 +146,15 @@ def counter_leading_intervals(conn: sqlite3.Connection, table: str, counters_sql
     before it adds nothing and is dropped, but the last of such a run is kept when the value changes, so
     a counter of deltas returns to zero where it does."""
     kept: dict[int, list[list]] = {}  # track -> [id, ts, value] rows
-    pending: dict[int, list | None] = {}  # track -> the last dropped row of a run of equal values
+    pending: dict[int, list] = {}  # track -> the last dropped row of a run of equal values
     for row_id, ts, track_id, value in conn.execute(f"SELECT * FROM ({counters_sql}) ORDER BY ts, id"):
         rows = kept.setdefault(track_id, [])
         if len(rows) > 1 and rows[-1][2] == value and rows[-2][2] == value:
             pending[track_id] = [row_id, ts, value]
             continue
-        if pending.get(track_id) is not None:
-            rows.append(pending[track_id])
-            pending[track_id] = None
+        last_of_run = pending.pop(track_id, None)
+        if last_of_run is not None:
+            rows.append(last_of_run)
         rows.append([row_id, ts, value])
     (trace_end,) = conn.execute("SELECT end_ts FROM trace_bounds").fetchone()
     out = []

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from .connection import prepare
 from .importers.common.options import Content
 from .ingest import IngestError, ingest
-from .sql_text import split_includes, split_statements
+from .sql_text import as_sqlite, split_includes, split_statements
 from .stdlib import UnknownModule, include
-from .table_functions import expand_table_functions
+from .table_functions import expand_table_functions, run_span_join
 
 TRACE_NAMES = ("trace.pb", "trace.json", "trace.systrace")
 
@@ -176,7 +176,9 @@ def run_case(case_dir: str, workdir: str, **ingest_options) -> CaseResult:
         for module in modules:
             include(conn, module, included)
         for statement in statements or [query]:
-            cur = conn.execute(expand_table_functions(conn, statement))
+            if run_span_join(conn, statement):
+                continue
+            cur = conn.execute(expand_table_functions(conn, as_sqlite(statement)))
             columns = [d[0] for d in cur.description] if cur.description else []
             rows = cur.fetchall()
     except (sqlite3.Error, UnknownModule) as e:

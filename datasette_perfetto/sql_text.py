@@ -60,3 +60,22 @@ def split_includes(statements: list[str]) -> tuple[list[str], list[str]]:
             stdlib.check(include.group(1))
             modules.append(include.group(1))
     return out, modules
+
+
+# PerfettoSQL's CREATE PERFETTO TABLE/VIEW name(column schema) AS ..., and plain CREATE TABLE/VIEW: made
+# TEMP, so they work on a read-only trace database and vanish with the connection, as in trace_processor.
+_CREATE = re.compile(
+    r"^(\s*CREATE\s+)(?:PERFETTO\s+|OR\s+REPLACE\s+PERFETTO\s+)?(TABLE|VIEW)(\s+(?:IF\s+NOT\s+EXISTS\s+)?[\w.]+)\s*"
+    r"(\((?:[^()]|\([^()]*\))*\))?\s*(AS\b)",
+    re.I,
+)
+
+
+def as_sqlite(statement: str) -> str:
+    """A statement SQLite runs: a CREATE [PERFETTO] TABLE/VIEW ... AS made a TEMP one, without PerfettoSQL's
+    column schema (types like ID(counter.id) are not SQLite's); others unchanged."""
+    code = _strip_comments(statement)
+    match = _CREATE.match(code)
+    if match is None:
+        return statement
+    return f"{match.group(1)}TEMP {match.group(2)}{match.group(3)} {match.group(5)}" + code[match.end() :]

@@ -255,3 +255,131 @@ TABLE_FUNCTIONS: dict[str, TableFunction] = {
     "experimental_slice_layout": TableFunction(1, slice_layout),
     "experimental_annotated_callstack": TableFunction(1, annotated_callstack),
 }
+
+
+# -- SPAN_JOIN (plugins/span_join_operator) ---------------------------------------------------------------
+
+_SPAN_JOIN = re.compile(
+    r"\s*CREATE\s+VIRTUAL\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)\s+USING\s+(SPAN_JOIN|SPAN_LEFT_JOIN|SPAN_OUTER_JOIN)"
+    r"\s*\(\s*(\w+)(?:\s+PARTITIONED\s+(\w+))?\s*,\s*(\w+)(?:\s+PARTITIONED\s+(\w+))?\s*\)\s*;?\s*$",
+    re.I,
+)
+_SHADOW_END = INT64_MAX
+
+
+def run_span_join(conn: sqlite3.Connection, statement: str) -> bool:
+    """Runs `CREATE VIRTUAL TABLE name USING SPAN_JOIN(t1 [PARTITIONED col], t2 [PARTITIONED col])` (or
+    SPAN_LEFT_JOIN, SPAN_OUTER_JOIN) as trace_processor's operator table would answer it, into TEMP table
+    `name`; False for any other statement. Rows: where a span of each table overlaps (a left join keeps
+    every part of t1's spans, an outer join every part of either's, the other table's columns NULL there),
+    ts the later start, dur to the earlier end, then the partition, t1's and t2's other columns."""
+    match = _SPAN_JOIN.match(_without_comments(statement))
+    if match is None:
+        return False
+    name, kind, left, left_partition, right, right_partition = match.groups()
+    kind = kind.upper()
+    if left_partition and right_partition and left_partition != right_partition:
+        raise sqlite3.OperationalError("SPAN_JOIN: both tables must be partitioned by the same column")
+    partition = left_partition or right_partition
+    sides = [_SpanTable(conn, left, left_partition), _SpanTable(conn, right, right_partition)]
+    columns = ["ts", "dur", *([partition] if partition else []), *sides[0].other_names, *sides[1].other_names]
+    if len(set(columns)) != len(columns):
+        raise sqlite3.OperationalError(
+            f"SPAN_JOIN: the tables share a column other than ts, dur and the partition: {columns}"
+        )
+    # The right table of a left join, and both of an outer one, fill their gaps with NULL "shadow" spans.
+    fills = (kind == "SPAN_OUTER_JOIN", kind in ("SPAN_LEFT_JOIN", "SPAN_OUTER_JOIN"))
+    # An empty partitioned table on a filled side gives no rows (trace_processor's documented rule).
+    if left_partition and right_partition:
+        keys = sides[0].partitions.keys() & sides[1].partitions.keys()
+        if kind == "SPAN_LEFT_JOIN" and sides[1].partitions:
+            keys = set(sides[0].partitions)
+        elif kind == "SPAN_OUTER_JOIN" and sides[0].partitions and sides[1].partitions:
+            keys = sides[0].partitions.keys() | sides[1].partitions.keys()
+    elif partition:
+        keys = set((sides[0] if left_partition else sides[1]).partitions)
+    else:
+        keys = {None}
+    rows = []
+    for key in sorted(keys, key=lambda k: (k is None, k)):
+        spans = [side.spans(key, fill) for side, fill in zip(sides, fills)]
+        for start, end, first, second in _overlaps(*spans):
+            rows.append(
+                (
+                    start,
+                    end - start,
+                    *([key] if partition else []),
+                    *(first if first is not None else sides[0].nulls),
+                    *(second if second is not None else sides[1].nulls),
+                )
+            )
+    quoted = ", ".join('"' + c.replace('"', '""') + '"' for c in columns)
+    conn.execute(f"CREATE TEMP TABLE {name} ({quoted})")
+    conn.executemany(f"INSERT INTO temp.{name} VALUES ({', '.join('?' * len(columns))})", rows)
+    return True
+
+
+def _without_comments(statement: str) -> str:
+    return re.sub(r"--[^\n]*|/\*.*?(?:\*/|$)", " ", statement, flags=re.S)
+
+
+class _SpanTable:
+    """One side of a span join: its spans (start, adjusted end, raw end, other columns) by partition."""
+
+    def __init__(self, conn: sqlite3.Connection, name: str, partition: str | None) -> None:
+        cursor = conn.execute(f"SELECT * FROM {name}")
+        names = [d[0] for d in cursor.description]
+        if "ts" not in names:
+            raise sqlite3.OperationalError(f"SPAN_JOIN: Missing ts column in table {name}")
+        if partition and partition not in names:
+            raise sqlite3.OperationalError(f"SPAN_JOIN: Missing partition column '{partition}' in table '{name}'")
+        if partition in ("ts", "dur"):
+            raise sqlite3.OperationalError(f"SPAN_JOIN: partition column cannot be any of {{ts, dur}} for table {name}")
+        ts_at, dur_at = names.index("ts"), names.index("dur") if "dur" in names else None
+        part_at = names.index(partition) if partition else None
+        others = [i for i, n in enumerate(names) if i not in (ts_at, dur_at, part_at)]
+        self.partitioned = partition is not None
+        self.other_names = [names[i] for i in others]
+        self.nulls = (None,) * len(others)
+        self.partitions: dict = {}
+        for row in cursor:
+            if part_at is not None and row[part_at] is not None and not isinstance(row[part_at], int):
+                raise sqlite3.OperationalError("SPAN_JOIN: partition is not an INT column")
+            ts, dur = row[ts_at], row[dur_at] if dur_at is not None else 0
+            span = (ts, ts if dur == -1 else ts + dur, ts + dur, tuple(row[i] for i in others))
+            self.partitions.setdefault(row[part_at] if part_at is not None else None, []).append(span)
+        for spans in self.partitions.values():
+            spans.sort(key=lambda s: s[0])
+
+    def spans(self, key, fill: bool) -> list:
+        """The partition's spans (every partition's, unpartitioned), each (start, adjusted end, raw end,
+        columns or None for a shadow); with `fill`, shadows cover the gaps from 0 to the end of time."""
+        real = self.partitions.get(key if self.partitioned else None, [])
+        if not fill:
+            return real
+        out, at = [], 0
+        for span in real:
+            if span[0] > at:
+                out.append((at, span[0], span[0], None))
+            out.append(span)
+            at = max(at, span[1])
+        out.append((at, _SHADOW_END, _SHADOW_END, None))
+        return out
+
+
+def _overlaps(first: list, second: list):
+    """(start, raw end, first's columns, second's) of each overlapping pair with a real span, in time order:
+    spans are [start, end), two real spans starting together overlap even when empty."""
+    i = j = 0
+    while i < len(first) and j < len(second):
+        a, b = first[i], second[j]
+        real = a[3] is not None or b[3] is not None
+        overlapping = (
+            (a[0] == b[0] and a[3] is not None and b[3] is not None) or b[0] <= a[0] < b[1] or a[0] <= b[0] < a[1]
+        )
+        if real and overlapping:
+            yield max(a[0], b[0]), min(a[2], b[2]), a[3], b[3]
+        if a[1] < b[1] or (a[1] == b[1] and a[0] <= b[0]):
+            i += 1
+        else:
+            j += 1

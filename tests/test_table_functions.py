@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from datasette.cli import cli
 
 from datasette_perfetto.functions import demangle
-from datasette_perfetto.table_functions import expand_table_functions
+from datasette_perfetto.table_functions import expand_table_functions, run_span_join
 from datasette_perfetto.trace_builder import TraceBuilder
 
 
@@ -141,3 +141,92 @@ def test_demangle():
     assert demangle(None) is None
     with pytest.raises(ValueError):
         demangle(3)
+
+
+def _span_join(
+    statement: str,
+    left: list[tuple],
+    right: list[tuple],
+    columns=("ts", "dur", "cpu", "x"),
+    other=("ts", "dur", "cpu", "y"),
+):
+    conn = sqlite3.connect(":memory:")
+    conn.execute(f"CREATE TABLE a ({', '.join(columns)})")
+    conn.execute(f"CREATE TABLE b ({', '.join(other)})")
+    conn.executemany(f"INSERT INTO a VALUES ({', '.join('?' * len(columns))})", left)
+    conn.executemany(f"INSERT INTO b VALUES ({', '.join('?' * len(other))})", right)
+    assert run_span_join(conn, statement)
+    cursor = conn.execute("SELECT * FROM j")
+    return [d[0] for d in cursor.description], cursor.fetchall()
+
+
+LEFT = [(0, 10, 1, "a0"), (20, 10, 1, "a1"), (5, 5, 2, "a2")]
+RIGHT = [(5, 20, 1, "b0"), (0, 3, 3, "b1")]
+
+
+def test_span_join_intersects_spans_of_each_partition():
+    columns, rows = _span_join(
+        "CREATE VIRTUAL TABLE j USING SPAN_JOIN(a PARTITIONED cpu, b PARTITIONED cpu)", LEFT, RIGHT
+    )
+    assert columns == ["ts", "dur", "cpu", "x", "y"]
+    assert rows == [(5, 5, 1, "a0", "b0"), (20, 5, 1, "a1", "b0")]
+
+
+def test_span_left_join_keeps_every_part_of_the_left_spans():
+    _, rows = _span_join(
+        "CREATE VIRTUAL TABLE j USING SPAN_LEFT_JOIN(a PARTITIONED cpu, b PARTITIONED cpu)", LEFT, RIGHT
+    )
+    assert rows == [
+        (0, 5, 1, "a0", None),
+        (5, 5, 1, "a0", "b0"),
+        (20, 5, 1, "a1", "b0"),
+        (25, 5, 1, "a1", None),
+        (5, 5, 2, "a2", None),  # no span of b on cpu 2
+    ]
+
+
+def test_span_outer_join_keeps_every_part_of_both():
+    _, rows = _span_join(
+        "CREATE VIRTUAL TABLE j USING SPAN_OUTER_JOIN(a PARTITIONED cpu, b PARTITIONED cpu)", LEFT, RIGHT
+    )
+    assert rows == [
+        (0, 5, 1, "a0", None),
+        (5, 5, 1, "a0", "b0"),
+        (10, 10, 1, None, "b0"),
+        (20, 5, 1, "a1", "b0"),
+        (25, 5, 1, "a1", None),
+        (5, 5, 2, "a2", None),
+        (0, 3, 3, None, "b1"),
+    ]
+
+
+def test_span_join_of_a_partitioned_and_an_unpartitioned_table():
+    _, rows = _span_join(
+        "CREATE VIRTUAL TABLE j USING SPAN_JOIN(a PARTITIONED cpu, b)",
+        LEFT,
+        [(8, 15, "whole")],
+        other=("ts", "dur", "y"),
+    )
+    assert rows == [(8, 2, 1, "a0", "whole"), (20, 3, 1, "a1", "whole"), (8, 2, 2, "a2", "whole")]
+
+
+def test_span_join_errors():
+    for statement, message in (
+        ("CREATE VIRTUAL TABLE j USING SPAN_JOIN(a PARTITIONED cpu, b PARTITIONED y)", "same column"),
+        ("CREATE VIRTUAL TABLE j USING SPAN_JOIN(a PARTITIONED nope, b)", "Missing partition column 'nope'"),
+        ("CREATE VIRTUAL TABLE j USING SPAN_JOIN(a, b)", "share a column"),  # both have cpu
+    ):
+        with pytest.raises(sqlite3.OperationalError, match=message):
+            _span_join(statement, LEFT, RIGHT)
+
+
+def test_perfetto_sql_tables_and_span_joins_in_the_query_command(layout_db):
+    rows = _rows(
+        layout_db,
+        "CREATE PERFETTO TABLE spans(ts TIMESTAMP, dur DURATION, track_id JOINID(track.id)) AS "
+        "SELECT ts, dur, track_id FROM slice WHERE depth = 0;\n"
+        "CREATE PERFETTO VIEW window AS SELECT 60 AS ts, 200 AS dur;\n"
+        "CREATE VIRTUAL TABLE windowed USING SPAN_JOIN(spans PARTITIONED track_id, window);\n"
+        "SELECT ts, dur FROM windowed ORDER BY ts",
+    )
+    assert rows == [[60, 40], [60, 90], [200, 60]]

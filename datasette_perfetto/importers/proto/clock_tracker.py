@@ -209,8 +209,28 @@ class ClockTracker:
             ts = hop.convert(ts)
         return ts
 
-    def _find_path(self, src: ClockKey) -> list[_Hop] | None:
-        target = self.trace_clock
+    def convert(self, src: ClockKey, ts: int, dst: ClockKey) -> int | None:
+        """`ts` on clock `src` as time on clock `dst` (any two clocks the snapshots join); None, counted
+        as trace_processor counts it, when they do not."""
+        if src == dst:
+            return ts
+        path = self._find_path(src, dst)
+        if path is None:
+            if src not in self._neighbours:
+                self.stats.inc("clock_sync_failure_unknown_source_clock")
+            elif dst not in self._neighbours:
+                self.stats.inc("clock_sync_failure_unknown_target_clock")
+            else:
+                self.stats.inc("clock_sync_failure_no_path")
+            return None
+        for hop in path:
+            ts = hop.convert(ts)
+        return ts
+
+    def _find_path(self, src: ClockKey, target: ClockKey | None = None) -> list[_Hop] | None:
+        """The hops from `src` to `target` (the trace clock by default), fewest first; None if none."""
+        if target is None:
+            target = self.trace_clock
         prev: dict = {src: None}
         queue = deque([src])
         while queue:

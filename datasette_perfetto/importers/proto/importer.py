@@ -52,6 +52,7 @@ from .profiles import UNSYMBOLIZED_SOURCE_LOCATIONS, ProfileParser, ProfileToken
 from .reader import ProtoReader, inflate_packets, scan_simple_track_event
 from .sequence_state import INTERNED_FIELDS, SequenceState
 from .split_tokenize import HELPER, MAIN, OwnedContext, SequenceClaims, SequenceSplit, split_wanted, start_helper
+from .trace_diagnostics import run_rules as run_trace_diagnostics
 from .trace_metadata import DATA_LOSS_CAUSES
 from .track_descriptor import Reservation, chrome_thread_name, reservation_from
 from .track_event_extensions import TrackEventExtensions
@@ -257,6 +258,8 @@ class ProtoImporter:
         progress(1.0)
         for importer in (self, *machines):
             importer.finish_parsing()
+        for importer in (self, *machines):
+            run_trace_diagnostics(importer)  # trace_processor's trace doctor: once every context is complete
 
     def parse_event(self, ts: int, event: tuple) -> None:
         """One sorted event of this importer (the file's parse loop inlines this for its own)."""

@@ -381,6 +381,11 @@ def _state(importer: Any) -> TraceMetadata:
     return importer.ftrace.state("trace_metadata", lambda: TraceMetadata(importer))
 
 
+def trace_config(importer: Any) -> Any:
+    """The importer's TraceConfig (the last one read), None without one (trace_diagnostics.py's rules)."""
+    return _state(importer).config
+
+
 @tokenize_handler("trace_config")
 def _trace_config(importer: Any, packet: Any, seq: Any, ts: int) -> None:
     state = _state(importer)

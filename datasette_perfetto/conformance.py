@@ -166,7 +166,8 @@ def run_case(case_dir: str, workdir: str, **ingest_options) -> CaseResult:
     with open(os.path.join(case_dir, "query.sql"), encoding="utf-8") as f:
         query = expand_macros(f.read())
     with open(os.path.join(case_dir, "expected.csv"), encoding="utf-8") as f:
-        header, expected = parse_expected(f.read())
+        expected_text = f.read()
+    header, expected = parse_expected(expected_text)
     conn = sqlite3.connect(db_path)
     try:
         prepare(conn)
@@ -186,6 +187,10 @@ def run_case(case_dir: str, workdir: str, **ingest_options) -> CaseResult:
     finally:
         conn.close()
         os.unlink(db_path)
+    if _printed(columns, rows) == _lines(expected_text):
+        # trace_processor's diff tests compare printed text; a string value holding quotes is printed
+        # unescaped, which no CSV reading gives back.
+        return CaseResult(case_id, True)
     if columns != header:
         return CaseResult(case_id, False, f"columns {columns} != expected {header}")
     if len(rows) != len(expected):
@@ -214,6 +219,24 @@ def _same_rows_any_order(rows, expected) -> bool:
             return False
         del unmatched[at]
     return True
+
+
+def _printed(columns: list[str], rows: list) -> list[str]:
+    """The lines trace_processor's diff-test runner prints for a result: quoted names and strings (quotes
+    inside not escaped), [NULL] for NULL, numbers bare."""
+
+    def cell(value) -> str:
+        if value is None:
+            return '"[NULL]"'
+        if isinstance(value, str):
+            return f'"{value}"'
+        return str(value)
+
+    return [",".join(f'"{c}"' for c in columns), *(",".join(cell(v) for v in row) for row in rows)]
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.strip().splitlines() if line.strip()]
 
 
 def _first_diff(rows, expected) -> str:

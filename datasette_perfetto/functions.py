@@ -17,7 +17,7 @@ import json
 import re
 import sqlite3
 from collections.abc import Callable
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 from .aggregates import clamp_int64
@@ -121,6 +121,7 @@ def register_functions(conn: sqlite3.Connection) -> None:
         ("report_duration", 1): _report_duration,
         ("to_ftrace", 1): to_ftrace_function(conn),
         ("demangle", 1): demangle,
+        ("__intrinsic_arg_set_to_json", 1): partial(arg_set_to_json, conn),
         ("__intrinsic_demangle", 1): demangle,
     }
     for unit, ns in (
@@ -141,6 +142,7 @@ def register_functions(conn: sqlite3.Connection) -> None:
 # depends on the database, not only the arguments.
 _TABLE_READERS = {
     "extract_arg",
+    "__intrinsic_arg_set_to_json",
     "trace_start",
     "trace_end",
     "trace_dur",
@@ -396,3 +398,54 @@ def demangle(name):
         return ctypes.string_at(result).decode("utf-8", "replace")
     finally:
         free(result)
+
+
+_ARG_PATH = re.compile(r"([^.\[]+)|\[(\d+)\]")
+
+
+def arg_set_to_json(conn: sqlite3.Connection, arg_set_id: Any) -> str | None:
+    """An arg set as one JSON object, its keys' dotted paths and [i] indices made nested objects and arrays
+    (trace_processor's __intrinsic_arg_set_to_json), in the set's order; NULL for NULL."""
+    if arg_set_id is None:
+        return None
+    if not isinstance(arg_set_id, int):
+        raise ValueError("PRINT_ARGS: 1st argument should be arg set id")
+    root: dict = {}
+    rows = conn.execute(
+        "SELECT key, int_value, string_value, real_value, value_type FROM args WHERE arg_set_id = ? ORDER BY id",
+        (arg_set_id,),
+    )
+    for key, int_value, string_value, real_value, value_type in rows:
+        parts = [name if name else int(index) for name, index in _ARG_PATH.findall(key)]
+        node: Any = root
+        for part, following in zip(parts, parts[1:]):
+            empty: Any = [] if isinstance(following, int) else {}
+            if isinstance(part, int):
+                node.extend([None] * (part + 1 - len(node)))
+                if node[part] is None:
+                    node[part] = empty
+                node = node[part]
+            else:
+                node = node.setdefault(part, empty)
+        last = parts[-1] if parts else key
+        value = _json_arg_value(value_type, int_value, string_value, real_value)
+        if isinstance(last, int):
+            node.extend([None] * (last + 1 - len(node)))
+            node[last] = value
+        elif isinstance(node, dict):
+            node[last] = value
+    return json.dumps(root, separators=(",", ":"), ensure_ascii=False)
+
+
+def _json_arg_value(value_type: str, int_value, string_value, real_value) -> Any:
+    if value_type == "bool":
+        return bool(int_value)
+    if value_type == "uint":
+        return int_value % (1 << 64)  # stored with its int64 bit pattern
+    if value_type == "pointer":
+        return f"0x{int_value % (1 << 64):x}"
+    if value_type == "int":
+        return int_value
+    if value_type == "real":
+        return real_value
+    return string_value  # string, json; NULL for null

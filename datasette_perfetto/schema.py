@@ -527,6 +527,22 @@ METADATA = Table(
     ),
 )
 
+TRACE_DIAGNOSTICS = Table(
+    "__intrinsic_trace_diagnostics",
+    "Problems of the trace config, and what the trace shows came of them, that can hurt the trace's quality: "
+    "one row per problem found (trace_processor's trace doctor, TraceDiagnosticsTracker; a tiny ftrace buffer, "
+    "unfiltered syscalls, a DISCARD buffer for a streamed trace, ...).",
+    (
+        C("id", "INTEGER", "Row id."),
+        C("key", "TEXT", "Stable identifier of the problem, e.g. tiny_ftrace_buffer."),
+        C("title", "TEXT", "Short title, e.g. 'Ftrace buffer too small'."),
+        C("description", "TEXT", "What is wrong, with the config's values."),
+        C("remediation", "TEXT", "How to fix it."),
+        C("confidence", "REAL", "How sure, or how severe, from 0.0 to 1.0."),
+        C("trace_id", "INTEGER", "→ trace_file.id of the trace it applies to.", ref="trace_file"),
+    ),
+)
+
 CLOCK_SNAPSHOT = Table(
     "clock_snapshot",
     "Clock snapshots from the trace, used to convert every timestamp to the trace clock.",
@@ -984,6 +1000,25 @@ AGGREGATE_SAMPLE = Table(
     indexes=(("callsite_id",),),
 )
 
+ANDROID_LOGS = Table(
+    "android_logs",
+    "Android log entries (logcat, the android.log data source), in time order (trace_processor's "
+    "android_logs view over __intrinsic_logs).",
+    (
+        C("id", "INTEGER", "Row id."),
+        C("ts", "INTEGER", "Time of the entry (its REALTIME timestamp on the trace clock).", unit=TS),
+        C("utid", "INTEGER", "→ thread.utid of the thread that wrote the entry.", ref="thread"),
+        C("prio", "INTEGER", "Priority: 2 VERBOSE, 3 DEBUG, 4 INFO (also when unspecified), 5 WARN, 6 ERROR, 7 FATAL."),
+        C("tag", "TEXT", "Log tag ('' when the entry has none)."),
+        C(
+            "msg",
+            "TEXT",
+            "Message text; an entry with args (binary / event-log buffers) adds them as name=value after "
+            "a space, strings quoted.",
+        ),
+    ),
+)
+
 
 TRACK_DIMENSION = Table(
     "track_dimension",
@@ -1093,6 +1128,7 @@ TABLES: tuple[Table, ...] = (
     ARGS,
     STATS,
     METADATA,
+    TRACE_DIAGNOSTICS,
     CLOCK_SNAPSHOT,
     EXPERIMENTAL_MISSING_CHROME_PROCESSES,
     TRACE_BOUNDS,
@@ -1120,6 +1156,7 @@ TABLES: tuple[Table, ...] = (
     PROFILER_SMAPS,
     AGGREGATE_PROFILE,
     AGGREGATE_SAMPLE,
+    ANDROID_LOGS,
     TRACK_DIMENSION,
     DIMENSION,
     TRACK_SUBTITLE,

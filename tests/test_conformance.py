@@ -138,3 +138,17 @@ def test_macros_expand_with_nested_parentheses():
         == "SELECT CAST(sum(max(a, 1)) AS INT) AS x, CAST(b AS INT)"
     )
     assert expand_macros("SELECT cast_int!(a") == "SELECT cast_int!(a"  # unbalanced: left for SQLite to report
+
+
+def test_a_string_holding_quotes_compares_as_trace_processor_prints_it(tmp_path):
+    """trace_processor's runner prints strings quoted but not escaped; such lines are compared as text."""
+    src = CASES / "parser.json.JsonParser.test_json_pid_tid_zero"
+    case = tmp_path / "case"
+    case.mkdir()
+    for name in ("case.json", "trace.json"):
+        (case / name).write_bytes((src / name).read_bytes())
+    (case / "query.sql").write_text("""SELECT 'x' AS name, '{"a":{"b":1}}' AS json, NULL AS missing, 2 AS n;\n""")
+    (case / "expected.csv").write_text('"name","json","missing","n"\n"x","{"a":{"b":1}}","[NULL]",2\n')
+    assert run_case(str(case), str(tmp_path)).passed
+    (case / "expected.csv").write_text('"name","json","missing","n"\n"x","{"a":{"b":2}}","[NULL]",2\n')
+    assert not run_case(str(case), str(tmp_path)).passed

@@ -230,3 +230,15 @@ def test_perfetto_sql_tables_and_span_joins_in_the_query_command(layout_db):
         "SELECT ts, dur FROM windowed ORDER BY ts",
     )
     assert rows == [[60, 40], [60, 90], [200, 60]]
+
+
+def test_arg_set_to_json_nests_dotted_keys_and_indices(ingest_data):
+    b = TraceBuilder()
+    seq = b.sequence(1, intern=False)
+    track = seq.thread(1, 2, "t", ts=0)
+    seq.instant(10, track, "with args", args={"a": {"b": 1, "c": [True, "x"]}, "d": 2.5})
+    _, db = ingest_data(b.to_bytes())
+    assert _rows(db, "SELECT __intrinsic_arg_set_to_json(arg_set_id) FROM slice") == [
+        ['{"debug":{"a":{"b":1,"c":[true,"x"]},"d":2.5}}']
+    ]
+    assert _rows(db, "SELECT __intrinsic_arg_set_to_json(NULL)") == [[None]]

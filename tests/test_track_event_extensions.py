@@ -223,3 +223,25 @@ def test_a_declared_chrome_proto_merges_with_the_bundled_one(ingest_data):
         ("newer_thing.label", "string", "new"),
     ]
     assert db.stat("unknown_extension_fields") == 0
+
+
+def test_a_thread_events_log_message_is_an_android_log_line(ingest_data):
+    b = TraceBuilder()
+    seq = b.sequence(1, intern=False)
+    track = seq.thread(1, 2, "CrBrowserMain", ts=0)
+    packet = _event(seq, 1000, track, "logged", log_message=pb.LogMessage(body_iid=1, source_location_iid=2, prio=5))
+    packet.interned_data.log_message_body.add(iid=1, body="disk full")
+    packet.interned_data.source_locations.add(iid=2, file_name="disk.cc", function_name="Write", line_number=7)
+    no_prio = _event(seq, 2000, track, "plain", log_message=pb.LogMessage(body_iid=3))
+    no_prio.interned_data.log_message_body.add(iid=3, body="hello")
+    _, db = ingest_data(b.to_bytes())
+    assert db.rows(
+        "SELECT l.ts, t.tid, l.prio, l.tag, l.msg FROM android_logs l JOIN thread t USING (utid) ORDER BY l.ts"
+    ) == [(1000, 2, 5, "disk.cc:7", "disk full"), (2000, 2, 4, None, "hello")]  # no priority: INFO
+    assert [row[1:] for row in _args(db, "logged")] == [
+        ("track_event.log_message.message", "string", "disk full"),
+        ("track_event.log_message.file_name", "string", "disk.cc"),
+        ("track_event.log_message.function_name", "string", "Write"),
+        ("track_event.log_message.line_number", "int", "7"),
+        ("track_event.priority", "int", "5"),
+    ]

@@ -218,9 +218,9 @@ TYPED_FIELDS = frozenset(
 )
 
 
-def typed_field_args(out: list, fields: dict, seq) -> None:
+def typed_field_args(out: list, fields: dict, seq) -> bool:
     """Args of an event's typed fields (`fields`: descriptor -> value), in trace_processor's order: the
-    fields it reads itself, then the reflected ones."""
+    fields it reads itself, then the reflected ones. True when its log message makes an android_logs row."""
     get = fields.get
     iid = get(TE.source_location_iid)
     if iid:
@@ -236,8 +236,7 @@ def typed_field_args(out: list, fields: dict, seq) -> None:
             cached = seq.derived[key] = tuple(cached)
         out.extend(cached)
     message = get(TE.log_message)
-    if message is not None:
-        _log_message_args(out, message, seq)
+    logs = message is not None and _log_message_args(out, message, seq)
     screenshot = get(TE.screenshot)
     if screenshot is not None:
         for name in ("jpg_image", "pam_image", "ppm_image"):
@@ -270,6 +269,7 @@ def typed_field_args(out: list, fields: dict, seq) -> None:
             message_args(out, value, fd.name, fd.name, seq)
         else:
             proto_field(out, fd, value, fd.name, fd.name, seq)
+    return logs
 
 
 def _interned_location_args(out: list, prefix: str, location) -> None:
@@ -288,13 +288,46 @@ def normal_path(file_name: str) -> str:
     return file_name.replace("\\", "/")
 
 
-def _log_message_args(out: list, message, seq) -> None:
-    # trace_processor: the body first (none, nothing: an invalid message), then its source.
+# A log message's args (the row it makes in android_logs is read from them: LogMessageArgs).
+LOG_BODY, LOG_FILE = "track_event.log_message.message", "track_event.log_message.file_name"
+LOG_LINE, LOG_PRIORITY = "track_event.log_message.line_number", "track_event.priority"
+PRIO_INFO = 4
+
+
+class LogMessageArgs(tuple):
+    """The args of a track event whose log message is also a row of android_logs (the parser writes it,
+    once it knows the event's thread)."""
+
+    __slots__ = ()
+
+
+def log_row(args: tuple) -> tuple[int, str | None, str]:
+    """(priority, tag, message) of the android_logs row of a LogMessageArgs: the tag is "file:line" when
+    the message has a source location; a message without a priority is INFO, as trace_processor shows
+    track event logs."""
+    values = {a[0]: a[3] for a in args if a[0].startswith(("track_event.log_message.", LOG_PRIORITY))}
+    tag = f"{values[LOG_FILE]}:{values[LOG_LINE]}" if LOG_FILE in values else None
+    return values.get(LOG_PRIORITY, PRIO_INFO), tag, values[LOG_BODY]
+
+
+def _log_message_args(out: list, message, seq) -> bool:
+    """The message's args, as trace_processor adds them: its body (none: no args), its source location's
+    file, function and line (0 when it has none), its priority when it has one. True when it also makes an
+    android_logs row (its body and any source location resolved)."""
     body = seq.lookup(I_LOG_BODY, message.body_iid)
     if body is None:
-        return
-    _add(out, "track_event.log_message.message", "track_event.log_message.message", "string", body)
-    loc = seq.lookup(I_SOURCE_LOCATIONS, message.source_location_iid) if message.source_location_iid else None
-    source_location_args(out, "track_event.log_message", loc)
-    if message.prio:
-        _add(out, "track_event.priority", "track_event.priority", "int", message.prio)
+        return False
+    _add(out, LOG_BODY, LOG_BODY, "string", body)
+    if message.HasField("source_location_iid"):
+        location = seq.lookup(I_SOURCE_LOCATIONS, message.source_location_iid)
+        if location is None:
+            return False
+        file_name, function_name, line = location
+        _add(out, LOG_FILE, LOG_FILE, "string", file_name or "")
+        key = "track_event.log_message.function_name"
+        _add(out, key, key, "string", function_name or "")
+        _add(out, LOG_LINE, LOG_LINE, "int", line or 0)
+    if message.HasField("prio"):
+        prio = message.prio if 0 <= message.prio <= 7 else 0  # LogMessage's priorities are Android's
+        _add(out, LOG_PRIORITY, LOG_PRIORITY, "int", prio)
+    return True

@@ -22,6 +22,7 @@ from ..common.event_kinds import EV_DESCRIPTOR, EV_TRACK_EVENT
 from ..common.values import signed
 from .active_chrome_processes import ActiveChromeProcesses, ActiveProcessesArgs, active_pids
 from .track_descriptor import CHROME_RENDERER_TYPES, Reservation, chrome_process_name, chrome_thread_name
+from .track_event_args import LogMessageArgs, log_row
 from .track_event_extensions import DeferredExtensionArgs, TrackEventExtensions, resolve_deferred
 from .track_event_fields import (
     F_ARGS,
@@ -104,10 +105,13 @@ class TrackEventParser:
             args_type = type(ev[F_ARGS])
             if args_type is DeferredExtensionArgs:
                 ev = (*ev[:F_ARGS], resolve_deferred(self.extensions, ev[F_ARGS], self.stats), *ev[F_ARGS + 1 :])
-            elif args_type is ActiveProcessesArgs:
+            elif args_type is ActiveProcessesArgs or args_type is LogMessageArgs:
                 get_process = self.procs.get_or_create_process
                 for pid in active_pids(ev[F_ARGS]):
                     self.active_chrome_processes.add_listing(ts, get_process(pid))
+                if args_type is LogMessageArgs:  # its android_logs row needs the event's thread
+                    self._general_event(ts, ev)
+                    return
             if ev[F_LEGACY] is None:
                 fast = self._fast.get(ev[F_UUID])
                 if fast is not None and ev[F_TYPE] in SLICE_TYPES and ev[F_CALLSTACK] is None:
@@ -547,6 +551,8 @@ class TrackEventParser:
             self.stats.inc("track_event_parser_errors")
             return
         utid, upid, passthrough_utid, fallback = owners
+        if utid is not None and type(ev[F_ARGS]) is LogMessageArgs:  # as trace_processor, only a thread's
+            self.trace.storage.insert("android_logs", (ts, utid, *log_row(ev[F_ARGS])))
         thread_ts, thread_ic = self._thread_counters(ts, ev, utid)
         uuid, name = ev[F_UUID], ev[F_NAME]
         if etype == TYPE_COUNTER:

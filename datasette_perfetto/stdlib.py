@@ -148,6 +148,7 @@ def counter_leading_intervals(conn: sqlite3.Connection, table: str, counters_sql
     kept: dict[int, list[list]] = {}  # track -> [id, ts, value] rows
     pending: dict[int, list] = {}  # track -> the last dropped row of a run of equal values
     for row_id, ts, track_id, value in conn.execute(f"SELECT * FROM ({counters_sql}) ORDER BY ts, id"):
+        value = float(value)  # a counter's value is a double
         rows = kept.setdefault(track_id, [])
         if len(rows) > 1 and rows[-1][2] == value and rows[-2][2] == value:
             pending[track_id] = [row_id, ts, value]
@@ -225,6 +226,7 @@ MODULES: dict[str, Module] = {
     ),
     "viz.summary.track_event": Module(("viz.track_event_callstacks",), _TRACK_EVENT_ORDER),
     "stacks.cpu_profiling": Module(sql=_CPU_PROFILING),
+    "counters.intervals": Module(),  # its counter_leading_intervals! macro: table_functions.py
     "android.memory.heap_profile.intervals": Module(sql=_HEAP_PROFILE_INTERVALS),
     "android.memory.heap_graph.oome": Module(),  # android_heap_graph_java_oome_details: schema.py
     "android.power_rails": Module(

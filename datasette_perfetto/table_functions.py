@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .flamegraph import experimental_flamegraph
+from .stdlib import counter_leading_intervals
 
 INT64_MAX = 2**63 - 1
 
@@ -26,6 +27,9 @@ class TableFunction:
     arguments: int
     # compute(conn, *arguments) -> (column names, rows); ValueError for a bad argument.
     compute: Callable[..., tuple[list[str], list[tuple]]]
+    # A PerfettoSQL macro (`name!(table)`): its argument is a table or subquery, which may name the
+    # statement's own WITH tables; compute(conn, SQL selecting from it) instead.
+    macro: bool = False
 
 
 def expand_table_functions(conn: sqlite3.Connection, statement: str) -> str:
@@ -38,8 +42,11 @@ def expand_table_functions(conn: sqlite3.Connection, statement: str) -> str:
         if len(arguments) != function.arguments:
             raise sqlite3.OperationalError(f"{name}: takes {function.arguments} argument(s), got {len(arguments)}")
         try:
-            values = conn.execute(f"SELECT {', '.join(arguments)}").fetchone()
-            columns, rows = function.compute(conn, *values)
+            if function.macro:
+                columns, rows = function.compute(conn, f"{_with_clause(statement)} SELECT * FROM {arguments[0]}")
+            else:
+                values = conn.execute(f"SELECT {', '.join(arguments)}").fetchone()
+                columns, rows = function.compute(conn, *values)
         except sqlite3.Error as e:
             hint = " (arguments are constants or subqueries: a column of the enclosing query cannot be one)"
             raise sqlite3.OperationalError(f"{name}: {e}" + (hint if "no such column" in str(e) else "")) from None
@@ -80,14 +87,38 @@ def _calls(statement: str):
             pos += 1
             continue
         name = word.group(0).lower()
-        after = len(statement[word.end() :]) - len(statement[word.end() :].lstrip())
-        open_at = word.end() + after
+        end_of_name = word.end()
+        if statement[end_of_name : end_of_name + 1] == "!":  # a macro
+            name += "!"
+            end_of_name += 1
+        after = len(statement[end_of_name:]) - len(statement[end_of_name:].lstrip())
+        open_at = end_of_name + after
         if name in TABLE_FUNCTIONS and statement[open_at : open_at + 1] == "(":
             end, arguments = _arguments(statement, open_at)
             yield word.start(), end, name, arguments
             pos = end
         else:
             pos = word.end()
+
+
+def _with_clause(statement: str) -> str:
+    """The statement's leading `WITH name AS (...), ...` (empty without one): the text before the first
+    SELECT or VALUES outside parentheses."""
+    code = _without_comments(statement).lstrip()
+    if not re.match(r"WITH\b", code, re.I):
+        return ""
+    depth, pos = 0, 4
+    while pos < len(code):
+        skipped = _SKIPPED.match(code, pos)
+        if skipped:
+            pos = skipped.end()
+            continue
+        if code[pos] in "()":
+            depth += 1 if code[pos] == "(" else -1
+        elif depth == 0 and re.match(r"(SELECT|VALUES)\b", code[pos:], re.I) and code[pos - 1] in " \t\r\n)":
+            return code[:pos]
+        pos += 1
+    return ""
 
 
 def _arguments(statement: str, open_at: int) -> tuple[int, list[str]]:
@@ -249,7 +280,19 @@ def annotated_callstack(conn: sqlite3.Connection, callsite_id) -> tuple[list[str
     return columns, [(*row[:4], annotation) for row, annotation in zip(chain, annotations)]
 
 
+def _counter_leading_intervals(conn: sqlite3.Connection, counters_sql: str) -> tuple[list[str], list[tuple]]:
+    table = _temp_table(conn, ["x"], [])  # a fresh name, replaced by the intervals
+    conn.execute(f"DROP TABLE {table}")
+    counter_leading_intervals(
+        conn, table.removeprefix("temp."), f"SELECT id, ts, track_id, value FROM ({counters_sql})"
+    )
+    cursor = conn.execute(f"SELECT * FROM {table}")
+    return [d[0] for d in cursor.description], cursor.fetchall()
+
+
 TABLE_FUNCTIONS: dict[str, TableFunction] = {
+    # counters.intervals' macro: each counter value until the next on its track (stdlib.py).
+    "counter_leading_intervals!": TableFunction(1, _counter_leading_intervals, macro=True),
     # (profile type, ts, ts constraint, upid, upid group, focus): flamegraph.py
     "experimental_flamegraph": TableFunction(6, experimental_flamegraph),
     "experimental_slice_layout": TableFunction(1, slice_layout),

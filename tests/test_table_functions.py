@@ -242,3 +242,24 @@ def test_arg_set_to_json_nests_dotted_keys_and_indices(ingest_data):
         ['{"debug":{"a":{"b":1,"c":[true,"x"]},"d":2.5}}']
     ]
     assert _rows(db, "SELECT __intrinsic_arg_set_to_json(NULL)") == [[None]]
+
+
+def test_counter_leading_intervals_macro_over_the_statements_own_table(layout_db):
+    rows = _rows(
+        layout_db,
+        "INCLUDE PERFETTO MODULE counters.intervals;\n"
+        "WITH data(id, ts, value, track_id) AS (VALUES (1, 10, 10, 1), (2, 20, 11, 1), (3, 30, 11, 1), "
+        "(4, 40, 11, 1), (5, 50, 11, 1), (6, 60, 12, 1), (7, 15, 3, 2))\n"
+        "SELECT * FROM counter_leading_intervals!(data)",
+    )
+    end = layout_db.one("SELECT end_ts FROM trace_bounds")
+    # A value equal to the two before it is dropped (4), but a run's last (5) is kept before a change;
+    # each track's last value lasts to the trace's end.
+    assert rows == [
+        [1, 10, 10, 1, 10.0, 11.0, None],
+        [2, 20, 10, 1, 11.0, 11.0, 1.0],
+        [3, 30, 20, 1, 11.0, 11.0, 0.0],
+        [5, 50, 10, 1, 11.0, 12.0, 0.0],
+        [6, 60, end - 60, 1, 12.0, None, 1.0],
+        [7, 15, end - 15, 2, 3.0, None, None],
+    ]

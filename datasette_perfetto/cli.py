@@ -18,9 +18,9 @@ from .connection import prepare
 from .importers.common.options import Content
 from .ingest import IngestError, TraceSummary, ingest
 from .scratch import sigterm_raises_system_exit
-from .sql_text import as_sqlite, comment_params, split_includes, split_statements
+from .sql_text import comment_params, split_includes, split_statements
 from .stdlib import UnknownModule, include
-from .table_functions import expand_table_functions, run_span_join
+from .table_functions import runnable
 
 
 def register(cli: click.Group) -> None:
@@ -236,13 +236,15 @@ def query(database: str, sql: str | None, sql_file, params: tuple[tuple[str, str
     results = []
     try:
         included: set[str] = set()
+        metrics_run: set[str] = set()
         for module in modules:
             include(conn, module, included)
         for statement in statements:
             bound = {**comment_params(statement), **dict(params)}
-            if run_span_join(conn, statement):
+            sql = runnable(conn, statement, metrics_run)
+            if sql is None:
                 continue
-            cur = conn.execute(expand_table_functions(conn, as_sqlite(statement)), bound)
+            cur = conn.execute(sql, bound)
             if cur.description is None:  # a statement without rows prints nothing
                 continue
             columns = [d[0] for d in cur.description]

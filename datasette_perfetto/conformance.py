@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from .connection import prepare
 from .importers.common.options import Content
 from .ingest import IngestError, ingest
-from .sql_text import as_sqlite, split_includes, split_statements
+from .sql_text import split_includes, split_statements
 from .stdlib import UnknownModule, include
-from .table_functions import expand_table_functions, run_span_join
+from .table_functions import runnable
 
 TRACE_NAMES = ("trace.pb", "trace.json", "trace.systrace")
 
@@ -174,12 +174,14 @@ def run_case(case_dir: str, workdir: str, **ingest_options) -> CaseResult:
         # Several statements run in order (on this case's own copy); the last one's rows are the result.
         statements, modules = split_includes(split_statements(query))
         included: set[str] = set()
+        metrics_run: set[str] = set()
         for module in modules:
             include(conn, module, included)
         for statement in statements or [query]:
-            if run_span_join(conn, statement):
+            sql = runnable(conn, statement, metrics_run)
+            if sql is None:
                 continue
-            cur = conn.execute(expand_table_functions(conn, as_sqlite(statement)))
+            cur = conn.execute(sql)
             columns = [d[0] for d in cur.description] if cur.description else []
             rows = cur.fetchall()
     except (sqlite3.Error, UnknownModule) as e:

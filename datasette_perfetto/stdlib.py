@@ -8,6 +8,7 @@ database already holds (schema.py's views) has no SQL. Each is run at most once 
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -240,6 +241,59 @@ MODULES: dict[str, Module] = {
     ),
     "android.entity_state_residency": Module(sql=_ENTITY_STATE_RESIDENCY),
 }
+
+
+# Legacy metric SQL files RUN_METRIC runs (trace_processor's metrics/sql), as SQLite of our own.
+_CHROME_PROCESSES = """
+-- Chrome's processes (those with a chrome.process_type arg) and their threads; a sandboxed or privileged
+-- utility process is typed by its main thread's name (CrUtilityMain -> Utility).
+CREATE TEMP VIEW all_chrome_processes AS
+SELECT upid, ifnull(type.string_value, '') AS process_type
+FROM process JOIN args AS type ON type.arg_set_id = process.arg_set_id AND type.key = 'chrome.process_type';
+
+CREATE TEMP VIEW all_chrome_threads AS
+SELECT utid, thread.upid, thread.name FROM thread JOIN all_chrome_processes USING (upid);
+
+CREATE TEMP VIEW chrome_subprocess_types AS
+SELECT DISTINCT p.upid, substr(t.name, 3, length(t.name) - 6) AS sandbox_type
+FROM all_chrome_processes AS p JOIN all_chrome_threads AS t USING (upid)
+WHERE p.process_type IN ('Sandboxed', 'Privileged') AND t.name GLOB 'Cr*Main'
+ORDER BY p.upid;
+
+CREATE TEMP VIEW chrome_process AS
+SELECT process.*, ifnull(s.sandbox_type, a.process_type) AS process_type
+FROM process
+JOIN all_chrome_processes AS a USING (upid)
+LEFT JOIN chrome_subprocess_types AS s USING (upid)
+ORDER BY upid;
+
+CREATE TEMP VIEW chrome_thread AS
+SELECT thread.*,
+  CASE WHEN thread.name GLOB 'Cr*Main' THEN 'CrProcessMain' WHEN thread.name IS NULL THEN 'Unknown'
+    ELSE thread.name END AS canonical_name
+FROM thread JOIN chrome_process USING (upid)
+ORDER BY utid;
+"""
+
+METRICS: dict[str, str] = {"chrome/chrome_processes.sql": _CHROME_PROCESSES}
+_RUN_METRIC = re.compile(r"\s*SELECT\s+RUN_METRIC\s*\(\s*'([^']*)'\s*\)\s*;?\s*$", re.I)
+
+
+def run_metric(conn: sqlite3.Connection, statement: str, done: set[str]) -> bool:
+    """Runs `SELECT RUN_METRIC('file.sql');` for a metric file METRICS knows (once per connection: `done`);
+    False for any other statement. An unknown file is an SQL error naming the ones there are."""
+    match = _RUN_METRIC.match(re.sub(r"--[^\n]*", " ", statement))
+    if match is None:
+        return False
+    name = match.group(1)
+    if name not in METRICS:
+        raise sqlite3.OperationalError(
+            f"RUN_METRIC('{name}'): that trace_processor metric is not here; these are: {', '.join(sorted(METRICS))}"
+        )
+    if name not in done:
+        conn.executescript(METRICS[name])
+        done.add(name)
+    return True
 
 
 def check(name: str) -> None:

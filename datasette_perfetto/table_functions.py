@@ -17,7 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .flamegraph import experimental_flamegraph
-from .stdlib import counter_leading_intervals
+from .sql_text import as_sqlite
+from .stdlib import counter_leading_intervals, run_metric
 
 INT64_MAX = 2**63 - 1
 
@@ -30,6 +31,15 @@ class TableFunction:
     # A PerfettoSQL macro (`name!(table)`): its argument is a table or subquery, which may name the
     # statement's own WITH tables; compute(conn, SQL selecting from it) instead.
     macro: bool = False
+
+
+def runnable(conn: sqlite3.Connection, statement: str, metrics_run: set[str]) -> str | None:
+    """What SQLite runs for one of the user's statements: PerfettoSQL made SQLite (sql_text.as_sqlite) and its
+    table function calls computed; None when the statement was run here (a span join, RUN_METRIC: metrics
+    already run on this connection are in `metrics_run`)."""
+    if run_span_join(conn, statement) or run_metric(conn, statement, metrics_run):
+        return None
+    return expand_table_functions(conn, as_sqlite(statement))
 
 
 def expand_table_functions(conn: sqlite3.Connection, statement: str) -> str:

@@ -198,3 +198,28 @@ def test_power_rails_counters_as_leading_intervals(tmp_path):
         "INCLUDE PERFETTO MODULE android.power_rails;\n"
         "SELECT power_rail_name, raw_power_rail_name, friendly_name, subsystem_name FROM android_power_rails_metadata",
     ) == [["power.rails.cpu.mid", "S3M_VDD_CPUCL1", "cpu.mid", "cpu"]]
+
+
+def test_run_metric_chrome_processes(tmp_path):
+    b = TraceBuilder()
+    seq = b.sequence(1, intern=False)
+    for uuid, pid, kind in ((1, 10, 1), (2, 20, 2)):  # chrome_enums.ProcessType: browser, renderer
+        desc = pb.TrackDescriptor(uuid=uuid, process=pb.ProcessDescriptor(pid=pid))
+        desc.chrome_process.process_type = kind
+        seq.packet(0, track_descriptor=desc)
+    seq.thread(10, 10, "CrBrowserMain", ts=0)
+    seq.thread(20, 21, "Compositor", ts=0)
+    db = ingest_built(tmp_path, b)
+    sql = (
+        "SELECT RUN_METRIC('chrome/chrome_processes.sql');\n"
+        "SELECT tid, canonical_name FROM chrome_thread ORDER BY tid;\n"
+        "SELECT pid, process_type FROM chrome_process ORDER BY pid;"
+    )
+    result = CliRunner().invoke(perfetto, ["query", str(db.path), sql, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    threads, processes = (json.loads(line)["rows"] for line in result.output.strip().splitlines())
+    assert [t for t in threads if t[1] != "Unknown"] == [[10, "CrProcessMain"], [21, "Compositor"]]
+    assert processes == [[10, "Browser"], [20, "Renderer"]]
+    result = CliRunner().invoke(perfetto, ["query", str(db.path), "SELECT RUN_METRIC('android/startup.sql')"])
+    assert result.exit_code == 1
+    assert "RUN_METRIC('android/startup.sql'): that trace_processor metric is not here" in result.output

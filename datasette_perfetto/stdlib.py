@@ -219,6 +219,72 @@ SELECT id, ts, dur, entity_name, state_name, raw_name, state_time_since_boot, st
 FROM timed;
 """
 
+# android.process_metadata: each process with its Android uid, user and package. trace_processor's
+# _app_id_to_base_package (sdk sandbox and pcc app ids to their app's) is the CASE of `base`; its table
+# function _android_package_for_process, the subquery of `matched`: among the packages of the process'
+# uid (any when the uid has a single package, else those whose name starts the process name) and, for an
+# isolated uid (90000-99999), those whose name starts the process name's part before ':', the package
+# whose name is longest (SQLite's min() with a bare column: the first of equals; a NULL distance: the
+# last such row); android_is_kernel_task(upid), the EXISTS.
+_PROCESS_METADATA = """
+CREATE TEMP TABLE _uid_package_count AS
+SELECT uid, count(1) AS cnt FROM package_list GROUP BY 1;
+
+CREATE TEMP TABLE _android_kernel_tasks AS
+SELECT a.upid
+FROM process AS a LEFT JOIN process AS b ON a.parent_upid = b.upid
+WHERE b.name = 'kthreadd' OR a.pid = 0 OR b.pid = 0
+ORDER BY 1;
+
+CREATE TEMP TABLE android_process_metadata AS
+WITH base AS (
+  SELECT upid, pid, name, cmdline, android_appid, android_user_id,
+    CASE
+      WHEN android_appid < 20000 THEN android_appid
+      WHEN android_appid < 30000 THEN android_appid - 10000
+      WHEN android_appid < 40000 THEN android_appid - 20000
+      ELSE android_appid
+    END AS base_uid
+  FROM process
+),
+counted AS (
+  SELECT base.*, c.cnt FROM base LEFT JOIN _uid_package_count AS c ON base.base_uid = c.uid
+),
+matched AS (
+  SELECT counted.*, (
+    SELECT chosen.id FROM (
+      SELECT p.id, min(length(counted.name) - length(p.package_name))
+      FROM package_list AS p
+      WHERE (counted.base_uid = p.uid AND (counted.cnt = 1 OR counted.name GLOB p.package_name || '*'))
+        OR (counted.base_uid >= 90000 AND counted.base_uid < 100000
+          AND str_split(counted.name, ':', 0) GLOB p.package_name || '*')
+    ) AS chosen
+  ) AS package_id
+  FROM counted
+)
+SELECT
+  m.upid,
+  m.pid,
+  CASE
+    WHEN length(m.name) = 15
+      AND (m.cmdline IN ('zygote', 'zygote64', '<pre-initialized>') OR m.cmdline GLOB '*' || m.name)
+      THEN m.cmdline
+    ELSE m.name
+  END AS process_name,
+  m.android_appid AS uid,
+  m.android_user_id AS user_id,
+  u.type AS user_type,
+  CASE WHEN m.cnt > 1 THEN 1 ELSE NULL END AS shared_uid,
+  plist.package_name,
+  plist.version_code,
+  plist.debuggable,
+  EXISTS (SELECT 1 FROM _android_kernel_tasks AS k WHERE k.upid = m.upid) AS is_kernel_task
+FROM matched AS m
+LEFT JOIN package_list AS plist ON plist.id = m.package_id
+LEFT JOIN android_user_list AS u ON m.android_user_id = u.android_user_id
+ORDER BY m.upid;
+"""
+
 MODULES: dict[str, Module] = {
     "slices.with_context": Module(),  # thread_slice, process_slice, thread_or_process_slice: schema.py
     "viz.track_event_callstacks": Module(
@@ -240,6 +306,8 @@ MODULES: dict[str, Module] = {
         ),
     ),
     "android.entity_state_residency": Module(sql=_ENTITY_STATE_RESIDENCY),
+    "android.user_list": Module(),  # android_user_list: schema.py
+    "android.process_metadata": Module(("android.user_list",), _PROCESS_METADATA),
 }
 
 
@@ -275,7 +343,107 @@ FROM thread JOIN chrome_process USING (upid)
 ORDER BY utid;
 """
 
-METRICS: dict[str, str] = {"chrome/chrome_processes.sql": _CHROME_PROCESSES}
+_BROWSER_MAIN_THREAD_DURATION = """
+-- The longest span, in whole ms, of the slices on a browser main thread's root track.
+CREATE TEMP VIEW chrome_browser_main_thread_duration AS
+SELECT max(len) AS duration_ms FROM (
+  SELECT (max(s.ts) - min(s.ts)) / 1000 / 1000 AS len
+  FROM slice AS s
+  JOIN thread_track AS tt ON tt.id = s.track_id
+  JOIN chrome_thread AS t ON t.utid = tt.utid
+  JOIN chrome_process AS p ON p.upid = t.upid
+  JOIN track AS tr ON tr.id = tt.id
+  JOIN args AS a ON a.arg_set_id = tr.source_arg_set_id
+  WHERE t.canonical_name IN ('CrProcessMain', 'CrBrowserMain') AND p.process_type = 'Browser'
+    AND a.key = 'is_root_in_scope' AND a.int_value = 1
+  GROUP BY s.track_id
+);
+"""
+
+# From when a Chrome trace's data is complete: after the first slice of every busy thread whose sequence
+# did not start with the trace, after the processes whose data was lost (or that lack a main thread), or
+# from the range of interest Chrome set.
+_RELIABLE_RANGE = """
+CREATE TEMP VIEW chrome_event_stats_per_thread AS
+SELECT count(*) AS cnt,
+  ifnull(CAST(count(*) AS DOUBLE) / (SELECT duration_ms FROM chrome_browser_main_thread_duration), 0) AS rate,
+  utid
+FROM thread_track JOIN slice ON slice.track_id = thread_track.id
+WHERE extract_arg(source_arg_set_id, 'source') = 'descriptor'
+GROUP BY utid;
+
+-- The median count and the 95th percentile rate of those threads.
+CREATE TEMP VIEW chrome_event_cnt_cutoff AS
+SELECT cnt FROM chrome_event_stats_per_thread ORDER BY cnt
+LIMIT 1 OFFSET ((SELECT count(*) FROM chrome_event_stats_per_thread) * 50 / 100);
+
+CREATE TEMP VIEW chrome_event_rate_cutoff AS
+SELECT rate FROM chrome_event_stats_per_thread ORDER BY rate
+LIMIT 1 OFFSET ((SELECT count(*) FROM chrome_event_stats_per_thread) * 95 / 100);
+
+CREATE TEMP VIEW chrome_reliable_range_per_thread AS
+SELECT utid, min(ts) AS start,
+  max(ifnull(extract_arg(source_arg_set_id, 'has_first_packet_on_sequence'), 0)) AS has_first_packet_on_sequence
+FROM thread_track JOIN slice ON slice.track_id = thread_track.id
+WHERE utid IN (
+  SELECT stats.utid FROM chrome_event_stats_per_thread AS stats
+  LEFT JOIN chrome_event_cnt_cutoff AS by_count ON 1
+  LEFT JOIN chrome_event_rate_cutoff AS by_rate ON 1
+  WHERE stats.cnt >= by_count.cnt AND stats.rate >= by_rate.rate
+)
+GROUP BY utid;
+
+CREATE TEMP VIEW chrome_processes_with_missing_main AS
+SELECT upid FROM (
+  SELECT process.upid, main.utid
+  FROM process LEFT JOIN (SELECT utid, upid FROM thread WHERE name GLOB '*[Mm]ain*') AS main USING (upid)
+  WHERE extract_arg(process.arg_set_id, 'chrome.process_type') IN ('Browser', 'Renderer', 'Gpu')
+)
+WHERE utid IS NULL;
+
+CREATE TEMP VIEW chrome_processes_data_loss_free_period AS
+SELECT upid AS limiting_upid, ifnull(reliable_from, (SELECT max(ts + dur) FROM slice)) AS start
+FROM (
+  SELECT upid, reliable_from FROM experimental_missing_chrome_processes
+  UNION ALL
+  SELECT upid, NULL FROM chrome_processes_with_missing_main
+  UNION ALL
+  SELECT NULL, NULL WHERE (SELECT duration_ms FROM chrome_browser_main_thread_duration) IS NULL
+)
+ORDER BY start DESC, upid IS NOT NULL DESC, upid
+LIMIT 1;
+
+CREATE TEMP VIEW chrome_reliable_range AS
+SELECT
+  ifnull(roi.start_us * 1000, max(thread_start, data_loss_free_start)) AS start,
+  CASE
+    WHEN roi.start_us IS NOT NULL THEN 'Range of interest packet'
+    WHEN limiting_upid IN (SELECT upid FROM chrome_processes_with_missing_main)
+      THEN 'Missing main thread for upid=' || limiting_upid
+    WHEN thread_start >= data_loss_free_start THEN 'First slice for utid=' || limiting_utid
+    ELSE 'Missing process data for upid=' || limiting_upid
+  END AS reason,
+  limiting_upid AS debug_limiting_upid,
+  limiting_utid AS debug_limiting_utid
+FROM (
+  SELECT ifnull(max(start), 0) AS thread_start, utid AS limiting_utid,
+    ifnull((SELECT start FROM chrome_processes_data_loss_free_period), 0) AS data_loss_free_start,
+    (SELECT limiting_upid FROM chrome_processes_data_loss_free_period) AS limiting_upid
+  FROM chrome_reliable_range_per_thread
+  WHERE has_first_packet_on_sequence = 0
+)
+LEFT JOIN (
+  SELECT (SELECT int_value FROM metadata WHERE name = 'range_of_interest_start_us' LIMIT 1) AS start_us
+) AS roi ON 1;
+"""
+
+METRICS: dict[str, Module] = {
+    "chrome/chrome_processes.sql": Module(sql=_CHROME_PROCESSES),
+    "chrome/chrome_browser_main_thread_duration.sql": Module(
+        ("chrome/chrome_processes.sql",), _BROWSER_MAIN_THREAD_DURATION
+    ),
+    "chrome/chrome_reliable_range.sql": Module(("chrome/chrome_browser_main_thread_duration.sql",), _RELIABLE_RANGE),
+}
 _RUN_METRIC = re.compile(r"\s*SELECT\s+RUN_METRIC\s*\(\s*'([^']*)'\s*\)\s*;?\s*$", re.I)
 
 
@@ -290,10 +458,18 @@ def run_metric(conn: sqlite3.Connection, statement: str, done: set[str]) -> bool
         raise sqlite3.OperationalError(
             f"RUN_METRIC('{name}'): that trace_processor metric is not here; these are: {', '.join(sorted(METRICS))}"
         )
-    if name not in done:
-        conn.executescript(METRICS[name])
-        done.add(name)
+    _run_metric_file(conn, name, done)
     return True
+
+
+def _run_metric_file(conn: sqlite3.Connection, name: str, done: set[str]) -> None:
+    if name in done:
+        return
+    metric = METRICS[name]
+    for dependency in metric.dependencies:
+        _run_metric_file(conn, dependency, done)
+    conn.executescript(metric.sql)
+    done.add(name)
 
 
 def check(name: str) -> None:

@@ -223,3 +223,31 @@ def test_run_metric_chrome_processes(tmp_path):
     result = CliRunner().invoke(perfetto, ["query", str(db.path), "SELECT RUN_METRIC('android/startup.sql')"])
     assert result.exit_code == 1
     assert "RUN_METRIC('android/startup.sql'): that trace_processor metric is not here" in result.output
+
+
+def test_run_metric_chrome_reliable_range(tmp_path):
+    b = TraceBuilder()
+    seq = b.sequence(1, intern=False)
+    desc = pb.TrackDescriptor(uuid=1, process=pb.ProcessDescriptor(pid=10))
+    desc.chrome_process.process_type = 1  # browser
+    seq.packet(0, track_descriptor=desc)
+    main = seq.thread(10, 10, "CrBrowserMain", ts=0)
+    tasks = seq.track(100, "tasks", parent_uuid=main, ts=0)
+    for ts in (5_000_000, 9_000_000):
+        seq.slice_begin(ts, tasks, "task")
+        seq.slice_end(ts + 1_000_000, tasks)
+    for packet in b.packets:  # a sequence that started before the trace did
+        packet.ClearField("first_packet_on_sequence")
+    db = ingest_built(tmp_path, b)
+    (utid,) = db.rows("SELECT utid FROM thread WHERE tid = 10")[0]
+    sql = (
+        "SELECT RUN_METRIC('chrome/chrome_reliable_range.sql');\n"
+        "SELECT utid, start, has_first_packet_on_sequence FROM chrome_reliable_range_per_thread;\n"
+        "SELECT start, debug_limiting_utid FROM chrome_reliable_range"
+    )
+    result = CliRunner().invoke(perfetto, ["query", str(db.path), sql, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    per_thread, whole = (json.loads(line)["rows"] for line in result.output.strip().splitlines())
+    assert per_thread == [[utid, 5_000_000, 0]]  # the thread's first slice: its data may be cut before
+    # No browser main thread duration is known: data is complete only from the last slice's end.
+    assert whole == [[10_000_000, utid]]

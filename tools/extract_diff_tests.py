@@ -46,7 +46,7 @@ def extract(tree: str, out_dir: str, families: list[str]) -> Counter:
     for family in families:
         folder = os.path.join(tree, "test", "trace_processor", "diff_tests", family)
         for file_name in sorted(os.listdir(folder)):
-            if file_name.startswith("tests") and file_name.endswith(".py"):
+            if file_name.endswith(".py") and _declares_tests(os.path.join(folder, file_name)):
                 module = _load(os.path.join(folder, file_name))
                 for suite in _suites(module, testing.TestSuite):
                     for method_name, method in vars(suite).items():
@@ -58,6 +58,13 @@ def extract(tree: str, out_dir: str, families: list[str]) -> Counter:
                             blueprint = method(object.__new__(suite))
                             counts[_write_case(testing, blueprint, tree, folder, os.path.join(out_dir, case_id))] += 1
     return counts
+
+
+def _declares_tests(path: str) -> bool:
+    """Whether a file holds diff tests (tests*.py, and others such as deobfuscation_tests.py); not a
+    trace generator script."""
+    with open(path, encoding="utf-8") as f:
+        return "DiffTestBlueprint" in f.read()
 
 
 def _load(path: str):

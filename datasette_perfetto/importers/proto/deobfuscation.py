@@ -5,12 +5,14 @@ classes and fields theirs (heap_graph.py applies those).
 
 A mapping belongs to an Android package; a frame's package comes from its mapping's
 path (an APK under /data/app, a few system apps, in-memory dex files; "memfd" for
-/memfd: mappings). Frames whose package the path does not tell would need the process'
-package (packages_list), which this importer does not read: they stay obfuscated.
+/memfd: mappings). A frame whose package the path does not tell takes the package of a process
+whose profile uses it (its android_appid's first package_list row): the first of heapprofd allocations,
+then stack samples, then OOME thread stacks, in table order, walking each callsite to its root.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from google.protobuf.message import DecodeError
@@ -145,12 +147,15 @@ def parse_mappings(raws: list[bytes], stats) -> list[Mapping]:
     return out
 
 
-def deobfuscate_frames(stacks: StackProfileTracker, mappings: list[Mapping], stats) -> None:
+def deobfuscate_frames(
+    stacks: StackProfileTracker, mappings: list[Mapping], stats, process_package: Callable[[int], str | None]
+) -> None:
     """Java frames (names with a '.') of a mapping's package, or of memfd mappings, named
     "class.method" as the map has it: the method's deobfuscated name; with the frame's line
     in the map's line ranges, an inline chain of symbols (outermost last) instead; several
     candidates and no line: "A | B"."""
     java_frames: dict[tuple[str, str], list[int]] = {}
+    unknown: dict[int, str] = {}  # frame id -> name, of frames whose package the mapping does not tell
     for frame_id, name, mapping_name in stacks.frames_with_mapping_names():
         if "." not in name:
             continue
@@ -159,6 +164,11 @@ def deobfuscate_frames(stacks: StackProfileTracker, mappings: list[Mapping], sta
             package = "memfd"
         if package is not None:
             java_frames.setdefault((name, package), []).append(frame_id)
+        else:
+            unknown[frame_id] = name
+    if unknown:
+        for frame_id, package in _guessed_packages(stacks.storage, unknown, process_package):
+            java_frames.setdefault((unknown[frame_id], package), []).append(frame_id)
     if not java_frames:
         return
     names: dict[int, str] = {}
@@ -191,3 +201,44 @@ def deobfuscate_frames(stacks: StackProfileTracker, mappings: list[Mapping], sta
             "UPDATE stack_profile_frame SET deobfuscated_name = ? WHERE id = ?",
             [(name, frame_id) for frame_id, name in sorted(names.items())],
         )
+
+
+# The callsites processes' profiles use, in the order trace_processor looks for a frame's package.
+_PROFILE_CALLSITES = """
+SELECT upid, callsite_id FROM (
+  SELECT 0 AS source, id, upid, callsite_id FROM heap_profile_allocation
+  UNION ALL
+  SELECT 1, s.id, c.upid, s.callsite_id FROM profiler_sample AS s
+  JOIN profiler_task_context AS c ON c.id = s.task_context_id WHERE c.upid IS NOT NULL AND s.callsite_id IS NOT NULL
+  UNION ALL
+  SELECT 2, t.id, g.upid, t.callsite_id FROM heap_graph_thread_callsite AS t JOIN heap_graph AS g ON g.id = t.heap_graph_id
+  WHERE t.callsite_id IS NOT NULL
+)
+ORDER BY source, id
+"""
+
+
+def _guessed_packages(storage, unknown: dict[int, str], process_package: Callable[[int], str | None]) -> list:
+    """(frame id, package) of the `unknown` frames a process with a known package uses (the first such
+    process decides)."""
+    callsites = {
+        cid: (parent, frame)
+        for cid, parent, frame in storage.query("SELECT id, parent_id, frame_id FROM stack_profile_callsite")
+    }
+    guessed: dict[int, str] = {}
+    seen: set[tuple[int, int]] = set()
+    for upid, callsite_id in storage.query(_PROFILE_CALLSITES):
+        if (upid, callsite_id) in seen:
+            continue
+        seen.add((upid, callsite_id))
+        package = process_package(upid)
+        if package is None:
+            continue
+        while callsite_id is not None and callsite_id in callsites:
+            parent, frame_id = callsites[callsite_id]
+            if frame_id in unknown and frame_id not in guessed:
+                guessed[frame_id] = package
+            callsite_id = parent
+        if len(guessed) == len(unknown):
+            break
+    return sorted(guessed.items())

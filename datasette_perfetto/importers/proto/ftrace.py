@@ -21,6 +21,7 @@ from ..common.values import text
 # Imported for their handlers, which register themselves in packet_handlers.
 from . import (  # noqa: F401
     android_logs,
+    android_packages,
     atrace,
     concurrent_sessions,
     frame_events,

@@ -22,6 +22,7 @@ from ...trackers.process_tracker import NAME_PRIORITY_TRACK_DESCRIPTOR
 from ...trackers.stack_profile_tracker import ProfilerSamples, StackProfileTracker, for_trace, mapping_name
 from ..common.event_kinds import EV_PACKET, EV_PROFILE
 from ..common.values import saturate, signed, text
+from .android_packages import add_art_package
 from .deobfuscation import deobfuscate_frames, parse_mappings
 from .heap_graph import HEAP_GRAPH_FIELD, HeapGraphTracker
 from .packet_handlers import EXTENSION_PACKETS
@@ -568,6 +569,9 @@ class _ProfilePacketState:
         self.mappings: dict[int, int] = {}
         self.frames: dict[int, int] = {}
         self.callstacks: dict[int, int] = {}
+        # Callstacks interned on the sequence that the dumps use, resolved when each packet was tokenized:
+        # a continued dump's samples are counted with the last packet, whose own may not name them.
+        self.sequence_callstacks: dict[int, int | None] = {}
         self.prev_index: int | None = None
         self.pending: list[tuple] = []
 
@@ -664,6 +668,8 @@ class ProfileParser:
             procs.set_process_name(upid, text(m.process_name), NAME_PRIORITY_TRACK_DESCRIPTOR)
         if m.HasField("uid"):
             procs.set_process_uid(upid, m.uid)
+        if m.HasField("package_name") and m.HasField("uid"):
+            add_art_package(self.trace, text(m.package_name), m.uid)
         is_oome = m.HasField("oom_allocation_size")
         graphs = self._heap_graph_tracker()
         graph_id = graphs.new_graph(upid, ts, "OOME" if is_oome else None)
@@ -924,15 +930,16 @@ class ProfileParser:
             self.stats.inc("heapprofd_missing_packet")
         state.prev_index = index
         self._intern_profile(state, pp)
+        state.sequence_callstacks.update(fallback)
         for dump, (window_end, window_start) in zip(pp.process_dumps, times):
             if window_end is None:
                 continue
             if window_start is None:
                 window_start = window_end
-            self._process_dump(ts, state, dump, window_end, window_start, fallback)
+            self._process_dump(ts, state, dump, window_end, window_start, state.sequence_callstacks)
         if not pp.continued:
             for alloc in state.pending:
-                self._allocation(state, fallback, *alloc)
+                self._allocation(state, state.sequence_callstacks, *alloc)
             self._profile_states[seq_id] = fresh = _ProfilePacketState()
             fresh.prev_index = state.prev_index
 
@@ -1095,18 +1102,31 @@ class ProfileParser:
                 ),
             )
 
+    def _process_package(self) -> Callable[[int], str | None]:
+        """upid -> the package of its android_appid (the first package_list row of that uid), or None."""
+        packages: dict[int, str] = {}
+        for uid, name in self.storage.query("SELECT uid, package_name FROM package_list ORDER BY id"):
+            packages.setdefault(uid, name)
+        procs = self.trace.processes
+
+        def package(upid: int) -> str | None:
+            appid = procs.process(upid).android_appid if upid is not None else None
+            return packages.get(appid) if appid is not None else None
+
+        return package
+
     def finish(self) -> None:
         for _seq_id, state in self._profile_states.items():
             if state.pending:
                 self.stats.inc("heapprofd_non_finalized_profile")
                 for alloc in state.pending:
-                    self._allocation(state, {}, *alloc)
+                    self._allocation(state, state.sequence_callstacks, *alloc)
                 state.pending.clear()
         if self._heap_graphs is not None:
             self._heap_graphs.finish()
         if self._deobfuscation_mappings:
             mappings = parse_mappings(self._deobfuscation_mappings, self.stats)
-            deobfuscate_frames(self.stacks, mappings, self.stats)
+            deobfuscate_frames(self.stacks, mappings, self.stats, self._process_package())
             if self._heap_graphs is not None:
                 self._heap_graphs.deobfuscate(mappings)
             self._deobfuscation_mappings.clear()

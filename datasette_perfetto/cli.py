@@ -52,6 +52,12 @@ def perfetto() -> None:
     help="Also keep every kernel event as a row of ftrace_event (raw), its fields as args, for to_ftrace() "
     "(trace_processor's default; ~70% more time on scheduling-heavy traces)",
 )
+@click.option(
+    "--analyze-proto-content",
+    is_flag=True,
+    help="Also break the trace's bytes down by proto field path: experimental_proto_path and "
+    "experimental_proto_content (trace_processor's --analyze-trace-proto-content)",
+)
 def ingest_command(
     traces: tuple[str, ...],
     output: str,
@@ -59,6 +65,7 @@ def ingest_command(
     jobs: str | None = None,
     cluster: str | None = None,
     ftrace_raw: bool = False,
+    analyze_proto_content: bool = False,
 ) -> None:
     """Import TRACES (Perfetto protobuf, optionally gzipped) into a new SQLite database.
 
@@ -73,7 +80,7 @@ def ingest_command(
     from . import parallel
     from .progress import progress_for  # here: tqdm is not loaded for every `datasette` command
 
-    content = Content(ftrace_raw=ftrace_raw)
+    content = Content(ftrace_raw=ftrace_raw, analyze_proto_content=analyze_proto_content)
     try:
         workers = parallel.parse_jobs(jobs)
         with sigterm_raises_system_exit():

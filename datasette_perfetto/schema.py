@@ -574,6 +574,64 @@ EXPERIMENTAL_MISSING_CHROME_PROCESSES = Table(
     ),
 )
 
+EXPERIMENTAL_PROTO_PATH = Table(
+    "experimental_proto_path",
+    "With ingest --analyze-proto-content (trace_processor's --analyze-trace-proto-content; empty without): the "
+    "proto field paths the trace's packets use, one tree per annotation (a track event's category and name, "
+    "packets skipped for lack of incremental state, or none), rooted at TracePacket. Experimental, as in "
+    "trace_processor.",
+    (
+        C("id", "INTEGER", "Path id (→ experimental_proto_content.path_id)."),
+        C(
+            "parent_id",
+            "INTEGER",
+            "→ experimental_proto_path.id of the enclosing message's path; NULL for a root.",
+            ref="experimental_proto_path",
+        ),
+        C(
+            "field_type",
+            "TEXT",
+            "A message's type name (TracePacket, TrackEvent, ...), else the field's type (uint64, string, enum, "
+            "...; message for a message field not length-delimited); '' for #unknown.",
+        ),
+        C(
+            "field_name",
+            "TEXT",
+            "'#' and the field's name (#track_event); #unknown: the fields the descriptors do not name; NULL "
+            "for a root.",
+        ),
+        C(
+            "arg_set_id",
+            "INTEGER",
+            "A root's annotation: event.category and event.name, or skipped_packet (→ args.arg_set_id); NULL "
+            "for other paths and packets without one.",
+            ref="args",
+        ),
+    ),
+)
+
+EXPERIMENTAL_PROTO_CONTENT = Table(
+    "experimental_proto_content",
+    "With ingest --analyze-proto-content: the trace's bytes by proto field path (trace_processor's "
+    "experimental_proto_content), one row per experimental_proto_path with samples. A field's size leaves out "
+    "its tag and length, which count in its message's row: every field's bytes are counted once.",
+    (
+        C("id", "INTEGER", "Row id."),
+        C("path", "TEXT", "The path as text: e.g. TracePacket.#track_event.TrackEvent.#name_iid.uint64."),
+        C("path_id", "INTEGER", "→ experimental_proto_path.id.", ref="experimental_proto_path"),
+        C(
+            "total_size",
+            "INTEGER",
+            "Bytes over the trace. A field: its value (a varint as re-encoded, 4 or 8 for fixed ones, a string's, "
+            "bytes' or packed field's payload). A message: the tag and length bytes of its fields. #unknown: the "
+            "unnamed fields' values.",
+            unit="bytes",
+        ),
+        C("size", "INTEGER", "Same as total_size.", unit="bytes"),
+        C("count", "INTEGER", "Occurrences: of the field, or of the message."),
+    ),
+)
+
 TRACE_BOUNDS = Table(
     "trace_bounds",
     "First and last timestamp of the trace (over slices, counters, states, ...).",
@@ -1019,6 +1077,32 @@ ANDROID_LOGS = Table(
     ),
 )
 
+PACKAGE_LIST = Table(
+    "package_list",
+    "Android packages installed on the device (the android.packages_list data source; ART heap dumps add the "
+    "package they name), in trace order (trace_processor's package_list view over __intrinsic_package_list). "
+    "packages_list packets list a name once per trace file and machine.",
+    (
+        C("id", "INTEGER", "Row id."),
+        C("package_name", "TEXT", "Package name, e.g. com.google.android.gm; NULL when the trace gives none."),
+        C("uid", "INTEGER", "UID the package's processes run as (its app id)."),
+        C("debuggable", "INTEGER", "1 if the app is debuggable, else 0."),
+        C("profileable_from_shell", "INTEGER", "1 if the app is profileable from the shell, else 0."),
+        C("version_code", "INTEGER", "versionCode of the APK (0 when not given)."),
+    ),
+)
+
+ANDROID_USER_LIST = Table(
+    "__intrinsic_android_user_list",
+    "Android users on the device (the android.user_list data source), one row per user id and machine "
+    "(trace_processor's table of that name; android_user_list is its stdlib view).",
+    (
+        C("id", "INTEGER", "Row id."),
+        C("type", "TEXT", "User type, e.g. android.os.usertype.full.SECONDARY (the last one the trace gives)."),
+        C("android_user_id", "INTEGER", "Android user id, as process.android_user_id."),
+    ),
+)
+
 
 TRACK_DIMENSION = Table(
     "track_dimension",
@@ -1131,6 +1215,8 @@ TABLES: tuple[Table, ...] = (
     TRACE_DIAGNOSTICS,
     CLOCK_SNAPSHOT,
     EXPERIMENTAL_MISSING_CHROME_PROCESSES,
+    EXPERIMENTAL_PROTO_PATH,
+    EXPERIMENTAL_PROTO_CONTENT,
     TRACE_BOUNDS,
     STACK_PROFILE_MAPPING,
     STACK_PROFILE_FRAME,
@@ -1157,6 +1243,8 @@ TABLES: tuple[Table, ...] = (
     AGGREGATE_PROFILE,
     AGGREGATE_SAMPLE,
     ANDROID_LOGS,
+    PACKAGE_LIST,
+    ANDROID_USER_LIST,
     TRACK_DIMENSION,
     DIMENSION,
     TRACK_SUBTITLE,
@@ -1521,6 +1609,16 @@ VIEWS: tuple[View, ...] = (
         "android_heap_graph_java_oome_details",
         "Java OutOfMemoryErrors that triggered heap dumps (stdlib android.memory.heap_graph.oome).",
         "SELECT * FROM __intrinsic_heap_graph_java_oome_details",
+    ),
+    View(
+        "__intrinsic_package_list",
+        "Same as package_list (trace_processor's name).",
+        "SELECT * FROM package_list",
+    ),
+    View(
+        "android_user_list",
+        "Android users on the device (stdlib android.user_list).",
+        "SELECT android_user_id, type FROM __intrinsic_android_user_list",
     ),
     # trace_processor's names of the profiler tables, which diff tests and stdlib code query.
     *(

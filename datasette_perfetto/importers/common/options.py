@@ -11,8 +11,9 @@ from typing import BinaryIO
 class Content:
     """What an ingest keeps beyond its defaults, as trace_processor's import flags: the same for every input."""
 
-    # trace_processor's --analyze-trace-proto-content (on in its diff tests): each distinct
-    # TrackEvent (category, name) pair, and skipped packets, leave an annotation arg set.
+    # trace_processor's --analyze-trace-proto-content (on in its diff tests; ingest --analyze-proto-content):
+    # the trace's bytes by proto field path, experimental_proto_path and experimental_proto_content
+    # (importers/proto/content_analyzer.py), annotated by track event (category, name) and skipped packets.
     analyze_proto_content: bool = False
     # Every kernel event as a row of ftrace_event, its fields as args (trace_processor's raw table, on by
     # default there): on a scheduling-heavy trace it takes ~70% more time and a million args rows per

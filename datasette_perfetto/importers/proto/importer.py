@@ -38,6 +38,7 @@ from ..common.streams import file_position
 from ..common.values import string_map_items, text
 from .atrace import AtraceParser
 from .clock_tracker import BOOTTIME, ClockTracker, clock_key, remote_clock_offsets
+from .content_analyzer import ProtoContentAnalyzer
 from .descriptor_dimensions import (
     INTERNED_DIMENSION_FIELDS,
     TRACK_DESCRIPTOR_DIMENSIONS,
@@ -119,9 +120,7 @@ class ProtoImporter:
         # once seen (a conflicting re-declaration is rejected), so this can cache.
         self.counter_specs: dict[int, tuple] = {}
         self.first_packet_sequences: set[int] = set()
-        self.parser = TrackEventParser(
-            trace, self.reservations, self.first_packet_sequences, self.options.content.analyze_proto_content
-        )
+        self.parser = TrackEventParser(trace, self.reservations, self.first_packet_sequences)
         # TrackEvent extension fields (bundled, and declared by the trace): one set for every machine.
         self.extensions = self.parser.extensions = TrackEventExtensions()
         self.atrace = AtraceParser(trace, self.parser.thread_track)
@@ -148,6 +147,12 @@ class ProtoImporter:
         self.te_context: ProtoImporter | OwnedContext = self
         self.skips_others = False  # the split helper: skips the plain track-event packets of the importer's sequences
         self.packet_index = 0  # packets seen so far, inner ones of compressed_packets included (split only)
+        # trace_processor's proto content analysis (ingest --analyze-proto-content): the file's importer only, as
+        # trace_processor leaves other machines' packets out. None: nothing of it runs.
+        self.analyzer: ProtoContentAnalyzer | None = None
+        if self.options.content.analyze_proto_content and sorter is None:
+            self.analyzer = self.parser.content = ProtoContentAnalyzer(self)
+            self.analyzer.install()
 
     def run(self, stream: BinaryIO, progress: Callable[[float], None]) -> None:
         """Imports the trace; progress(f) reports the share done, f from 0 to 1
@@ -179,6 +184,8 @@ class ProtoImporter:
         split = self.split = SequenceSplit(HELPER, claims)
         number_generations_as_helper()
         self.sorter = sorter
+        if self.analyzer is not None:
+            self.analyzer.become_helper(sorter)  # its track events carry their packets; the importer analyzes
         self.queue = _Discarded()  # every other event is the importer's
         self.skips_others = True
         self.trace.model.storage.writer = None  # the parent's: never to be written from here
@@ -202,7 +209,7 @@ class ProtoImporter:
         position = file_position(stream)
         n = 0
         split, sorter = self.split, self._file_sorter()
-        for item in reader.scanned():
+        for item in reader.scanned() if self.analyzer is None else self.analyzer.packets(reader):
             n += 1
             if split is not None:
                 # Sort keys carry the packet's place in the file, so the two processes' events

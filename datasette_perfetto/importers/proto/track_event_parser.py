@@ -5,7 +5,7 @@ tracks, slices, flows, counters and states with trace_processor's semantics
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...storage import BATCH_ROWS, Arg
 from ...trackers.async_track_set import AsyncTrackSet
@@ -49,6 +49,9 @@ from .track_event_fields import (
     TYPE_STATE,
 )
 
+if TYPE_CHECKING:
+    from .content_analyzer import ProtoContentAnalyzer
+
 _SLICE_PHASES = frozenset("BEXiIRnbeSTpF")
 _ASYNC_PHASES = frozenset("benSTpF")  # legacy async events (b/e/n, S/T/p/F)
 
@@ -59,7 +62,6 @@ class TrackEventParser:
         trace,
         reservations: dict[int, Reservation],
         first_packet_sequences: set[int],
-        analyze_proto_content: bool = False,
     ) -> None:
         self.trace = trace
         self.stats = trace.stats
@@ -87,11 +89,9 @@ class TrackEventParser:
         self._uuid_tracks: dict[int, list] = {}  # uuid -> the track ids / merged sets its events went to
         self._next_id = trace.storage.next_id  # counter rows are appended inline on the hot path
         self._counter_rows = trace.storage.buffer("counter")
-        # With trace_processor's proto content analysis (ImportOptions.analyze_proto_content, on
-        # in its diff tests): the (category, name) of every event parsed, each distinct pair left
-        # as one arg set (event.category, event.name), and one for packets skipped for lack of state.
-        self.analyze = analyze_proto_content
-        self.content_annotations: set[tuple[str | None, str | None]] = set()
+        # trace_processor's proto content analysis (ImportOptions.analyze_proto_content, on in its diff
+        # tests; content_analyzer.py): every event that reaches the import counts under its (category, name).
+        self.content: ProtoContentAnalyzer | None = None  # set by the importer
         self.active_chrome_processes = ActiveChromeProcesses()
         self.extensions = TrackEventExtensions()  # the importer's, set by it: all the trace declares
 
@@ -115,8 +115,8 @@ class TrackEventParser:
             if ev[F_LEGACY] is None:
                 fast = self._fast.get(ev[F_UUID])
                 if fast is not None and ev[F_TYPE] in SLICE_TYPES and ev[F_CALLSTACK] is None:
-                    if self.analyze:
-                        self.content_annotations.add((ev[F_CATEGORY], ev[F_NAME]))
+                    if self.content is not None:
+                        self.content.track_event(ev)
                     self._fast_slice_event(ts, ev, fast[0], fast[1])
                     return
             self._general_event(ts, ev)
@@ -544,8 +544,8 @@ class TrackEventParser:
         if not etype and not phase:
             self.stats.inc("track_event_parser_errors")
             return
-        if self.analyze:
-            self.content_annotations.add((ev[F_CATEGORY], ev[F_NAME]))
+        if self.content is not None:
+            self.content.track_event(ev)
         owners = self._event_owners(ev, legacy, phase)
         if owners is None:
             self.stats.inc("track_event_parser_errors")
@@ -948,16 +948,8 @@ class TrackEventParser:
         self.trace.states.finish()
         for upid, reliable_from in self.active_chrome_processes.with_data_loss():
             self.trace.storage.insert("experimental_missing_chrome_processes", (upid, reliable_from))
-        arg_set = self.trace.storage.arg_set
-        for category, name in sorted(self.content_annotations, key=lambda a: (a[0] or "", a[1] or "")):
-            arg_set(
-                [
-                    ("event.category", "event.category", "string", category),
-                    ("event.name", "event.name", "string", name),
-                ]
-            )
-        if self.analyze and self.stats.get("packet_skipped_seq_needs_incremental_state_invalid"):
-            arg_set([("skipped_packet", "skipped_packet", "string", "invalid_incremental_state")])
+        if self.content is not None:
+            self.content.finish()  # experimental_proto_path / _content, and each annotation's arg set
 
 
 def _phase_of_type(etype: int, utid: int | None) -> str | None:

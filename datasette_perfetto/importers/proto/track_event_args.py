@@ -204,7 +204,13 @@ REFLECTED_FIELD_NAMES = (
     "screenshot",
 )
 _REFLECTED = tuple(sorted((getattr(TE, name) for name in REFLECTED_FIELD_NAMES), key=lambda fd: fd.number))
+_REFLECTED_FIELDS = frozenset(_REFLECTED)
 _MOJO_EVENT_INFO = TE.chrome_mojo_event_info
+
+
+def _number(fd) -> int:
+    return fd.number
+
 # Every TrackEvent field that makes args.
 TYPED_FIELDS = frozenset(
     (
@@ -259,10 +265,11 @@ def typed_field_args(out: list, fields: dict, seq) -> bool:
         name = seq.lookup(I_CORRELATION_STR, correlation)
         if name is not None:
             _add(out, "correlation_id", "correlation_id", "string", name)
-    for fd in _REFLECTED:
-        value = get(fd)
-        if value is None:
-            continue
+    reflected = [fd for fd in fields if fd in _REFLECTED_FIELDS]  # usually one or none
+    if len(reflected) > 1:
+        reflected.sort(key=_number)
+    for fd in reflected:
+        value = fields[fd]
         if fd is _MOJO_EVENT_INFO:
             _mojo_event_info_args(out, value, seq)
         elif fd.type == fd.TYPE_MESSAGE:

@@ -287,6 +287,7 @@ ORDER BY m.upid;
 
 MODULES: dict[str, Module] = {
     "slices.with_context": Module(),  # thread_slice, process_slice, thread_or_process_slice: schema.py
+    "std.gpu.context": Module(),  # gpu_context: a table of every database
     "viz.track_event_callstacks": Module(
         sql="CREATE TEMP TABLE _track_event_tracks_with_callstacks AS "
         "SELECT DISTINCT track_id FROM __intrinsic_track_event_callstacks;"

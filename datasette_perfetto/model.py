@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable
 
 from .functions import fnv1a_hash_bytes
+from .import_logs import ImportLogs
 from .stats import REGISTRY as STATS
 from .stats import Stats
 from .storage import Arg, TraceStorage, to_int64
@@ -107,7 +108,10 @@ class TraceContext:
         self.slice_name_map: dict[str, str] = {}
         self.process_track_name_map: dict[str, str] = {}
         self.args_translation = ArgsTranslation()
-        self.slices = SliceTracker(self.storage, self.stats, self.slice_name_map, self.args_translation)
+        self.import_logs = ImportLogs(self.storage, trace_id)
+        self.slices = SliceTracker(
+            self.storage, self.stats, self.slice_name_map, self.args_translation, self.import_logs
+        )
         self.flows = FlowTracker(self.storage, self.stats)
         self.states = StateTracker(self.storage)
         self.metadata: dict[str, object] = {}

@@ -543,6 +543,24 @@ TRACE_DIAGNOSTICS = Table(
     ),
 )
 
+TRACE_IMPORT_LOGS = Table(
+    "__intrinsic_trace_import_logs",
+    "Errors and warnings met while importing, one row per occurrence, each counted in stats too "
+    "(trace_processor's ImportLogsTracker; _trace_import_logs is its view, with severity and name).",
+    (
+        C("id", "INTEGER", "Row id."),
+        C("trace_id", "INTEGER", "→ trace_file.id of the trace the entry is about.", ref="trace_file"),
+        C("ts", "INTEGER", "Timestamp of the event at fault, when known.", unit=TS),
+        C("byte_offset", "INTEGER", "Offset in the trace file of the data at fault, when known.", unit="bytes"),
+        C(
+            "stat_key",
+            "TEXT",
+            "Name of the stat counted with it, as stats.name (trace_processor's key is the stat's number).",
+        ),
+        C("arg_set_id", "INTEGER", "Details, e.g. the event's name (→ args.arg_set_id).", ref="args"),
+    ),
+)
+
 CLOCK_SNAPSHOT = Table(
     "clock_snapshot",
     "Clock snapshots from the trace, used to convert every timestamp to the trace clock.",
@@ -1213,6 +1231,7 @@ TABLES: tuple[Table, ...] = (
     STATS,
     METADATA,
     TRACE_DIAGNOSTICS,
+    TRACE_IMPORT_LOGS,
     CLOCK_SNAPSHOT,
     EXPERIMENTAL_MISSING_CHROME_PROCESSES,
     EXPERIMENTAL_PROTO_PATH,
@@ -1614,6 +1633,14 @@ VIEWS: tuple[View, ...] = (
         "__intrinsic_package_list",
         "Same as package_list (trace_processor's name).",
         "SELECT * FROM package_list",
+    ),
+    View(
+        "_trace_import_logs",
+        "Errors and warnings met while importing, with the severity and name of their stat "
+        "(trace_processor's view over __intrinsic_trace_import_logs).",
+        "SELECT l.id, l.trace_id, l.ts, l.byte_offset, s.severity, l.stat_key AS name, l.arg_set_id "
+        "FROM __intrinsic_trace_import_logs AS l "
+        "LEFT JOIN (SELECT DISTINCT name, severity FROM stats) AS s ON s.name = l.stat_key",
     ),
     View(
         "android_user_list",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from ..import_logs import ImportLogs, int_arg, string_arg
 from ..stats import Stats
 from ..storage import BATCH_ROWS, Arg, TraceStorage
 from .args_translation import ArgsTranslation
@@ -26,6 +27,21 @@ MAX_DEPTH = 512
 # of arg_set_id until it is written): cheaper than an object on the hot path.
 S_ID, S_TS, S_DUR, S_TRACK, S_CAT, S_NAME, S_DEPTH, S_PARENT, S_ARGS, S_TTS, S_TDUR, S_TIC, S_TICD = range(13)
 OpenSlice = list
+# A complete event partially overlapping an open slice (trace_processor's OverlapInfo): the shared
+# range [start, end) and the open slice's name, ts and dur.
+Overlap = tuple[int, int, str | None, int, int]
+
+
+def overlap_args(info: Overlap) -> list[Arg]:
+    """The args an import log gives an overlap (trace_processor's SliceTracker::AddOverlapArgs)."""
+    start, end, name, ts, dur = info
+    return [
+        int_arg("overlap_start", start),
+        int_arg("overlap_end", end),
+        string_arg("conflicting_slice_name", name),
+        int_arg("conflicting_slice_ts", ts),
+        int_arg("conflicting_slice_dur", dur),
+    ]
 
 
 class SliceTracker:
@@ -35,8 +51,10 @@ class SliceTracker:
         stats: Stats,
         name_map: dict[str, str] | None = None,
         translation: ArgsTranslation | None = None,
+        logs: ImportLogs | None = None,
     ) -> None:
         self.storage = storage
+        self.logs = logs  # where dropped slices are logged (else only counted)
         self.translation = translation if translation is not None else ArgsTranslation()
         self._next_id = storage.next_id  # ids handed out inline: this is the hot path
         self._slice_rows = storage.buffer("slice")
@@ -75,11 +93,11 @@ class SliceTracker:
     ) -> int | None:
         """A slice whose duration is already known (complete event, instant).
 
-        One that partially overlaps an open slice is dropped and counted; with
-        `overlap` (a list) the id of the slice it overlaps is appended instead
-        of counting, so the caller can place it elsewhere."""
+        One that partially overlaps an open slice is dropped and logged; with
+        `overlap` (a list) the Overlap is appended instead of logging, so the
+        caller can place it elsewhere."""
         if dur < 0:
-            self.stats.inc("slice_negative_duration")
+            self._log("slice_negative_duration", ts)
             return None
         s = self._start_slice(ts, dur, track_id, category, name, args, thread_ts, None, overlap)
         if s is not None:
@@ -163,12 +181,16 @@ class SliceTracker:
         elif self._ended_on_stack.get(track_id) and not self._close_finished(stack, ts, dur, overlap):
             return None
         depth = len(stack)
-        if depth >= MAX_DEPTH:
-            self.stats.inc("slice_max_depth_exceeded")
-            return None
-        parent_id = stack[-1][S_ID] if stack else None
         if self.name_map and name in self.name_map:
             name = self.name_map[name]
+        if depth >= MAX_DEPTH:
+            self._log(
+                "slice_max_depth_exceeded",
+                ts,
+                [string_arg("parent_slice_name", stack[-1][S_NAME]), string_arg("current_slice_name", name)],
+            )
+            return None
+        parent_id = stack[-1][S_ID] if stack else None
         ids = self._next_id
         slice_id = ids["slice"]
         ids["slice"] = slice_id + 1
@@ -222,13 +244,20 @@ class SliceTracker:
                 i -= 1
                 continue
             if new_dur != PENDING and new_ts < end_ts < new_ts + new_dur:
+                info = (new_ts, end_ts, s[S_NAME], s[S_TS], s[S_DUR])
                 if overlap is None:
-                    self.stats.inc("slice_drop_overlapping_complete_event")
+                    self._log("slice_drop_overlapping_complete_event", new_ts, overlap_args(info))
                 else:
-                    overlap.append(s[S_ID])
+                    overlap.append(info)
                 return False
             i -= 1
         return True
+
+    def _log(self, stat: str, ts: int, args: list[Arg] | None = None) -> None:
+        if self.logs is None:
+            self.stats.inc(stat)
+        else:
+            self.logs.record(self.stats, stat, ts, args=args or ())
 
     def _pop(self, stack: list[OpenSlice]) -> None:
         s = stack.pop()

@@ -27,12 +27,14 @@ import zlib
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
+from ...import_logs import string_arg
 from ...model import TraceContext
 from ...stats import Stats
 from ...storage import Arg
 from ...trackers.async_track_set import AsyncTrackSet
 from ...trackers.dimension_tracker import SOURCE_DISTRIBUTED_INFO
 from ...trackers.process_tracker import NAME_PRIORITY_OTHER, NAME_PRIORITY_SYSTEM, set_arg
+from ...trackers.slice_tracker import overlap_args
 from ..common.event_kinds import EV_JSON, EV_SYSTRACE_LINE
 from ..common.json_args import add_json_args, add_json_args_deep, big_int_as_double, shared_string
 from ..common.options import ImportOptions
@@ -610,6 +612,8 @@ class JsonEventParser:
         self.procs = trace.processes
         self.tracks = trace.tracks
         self.slices = trace.slices
+        self.logs = trace.import_logs
+        self._ts = 0  # timestamp of the event being parsed, for import logs
         self.flows = trace.flows
         self.v8 = v8
         self._threads: dict[tuple[int, int], int] = {}  # (tid, pid) -> utid
@@ -639,6 +643,7 @@ class JsonEventParser:
 
     def parse(self, ts: int, ev: list) -> None:
         phase, pid, tid = ev[J_PHASE], ev[J_PID], ev[J_TID]
+        self._ts = ts
         # Names and categories repeat: one string each, not one per event, in buffered rows and caches.
         if ev[J_NAME] is not None:
             ev[J_NAME] = shared_string(ev[J_NAME])
@@ -676,6 +681,13 @@ class JsonEventParser:
         # Any other phase (object snapshots O/N/D, legacy S/T/F, ...) only makes its
         # process and thread known, as in trace_processor.
 
+    def _event_error(self, ev: list, stat: str, extra: list[Arg] | None = None) -> None:
+        """Counts `stat` for the event being parsed and logs it with the event's name and phase
+        (trace_processor's JsonTraceParser::RecordEventError)."""
+        phase = ev[J_PHASE]
+        args = [string_arg("event_name", ev[J_NAME]), string_arg("event_phase", phase[:1] if phase else phase)]
+        self.logs.record(self.stats, stat, self._ts, args=args + extra if extra else args)
+
     # -- slices ------------------------------------------------------------------
     def _slice_started(self, ev: list, track: int, slice_id: int | None, v2_flows: bool = True) -> None:
         """After a slice began on `track`: v1 flows waiting for it, then the event's own v2 flow
@@ -693,7 +705,7 @@ class JsonEventParser:
     def _complete(self, ts: int, ev: list, utid: int) -> None:
         dur = ev[J_DUR]
         if dur is None:
-            self.stats.inc("json_parser_failure")
+            self._event_error(ev, "json_parser_failure")
             return
         track = self.thread_track(utid)
         name = ev[J_NAME] or NO_NAME
@@ -705,7 +717,7 @@ class JsonEventParser:
             # It partially overlaps a slice of its thread, so it cannot nest there: it goes
             # to an overflow track of the thread instead of being dropped (trace_processor
             # does the same and counts it).
-            self.stats.inc("slice_spill_overlapping_complete_event")
+            self._event_error(ev, "slice_spill_overlapping_complete_event", overlap_args(overlap[0]))
             lanes = self._overlap_sets.get(utid)
             if lanes is None:
                 lanes = self._overlap_sets[utid] = OverlapTrackSet(self._overflow_track_factory(utid))
@@ -731,13 +743,13 @@ class JsonEventParser:
             track = self.tracks.intern("legacy_chrome_global_instants", (), "slice")
         elif scope == "p":
             if not ev[J_FLAGS] & PID_EXISTS:
-                self.stats.inc("json_parser_failure")
+                self._event_error(ev, "json_parser_failure")
                 return
             upid = self.procs.get_or_create_process(ev[J_PID])
             track = self.tracks.intern("chrome_process_instant", (("upid", upid),), "slice")
         else:
             if not ev[J_FLAGS] & TID_EXISTS:
-                self.stats.inc("json_parser_failure")
+                self._event_error(ev, "json_parser_failure")
                 return
             track = self.thread_track(utid)
             slice_id = self.slices.scoped(
@@ -755,7 +767,7 @@ class JsonEventParser:
     def _async(self, ts: int, ev: list) -> None:
         cookie = ev[J_COOKIE]
         if not ev[J_FLAGS] & PID_EXISTS or cookie is None:
-            self.stats.inc("json_parser_failure")
+            self._event_error(ev, "json_parser_failure")
             return
         upid = self.procs.get_or_create_process(ev[J_PID])
         phase, name, cat = ev[J_PHASE], ev[J_NAME], ev[J_CAT]
@@ -812,7 +824,7 @@ class JsonEventParser:
     def _counter(self, ts: int, ev: list, utid: int) -> None:
         args = ev[J_ARGS]
         if args is None:
-            self.stats.inc("json_parser_failure")
+            self._event_error(ev, "json_parser_failure")
             return
         prefix = ev[J_NAME] or ""
         if type(ev[J_ID]) is str and ev[J_ID]:
@@ -829,10 +841,10 @@ class JsonEventParser:
                 try:
                     number = float(value)
                 except ValueError:
-                    self.stats.inc("json_parser_failure")
+                    self._event_error(ev, "json_parser_failure")
                     continue
             else:
-                self.stats.inc("json_parser_failure")
+                self._event_error(ev, "json_parser_failure")
                 continue
             name = f"{prefix} {key}"
             if upid is not None:
@@ -848,7 +860,7 @@ class JsonEventParser:
         track = self.thread_track(utid)
         source_id = _flow_id(ev[J_ID]) if ev[J_ID] is not None else None
         if source_id is None:
-            self.stats.inc("flow_invalid_id")
+            self._event_error(ev, "flow_invalid_id")
             return
         name, cat = ev[J_NAME], ev[J_CAT]
         # Keyed by a 64-bit hash of (id, category, name): one int per flow instead of a tuple.
@@ -888,7 +900,7 @@ class JsonEventParser:
         elif flags & FLOW_IN:
             self.flows.end(flow_id, slice_id, bind_enclosing=True, close=False)
         else:
-            self.stats.inc("flow_without_direction")
+            self._event_error(ev, "flow_without_direction")
 
     # -- metadata events, thread states ------------------------------------------
     def _metadata_event(self, ev: list, utid: int) -> None:
@@ -901,10 +913,10 @@ class JsonEventParser:
                 return
             t = type(value)
             if t is not int and t is not float:
-                self.stats.inc("json_parser_failure")
+                self._event_error(ev, "json_parser_failure")
                 return
             if t is float and not math.isfinite(value):
-                self.stats.inc("json_parser_failure")
+                self._event_error(ev, "json_parser_failure")
                 return
             hint = _int32(int(value))
             if name == "process_sort_index":
@@ -918,7 +930,7 @@ class JsonEventParser:
             return
         value = args["name"]
         if type(value) is not str or not value:
-            self.stats.inc("json_parser_failure")
+            self._event_error(ev, "json_parser_failure")
             return
         if name == "thread_name":
             self.procs.set_thread_name(utid, value, NAME_PRIORITY_OTHER)
@@ -929,7 +941,7 @@ class JsonEventParser:
         """'T' events: a thread state (and, for Running with a cpu, a sched slice)."""
         dur = ev[J_DUR]
         if dur is None:
-            self.stats.inc("json_parser_failure")
+            self._event_error(ev, "json_parser_failure")
             return
         state = ev[J_NAME] or NO_NAME
         cpu = io_wait = blocked_function = None

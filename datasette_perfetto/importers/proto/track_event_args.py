@@ -211,6 +211,7 @@ _MOJO_EVENT_INFO = TE.chrome_mojo_event_info
 def _number(fd) -> int:
     return fd.number
 
+
 # Every TrackEvent field that makes args.
 TYPED_FIELDS = frozenset(
     (

@@ -64,18 +64,23 @@ def split_includes(statements: list[str]) -> tuple[list[str], list[str]]:
 
 # PerfettoSQL's CREATE PERFETTO TABLE/VIEW name(column schema) AS ..., and plain CREATE TABLE/VIEW: made
 # TEMP, so they work on a read-only trace database and vanish with the connection, as in trace_processor.
-_CREATE = re.compile(
-    r"^(\s*CREATE\s+)(?:PERFETTO\s+|OR\s+REPLACE\s+PERFETTO\s+)?(TABLE|VIEW)(\s+(?:IF\s+NOT\s+EXISTS\s+)?[\w.]+)\s*"
+_CREATE_PERFETTO = re.compile(
+    r"^(\s*CREATE\s+)(?:OR\s+REPLACE\s+)?PERFETTO\s+(TABLE|VIEW)(\s+(?:IF\s+NOT\s+EXISTS\s+)?[\w.]+)\s*"
     r"(\((?:[^()]|\([^()]*\))*\))?\s*(AS\b)",
     re.I,
 )
+_CREATE_PLAIN = re.compile(r"^(\s*CREATE\s+)(TABLE|VIEW)\b", re.I)
 
 
 def as_sqlite(statement: str) -> str:
-    """A statement SQLite runs: a CREATE [PERFETTO] TABLE/VIEW ... AS made a TEMP one, without PerfettoSQL's
-    column schema (types like ID(counter.id) are not SQLite's); others unchanged."""
+    """A statement SQLite runs: PerfettoSQL's CREATE PERFETTO TABLE/VIEW ... AS made a TEMP one without its
+    column schema (types like ID(counter.id) are not SQLite's), a plain CREATE TABLE/VIEW made TEMP as it
+    is; others unchanged."""
     code = _strip_comments(statement)
-    match = _CREATE.match(code)
-    if match is None:
-        return statement
-    return f"{match.group(1)}TEMP {match.group(2)}{match.group(3)} {match.group(5)}" + code[match.end() :]
+    match = _CREATE_PERFETTO.match(code)
+    if match is not None:
+        return f"{match.group(1)}TEMP {match.group(2)}{match.group(3)} {match.group(5)}" + code[match.end() :]
+    match = _CREATE_PLAIN.match(code)
+    if match is not None:
+        return f"{match.group(1)}TEMP " + code[len(match.group(1)) :]
+    return statement

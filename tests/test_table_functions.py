@@ -263,3 +263,20 @@ def test_counter_leading_intervals_macro_over_the_statements_own_table(layout_db
         [6, 60, end - 60, 1, 12.0, None, 1.0],
         [7, 15, end - 15, 2, 3.0, None, None],
     ]
+
+
+def test_create_statements_become_temporary_on_the_read_only_database(layout_db):
+    from datasette_perfetto.sql_text import as_sqlite
+
+    assert (
+        as_sqlite("CREATE PERFETTO TABLE t(id ID(slice.id), n LONG) AS SELECT 1") == "CREATE TEMP TABLE t AS SELECT 1"
+    )
+    assert as_sqlite("create view v(a, b) as select 1, 2") == "create TEMP view v(a, b) as select 1, 2"
+    assert as_sqlite("CREATE TABLE t (v INTEGER)") == "CREATE TEMP TABLE t (v INTEGER)"
+    assert as_sqlite("SELECT 'CREATE TABLE'") == "SELECT 'CREATE TABLE'"
+    rows = _rows(
+        layout_db,
+        "CREATE TABLE t (v INTEGER);\nINSERT INTO t VALUES (1), (2);\n"
+        "CREATE VIEW doubled(w) AS SELECT v * 2 FROM t;\nSELECT sum(w) FROM doubled",
+    )
+    assert rows == [[6]]

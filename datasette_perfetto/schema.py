@@ -1121,6 +1121,19 @@ ANDROID_USER_LIST = Table(
     ),
 )
 
+ANDROID_CPU_PER_UID_TRACK = Table(
+    "__intrinsic_android_cpu_per_uid_track",
+    "The counter tracks of the android.cpu_per_uid data source (cpu_per_uid_data packets), one row per UID and "
+    "CPU cluster, in track id order (trace_processor's table of that name; android_cpu_per_uid_track is its "
+    "stdlib table, with the package name). Isolated and SDK sandbox UIDs are grouped on one track per range.",
+    (
+        C("id", "INTEGER", "Row id."),
+        C("track_id", "INTEGER", "→ track.id (type android_cpu_per_uid).", ref="track"),
+        C("uid", "INTEGER", "UID doing the work (a grouped UID, e.g. 1090000, for isolated UIDs)."),
+        C("cluster", "INTEGER", "CPU cluster, from 0 (larger numbers: usually larger cores)."),
+        C("total_cpu_millis", "INTEGER", "CPU time the UID used on the cluster during the trace (ms).", unit="ms"),
+    ),
+)
 
 TRACK_DIMENSION = Table(
     "track_dimension",
@@ -1264,6 +1277,7 @@ TABLES: tuple[Table, ...] = (
     ANDROID_LOGS,
     PACKAGE_LIST,
     ANDROID_USER_LIST,
+    ANDROID_CPU_PER_UID_TRACK,
     TRACK_DIMENSION,
     DIMENSION,
     TRACK_SUBTITLE,

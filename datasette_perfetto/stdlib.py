@@ -219,6 +219,22 @@ SELECT id, ts, dur, entity_name, state_name, raw_name, state_time_since_boot, st
 FROM timed;
 """
 
+# android.cpu.cpu_per_uid: the per-UID CPU time tracks (with a package of the UID's app id, any of them, none
+# below 10000) and each of their counter values as an interval to the next, with the CPU time used in it and
+# that time per unit of wall time (1.0: one core busy). The intervals are counter_leading_intervals'.
+_CPU_PER_UID = """
+CREATE TEMP TABLE android_cpu_per_uid_track AS
+SELECT track.track_id AS id, track.uid, track.cluster, track.total_cpu_millis,
+  (SELECT p.package_name FROM package_list AS p WHERE p.uid = track.uid % 100000 AND p.uid >= 10000 LIMIT 1)
+    AS package_name
+FROM __intrinsic_android_cpu_per_uid_track AS track;
+
+CREATE TEMP VIEW android_cpu_per_uid_counter AS
+SELECT id, ts, dur, track_id, next_value - value AS diff_ms, (next_value - value) * 1e6 / dur AS cpu_ratio
+FROM _android_cpu_per_uid_intervals
+WHERE next_value IS NOT NULL;
+"""
+
 # android.process_metadata: each process with its Android uid, user and package. trace_processor's
 # _app_id_to_base_package (sdk sandbox and pcc app ids to their app's) is the CASE of `base`; its table
 # function _android_package_for_process, the subquery of `matched`: among the packages of the process'
@@ -308,6 +324,16 @@ MODULES: dict[str, Module] = {
     ),
     "android.entity_state_residency": Module(sql=_ENTITY_STATE_RESIDENCY),
     "android.user_list": Module(),  # android_user_list: schema.py
+    "android.cpu.cpu_per_uid": Module(
+        ("counters.intervals",),
+        _CPU_PER_UID,
+        build=lambda conn: counter_leading_intervals(
+            conn,
+            "_android_cpu_per_uid_intervals",
+            "SELECT c.id, c.ts, c.track_id, c.value FROM counter AS c "
+            "JOIN __intrinsic_android_cpu_per_uid_track AS t ON t.track_id = c.track_id",
+        ),
+    ),
     "android.process_metadata": Module(("android.user_list",), _PROCESS_METADATA),
 }
 

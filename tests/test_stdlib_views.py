@@ -65,7 +65,7 @@ def test_the_query_command_takes_the_include(db):
     (line,) = result.output.strip().splitlines()
     assert line.startswith(
         "Error: INCLUDE PERFETTO MODULE android.startup: that trace_processor standard library module is not here; "
-        "these are: android.entity_state_residency, "
+        "these are: android.cpu.cpu_per_uid, android.entity_state_residency, "
     )
     assert "slices.with_context" in line and "viz.summary.track_event" in line
 

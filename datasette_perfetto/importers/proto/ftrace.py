@@ -20,6 +20,7 @@ from ..common.values import text
 
 # Imported for their handlers, which register themselves in packet_handlers.
 from . import (  # noqa: F401
+    android_cpu_per_uid,
     android_logs,
     android_packages,
     atrace,

@@ -15,9 +15,9 @@ extensions): no enums, options or files the package already has.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import tempfile
+
+from tree_protos import compile_descriptor_set, main
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "..", "datasette_perfetto", "protos", "proto_content_extensions.binpb")
@@ -55,14 +55,10 @@ def _keep_extension(f) -> bool:
 
 def build(tree: str, out: str = OUT) -> None:
     from google.protobuf import descriptor_pb2  # noqa: PLC0415
-    from grpc_tools import protoc  # noqa: PLC0415  (a build-time tool only)
 
-    well_known = os.path.join(os.path.dirname(protoc.__file__), "_proto")
     with tempfile.TemporaryDirectory() as tmp:
         full = os.path.join(tmp, "full.binpb")
-        args = ["protoc", f"-I{tree}", f"-I{well_known}", "--include_imports", f"--descriptor_set_out={full}"]
-        if protoc.main(args + [os.path.join(tree, name) for name in SOURCES]) != 0:
-            sys.exit(f"{tree}: protoc could not compile {', '.join(SOURCES)}")
+        compile_descriptor_set(tree, SOURCES, full)
         with open(full, "rb") as f:
             fds = descriptor_pb2.FileDescriptorSet.FromString(f.read())
     kept = descriptor_pb2.FileDescriptorSet()
@@ -92,8 +88,4 @@ def build(tree: str, out: str = OUT) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    build(sys.argv[1])
-    head = subprocess.run(["git", "-C", sys.argv[1], "rev-parse", "HEAD"], capture_output=True, text=True)
-    print(f"wrote {os.path.normpath(OUT)}" + (f" from perfetto {head.stdout.strip()}" if head.returncode == 0 else ""))
+    main(build, OUT, __doc__)

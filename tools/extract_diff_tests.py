@@ -35,6 +35,7 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 from shared_data import CASES  # noqa: E402  (after the path is set)
+from tree_protos import compile_descriptor_set  # noqa: E402
 
 
 def extract(tree: str, out_dir: str, families: list[str]) -> Counter:
@@ -180,14 +181,9 @@ def _tree_descriptor(tree: str) -> str | None:
     if os.path.exists(path):
         return path
     try:
-        from grpc_tools import protoc  # noqa: PLC0415  (optional: only for extension-using tests)
-    except ImportError:
+        compile_descriptor_set(tree, _TREE_PROTOS, path)
+    except ImportError:  # no grpcio-tools: the perfetto package's protos are used
         return None
-    well_known = os.path.join(os.path.dirname(protoc.__file__), "_proto")  # google/protobuf/*.proto
-    args = ["protoc", f"-I{tree}", f"-I{well_known}", "--include_imports", f"--descriptor_set_out={path}"]
-    args += [os.path.join(tree, name) for name in _TREE_PROTOS]
-    if protoc.main(args) != 0:
-        sys.exit(f"{tree}: protoc could not compile its protos")
     return path
 
 

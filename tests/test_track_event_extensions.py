@@ -245,3 +245,25 @@ def test_a_thread_events_log_message_is_an_android_log_line(ingest_data):
         ("track_event.log_message.line_number", "int", "7"),
         ("track_event.priority", "int", "5"),
     ]
+
+
+def test_gzipped_and_damaged_extension_descriptors(ingest_data):
+    import gzip
+
+    b = TraceBuilder()
+    seq = b.sequence(1, intern=False)
+    track = seq.thread(1, 2, "app", ts=0)
+    event = pb.TrackEvent(type=pb.TrackEvent.TYPE_INSTANT, track_uuid=track, name="app event")
+    event.MergeFromString(b"\xc8\xb8\x02\x2a")  # field 5001 = 42
+    seq.packet(1000, track_event=event)
+    plain = _declaration(5001, "numbers", label=3, type=descriptor_pb2.FieldDescriptorProto.TYPE_INT32)
+    zipped = pb.TracePacket()
+    zipped.extension_descriptor.extension_set_gzip = gzip.compress(
+        plain.extension_descriptor.extension_set.SerializeToString()
+    )
+    b.packets.append(pb.TracePacket(extension_descriptor={"extension_set_gzip": b"not gzip at all"}))
+    b.packets.append(zipped)
+    _, db = ingest_data(b.to_bytes())
+    # The damaged one is ignored; the gzipped one declares the field.
+    assert [row[1:] for row in _args(db, "app event")] == [("numbers[0]", "int", "42")]
+    assert db.stat("unknown_extension_fields") == 0

@@ -45,8 +45,6 @@ added to the paths' totals later.
 from __future__ import annotations
 
 import functools
-import gzip
-import zlib
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from importlib import resources
@@ -58,6 +56,7 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from ..common.event_kinds import EV_TRACK_EVENT
 from .reader import scan_simple_track_event
+from .track_event_extensions import declared_files
 from .track_event_fields import F_CALLSTACK, F_CATEGORY, F_NAME
 
 # Where a track event's tuple carries its packet's bytes (appended by the sorter's push when analyzing).
@@ -436,15 +435,8 @@ class ProtoContentAnalyzer:
     def _declare(self, payload: bytes) -> None:
         """An extension_descriptor packet: its FileDescriptorSet joins the pool from here on."""
         try:
-            descriptor = pb.ExtensionDescriptor.FromString(payload)
-            if descriptor.HasField("extension_set"):
-                data = descriptor.extension_set.SerializeToString()
-            elif descriptor.HasField("extension_set_gzip"):
-                data = gzip.decompress(descriptor.extension_set_gzip)
-            else:
-                return
-            files = _file_protos(data)
-        except (DecodeError, OSError, EOFError, zlib.error):
+            files = declared_files(pb.ExtensionDescriptor.FromString(payload))
+        except DecodeError:
             return
         if not files:
             return

@@ -500,7 +500,7 @@ class ProtoImporter:
             "ftrace_events": lambda p, seq, ts: self.ftrace_tokenizer.bundle(p.ftrace_events, seq),
             "track_event_range_of_interest": lambda p, seq, ts: self._range_of_interest(p),
             "translation_table": lambda p, seq, ts: self._translation_table(p.translation_table),
-            "extension_descriptor": lambda p, seq, ts: self.extensions.declare(p.extension_descriptor.extension_set),
+            "extension_descriptor": lambda p, seq, ts: self.extensions.declare(p.extension_descriptor),
             "remote_clock_sync": lambda p, seq, ts: self._remote_clock_sync(p.remote_clock_sync),
             **self.profiles.handlers(),  # perf, StackSample, heapprofd, heap graphs
             "streaming_profile_packet": self._streaming_profile_packet,  # Chrome's sampler

@@ -17,6 +17,8 @@ do: a source location (file, function, line) under the field's message.
 from __future__ import annotations
 
 import functools
+import gzip
+import zlib
 from importlib import resources
 
 from google.protobuf import descriptor_pb2, descriptor_pool
@@ -64,11 +66,13 @@ class TrackEventExtensions:
         self.declared: list = []  # FileDescriptorProtos from the trace
         self.holder, self.numbers = _bundled()
 
-    def declare(self, extension_set) -> None:
-        """Adds a FileDescriptorSet's extensions of TrackEvent (a set that does not resolve is ignored,
-        as trace_processor ignores one it cannot add)."""
-        # The perfetto package has its own copy of descriptor.proto: convert through the bytes.
-        declared = [*self.declared, *map(_as_file_proto, extension_set.file)]
+    def declare(self, extension_descriptor) -> None:
+        """Adds the extensions of TrackEvent an ExtensionDescriptor declares (a set that does not resolve
+        is ignored, as trace_processor ignores one it cannot add)."""
+        files = declared_files(extension_descriptor)
+        if not files:
+            return
+        declared = [*self.declared, *(_as_file_proto(file) for file in files)]
         try:
             self.holder, self.numbers = _holder(_bundled_files(), declared)
         except (TypeError, KeyError, ValueError):
@@ -136,11 +140,27 @@ def resolve_deferred(extensions: TrackEventExtensions, deferred: DeferredExtensi
     return tuple(args)
 
 
+def declared_files(extension_descriptor) -> list:
+    """The files of an ExtensionDescriptor packet's FileDescriptorSet, plain or gzipped (none when it cannot be
+    read), as protobuf's own FileDescriptorProto (the perfetto package has its own copy of descriptor.proto:
+    converted through the bytes)."""
+    try:
+        if extension_descriptor.HasField("extension_set"):
+            data = extension_descriptor.extension_set.SerializeToString()
+        elif extension_descriptor.HasField("extension_set_gzip"):
+            data = gzip.decompress(extension_descriptor.extension_set_gzip)
+        else:
+            return []
+        return list(descriptor_pb2.FileDescriptorSet.FromString(data).file)
+    except (DecodeError, OSError, EOFError, zlib.error):
+        return []
+
+
 def _as_file_proto(file) -> descriptor_pb2.FileDescriptorProto:
-    """A declared file in protobuf's own class (the perfetto package has its own copy of
-    descriptor.proto), its unnamed messages (which producers use only to hold extensions, and
+    """A copy of a declared file, its unnamed messages (which producers use only to hold extensions, and
     trace_processor accepts) replaced by their extensions at file level."""
-    proto = descriptor_pb2.FileDescriptorProto.FromString(file.SerializeToString())
+    proto = descriptor_pb2.FileDescriptorProto()
+    proto.CopyFrom(file)
     unnamed = [m for m in proto.message_type if not m.name]
     for message in unnamed:
         proto.extension.extend(message.extension)

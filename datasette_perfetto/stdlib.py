@@ -140,8 +140,18 @@ SELECT id, upid, heap_name, ts, ts_end - ts AS dur, retained, allocated, delta F
 """
 
 
-def counter_leading_intervals(conn: sqlite3.Connection, table: str, counters_sql: str) -> None:
-    """TEMP `table` (id, ts, dur, track_id, value, next_value, delta_value): each counter value of
+def create_temp_table(conn: sqlite3.Connection, name: str, columns: list[str], rows: list[tuple]) -> None:
+    """TEMP table `name` holding `rows` (the one way this package's SQL layer materializes computed rows)."""
+    quoted = ", ".join('"' + c.replace('"', '""') + '"' for c in columns)
+    conn.execute(f"CREATE TEMP TABLE {name} ({quoted})")
+    conn.executemany(f"INSERT INTO temp.{name} VALUES ({', '.join('?' * len(columns))})", rows)
+
+
+INTERVAL_COLUMNS = ["id", "ts", "dur", "track_id", "value", "next_value", "delta_value"]
+
+
+def counter_leading_intervals(conn: sqlite3.Connection, counters_sql: str) -> list[tuple]:
+    """Rows (INTERVAL_COLUMNS): each counter value of
     `counters_sql`'s rows (id, ts, track_id, value) lasting until the next one on its track (the last until
     the trace's end), as trace_processor's counter_leading_intervals! macro. A value equal to the two
     before it adds nothing and is dropped, but the last of such a run is kept when the value changes, so
@@ -174,8 +184,12 @@ def counter_leading_intervals(conn: sqlite3.Connection, table: str, counters_sql
                     value - rows[i - 1][2] if i else None,
                 )
             )
-    conn.execute(f"CREATE TEMP TABLE {table} (id, ts, dur, track_id, value, next_value, delta_value)")
-    conn.executemany(f"INSERT INTO temp.{table} VALUES (?, ?, ?, ?, ?, ?, ?)", out)
+    return out
+
+
+def _intervals_table(name: str, counters_sql: str) -> Callable[[sqlite3.Connection], None]:
+    """A module's build step: TEMP table `name` of counter_leading_intervals over `counters_sql`."""
+    return lambda conn: create_temp_table(conn, name, INTERVAL_COLUMNS, counter_leading_intervals(conn, counters_sql))
 
 
 # android.power_rails: energy counters of power rails as intervals with their average power, and each rail's
@@ -315,8 +329,7 @@ MODULES: dict[str, Module] = {
     "android.memory.heap_graph.oome": Module(),  # android_heap_graph_java_oome_details: schema.py
     "android.power_rails": Module(
         sql=_POWER_RAILS,
-        build=lambda conn: counter_leading_intervals(
-            conn,
+        build=_intervals_table(
             "_power_rail_intervals",
             "SELECT c.id, c.ts, c.track_id, c.value FROM counter AS c JOIN counter_track AS t ON t.id = c.track_id "
             "WHERE t.type = 'power_rails'",
@@ -327,8 +340,7 @@ MODULES: dict[str, Module] = {
     "android.cpu.cpu_per_uid": Module(
         ("counters.intervals",),
         _CPU_PER_UID,
-        build=lambda conn: counter_leading_intervals(
-            conn,
+        build=_intervals_table(
             "_android_cpu_per_uid_intervals",
             "SELECT c.id, c.ts, c.track_id, c.value FROM counter AS c "
             "JOIN __intrinsic_android_cpu_per_uid_track AS t ON t.track_id = c.track_id",

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from .flamegraph import experimental_flamegraph
 from .sql_text import as_sqlite
-from .stdlib import counter_leading_intervals, run_metric
+from .stdlib import INTERVAL_COLUMNS, counter_leading_intervals, create_temp_table, run_metric
 
 INT64_MAX = 2**63 - 1
 
@@ -73,9 +73,7 @@ def expand_table_functions(conn: sqlite3.Connection, statement: str) -> str:
 def _temp_table(conn: sqlite3.Connection, columns: list[str], rows: list[tuple]) -> str:
     (count,) = conn.execute("SELECT count(*) FROM temp.sqlite_master").fetchone()
     name = f"__table_function_{count}"
-    quoted = ", ".join('"' + c.replace('"', '""') + '"' for c in columns)
-    conn.execute(f"CREATE TEMP TABLE {name} ({quoted})")
-    conn.executemany(f"INSERT INTO temp.{name} VALUES ({', '.join('?' * len(columns))})", rows)
+    create_temp_table(conn, name, columns, rows)
     return f"temp.{name}"
 
 
@@ -291,13 +289,7 @@ def annotated_callstack(conn: sqlite3.Connection, callsite_id) -> tuple[list[str
 
 
 def _counter_leading_intervals(conn: sqlite3.Connection, counters_sql: str) -> tuple[list[str], list[tuple]]:
-    table = _temp_table(conn, ["x"], [])  # a fresh name, replaced by the intervals
-    conn.execute(f"DROP TABLE {table}")
-    counter_leading_intervals(
-        conn, table.removeprefix("temp."), f"SELECT id, ts, track_id, value FROM ({counters_sql})"
-    )
-    cursor = conn.execute(f"SELECT * FROM {table}")
-    return [d[0] for d in cursor.description], cursor.fetchall()
+    return INTERVAL_COLUMNS, counter_leading_intervals(conn, f"SELECT id, ts, track_id, value FROM ({counters_sql})")
 
 
 TABLE_FUNCTIONS: dict[str, TableFunction] = {
@@ -366,9 +358,7 @@ def run_span_join(conn: sqlite3.Connection, statement: str) -> bool:
                     *(second if second is not None else sides[1].nulls),
                 )
             )
-    quoted = ", ".join('"' + c.replace('"', '""') + '"' for c in columns)
-    conn.execute(f"CREATE TEMP TABLE {name} ({quoted})")
-    conn.executemany(f"INSERT INTO temp.{name} VALUES ({', '.join('?' * len(columns))})", rows)
+    create_temp_table(conn, name, columns, rows)
     return True
 
 

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from datasette.cli import cli
 
-from datasette_perfetto.functions import demangle
+from datasette_perfetto.functions import arg_set_to_json, demangle
 from datasette_perfetto.table_functions import expand_table_functions, run_span_join
 from datasette_perfetto.trace_builder import TraceBuilder
 
@@ -280,3 +280,17 @@ def test_create_statements_become_temporary_on_the_read_only_database(layout_db)
         "CREATE VIEW doubled(w) AS SELECT v * 2 FROM t;\nSELECT sum(w) FROM doubled",
     )
     assert rows == [[6]]
+
+
+def test_sql_function_arguments_of_the_wrong_type_are_one_line_errors(layout_db):
+    conn = sqlite3.connect(layout_db.path)
+    try:
+        with pytest.raises(ValueError, match="^PRINT_ARGS: 1st argument should be arg set id$"):
+            arg_set_to_json(conn, "x")
+    finally:
+        conn.close()
+    for sql in ("SELECT __intrinsic_arg_set_to_json('x')", "SELECT demangle(3)"):
+        result = _query(layout_db, sql)
+        # Python's sqlite3 cannot pass a function's message on: the statement fails in one line.
+        assert result.exit_code == 1, sql
+        assert result.output.strip().splitlines() == ["Error: SQL error: user-defined function raised exception"]

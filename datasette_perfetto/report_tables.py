@@ -173,11 +173,12 @@ _CELL_ROWS_BATCH = 50_000
 
 
 def slice_cells(conn: sqlite3.Connection) -> None:
-    """report_slice_name_cell and report_slice_track_name_cell, in traces with at least
-    REPORT_NAME_CELL_MIN_SLICES slices: one pass over the slices in time order (each with its parent's name),
-    noting per name (and per track and name) what each slice adds in its first and last cell and over the cells
-    between (open there, covering every whole one); a cell's rows are written as soon as no slice can start in
-    it any more, so memory holds the cells still open, not the trace."""
+    """report_slice_process_name_cell, report_slice_track_name_cell and report_slice_name_cell, in traces with
+    at least REPORT_NAME_CELL_MIN_SLICES slices: one pass over the slices in time order (each with its parent's
+    name), noting per process and name (and per track and name) what each slice adds in its first and last cell
+    and over the cells between (open there, covering every whole one); a cell's rows are written as soon as no
+    slice can start in it any more, so memory holds the cells still open, not the trace. The per name rows are
+    the per process ones summed."""
     if conn.execute("SELECT count(*) >= ? FROM slice", (REPORT_NAME_CELL_MIN_SLICES,)).fetchone()[0] == 0:
         return
     grid = conn.execute(
@@ -187,22 +188,44 @@ def slice_cells(conn: sqlite3.Connection) -> None:
     if grid is None:
         return
     name_g, track_g, t0, t1 = grid
-    by_name = _Cells(conn, schema.REPORT_SLICE_NAME_CELL, name_g, t0, text_order_key, lambda name: (name,))
+    by_process = _Cells(
+        conn,
+        schema.REPORT_SLICE_PROCESS_NAME_CELL,
+        name_g,
+        t0,
+        lambda k: (text_order_key(k[0]), text_order_key(k[1])),
+        _itself,
+        running_totals=True,
+    )
     by_track = _Cells(
         conn, schema.REPORT_SLICE_TRACK_NAME_CELL, track_g, t0, lambda k: (k[0], text_order_key(k[1])), _itself
     )
-    add_name, add_track = by_name.add, by_track.add
-    # A slice's parent is on its track (slices nest per track).
+    add_process, add_track = by_process.add, by_track.add
+    process_of = dict(
+        conn.execute(
+            "SELECT track_id, coalesce(CAST(int_value AS TEXT), string_value) FROM track_dimension "
+            "WHERE name = 'process'"
+        )
+    )
+    # A slice's parent is on its track (slices nest per track), so in its process.
     for ts, dur, name, parent_name, top, track_id in conn.execute(
         "SELECT s.ts, s.dur, s.name, p.name, s.parent_id IS NULL, s.track_id FROM slice s "
         "LEFT JOIN slice p ON p.id = s.parent_id ORDER BY s.ts"
     ):
         unfinished = dur < 0
         end = t1 if unfinished else ts + dur
-        add_name(ts, end, unfinished, top, name, parent_name)
+        process = process_of.get(track_id)
+        add_process(ts, end, unfinished, top, (process, name), None if top else (process, parent_name))
         add_track(ts, end, unfinished, top, (track_id, name), None if top else (track_id, parent_name))
-    by_name.write_until(None)
+    by_process.write_until(None)
     by_track.write_until(None)
+    # Per name: the per process rows summed, in the order the SQL definition writes them.
+    columns = [c.name for c in schema.REPORT_SLICE_NAME_CELL.columns[2:]]
+    conn.execute(
+        f"INSERT INTO report_slice_name_cell (name, cell, {', '.join(columns)}) "
+        f"SELECT name, cell, {', '.join(f'sum({c})' for c in columns)} FROM report_slice_process_name_cell "
+        "GROUP BY cell, name ORDER BY cell, name"
+    )
 
 
 def _itself(key: tuple) -> tuple:
@@ -222,6 +245,7 @@ class _Cells:
         t0: int,
         order: Callable[[Any], tuple],
         columns: Callable[[Any], tuple],
+        running_totals: bool = False,
     ) -> None:
         self.conn = conn
         self.table = table
@@ -233,6 +257,8 @@ class _Cells:
         self.running: dict[Any, list[int]] = {}  # keys with a slice open over the cells being written
         self.done = -1  # cells up to this one are written
         self.rows: list[tuple] = []
+        # With running_totals, each row also carries its key's schema.PROCESS_CELL_TOTALS summed so far.
+        self.totals: dict[Any, list[int]] | None = {} if running_totals else None
 
     def add(self, ts: int, end: int, unfinished: bool, top: bool, key, parent_key) -> None:
         """One slice, in time order: [ts, end), of `key`, its parent's key `parent_key` (unless `top`)."""
@@ -347,16 +373,27 @@ class _Cells:
         g = self.g
         open_, unfinished_open, whole, top_whole, child_whole = state
         covered = kept[_TIME] + whole * g
-        return self.columns(key) + (
+        self_covered = covered - kept[_CHILD_TIME] - child_whole * g
+        row = self.columns(key) + (
             cell,
             kept[_STARTING],
             open_,
             kept[_UNFINISHED_STARTING],
             unfinished_open,
             covered,
-            covered - kept[_CHILD_TIME] - child_whole * g,
+            self_covered,
             kept[_TOP_TIME] + top_whole * g,
         )
+        if self.totals is None:
+            return row
+        totals = self.totals.get(key)
+        if totals is None:
+            totals = self.totals[key] = [0, 0, 0, 0]
+        totals[0] += kept[_STARTING]
+        totals[1] += kept[_UNFINISHED_STARTING]
+        totals[2] += covered
+        totals[3] += self_covered
+        return row + tuple(totals)
 
     def _sorted(self, keys: Iterable) -> list:
         """Keys in SQLite's order: Python's own for text, unless a name is NULL (None)."""
@@ -395,5 +432,7 @@ COMPUTE: dict[str, Callable[[sqlite3.Connection], None]] = {
     "report_track_stats": track_stats,
     "report_slice_dimension": slice_dimension,
     "report_slice_name_cell": slice_cells,
-    "report_slice_track_name_cell": lambda conn: None,  # filled by slice_cells, in the same pass
+    # Filled by slice_cells, in the same pass (report_slice_name_cell from report_slice_process_name_cell).
+    "report_slice_track_name_cell": lambda conn: None,
+    "report_slice_process_name_cell": lambda conn: None,
 }

@@ -1850,6 +1850,9 @@ REPORT_SLICE_TRACK_CELL = Table(
 # it, a time range's slices table reads the instances themselves fast enough.
 REPORT_NAME_CELL_MIN_SLICES = 250_000
 
+# The columns of report_slice_process_name_cell kept as running totals too: what a range's slices table adds up.
+PROCESS_CELL_TOTALS = ("starting", "unfinished_starting", "covered", "self_covered")
+
 REPORT_SLICE_NAME_CELL = Table(
     "report_slice_name_cell",
     "In traces with many slices: per slice name and cell of time (report_grid.name_cell_dur), what the "
@@ -1889,6 +1892,41 @@ REPORT_SLICE_TRACK_NAME_CELL = Table(
         *REPORT_SLICE_NAME_CELL.columns[2:],
     ),
     indexes=(("track_id", "cell"),),
+)
+
+REPORT_SLICE_PROCESS_NAME_CELL = Table(
+    "report_slice_process_name_cell",
+    "In traces with many slices: per process, slice name and cell of time (report_grid.name_cell_dur), what "
+    "report_slice_name_cell holds per name (which is these rows summed over processes), with running totals "
+    "over the cells, for the slices table per process (group_by=process) over a time range: whole cells "
+    "[a, b) are the difference of two rows' totals, however many cells lie between (not a trace_processor "
+    "table).",
+    (
+        C(
+            "process",
+            "TEXT",
+            "The value of the tracks' process dimension as text (the upid), as report group_by shows it; NULL for "
+            "tracks without one.",
+        ),
+        C("name", "TEXT", "Slice name."),
+        C("cell", "INTEGER", "(ts - trace start) / name_cell_dur."),
+        *REPORT_SLICE_NAME_CELL.columns[2:],
+        *(
+            C(f"cum_{c}", "INTEGER", f"{c} summed over this cell and the earlier cells of its process and name.")
+            for c in PROCESS_CELL_TOTALS
+        ),
+    ),
+    indexes=(("process", "name", "cell"),),
+)
+
+REPORT_SLICE_PROCESS_NAME = Table(
+    "report_slice_process_name",
+    "The (process, slice name) pairs of report_slice_process_name_cell: the rows a range's slices table per "
+    "process looks up (not a trace_processor table).",
+    (
+        C("process", "TEXT", "As in report_slice_process_name_cell."),
+        C("name", "TEXT", "Slice name."),
+    ),
 )
 
 REPORT_SCHED_CELL = Table(
@@ -1970,38 +2008,57 @@ _SLICE_DIMENSION_POPULATE = (
 )
 
 
-def _slice_cells_sql(table: Table, grid_column: str, by_track: bool) -> str:
-    """The definition of report_slice_name_cell (per name) or report_slice_track_name_cell (per track and name):
-    a slice's pieces in the cells it reaches, their time; children's time subtracted from their parent's
-    (track and) name's self time, cell by cell."""
-    track = "track_id, " if by_track else ""
-    own_track = "s.track_id, " if by_track else ""
-    same_track = "children.track_id = own.track_id AND " if by_track else ""
+def _slice_cells_sql(table: Table, grid_column: str, per: str) -> str:
+    """The definition of report_slice_name_cell (`per` "name"), report_slice_track_name_cell ("track": per track
+    and name) or report_slice_process_name_cell ("process": per process dimension value and name, with running
+    totals): a slice's pieces in the cells it reaches, their time; children's time subtracted from their
+    parent's (track or process and) name's self time, cell by cell."""
+    key = {"name": "", "track": "track_id, ", "process": "process, "}[per]
+    own_key = {
+        "name": "",
+        "track": "s.track_id, ",
+        "process": "(SELECT coalesce(CAST(d.int_value AS TEXT), d.string_value) FROM track_dimension d "
+        "WHERE d.track_id = s.track_id AND d.name = 'process') AS process, ",
+    }[per]
+    same_key = {
+        "name": "",
+        "track": "children.track_id = own.track_id AND ",
+        "process": "children.process IS own.process AND ",
+    }[per]
+    columns = "starting, open, unfinished_starting, unfinished_open, covered, self_covered, top_covered"
+    select = (
+        f"SELECT {'own.' + key if key else ''}own.name, own.cell, starting, open, unfinished_starting, "
+        "unfinished_open, covered, covered - coalesce(children.time, 0) AS self_covered, top_covered FROM own "
+        f"LEFT JOIN children ON {same_key}children.name IS own.name AND children.cell = own.cell"
+    )
+    if per == "process":
+        totals = ", ".join(f"sum({c}) OVER key_cells" for c in PROCESS_CELL_TOTALS)
+        columns += ", " + ", ".join(f"cum_{c}" for c in PROCESS_CELL_TOTALS)
+        select = (
+            f"SELECT *, {totals} FROM ({select}) "
+            "WINDOW key_cells AS (PARTITION BY process, name ORDER BY cell ROWS UNBOUNDED PRECEDING)"
+        )
     return (
-        f"INSERT INTO {table.name} ({track}name, cell, starting, open, unfinished_starting, unfinished_open, "
-        "covered, self_covered, top_covered) "
+        f"INSERT INTO {table.name} ({key}name, cell, {columns}) "
         f"WITH RECURSIVE grid AS (SELECT {grid_column} AS g, (SELECT start_ts FROM trace_bounds) AS t0, "
         "(SELECT end_ts FROM trace_bounds) AS t1 FROM report_grid), "
-        f"span AS (SELECT {own_track}s.name, s.parent_id IS NULL AS top, p.name AS parent_name, "
+        f"span AS (SELECT {own_key}s.name, s.parent_id IS NULL AS top, p.name AS parent_name, "
         "s.dur < 0 AS unfinished, s.ts AS row_start, CASE WHEN s.dur < 0 THEN t1 ELSE s.ts + s.dur END AS row_end, "
         "(s.ts - t0) / g AS first_cell FROM slice s LEFT JOIN slice p ON p.id = s.parent_id, grid "
         f"WHERE (SELECT count(*) FROM slice) >= {REPORT_NAME_CELL_MIN_SLICES}), "
         "piece AS (SELECT *, first_cell AS cell FROM span UNION ALL "
-        f"SELECT {track}name, top, parent_name, unfinished, row_start, row_end, first_cell, cell + 1 FROM piece, grid "
+        f"SELECT {key}name, top, parent_name, unfinished, row_start, row_end, first_cell, cell + 1 FROM piece, grid "
         "WHERE t0 + (cell + 1) * g <= row_end), "
         "timed AS (SELECT piece.*, max(min(row_end, t0 + (cell + 1) * g) - max(row_start, t0 + cell * g), 0) "
         "AS time FROM piece, grid), "
-        f"own AS (SELECT {track}name, cell, sum(cell = first_cell) AS starting, sum(cell > first_cell) AS open, "
+        f"own AS (SELECT {key}name, cell, sum(cell = first_cell) AS starting, sum(cell > first_cell) AS open, "
         "sum(unfinished AND cell = first_cell) AS unfinished_starting, "
         "sum(unfinished AND cell > first_cell) AS unfinished_open, sum(time) AS covered, "
-        f"sum(CASE WHEN top THEN time ELSE 0 END) AS top_covered FROM timed GROUP BY {track}name, cell), "
-        # A slice's parent is on its track (slices nest per track).
-        f"children AS (SELECT {track}parent_name AS name, cell, sum(time) AS time FROM timed WHERE NOT top "
-        f"GROUP BY {track}parent_name, cell) "
-        f"SELECT {'own.track_id, ' if by_track else ''}own.name, own.cell, starting, open, unfinished_starting, "
-        "unfinished_open, covered, covered - coalesce(children.time, 0), top_covered FROM own "
-        f"LEFT JOIN children ON {same_track}children.name IS own.name AND children.cell = own.cell "
-        f"ORDER BY own.cell, {'own.track_id, ' if by_track else ''}own.name"
+        f"sum(CASE WHEN top THEN time ELSE 0 END) AS top_covered FROM timed GROUP BY {key}name, cell), "
+        # A slice's parent is on its track (slices nest per track), so in its process.
+        f"children AS (SELECT {key}parent_name AS name, cell, sum(time) AS time FROM timed WHERE NOT top "
+        f"GROUP BY {key}parent_name, cell) "
+        f"SELECT * FROM ({select}) ORDER BY cell, {key}name"
     )
 
 
@@ -2093,8 +2150,17 @@ DERIVED: tuple[Derived, ...] = (
         + ")",
     ),
     # What report_tables.slice_cells computes, as their definitions.
-    Derived(REPORT_SLICE_NAME_CELL, _slice_cells_sql(REPORT_SLICE_NAME_CELL, "name_cell_dur", by_track=False)),
-    Derived(REPORT_SLICE_TRACK_NAME_CELL, _slice_cells_sql(REPORT_SLICE_TRACK_NAME_CELL, "cell_dur", by_track=True)),
+    Derived(REPORT_SLICE_NAME_CELL, _slice_cells_sql(REPORT_SLICE_NAME_CELL, "name_cell_dur", "name")),
+    Derived(REPORT_SLICE_TRACK_NAME_CELL, _slice_cells_sql(REPORT_SLICE_TRACK_NAME_CELL, "cell_dur", "track")),
+    Derived(
+        REPORT_SLICE_PROCESS_NAME_CELL,
+        _slice_cells_sql(REPORT_SLICE_PROCESS_NAME_CELL, "name_cell_dur", "process"),
+    ),
+    Derived(
+        REPORT_SLICE_PROCESS_NAME,
+        "INSERT INTO report_slice_process_name (process, name) "
+        "SELECT DISTINCT process, name FROM report_slice_process_name_cell",
+    ),
     Derived(
         REPORT_SCHED_CELL,
         "INSERT INTO report_sched_cell (cell, utid, busy) "

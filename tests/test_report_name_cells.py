@@ -18,7 +18,9 @@ from datasette_perfetto.trace_builder import TraceBuilder
 
 CELLS = schema.REPORT_SLICE_NAME_CELL.name
 TRACK_CELLS = schema.REPORT_SLICE_TRACK_NAME_CELL.name
+PROCESS_CELLS = schema.REPORT_SLICE_PROCESS_NAME_CELL.name
 PARTS_SEEN: set[str] = set()
+TABLES_READ: set[str] = set()
 
 
 @pytest.fixture(scope="module")
@@ -30,11 +32,14 @@ def cells_db(tmp_path_factory):
     seq = builder.sequence(1)
     seq.process(1, "app")
     # A producer's dimension on three of them (the others have none: their own group_by row).
+    seq.process(20, "other")
     ranks = [[("rank", 0)], [("rank", 1)], [("rank", 1)], None]
-    threads = [seq.thread(1, 2 + i, f"t{i}", dimensions=ranks[i]) for i in range(4)]
+    # t3 in a second process; "global" on a track of no process (its group_by=process row has no value).
+    threads = [seq.thread(1 if i < 3 else 20, 2 + i, f"t{i}", dimensions=ranks[i]) for i in range(4)]
+    threads.append(seq.track(77, "global"))
     ms = 1_000_000
     for k, track in enumerate(threads):
-        ts = 1_000 + k * 7
+        ts = 1_000 + k * 7 + (300 * ms if track == threads[-1] else 0)  # the global track from 0.3 s on
         while ts < 900 * ms:
             name = rng.choice(["Run", "Draw", "Layout", ""])
             dur = rng.choice([3 * ms, 17 * ms, 40 * ms, 150_000])
@@ -72,7 +77,7 @@ def grid(db, by_track: bool = False) -> tuple[int, int, int]:
         conn.close()
 
 
-@pytest.mark.parametrize("table", [CELLS, TRACK_CELLS])
+@pytest.mark.parametrize("table", [CELLS, TRACK_CELLS, PROCESS_CELLS, schema.REPORT_SLICE_PROCESS_NAME.name])
 def test_cells_equal_their_sql_definition(cells_db, tmp_path, table):
     copy = tmp_path / "copy.db"
     copy.write_bytes(cells_db.read_bytes())
@@ -88,12 +93,14 @@ def test_cells_equal_their_sql_definition(cells_db, tmp_path, table):
         ).fetchone()[0]
     finally:
         conn.close()
-    assert len(kept) > 100 and kept == defined
+    assert (len(kept) > 100 or table == schema.REPORT_SLICE_PROCESS_NAME.name) and kept == defined
+    if table == PROCESS_CELLS:  # both processes, and the track of none
+        assert {row[0] for row in kept} == {"1", "2", None}
     assert edge_ending > 0  # slices ending exactly where a cell starts: open there, for no time
 
 
 def test_small_traces_keep_no_cells(demo_db):
-    assert demo_db.count(CELLS) == 0 and demo_db.count(TRACK_CELLS) == 0
+    assert demo_db.count(CELLS) == 0 and demo_db.count(TRACK_CELLS) == 0 and demo_db.count(PROCESS_CELLS) == 0
 
 
 def report(db, flags: dict, cells: bool):
@@ -101,14 +108,15 @@ def report(db, flags: dict, cells: bool):
     conn = connect_with_functions(db)
     original = slices.cell_split
     if not cells:
-        slices.cell_split = lambda run, by_track=False: None
+        slices.cell_split = lambda run, per="name": None
     try:
         result = run_report(conn, "slices", "table", flags, Linker(None, "t.db"))
     finally:
         slices.cell_split = original
     used_cells = any("range's cells" in q.purpose for q in result.run.queries)
-    if used_cells:  # which parts of the range were read from the instances
+    if used_cells:  # which parts of the range were read from the instances, and which cell tables
         PARTS_SEEN.update(p for q in result.run.queries for p in ("before_start", "after_start") if p in q.params)
+        TABLES_READ.update(t for q in result.run.queries for t in (TRACK_CELLS, PROCESS_CELLS) if f"FROM {t}" in q.sql)
     instances = {}
     for row in result.result_message().rows:
         inst = row.max_instance
@@ -178,11 +186,15 @@ def test_whole_cell_ranges_read_the_cells_and_agree_with_the_instances(cells_db,
         {"group_by": "rank"},
         {"group_by": "rank", "sort": "dur", "name": "R*"},
         {"group_by": "thread", "thread": "t*", "top": "30"},
+        {"group_by": "process", "top": "40"},
+        {"group_by": "process", "sort": "count", "name": "R*"},
+        {"group_by": "process", "process": "app"},
     ],
     ids=lambda e: "&".join(f"{k}={v}" for k, v in e.items()),
 )
 def test_an_owners_or_per_value_whole_cell_ranges_read_the_track_cells_and_agree_with_the_instances(cells_db, extra):
     PARTS_SEEN.clear()
+    TABLES_READ.clear()
     values: set[str] = set()
     for label, first, end in ranges(cells_db, by_track=True):
         flags = {"time": f"{first}ns,{end}ns", **extra}
@@ -195,8 +207,13 @@ def test_an_owners_or_per_value_whole_cell_ranges_read_the_track_cells_and_agree
             assert longest[row.name, row.group_value] == row.max_dur, (label, row.name)
         values.update(row.group_value for row in from_cells.rows)
     assert PARTS_SEEN == {"before_start", "after_start"}
+    # group_by=process alone: the per process cells' running totals; else the per track cells.
+    per_process = extra.get("group_by") == "process" and "process" not in extra
+    assert TABLES_READ == ({PROCESS_CELLS} if per_process else {TRACK_CELLS})
     if extra.get("group_by") == "rank":
         assert values == {"0", "1", ""}  # "": the tracks without a rank
+    if extra == {"group_by": "process", "top": "40"}:
+        assert values == {"1", "2", ""}  # "": the track of no process
 
 
 def test_min_duration_hides_the_same_names(cells_db):

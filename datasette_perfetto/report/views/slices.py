@@ -235,7 +235,7 @@ LIMIT {CANNED_TOP}"""
         # min_duration hides names with less time in total (the RFC's row filter), as min_count those with fewer
         # instances: it selects no instances.
         narrowed = owner is not None or s.time is not None
-        cells = cell_split(run, by_track=owner is not None or group is not None) if self.sort_key(s) != "max" else None
+        cells = cell_split(run, cell_table(owner, group)) if self.sort_key(s) != "max" else None
         if cells is not None:
             w = scope_where(run, min_duration=False)
             grouped, grouped_params = self._by_cells(run, cells, owner, group)
@@ -396,15 +396,18 @@ LIMIT :top""",
         if name is not None:
             by_cell.add("c.name GLOB :name", name=name)
         params.update(by_cell.params)
-        opened = "0" if cells.before is not None else "CASE WHEN c.cell = :first_cell THEN c.{} ELSE 0 END"
-        parts = [
-            f"""  SELECT c.name AS name{value}, sum(c.starting) + sum({opened.format("open")}) AS count,
+        if cells.table == CELL_TABLES["process"][0]:
+            parts = [_by_process_cells(cells, name is not None)]
+        else:
+            opened = "0" if cells.before is not None else "CASE WHEN c.cell = :first_cell THEN c.{} ELSE 0 END"
+            parts = [
+                f"""  SELECT c.name AS name{value}, sum(c.starting) + sum({opened.format("open")}) AS count,
          sum(c.covered) AS total_dur, sum(c.unfinished_starting) + sum({opened.format("unfinished_open")})
            AS unfinished, sum(c.self_covered) AS self_dur
   FROM {cells.table} c{by_value}
   {by_cell.sql().replace(chr(10), chr(10) + "  ")}
   GROUP BY c.name{value_key}"""
-        ]
+            ]
         for label, edge, starting_only in (("before", cells.before, False), ("after", cells.after, True)):
             if edge is None:
                 continue
@@ -644,16 +647,21 @@ class CellSplit:
     after: tuple[int, int] | None
 
 
-# The cell tables of large traces, per name or per track and name, with their cell width in report_grid.
-CELL_TABLES = {False: ("report_slice_name_cell", "name_cell_dur"), True: ("report_slice_track_name_cell", "cell_dur")}
+# The cell tables of large traces, per name, per track and name or per process and name, with their cell width
+# in report_grid.
+CELL_TABLES = {
+    "name": ("report_slice_name_cell", "name_cell_dur"),
+    "track": ("report_slice_track_name_cell", "cell_dur"),
+    "process": ("report_slice_process_name_cell", "name_cell_dur"),
+}
 
 
-def cell_split(run: ReportRun, by_track: bool = False) -> CellSplit | None:
-    """Under `time`, the range split around the whole cells inside it of report_slice_name_cell (or, `by_track`,
-    for an owner's tracks, report_slice_track_name_cell), when that table was filled (large traces) and holds at
-    least one whole cell of the range; else None. Before the trace's start and past its end nothing lies: the
-    range reaches the first or last cell there."""
-    table, width = CELL_TABLES[by_track]
+def cell_split(run: ReportRun, per: str = "name") -> CellSplit | None:
+    """Under `time`, the range split around the whole cells inside it of the cell table `per` name (for an
+    owner's tracks or per dimension value: "track"; per process: "process"; CELL_TABLES), when that table was
+    filled (large traces) and holds at least one whole cell of the range; else None. Before the trace's start
+    and past its end nothing lies: the range reaches the first or last cell there."""
+    table, width = CELL_TABLES[per]
     if run.scope.time is None or not run.has_tables(table, "report_grid"):
         return None
     cell_dur = run.value(
@@ -679,6 +687,14 @@ def cell_split(run: ReportRun, by_track: bool = False) -> CellSplit | None:
     )
 
 
+def cell_table(owner: Where | None, group: Grouping | None) -> str:
+    """The CELL_TABLES entry for a slices table: per name, unless scoped to an owner's tracks or split by a
+    dimension's values (per track and name; per process and name for group_by=process alone)."""
+    if owner is None and group is not None and group.name == "process":
+        return "process"
+    return "name" if owner is None and group is None else "track"
+
+
 def _cell_scope(cells: CellSplit, owner: Where | None) -> tuple[Where, str]:
     """The terms selecting a range's whole cells (of an owner's tracks) in cells table c, and the terms on slice s
     selecting the owner's tracks in the parts outside them ("" for every track)."""
@@ -688,6 +704,36 @@ def _cell_scope(cells: CellSplit, owner: Where | None) -> tuple[Where, str]:
         return in_cells, ""
     in_cells.add(f"c.track_id IN {owner.terms[0]}", **owner.params)
     return in_cells, f"\n  AND s.track_id IN {owner.terms[0]}"
+
+
+def _by_process_cells(cells: CellSplit, by_name: bool) -> str:
+    """Per process and name (report_slice_process_name), the whole cells [:first_cell, :end_cell) of
+    report_slice_process_name_cell: the running totals of the key's last row before :end_cell less those of
+    its last row before :first_cell (three index lookups per key, however many cells the range holds); a slice
+    open at the range's start is counted by the first cell's `open`, unless a part of the range lies before the
+    cells (which counts it). Keys with no row among the cells had nothing there. `by_name`: only the names
+    matching :name."""
+    table = cells.table
+
+    def last_row(alias: str, before: str) -> str:
+        return (
+            f"{table} {alias} ON {alias}.process IS k.process AND {alias}.name IS k.name AND {alias}.cell = ("
+            f"SELECT max(c.cell) FROM {table} c WHERE c.process IS k.process AND c.name IS k.name AND c.cell < {before})"
+        )
+
+    opened = cells.before is None
+    first = f"\n  LEFT JOIN {table} f ON f.process IS k.process AND f.name IS k.name AND f.cell = :first_cell"
+    return f"""  SELECT k.name AS name, k.process AS group_value,
+         hi.cum_starting - coalesce(lo.cum_starting, 0){" + coalesce(f.open, 0)" if opened else ""} AS count,
+         hi.cum_covered - coalesce(lo.cum_covered, 0) AS total_dur,
+         hi.cum_unfinished_starting - coalesce(lo.cum_unfinished_starting, 0){
+        " + coalesce(f.unfinished_open, 0)" if opened else ""
+    } AS unfinished,
+         hi.cum_self_covered - coalesce(lo.cum_self_covered, 0) AS self_dur
+  FROM report_slice_process_name k
+  JOIN {last_row("hi", ":end_cell")}
+  LEFT JOIN {last_row("lo", ":first_cell")}{first if opened else ""}
+  WHERE hi.cell >= :first_cell{" AND k.name GLOB :name" if by_name else ""}"""
 
 
 def _edge_dur(label: str) -> str:

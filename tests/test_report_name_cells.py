@@ -20,7 +20,11 @@ CELLS = schema.REPORT_SLICE_NAME_CELL.name
 TRACK_CELLS = schema.REPORT_SLICE_TRACK_NAME_CELL.name
 PROCESS_CELLS = schema.REPORT_SLICE_PROCESS_NAME_CELL.name
 PARTS_SEEN: set[str] = set()
+# An edge's first parameter: inside the range (added to the cells) or outside it (the rest of a cell read whole,
+# subtracted).
+EDGES = {"before_start", "after_start", "before_out_start", "after_out_start"}
 TABLES_READ: set[str] = set()
+LONGEST_READ: set[str] = set()  # the purposes of the queries that found each name's longest instance
 
 
 @pytest.fixture(scope="module")
@@ -103,19 +107,25 @@ def test_small_traces_keep_no_cells(demo_db):
     assert demo_db.count(CELLS) == 0 and demo_db.count(TRACK_CELLS) == 0 and demo_db.count(PROCESS_CELLS) == 0
 
 
-def report(db, flags: dict, cells: bool):
-    """The slices table, from the cells or (cells=False) from the instances."""
+def report(db, flags: dict, cells: bool, longest_by_time: bool = True):
+    """The slices table, from the cells or (cells=False) from the instances; with the cells, each name's longest
+    instance found in one pass over the range (small ranges: this trace's always) or, not `longest_by_time`,
+    through the (name, dur) index as in large ranges."""
     conn = connect_with_functions(db)
-    original = slices.cell_split
+    original, by_time_max = slices.cell_split, slices.LONGEST_BY_TIME_MAX
     if not cells:
         slices.cell_split = lambda run, per="name": None
+    if not longest_by_time:
+        slices.LONGEST_BY_TIME_MAX = -1
     try:
         result = run_report(conn, "slices", "table", flags, Linker(None, "t.db"))
     finally:
-        slices.cell_split = original
+        slices.cell_split, slices.LONGEST_BY_TIME_MAX = original, by_time_max
+    if cells:
+        LONGEST_READ.update(q.purpose for q in result.run.queries if q.purpose.startswith("the longest part"))
     used_cells = any("range's cells" in q.purpose for q in result.run.queries)
     if used_cells:  # which parts of the range were read from the instances, and which cell tables
-        PARTS_SEEN.update(p for q in result.run.queries for p in ("before_start", "after_start") if p in q.params)
+        PARTS_SEEN.update(p for q in result.run.queries for p in EDGES if p in q.params)
         TABLES_READ.update(t for q in result.run.queries for t in (TRACK_CELLS, PROCESS_CELLS) if f"FROM {t}" in q.sql)
     instances = {}
     for row in result.result_message().rows:
@@ -162,16 +172,21 @@ def ranges(db, by_track: bool = False) -> list[tuple[str, int, int]]:
 )
 def test_whole_cell_ranges_read_the_cells_and_agree_with_the_instances(cells_db, extra):
     PARTS_SEEN.clear()
+    LONGEST_READ.clear()
     for label, first, end in ranges(cells_db):
         flags = {"time": f"{first}ns,{end}ns", **extra}
         from_cells, used, longest = report(cells_db, flags, cells=True)
         from_instances, used_raw, _ = report(cells_db, flags, cells=False)
+        by_index, _, _ = report(cells_db, flags, cells=True, longest_by_time=False)
         assert used and not used_raw, label
-        assert table_figures(from_cells) == table_figures(from_instances), label
+        assert table_figures(from_cells) == table_figures(from_instances) == table_figures(by_index), label
         assert from_cells.rows or "min_count" in extra, label
         for row in from_cells.rows:  # the instance shown is a longest one (ties may pick another)
             assert longest[row.name, row.group_value] == row.max_dur, (label, row.name)
-    assert PARTS_SEEN == {"before_start", "after_start"}  # ranges with parts outside whole cells were among them
+    assert PARTS_SEEN == EDGES  # ranges with parts outside whole cells were among them
+    # Both ways to find each name's longest instance were taken.
+    assert "the longest part of each name shown inside the range" in LONGEST_READ
+    assert any(purpose.startswith("the longest part of a ") for purpose in LONGEST_READ)
 
 
 @pytest.mark.parametrize(
@@ -200,13 +215,14 @@ def test_an_owners_or_per_value_whole_cell_ranges_read_the_track_cells_and_agree
         flags = {"time": f"{first}ns,{end}ns", **extra}
         from_cells, used, longest = report(cells_db, flags, cells=True)
         from_instances, used_raw, _ = report(cells_db, flags, cells=False)
+        by_index, _, _ = report(cells_db, flags, cells=True, longest_by_time=False)
         assert used and not used_raw, label
-        assert table_figures(from_cells) == table_figures(from_instances), label
+        assert table_figures(from_cells) == table_figures(from_instances) == table_figures(by_index), label
         assert from_cells.rows or "min_count" in extra or extra.get("thread") == "edges", label
         for row in from_cells.rows:
             assert longest[row.name, row.group_value] == row.max_dur, (label, row.name)
         values.update(row.group_value for row in from_cells.rows)
-    assert PARTS_SEEN == {"before_start", "after_start"}
+    assert PARTS_SEEN == EDGES
     # group_by=process alone: the per process cells' running totals; else the per track cells.
     per_process = extra.get("group_by") == "process" and "process" not in extra
     assert TABLES_READ == ({PROCESS_CELLS} if per_process else {TRACK_CELLS})
@@ -275,7 +291,7 @@ async def test_the_page_shows_the_sql_it_ran_over_the_track_cells(cells_db):
     cell, _, _ = grid(cells_db, by_track=True)
     db_name = cells_db.stem
     ds = datasette_with([cells_db])
-    time = f"{3 * cell + 11}ns,{70 * cell - 5}ns"  # parts before and after the whole cells
+    time = f"{3 * cell - 11}ns,{70 * cell + 5}ns"  # short parts before and after the whole cells
     response = await ds.client.get(f"/{db_name}/-/report/slices.json?thread=t*&time={time}&top=4")
     assert response.status_code == 200, response.text
     data = response.json()

@@ -380,11 +380,12 @@ LIMIT :top""",
     @staticmethod
     def _by_cells(run: ReportRun, cells: CellSplit, owner: Where | None, group: Grouping | None) -> tuple[str, dict]:
         """A time range holding whole cells: per name (or, for an owner's tracks or per dimension value, per
-        track and name) and cell aggregates precomputed at import (large traces) for those cells, the instances
-        for the parts of the range before and after them (short: less than a cell each); the longest instance
-        of each row shown is looked up after (longest_in_range). A slice open at the range's start is counted
-        by the part before the cells, or by the first cell's `open`. Returns (the per-name SQL, its
-        parameters)."""
+        track and name; per process and name) and cell aggregates precomputed at import (large traces) for
+        those cells, the instances for the edges before and after them (at most half a cell each: a longer
+        part is read as its whole cell less the rest, Edge.outside); the longest instance of each row shown is
+        looked up after (longest_in_range). A slice open at the range's start is counted by the part before the
+        cells, or by the first cell's `open`. Names that net no instance (all in a subtracted part) are left
+        out. Returns (the per-name SQL, its parameters)."""
         name = run.scope.name
         params: dict[str, Any] = {"first_cell": cells.first_cell, "end_cell": cells.end_cell}
         value, value_key, by_value = "", "", ""
@@ -399,7 +400,7 @@ LIMIT :top""",
         if cells.table == CELL_TABLES["process"][0]:
             parts = [_by_process_cells(cells, name is not None)]
         else:
-            opened = "0" if cells.before is not None else "CASE WHEN c.cell = :first_cell THEN c.{} ELSE 0 END"
+            opened = "0" if _counts_open(cells) else "CASE WHEN c.cell = :first_cell THEN c.{} ELSE 0 END"
             parts = [
                 f"""  SELECT c.name AS name{value}, sum(c.starting) + sum({opened.format("open")}) AS count,
          sum(c.covered) AS total_dur, sum(c.unfinished_starting) + sum({opened.format("unfinished_open")})
@@ -408,11 +409,12 @@ LIMIT :top""",
   {by_cell.sql().replace(chr(10), chr(10) + "  ")}
   GROUP BY c.name{value_key}"""
             ]
-        for label, edge, starting_only in (("before", cells.before, False), ("after", cells.after, True)):
+        for side, edge in (("before", cells.before), ("after", cells.after)):
             if edge is None:
                 continue
-            params[f"{label}_start"], params[f"{label}_end"] = edge
-            parts.append(_edge_by_name(label, starting_only, name is not None, owned, group is not None))
+            label = edge.label(side)
+            params[f"{label}_start"], params[f"{label}_end"] = edge.start, edge.end
+            parts.append(_edge_by_name(side, edge, name is not None, owned, group is not None))
         if name is not None:
             params["name"] = name
         union = "\n  UNION ALL\n".join(parts)
@@ -421,22 +423,25 @@ LIMIT :top""",
 FROM (
 {union}
 )
-GROUP BY name{value_key}"""
+GROUP BY name{value_key}
+HAVING sum(count) > 0"""
         return grouped, params
 
     @staticmethod
     def _slice_time_by_cells(run: ReportRun, cells: CellSplit, owner: Where | None) -> int:
         """The slice time in a range holding whole cells (every name's, on the owner's tracks): the time the
-        top-level slices cover in those cells, from the cells, and in the parts before and after them."""
+        top-level slices cover in those cells, from the cells, and in the edges (added, or subtracted when
+        outside the range)."""
         in_cells, owned = _cell_scope(cells, owner)
         params: dict[str, Any] = {"first_cell": cells.first_cell, "end_cell": cells.end_cell, **in_cells.params}
         tops = [f"(SELECT coalesce(sum(c.top_covered), 0) FROM {cells.table} c {in_cells.sql()})"]
-        for label, edge in (("before", cells.before), ("after", cells.after)):
+        for side, edge in (("before", cells.before), ("after", cells.after)):
             if edge is not None:
-                params[f"{label}_start"], params[f"{label}_end"] = edge
+                label = edge.label(side)
+                params[f"{label}_start"], params[f"{label}_end"] = edge.start, edge.end
                 tops.append(
-                    f"(SELECT coalesce(sum({_edge_dur(label)}), 0) FROM slice s\n  {_edge_range(label, owned)}\n"
-                    "  AND +s.parent_id IS NULL)"
+                    f"{'-' if edge.outside else ''}(SELECT coalesce(sum({_edge_dur(label)}), 0) FROM slice s\n"
+                    f"  {_edge_range(label, owned)}\n  AND +s.parent_id IS NULL)"
                 )
         slice_time = run.value(
             "the slice time in scope: the time the top-level slices cover in the range's cells and the rest of it",
@@ -637,14 +642,29 @@ ORDER BY d DESC, id DESC LIMIT :top"""
 @dataclass(frozen=True)
 class CellSplit:
     """A time range [start, end) as a cell table (report_slice_name_cell or report_slice_track_name_cell) sees
-    it: whole cells [first_cell, end_cell), and the parts of the range before and after them (None when empty),
-    read from the instances."""
+    it: cells [first_cell, end_cell), and the edges before and after them (None when empty), read from the
+    instances."""
 
     table: str
     first_cell: int
     end_cell: int
-    before: tuple[int, int] | None
-    after: tuple[int, int] | None
+    before: Edge | None
+    after: Edge | None
+
+
+@dataclass(frozen=True)
+class Edge:
+    """A part [start, end) at a range's edge, read from the instances: inside the range, added to its whole cells;
+    or (`outside`) the rest of the cell the edge lies in, when shorter: that cell is read whole from the cells and
+    this part subtracted, so no edge reads more than half a cell of instances."""
+
+    start: int
+    end: int
+    outside: bool = False
+
+    def label(self, side: str) -> str:
+        """The part's parameter prefix on `side` ("before" or "after"): :{label}_start, :{label}_end."""
+        return f"{side}_out" if self.outside else side
 
 
 # The cell tables of large traces, per name, per track and name or per process and name, with their cell width
@@ -678,13 +698,20 @@ def cell_split(run: ReportRun, per: str = "name") -> CellSplit | None:
         return None  # no whole cell inside: the instances are few
     cell_start = t0 + first * cell_dur
     cell_end = None if last is None else t0 + last * cell_dur
-    return CellSplit(
-        table,
-        first,
-        MAX_INT64 if last is None else last,
-        (start, cell_start) if start > t0 and start < cell_start else None,
-        (cell_end, end) if cell_end is not None and cell_end < end else None,
-    )
+    before = after = None
+    if start > t0 and start < cell_start:
+        if cell_start - start > cell_dur // 2:  # the cell holding start, less its part before start
+            first -= 1
+            before = Edge(cell_start - cell_dur, start, outside=True)
+        else:
+            before = Edge(start, cell_start)
+    if cell_end is not None and last is not None and cell_end < end:
+        if end - cell_end > cell_dur // 2:  # the cell holding end, less its part from end on
+            last += 1
+            after = Edge(end, cell_end + cell_dur, outside=True)
+        else:
+            after = Edge(cell_end, end)
+    return CellSplit(table, first, MAX_INT64 if last is None else last, before, after)
 
 
 def cell_table(owner: Where | None, group: Grouping | None) -> str:
@@ -721,7 +748,7 @@ def _by_process_cells(cells: CellSplit, by_name: bool) -> str:
             f"SELECT max(c.cell) FROM {table} c WHERE c.process IS k.process AND c.name IS k.name AND c.cell < {before})"
         )
 
-    opened = cells.before is None
+    opened = not _counts_open(cells)
     first = f"\n  LEFT JOIN {table} f ON f.process IS k.process AND f.name IS k.name AND f.cell = :first_cell"
     return f"""  SELECT k.name AS name, k.process AS group_value,
          hi.cum_starting - coalesce(lo.cum_starting, 0){" + coalesce(f.open, 0)" if opened else ""} AS count,
@@ -748,22 +775,36 @@ def _edge_range(label: str, owned: str = "") -> str:
     return "WHERE " + terms.replace(":range_end", f":{label}_end").replace(":range_start", f":{label}_start") + owned
 
 
-def _edge_by_name(label: str, starting_only: bool, by_name: bool, owned: str = "", by_value: bool = False) -> str:
-    """Per name (and, `by_value`, per value of the group_by dimension of their tracks) over one part of a range
-    outside the whole cells, as the slices table reads instances: their time inside the part, and self time
-    less their direct children's (of any name) there; `owned`: terms selecting an owner's tracks (children are
-    on their parent's track). With `starting_only` only instances starting in the part count (the others were
-    counted before it)."""
+def _counts_open(cells: CellSplit) -> bool:
+    """Whether the slices open at the range's start are counted by a part before the cells (else by the first
+    cell's `open`)."""
+    return cells.before is not None and not cells.before.outside
+
+
+def _edge_by_name(side: str, edge: Edge, by_name: bool, owned: str = "", by_value: bool = False) -> str:
+    """Per name (and, `by_value`, per value of the group_by dimension of their tracks) over one edge of a range,
+    as the slices table reads instances: their time inside the part, and self time less their direct
+    children's (of any name) there; `owned`: terms selecting an owner's tracks (children are on their parent's
+    track). Before the cells every instance there counts; after them only those starting in the part (the
+    others were counted before it). An edge outside the range is subtracted: after it, what starts in it; before
+    it, the instances ending in it (the cells counted them, open at or starting after the cell's start)."""
+    label = edge.label(side)
     d = _edge_dur(label)
-    count = f"sum(s.ts >= :{label}_start)" if starting_only else "count(*)"
-    unfinished = f"sum(s.dur < 0 AND s.ts >= :{label}_start)" if starting_only else "sum(s.dur < 0)"
+    sign = "-" if edge.outside else ""
+    if side == "after":
+        count = f"{sign}sum(s.ts >= :{label}_start)"
+        unfinished = f"{sign}sum(s.dur < 0 AND s.ts >= :{label}_start)"
+    elif edge.outside:  # every instance here ends at or after its start (the overlap terms)
+        count, unfinished = f"-sum(s.dur >= 0 AND s.ts + s.dur < :{label}_end)", "0"
+    else:
+        count, unfinished = "count(*)", "sum(s.dur < 0)"
     name_term = "\n    AND s.name GLOB :name" if by_name else ""
     value, value_key, value_join = "", "", ""
     if by_value:
         value, value_key = f", {VALUE_TEXT.format(d='g')} AS group_value", ", group_value"
         value_join = "\n  LEFT JOIN track_dimension g ON g.track_id = s.track_id AND g.name = :group_dim"
-    return f"""  SELECT s.name AS name{value}, {count} AS count, sum({d}) AS total_dur, {unfinished} AS unfinished,
-         sum({d} - coalesce(c.dur, 0)) AS self_dur
+    return f"""  SELECT s.name AS name{value}, {count} AS count, {sign}sum({d}) AS total_dur, {unfinished} AS unfinished,
+         {sign}sum({d} - coalesce(c.dur, 0)) AS self_dur
   FROM slice s{value_join}
   LEFT JOIN (
     SELECT s.parent_id, sum({d}) AS dur FROM slice s
@@ -780,18 +821,35 @@ def _edge_by_name(label: str, starting_only: bool, by_name: bool, owned: str = "
 LONGEST_PROBE = 8
 
 
+# A range whose instances (reaching back by the longest of the names shown) are at most this many has each
+# name's longest one found in one pass over them by time; beyond, by the (name, dur) index.
+LONGEST_BY_TIME_MAX = 50_000
+
+
 def longest_in_range(
     run: ReportRun, rows: list, owner: Where | None = None, group: Grouping | None = None
 ) -> list[dict]:
     """`rows` (of the names in a range, from the cell tables) with max_dur and max_id: each name's longest part
     inside the range (on the `owner`'s tracks; with `group`, on the tracks of the row's dimension value) and its
-    instance (the highest id among equals). The (name, dur) index gives the longest finished instances in the
-    range first: one wholly inside bounds every shorter one, so reading stops there; unfinished instances are
-    few and read whole."""
-    out = []
+    instance (the highest id among equals). In a short range, one pass over its instances by time; else the
+    (name, dur) index gives the longest finished instances in the range first: one wholly inside bounds every
+    shorter one, so reading stops there; unfinished instances are few and read whole."""
+    if not rows:
+        return []
     start, end = run.time_range()
     range_dur = end - start
     owned_all, owner_params = ("", {}) if owner is None else (f" AND +s.track_id IN {owner.terms[0]}", owner.params)
+    names = sorted({row["name"] for row in rows if row["name"] is not None})
+    reach = run.query(
+        "how far back the longest instance of the names shown reaches, and the slices per ns",
+        "SELECT (SELECT max(max_dur) FROM report_slice_name WHERE name IN (SELECT value FROM json_each(:names))"
+        " OR (:any_null AND name IS NULL)) AS longest, (SELECT sum(count) FROM report_slice_name) AS slices",
+        {"names": json.dumps(names), "any_null": any(row["name"] is None for row in rows)},
+    )[0]
+    per_ns = (reach["slices"] or 0) / max(run.trace.dur, 1)
+    if per_ns * (range_dur + max(reach["longest"] or 0, 0)) <= LONGEST_BY_TIME_MAX:
+        return _longest_by_time(run, rows, reach["longest"] or 0, owned_all, owner_params, group)
+    out = []
     for row in rows:
         row = dict(row)
         owned, value_params = owned_all, {}
@@ -833,6 +891,49 @@ WHERE s.name IS :name AND s.dur < 0 AND +s.ts < :range_end AND (SELECT end_ts FR
             probe *= 8
         if best is not None:
             row["max_dur"], row["max_id"] = best["d"], best["id"]
+        out.append(row)
+    return out
+
+
+def _longest_by_time(
+    run: ReportRun, rows: list, longest: int, owned: str, owner_params: dict, group: Grouping | None
+) -> list[dict]:
+    """longest_in_range in one pass over the range's instances by the ts index (reaching back by `longest`), the
+    longest per name (and value of the group's dimension) ranked as the probe ranks them."""
+    start, end = run.time_range()
+    value, value_join, params = "NULL", "", {}
+    if group is not None:
+        value = VALUE_TEXT.format(d="g")
+        value_join = "\n  LEFT JOIN track_dimension g ON g.track_id = s.track_id AND g.name = :group_dim"
+        params = group.params
+    found = run.query(
+        "the longest part of each name shown inside the range",
+        f"""SELECT name, group_value, id, d FROM (
+  SELECT s.name, {value} AS group_value, s.id, {CLIPPED_DUR} AS d,
+         row_number() OVER (PARTITION BY s.name, {value} ORDER BY {CLIPPED_DUR} DESC, s.id DESC) AS rank
+  FROM slice s{value_join}
+  WHERE s.ts < :range_end AND s.ts >= :range_start - :longest
+    AND (s.dur < 0 AND (SELECT end_ts FROM trace_bounds) >= :range_start OR s.ts + s.dur >= :range_start)
+    AND (s.name IN (SELECT value FROM json_each(:names)) OR :any_null AND s.name IS NULL){owned}
+)
+WHERE rank = 1""",
+        {
+            "range_start": start,
+            "range_end": end,
+            "longest": max(longest, 0),
+            "names": json.dumps(sorted({row["name"] for row in rows if row["name"] is not None})),
+            "any_null": any(row["name"] is None for row in rows),
+            **owner_params,
+            **params,
+        },
+    )
+    best = {(r["name"], r["group_value"]): r for r in found}
+    out = []
+    for row in rows:
+        row = dict(row)
+        hit = best.get((row["name"], row["group_value"] if group is not None else None))
+        if hit is not None:
+            row["max_dur"], row["max_id"] = hit["d"], hit["id"]
         out.append(row)
     return out
 

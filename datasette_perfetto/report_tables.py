@@ -196,6 +196,7 @@ def slice_cells(conn: sqlite3.Connection) -> None:
         lambda k: (text_order_key(k[0]), text_order_key(k[1])),
         _itself,
         running_totals=True,
+        rollup=lambda rows: _name_cells(conn, rows),
     )
     by_track = _Cells(
         conn, schema.REPORT_SLICE_TRACK_NAME_CELL, track_g, t0, lambda k: (k[0], text_order_key(k[1])), _itself
@@ -219,13 +220,22 @@ def slice_cells(conn: sqlite3.Connection) -> None:
         add_track(ts, end, unfinished, top, (track_id, name), None if top else (track_id, parent_name))
     by_process.write_until(None)
     by_track.write_until(None)
-    # Per name: the per process rows summed, in the order the SQL definition writes them.
-    columns = [c.name for c in schema.REPORT_SLICE_NAME_CELL.columns[2:]]
-    conn.execute(
-        f"INSERT INTO report_slice_name_cell (name, cell, {', '.join(columns)}) "
-        f"SELECT name, cell, {', '.join(f'sum({c})' for c in columns)} FROM report_slice_process_name_cell "
-        "GROUP BY cell, name ORDER BY cell, name"
-    )
+
+
+def _name_cells(conn: sqlite3.Connection, rows: list[tuple]) -> None:
+    """report_slice_name_cell's rows for whole cells of report_slice_process_name_cell rows: summed over processes
+    (in Python: a sum beyond int64 is kept at its limit, where SQL's sum() would fail), in (cell, name) order."""
+    sums: dict[tuple, list[int]] = {}
+    for row in rows:
+        key = (row[2], row[1])  # (cell, name)
+        acc = sums.get(key)
+        if acc is None:
+            sums[key] = list(row[3:10])
+        else:
+            for i, v in enumerate(row[3:10]):
+                acc[i] += v
+    order = sorted(sums, key=lambda k: (k[0], text_order_key(k[1])))
+    _insert(conn, schema.REPORT_SLICE_NAME_CELL, [(name, cell, *sums[cell, name]) for cell, name in order])
 
 
 def _itself(key: tuple) -> tuple:
@@ -246,6 +256,7 @@ class _Cells:
         order: Callable[[Any], tuple],
         columns: Callable[[Any], tuple],
         running_totals: bool = False,
+        rollup: Callable[[list[tuple]], None] | None = None,
     ) -> None:
         self.conn = conn
         self.table = table
@@ -259,6 +270,7 @@ class _Cells:
         self.rows: list[tuple] = []
         # With running_totals, each row also carries its key's schema.PROCESS_CELL_TOTALS summed so far.
         self.totals: dict[Any, list[int]] | None = {} if running_totals else None
+        self.rollup = rollup  # given each batch of rows written (whole cells), to write a coarser table's
 
     def add(self, ts: int, end: int, unfinished: bool, top: bool, key, parent_key) -> None:
         """One slice, in time order: [ts, end), of `key`, its parent's key `parent_key` (unless `top`)."""
@@ -403,8 +415,10 @@ class _Cells:
             return sorted(keys, key=self.order)
 
     def _flush(self) -> None:
-        if self.rows:
+        if self.rows:  # whole cells: write_until flushes between cells
             _insert(self.conn, self.table, self.rows)
+            if self.rollup is not None:
+                self.rollup(self.rows)
             self.rows.clear()
 
 

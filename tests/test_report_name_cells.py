@@ -306,3 +306,25 @@ async def test_the_page_shows_the_sql_it_ran_over_the_track_cells(cells_db):
     assert TRACK_CELLS in sql
     bad = await ds.client.get(f"/{db_name}/-/report/slices.json?thread=t*&time={time.split(',')[0]}")
     assert bad.status_code == 400 and bad.json()["parameter"] == "time"
+
+
+@pytest.mark.web
+@pytest.mark.asyncio
+async def test_the_page_per_process_shows_the_sql_it_ran_over_the_running_totals(cells_db):
+    cell, _, _ = grid(cells_db)
+    db_name = cells_db.stem
+    ds = datasette_with([cells_db])
+    # Long parts before and after the whole cells: each read as its whole cell less the rest.
+    time = f"{30 * cell - 9 * cell // 10}ns,{700 * cell + 9 * cell // 10}ns"
+    response = await ds.client.get(f"/{db_name}/-/report/slices.json?group_by=process&time={time}&top=6")
+    assert response.status_code == 200, response.text
+    data = response.json()
+    query = next(q for q in data["queries"] if q["purpose"].startswith("slice names, top by the sort key"))
+    assert PROCESS_CELLS in query["sql"] and {"before_out_start", "after_out_start"} <= query["params"].keys()
+    conn = sqlite3.connect(cells_db)
+    params = {k: (int(v) if v.lstrip("-").isdigit() else v) for k, v in query["params"].items()}
+    shown = [(r[0], r[1] or "") for r in conn.execute(query["sql"], params)]
+    conn.close()
+    rows = data["slices_table"]["rows"]
+    assert shown == [(r["name"], r.get("group_value", "")) for r in rows] and len(shown) == 6
+    assert {r.get("group_value", "") for r in rows} >= {"1", "2"}

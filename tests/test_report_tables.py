@@ -112,7 +112,8 @@ def test_absurd_durations_are_kept_within_int64(tmp_path):
     builder = TraceBuilder()
     seq = builder.sequence(1)
     seq.process(1, "p")
-    threads = [seq.thread(1, 2 + i, f"t{i}", dimensions=[("rank", i)]) for i in range(2)]
+    seq.process(5, "q")
+    threads = [seq.thread(1 + 4 * i, 2 + i, f"t{i}", dimensions=[("rank", i)]) for i in range(2)]
     for track in threads:
         seq.slice_begin(10, track, "Apple")  # a row written before the one that overflows
         seq.slice_end(20, track)
@@ -135,8 +136,16 @@ def test_absurd_durations_are_kept_within_int64(tmp_path):
         totals = conn.execute("SELECT total_dur FROM report_slice_dimension WHERE name = 'Huge'").fetchall()
         names = conn.execute("SELECT total_dur FROM report_slice_name WHERE name = 'Huge'").fetchall()
         apples = conn.execute("SELECT value, total_dur FROM report_slice_dimension WHERE name = 'Apple'").fetchall()
+        # The per process running totals pass int64 (kept at its limit); per name cells sum both processes.
+        huge_cells = conn.execute(
+            "SELECT (SELECT max(cum_covered) FROM report_slice_process_name_cell WHERE name = 'Huge'), "
+            "(SELECT count(DISTINCT process) FROM report_slice_process_name_cell WHERE name = 'Huge'), "
+            "(SELECT count(*) FROM report_slice_name_cell n WHERE name = 'Huge' AND covered = (SELECT sum(covered) "
+            "FROM report_slice_process_name_cell p WHERE p.name = n.name AND p.cell = n.cell))"
+        ).fetchone()
     finally:
         conn.close()
     assert totals == [((1 << 63) - 1,), ((1 << 63) - 1,)] and names == [((1 << 63) - 1,)]
     assert sorted(apples) == [("0", 10), ("1", 10)]  # once each
+    assert huge_cells[:2] == ((1 << 63) - 1, 2) and huge_cells[2] > 1
     assert cells == [(1, 20), (2, 20)]  # both Apples in the first cell: one row per name, one per track

@@ -641,9 +641,8 @@ ORDER BY d DESC, id DESC LIMIT :top"""
 
 @dataclass(frozen=True)
 class CellSplit:
-    """A time range [start, end) as a cell table (report_slice_name_cell or report_slice_track_name_cell) sees
-    it: cells [first_cell, end_cell), and the edges before and after them (None when empty), read from the
-    instances."""
+    """A time range [start, end) as a cell table (one of CELL_TABLES) sees it: cells [first_cell, end_cell), and
+    the edges before and after them (None when empty), read from the instances."""
 
     table: str
     first_cell: int

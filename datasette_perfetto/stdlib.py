@@ -13,6 +13,8 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .functions import fnv1a_hash
+
 
 @dataclass(frozen=True)
 class Module:
@@ -315,6 +317,117 @@ LEFT JOIN android_user_list AS u ON m.android_user_id = u.android_user_id
 ORDER BY m.upid;
 """
 
+# android.memory.heap_graph.excluded_refs: the references a weak, phantom or finalizer reference holds to its
+# referent, which do not keep it alive.
+_EXCLUDED_REFS = """
+CREATE TEMP TABLE _ref_type_ids AS
+SELECT id AS type_id FROM heap_graph_class
+WHERE kind IN ('KIND_FINALIZER_REFERENCE', 'KIND_PHANTOM_REFERENCE', 'KIND_WEAK_REFERENCE')
+ORDER BY type_id;
+
+CREATE TEMP TABLE _excluded_refs AS
+SELECT ref.id FROM heap_graph_object AS robj
+CROSS JOIN heap_graph_reference AS ref USING (reference_set_id)
+CROSS JOIN _ref_type_ids USING (type_id)
+WHERE ref.field_name = 'java.lang.ref.Reference.referent'
+ORDER BY ref.id;
+"""
+
+_CLASS_NAME_HASH = """
+CREATE TEMP TABLE _heap_graph_class_name_hash AS
+SELECT id, hash(coalesce(deobfuscated_name, name, '')) AS name_hash FROM heap_graph_class;
+"""
+
+
+def _heap_graph_min_depth_tree(conn: sqlite3.Connection) -> None:
+    """_heap_graph_object_min_depth_tree and _heap_graph_path_hashes (android.memory.heap_graph.class_tree):
+    the heap graph as a tree by one breadth-first search from every root at once (roots by class name, then
+    id; each object's references by the referred object's id), as trace_processor's graph_reachable_bfs! over
+    the references not excluded; then each object's path hash: a root's from its process, dump, class,
+    root and heap types; a child's from its parent's, unless it is of its parent's class (a chain of one
+    class is one path)."""
+    outgoing: dict[int, list[int]] = {}
+    for owner, owned in conn.execute(
+        "SELECT owner_id, owned_id FROM heap_graph_reference WHERE id NOT IN _excluded_refs "
+        "AND owned_id IS NOT NULL ORDER BY owned_id"
+    ):
+        outgoing.setdefault(owner, []).append(owned)
+    parent: dict[int, int | None] = {}
+    order: list[int] = []
+    for (root,) in conn.execute(
+        "SELECT o.id FROM heap_graph_object AS o JOIN heap_graph_class AS c ON o.type_id = c.id "
+        "WHERE o.root_type IS NOT NULL ORDER BY c.name, o.id"
+    ):
+        if root not in parent:
+            parent[root] = None
+            order.append(root)
+    for node in order:  # the queue: appended to while read
+        for child in outgoing.get(node, ()):
+            if child not in parent:
+                parent[child] = node
+                order.append(child)
+    create_temp_table(conn, "_heap_graph_object_min_depth_tree", ["id", "parent_id"], sorted(parent.items()))
+    objects = {
+        row[0]: row[1:]
+        for row in conn.execute(
+            "SELECT o.id, o.upid, o.graph_sample_ts, k.name_hash, ifnull(o.root_type, ''), ifnull(o.heap_type, '') "
+            "FROM _heap_graph_object_min_depth_tree AS t JOIN heap_graph_object AS o USING (id) "
+            "JOIN _heap_graph_class_name_hash AS k ON o.type_id = k.id"
+        )
+    }
+    hashes: dict[int, tuple[int, int]] = {}  # id -> (path hash, parent path hash)
+    for node in order:
+        if node not in objects:
+            continue
+        upid, ts, name_hash, root_type, heap_type = objects[node]
+        up = parent[node]
+        if up is None or up not in hashes:
+            if up is None:
+                hashes[node] = (fnv1a_hash(upid, ts, name_hash, root_type, heap_type), 0)
+            continue
+        up_hash, up_parent_hash = hashes[up]
+        if objects[up][2] == name_hash:
+            hashes[node] = (up_hash, up_parent_hash)
+        else:
+            hashes[node] = (fnv1a_hash(up_hash, name_hash, heap_type), up_hash)
+    create_temp_table(
+        conn,
+        "_heap_graph_path_hashes",
+        ["id", "path_hash", "parent_path_hash"],
+        [(node, *hashes[node]) for node in sorted(hashes)],
+    )
+
+
+# android.memory.heap_graph.class_tree: the tree's objects aggregated by path (its native sizes as children
+# of their own), then the class tree: one row per path, its parent the row of its parent path.
+_CLASS_TREE = """
+CREATE TEMP TABLE _heap_graph_path_hashes_aggregated AS
+WITH x AS (
+  SELECT o.graph_sample_ts, o.upid, path_hash, parent_path_hash,
+    coalesce(c.deobfuscated_name, c.name, '') AS name, o.root_type, o.heap_type, count() AS self_count,
+    sum(iif(o.self_size != -1, o.self_size, 0)) AS self_size, sum(o.native_size > 0) AS self_native_count,
+    sum(o.native_size) AS self_native_size
+  FROM _heap_graph_path_hashes JOIN heap_graph_object AS o USING (id)
+  JOIN heap_graph_class AS c ON o.type_id = c.id
+  GROUP BY path_hash
+)
+SELECT graph_sample_ts, upid, hash(path_hash, 'native', '') AS path_hash, path_hash AS parent_path_hash,
+  '[native] ' || x.name AS name, root_type, 'HEAP_TYPE_NATIVE' AS heap_type,
+  sum(x.self_native_count) AS self_count, sum(x.self_native_size) AS self_size
+FROM x WHERE x.self_native_size > 0 GROUP BY path_hash
+UNION ALL
+SELECT graph_sample_ts, upid, path_hash, parent_path_hash, name, root_type, heap_type, self_count, self_size FROM x
+ORDER BY path_hash;
+
+CREATE TEMP TABLE _heap_graph_class_tree AS
+SELECT c.graph_sample_ts, c.upid, c.rowid - 1 AS id,
+  (SELECT p.rowid - 1 FROM _heap_graph_path_hashes_aggregated AS p WHERE c.parent_path_hash = p.path_hash)
+    AS parent_id,
+  c.name, c.root_type, c.heap_type, c.self_count, c.self_size, c.path_hash AS path_hash_stable
+FROM _heap_graph_path_hashes_aggregated AS c
+ORDER BY id;
+"""
+
 MODULES: dict[str, Module] = {
     "slices.with_context": Module(),  # thread_slice, process_slice, thread_or_process_slice: schema.py
     "std.gpu.context": Module(),  # gpu_context: a table of every database
@@ -327,6 +440,13 @@ MODULES: dict[str, Module] = {
     "counters.intervals": Module(),  # its counter_leading_intervals! macro: table_functions.py
     "android.memory.heap_profile.intervals": Module(sql=_HEAP_PROFILE_INTERVALS),
     "android.memory.heap_graph.oome": Module(),  # android_heap_graph_java_oome_details: schema.py
+    "android.memory.heap_graph.excluded_refs": Module(sql=_EXCLUDED_REFS),
+    "android.memory.heap_graph.helpers": Module(sql=_CLASS_NAME_HASH),
+    "android.memory.heap_graph.class_tree": Module(
+        ("android.memory.heap_graph.excluded_refs", "android.memory.heap_graph.helpers"),
+        _CLASS_TREE,
+        build=_heap_graph_min_depth_tree,
+    ),
     "android.power_rails": Module(
         sql=_POWER_RAILS,
         build=_intervals_table(

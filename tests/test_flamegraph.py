@@ -3,12 +3,15 @@ heap graphs ('graph'), heapprofd profiles ('native') and CPU samples ('perf'), o
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import pytest
+from click.testing import CliRunner
 from conftest import ingest_built
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
+from datasette_perfetto.cli import perfetto
 from datasette_perfetto.flamegraph import COLUMNS, experimental_flamegraph
 from datasette_perfetto.trace_builder import TraceBuilder
 
@@ -402,3 +405,47 @@ def test_bad_arguments_are_value_errors_naming_the_argument(app_db, args, named)
     message = str(error.value)
     assert named in message and "\n" not in message
     assert message.startswith("experimental_flamegraph: ")
+
+
+# -- android.memory.heap_graph.class_tree ---------------------------------------------------------------
+
+
+def test_the_class_tree_module_is_the_heap_as_a_tree_of_class_paths(tmp_path):
+    """One breadth-first search from every root (roots by class name: `a` first), each object reached first
+    through the lowest id; the weak referent is not reached; objects of one class under one path are one row
+    (the two Nodes, the two Leaves), named deobfuscated."""
+    b = TraceBuilder()
+    app_heap(b)
+    db = ingest_built(tmp_path, b)
+    sql = (
+        "INCLUDE PERFETTO MODULE android.memory.heap_graph.class_tree;\n"
+        "SELECT c.name, p.name AS parent, c.root_type, c.self_count, c.self_size FROM _heap_graph_class_tree c "
+        "LEFT JOIN _heap_graph_class_tree p ON c.parent_id = p.id ORDER BY c.name;"
+    )
+    result = CliRunner().invoke(perfetto, ["query", str(db.path), sql, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["rows"] == [
+        ["com.App", None, "ROOT_JNI_GLOBAL", 1, 100],
+        ["com.Leaf", "com.Node", None, 2, 3],
+        ["com.Node", "com.App", None, 2, 30],
+        ["com.Other", "com.App", None, 1, 7],
+        ["com.example.Alpha", None, "ROOT_STICKY_CLASS", 1, 8],
+        ["java.lang.ref.WeakReference", None, "ROOT_JAVA_FRAME", 1, 24],
+    ]
+    # Objects by their (distinct) sizes: the second Leaf (2) is reached from the second Node (20), not the first.
+    tree = (
+        "INCLUDE PERFETTO MODULE android.memory.heap_graph.class_tree;\n"
+        "SELECT o.self_size, up.self_size FROM _heap_graph_object_min_depth_tree t JOIN heap_graph_object o "
+        "ON o.id = t.id LEFT JOIN heap_graph_object up ON up.id = t.parent_id ORDER BY o.self_size;"
+    )
+    result = CliRunner().invoke(perfetto, ["query", str(db.path), tree, "--format", "json"])
+    assert json.loads(result.output)["rows"] == [
+        [1, 10],
+        [2, 20],
+        [7, 100],
+        [8, None],
+        [10, 100],
+        [20, 100],
+        [24, None],
+        [100, None],
+    ]

@@ -82,8 +82,6 @@ def _suites(module, base) -> list:
 
 def _write_case(testing, blueprint, tree: str, folder: str, case_dir: str) -> str:
     """Writes one case folder; returns what happened (a count's name)."""
-    if blueprint.trace_modifier is not None:
-        return "skipped: trace modifier"
     query = _text(testing, blueprint.query, folder)
     if query is None:
         return "skipped: query not SQL"
@@ -97,6 +95,12 @@ def _write_case(testing, blueprint, tree: str, folder: str, case_dir: str) -> st
     trace = _trace(testing, blueprint.trace, tree, folder)
     if isinstance(trace, str):
         return trace
+    if blueprint.trace_modifier is not None:  # e.g. TraceInjector: fields set on some packets (a machine id)
+        if trace[1] != "trace.pb":
+            return "skipped: trace modifier on a trace not protobuf"
+        modified = _trace_class(tree).FromString(trace[0])
+        blueprint.trace_modifier.inject(modified)
+        trace = modified.SerializeToString(), trace[1]
     data, name = trace
     os.makedirs(case_dir, exist_ok=True)
     with open(os.path.join(case_dir, name), "wb") as f:

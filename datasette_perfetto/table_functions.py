@@ -4,7 +4,10 @@
 Python's sqlite3 module cannot register table-valued functions, so a statement's calls are computed
 before it runs: each argument is evaluated (a constant or an uncorrelated subquery, as trace_processor's
 tests pass them), the function's rows go into a TEMP table, and the call's text is replaced by that
-table's name. Each function is ported from trace_processor's plugin of the same name.
+table's name. A call whose arguments name columns of the enclosing query (correlated) is computed for
+every argument value the trace holds, when the function can list them (TableFunction.calls), and becomes a
+subquery of that table picking the rows of the enclosing row's values. Each function is ported from
+trace_processor's plugin of the same name.
 """
 
 from __future__ import annotations
@@ -13,10 +16,11 @@ import bisect
 import json
 import re
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
-from .flamegraph import experimental_flamegraph
+from .flamegraph import COLUMNS, experimental_flamegraph
 from .sql_text import as_sqlite
 from .stdlib import INTERVAL_COLUMNS, counter_leading_intervals, create_temp_table, run_metric
 
@@ -31,6 +35,15 @@ class TableFunction:
     # A PerfettoSQL macro (`name!(table)`): its argument is a table or subquery, which may name the
     # statement's own WITH tables; compute(conn, SQL selecting from it) instead.
     macro: bool = False
+    # For correlated calls: calls(conn, argument values, CORRELATED for those naming the enclosing query's
+    # columns) -> every argument tuple the call can take in this trace (None: not computable ahead), and the
+    # columns of compute's rows.
+    calls: Callable[[sqlite3.Connection, list[Any]], Iterable[tuple] | None] | None = None
+    columns: tuple[str, ...] = ()
+
+
+# An argument naming a column of the enclosing query: its value is known only per row.
+CORRELATED = object()
 
 
 def runnable(conn: sqlite3.Connection, statement: str, metrics_run: set[str]) -> str | None:
@@ -55,7 +68,15 @@ def expand_table_functions(conn: sqlite3.Connection, statement: str) -> str:
             if function.macro:
                 columns, rows = function.compute(conn, f"{_with_clause(statement)} SELECT * FROM {arguments[0]}")
             else:
-                values = conn.execute(f"SELECT {', '.join(arguments)}").fetchone()
+                try:
+                    values = conn.execute(f"SELECT {', '.join(arguments)}").fetchone()
+                except sqlite3.OperationalError as e:
+                    correlated = _correlated(conn, function, arguments) if "no such column" in str(e) else None
+                    if correlated is None:
+                        raise
+                    out += [statement[pos:start], correlated]
+                    pos = end
+                    continue
                 columns, rows = function.compute(conn, *values)
         except sqlite3.Error as e:
             hint = " (arguments are constants or subqueries: a column of the enclosing query cannot be one)"
@@ -68,6 +89,34 @@ def expand_table_functions(conn: sqlite3.Connection, statement: str) -> str:
         out += [statement[pos:start], _temp_table(conn, columns, rows)]
         pos = end
     return "".join(out) + statement[pos:] if out else statement
+
+
+def _correlated(conn: sqlite3.Connection, function: TableFunction, arguments: list[str]) -> str | None:
+    """A correlated call as a subquery of the rows of every call it can make (a column per correlated
+    argument), picking those of the enclosing row's values; None when the function cannot list its calls."""
+    if function.calls is None:
+        return None
+    values: list[Any] = []
+    for argument in arguments:
+        try:
+            values.append(conn.execute(f"SELECT {argument}").fetchone()[0])
+        except sqlite3.OperationalError as e:
+            if "no such column" not in str(e):
+                raise
+            values.append(CORRELATED)
+    calls = function.calls(conn, values)
+    if calls is None:
+        return None
+    at = [i for i, v in enumerate(values) if v is CORRELATED]
+    rows = []
+    for call in calls:
+        _, call_rows = function.compute(conn, *call)
+        rows += [(*row, *(call[i] for i in at)) for row in call_rows]
+    keys = [f"__argument_{i}" for i in at]
+    table = _temp_table(conn, [*function.columns, *keys], rows)
+    shown = ", ".join('"' + c.replace('"', '""') + '"' for c in function.columns)
+    picked = " AND ".join(f"{key} IS ({arguments[i]})" for key, i in zip(keys, at))
+    return f"(SELECT {shown} FROM {table} WHERE {picked})"
 
 
 def _temp_table(conn: sqlite3.Connection, columns: list[str], rows: list[tuple]) -> str:
@@ -292,11 +341,35 @@ def _counter_leading_intervals(conn: sqlite3.Connection, counters_sql: str) -> t
     return INTERVAL_COLUMNS, counter_leading_intervals(conn, f"SELECT id, ts, track_id, value FROM ({counters_sql})")
 
 
+# The profiles experimental_flamegraph reads by (ts, upid), per profile type.
+_PROFILES = {
+    "graph": "SELECT DISTINCT graph_sample_ts, upid FROM heap_graph_object ORDER BY 1, 2",
+    "native": "SELECT DISTINCT ts, upid FROM heap_profile_allocation ORDER BY 1, 2",
+}
+
+
+def _flamegraph_calls(conn: sqlite3.Connection, values: list[Any]) -> list[tuple] | None:
+    """The calls a correlated experimental_flamegraph can make: one per heap dump or heapprofd profile of its
+    type whose ts and upid the correlated arguments may take (a constant one must match). Only ts and upid
+    may be correlated."""
+    profile_type, ts, ts_constraint, upid, upid_group, focus = values
+    if any(v is CORRELATED for v in (profile_type, ts_constraint, upid_group, focus)):
+        return None
+    profiles = _PROFILES.get(profile_type)
+    if profiles is None:
+        return None
+    return [
+        (profile_type, p_ts, ts_constraint, p_upid, upid_group, focus)
+        for p_ts, p_upid in conn.execute(profiles)
+        if (ts is CORRELATED or ts == p_ts) and (upid is CORRELATED or upid == p_upid)
+    ]
+
+
 TABLE_FUNCTIONS: dict[str, TableFunction] = {
     # counters.intervals' macro: each counter value until the next on its track (stdlib.py).
     "counter_leading_intervals!": TableFunction(1, _counter_leading_intervals, macro=True),
     # (profile type, ts, ts constraint, upid, upid group, focus): flamegraph.py
-    "experimental_flamegraph": TableFunction(6, experimental_flamegraph),
+    "experimental_flamegraph": TableFunction(6, experimental_flamegraph, calls=_flamegraph_calls, columns=COLUMNS),
     "experimental_slice_layout": TableFunction(1, slice_layout),
     "experimental_annotated_callstack": TableFunction(1, annotated_callstack),
 }

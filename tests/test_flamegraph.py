@@ -449,3 +449,33 @@ def test_the_class_tree_module_is_the_heap_as_a_tree_of_class_paths(tmp_path):
         [24, None],
         [100, None],
     ]
+
+
+def test_a_correlated_flamegraph_call_takes_each_rows_dump(tmp_path):
+    """experimental_flamegraph with columns of the enclosing query as its ts and upid (as trace_processor's
+    tests call it): computed for every dump, each row reading its own; a correlated argument the function cannot
+    list values for is refused in one line."""
+    b = TraceBuilder()
+    app_heap(b)
+    b.heap_graph(
+        20,
+        pid=40,
+        index=0,
+        objects=[obj(1, 1, 300, f1=2), obj(2, 2, 30)],
+        roots=[dict(root_type=ROOT_JNI_GLOBAL, object_ids=[1])],
+        types=[dict(id=1, class_name=b"com.App", kind=KIND_NORMAL), dict(id=2, class_name=b"com.Node")],
+        field_names=[dict(iid=1, str=b"com.Node com.App.first")],
+    )
+    db = ingest_built(tmp_path, b)
+    sql = """SELECT obj.graph_sample_ts AS ts, SUM(obj.self_size) AS objects,
+  (SELECT SUM(cumulative_size) FROM experimental_flamegraph('graph', obj.graph_sample_ts, NULL, obj.upid, NULL, NULL)
+   WHERE depth = 0) AS roots
+FROM heap_graph_object AS obj WHERE obj.reachable != 0 GROUP BY obj.upid, obj.graph_sample_ts ORDER BY ts"""
+    result = CliRunner().invoke(perfetto, ["query", str(db.path), sql, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["rows"] == [[10, 172, 172], [20, 330, 330]]
+    focused = sql.replace("NULL, NULL)", "NULL, obj.upid || '')")
+    refused = CliRunner().invoke(perfetto, ["query", str(db.path), focused])
+    assert refused.exit_code != 0
+    assert "experimental_flamegraph:" in refused.output and "column of the enclosing query" in refused.output
+    assert len(refused.output.strip().splitlines()) == 1

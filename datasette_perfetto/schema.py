@@ -317,10 +317,16 @@ SLICE = Table(
         C("cat", "TEXT", "Alias of category.", generated="category"),
         C("slice_id", "INTEGER", "Alias of id.", generated="id"),
     ),
-    # (name, dur): the slices report's per-name durations and percentiles in index order. (track_id, ts)
-    # also holds dur, name and parent_id so a thread's or process's slices, with their self times in a time
-    # range, are read without the table (id keeps ties in row order).
-    indexes=(("track_id", "ts", "id", "dur", "name", "parent_id"), ("name", "dur"), ("ts",), ("parent_id",)),
+    # (name, dur): the slices report's per-name durations and percentiles in index order; it also holds ts
+    # and track_id so one name's instances in a time range, per thread or per dimension value, are read
+    # without the table. (track_id, ts) also holds dur, name and parent_id so a thread's or process's slices,
+    # with their self times in a time range, are read without the table (id keeps ties in row order).
+    indexes=(
+        ("track_id", "ts", "id", "dur", "name", "parent_id"),
+        ("name", "dur", "ts", "track_id"),
+        ("ts",),
+        ("parent_id",),
+    ),
 )
 
 FLOW = Table(
@@ -1967,6 +1973,13 @@ GROUP BY cell, {keys}"""
 SLICE_DUR = "CASE WHEN dur < 0 THEN max((SELECT end_ts FROM trace_bounds) - ts, 0) ELSE dur END"
 # Its self time: less its direct children's durations, counted the same way.
 _SLICE_SELF = f"{SLICE_DUR} - coalesce((SELECT sum({SLICE_DUR}) FROM slice k WHERE k.parent_id = slice.id), 0)"
+# Each slice with its duration (d), self time and the longest duration of its group (`key`), for the per name
+# aggregates' definitions: the longest one named is the lowest id among equals, as aggregates.py keeps it.
+_SLICE_DURS = (
+    f"SELECT slice.track_id, slice.name, slice.id, slice.dur, {SLICE_DUR} AS d, "
+    f"max({SLICE_DUR}) OVER (PARTITION BY {{key}}) AS longest, {_SLICE_SELF} AS self FROM slice"
+)
+_LOWEST_LONGEST_ID = "min(CASE WHEN d = longest THEN id END)"
 
 REPORT_SLICE_DIMENSION = Table(
     "report_slice_dimension",
@@ -2066,8 +2079,8 @@ DERIVED: tuple[Derived, ...] = (
     Derived(
         REPORT_SLICE_NAME,
         "INSERT INTO report_slice_name (name, count, total_dur, max_dur, max_slice_id, unfinished, self_dur) "
-        f"SELECT name, count(*), sum({SLICE_DUR}), max({SLICE_DUR}), id, sum(dur < 0), sum({_SLICE_SELF}) "
-        "FROM slice GROUP BY name",
+        f"SELECT name, count(*), sum(d), max(d), {_LOWEST_LONGEST_ID}, sum(dur < 0), sum(self) "
+        f"FROM ({_SLICE_DURS.format(key='name')}) GROUP BY name",
         streamed=True,
     ),
     # Each name's durations ranked in the (name, dur) index's order; the ranks the percentiles need kept.
@@ -2129,8 +2142,8 @@ DERIVED: tuple[Derived, ...] = (
         REPORT_SLICE_TRACK_NAME,
         "INSERT INTO report_slice_track_name (track_id, name, count, total_dur, max_dur, max_slice_id, unfinished, "
         "self_dur) "
-        f"SELECT track_id, name, count(*), sum({SLICE_DUR}), max({SLICE_DUR}), id, sum(dur < 0), "
-        f"sum({_SLICE_SELF}) FROM slice GROUP BY track_id, name",
+        f"SELECT track_id, name, count(*), sum(d), max(d), {_LOWEST_LONGEST_ID}, sum(dur < 0), sum(self) "
+        f"FROM ({_SLICE_DURS.format(key='track_id, name')}) GROUP BY track_id, name",
         streamed=True,
     ),
     # Instances are clipped to the trace, as the timeline clips them to its range.

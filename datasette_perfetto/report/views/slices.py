@@ -585,6 +585,10 @@ IN_RANGE = (
 )
 
 
+# Every track, as a term on slice s: a time range over all of them is then read from the (track_id, ts, ...)
+# index alone, one range per track, where the ts index would read each slice's row.
+EVERY_TRACK = "s.track_id IN (SELECT id FROM track)"
+
 # A time range's scan reaches back by the longest slice (an unfinished one's max_dur lasts to the end of the
 # trace), so the ts index applies.
 REACH_BACK = "s.ts >= :range_start - (SELECT max(max_dur) FROM report_slice_name)"
@@ -723,11 +727,11 @@ def cell_table(owner: Where | None, group: Grouping | None) -> str:
 
 def _cell_scope(cells: CellSplit, owner: Where | None) -> tuple[Where, str]:
     """The terms selecting a range's whole cells (of an owner's tracks) in cells table c, and the terms on slice s
-    selecting the owner's tracks in the parts outside them ("" for every track)."""
+    selecting the owner's tracks in the parts outside them (EVERY_TRACK without an owner)."""
     in_cells = Where()
     in_cells.add("c.cell >= :first_cell AND c.cell < :end_cell")
     if owner is None:
-        return in_cells, ""
+        return in_cells, f"\n  AND {EVERY_TRACK}"
     in_cells.add(f"c.track_id IN {owner.terms[0]}", **owner.params)
     return in_cells, f"\n  AND s.track_id IN {owner.terms[0]}"
 
@@ -972,6 +976,8 @@ def scope_where(run: ReportRun, name: bool = True, min_duration: bool = True) ->
     owner = owner_tracks(run)
     if owner is not None:
         w.add(f"s.track_id IN {owner.terms[0]}", **owner.params)
+    elif s.time is not None:
+        w.add(EVERY_TRACK)
     if s.time is not None:
         start, end = run.time_range()
         w.add(f"{IN_RANGE}\n  AND {REACH_BACK}", range_start=start, range_end=end)

@@ -12,6 +12,7 @@ before `datasette.cli` is imported, since that import is what runs the
 from __future__ import annotations
 
 import contextvars
+import json
 import random
 import sqlite3
 import string
@@ -47,6 +48,18 @@ if "perfetto" not in datasette_cli.commands:
     datasette_perfetto.cli.register(datasette_cli)
 
 DEMO_TABLES = ("slice", "thread", "process", "track", "args", "counter", "flow")
+
+
+def query_rows(db, sql: str) -> list[list]:
+    """The rows of `datasette perfetto query DB SQL --format json` (the last statement's), on a TraceDB or a
+    path; the command must succeed."""
+    from click.testing import CliRunner
+
+    result = CliRunner().invoke(
+        datasette_cli, ["perfetto", "query", str(getattr(db, "path", db)), sql, "--format", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)["rows"]
 
 
 def connect_with_functions(path) -> sqlite3.Connection:

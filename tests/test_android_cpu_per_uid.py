@@ -4,14 +4,10 @@ as trace_processor's AndroidCpuPerUidModule makes them; and the android.cpu.cpu_
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from click.testing import CliRunner
-from conftest import FunctionsDB, ingest_built
+from conftest import FunctionsDB, ingest_built, query_rows
 from database_rows import assert_same_database
 
-from datasette_perfetto.cli import perfetto
 from datasette_perfetto.importers.proto.android_cpu_per_uid import grouped_uid, is_grouped
 from datasette_perfetto.ingest import ingest
 from datasette_perfetto.parallel import ingest as parallel_ingest
@@ -200,12 +196,6 @@ def test_malformed_lists(tmp_path):
     assert counters(db, "android_cpu_per_uid")[:2] == [("CPU for UID 0 CL0", 100, 1.0), ("CPU for UID 0 CL0", 200, 2.0)]
 
 
-def _query_rows(db, sql: str) -> list[list]:
-    result = CliRunner().invoke(perfetto, ["query", str(db.path), sql, "--format", "json"])
-    assert result.exit_code == 0, result.output
-    return json.loads(result.output)["rows"]
-
-
 def test_stdlib_module(tmp_path):
     b = TraceBuilder()
     b.packet(packages_list=dict(packages=[dict(name="com.example", uid=10050)]))
@@ -213,12 +203,12 @@ def test_stdlib_module(tmp_path):
     cpu(b, 2_000_000, [1000, 1010050], [1, 2])
     cpu(b, 3_000_000, [1000, 1010050], [1, 0])
     db = ingest_built(tmp_path, b)
-    assert _query_rows(
+    assert query_rows(
         db,
         "INCLUDE PERFETTO MODULE android.cpu.cpu_per_uid;\n"
         "SELECT uid, cluster, total_cpu_millis, package_name FROM android_cpu_per_uid_track ORDER BY uid",
     ) == [[1000, 0, 2, None], [1010050, 0, 2, "com.example"]]
-    assert _query_rows(
+    assert query_rows(
         db,
         "INCLUDE PERFETTO MODULE android.cpu.cpu_per_uid;\n"
         "SELECT t.uid, c.ts, c.dur, c.diff_ms, c.cpu_ratio FROM android_cpu_per_uid_counter c "

@@ -3,12 +3,11 @@ heap graphs ('graph'), heapprofd profiles ('native') and CPU samples ('perf'), o
 
 from __future__ import annotations
 
-import json
 import sqlite3
 
 import pytest
 from click.testing import CliRunner
-from conftest import ingest_built
+from conftest import ingest_built, query_rows
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from datasette_perfetto.cli import perfetto
@@ -422,9 +421,7 @@ def test_the_class_tree_module_is_the_heap_as_a_tree_of_class_paths(tmp_path):
         "SELECT c.name, p.name AS parent, c.root_type, c.self_count, c.self_size FROM _heap_graph_class_tree c "
         "LEFT JOIN _heap_graph_class_tree p ON c.parent_id = p.id ORDER BY c.name;"
     )
-    result = CliRunner().invoke(perfetto, ["query", str(db.path), sql, "--format", "json"])
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["rows"] == [
+    assert query_rows(db, sql) == [
         ["com.App", None, "ROOT_JNI_GLOBAL", 1, 100],
         ["com.Leaf", "com.Node", None, 2, 3],
         ["com.Node", "com.App", None, 2, 30],
@@ -438,8 +435,7 @@ def test_the_class_tree_module_is_the_heap_as_a_tree_of_class_paths(tmp_path):
         "SELECT o.self_size, up.self_size FROM _heap_graph_object_min_depth_tree t JOIN heap_graph_object o "
         "ON o.id = t.id LEFT JOIN heap_graph_object up ON up.id = t.parent_id ORDER BY o.self_size;"
     )
-    result = CliRunner().invoke(perfetto, ["query", str(db.path), tree, "--format", "json"])
-    assert json.loads(result.output)["rows"] == [
+    assert query_rows(db, tree) == [
         [1, 10],
         [2, 20],
         [7, 100],
@@ -471,9 +467,7 @@ def test_a_correlated_flamegraph_call_takes_each_rows_dump(tmp_path):
   (SELECT SUM(cumulative_size) FROM experimental_flamegraph('graph', obj.graph_sample_ts, NULL, obj.upid, NULL, NULL)
    WHERE depth = 0) AS roots
 FROM heap_graph_object AS obj WHERE obj.reachable != 0 GROUP BY obj.upid, obj.graph_sample_ts ORDER BY ts"""
-    result = CliRunner().invoke(perfetto, ["query", str(db.path), sql, "--format", "json"])
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["rows"] == [[10, 172, 172], [20, 330, 330]]
+    assert query_rows(db, sql) == [[10, 172, 172], [20, 330, 330]]
     focused = sql.replace("NULL, NULL)", "NULL, obj.upid || '')")
     refused = CliRunner().invoke(perfetto, ["query", str(db.path), focused])
     assert refused.exit_code != 0

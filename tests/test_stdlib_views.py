@@ -9,7 +9,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from conftest import ingest_built
+from conftest import ingest_built, query_rows
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 from shared_data import CASES
 
@@ -131,12 +131,6 @@ def test_track_event_tracks_ordered_by_their_parents_child_ordering(tmp_path):
     ]
 
 
-def _query_rows(db, sql: str) -> list[list]:
-    result = CliRunner().invoke(perfetto, ["query", str(db.path), sql, "--format", "json"])
-    assert result.exit_code == 0, result.output
-    return json.loads(result.output)["rows"]
-
-
 def test_heap_profile_intervals(tmp_path):
     b = TraceBuilder()
     snapshot = [pb.ClockSnapshot.Clock(clock_id=6, timestamp=0), pb.ClockSnapshot.Clock(clock_id=4, timestamp=0)]
@@ -148,7 +142,7 @@ def test_heap_profile_intervals(tmp_path):
     db = ingest_built(tmp_path, b)
     # The dumps make the trace's bounds, as in trace_processor (no slice or counter here).
     assert db.rows("SELECT start_ts, end_ts FROM trace_bounds") == [(100, 200)]
-    rows = _query_rows(
+    rows = query_rows(
         db,
         "INCLUDE PERFETTO MODULE android.memory.heap_profile.intervals;\n"
         "SELECT heap_name, ts, dur, retained, allocated, delta FROM _android_heap_profile_intervals ORDER BY ts",
@@ -164,7 +158,7 @@ def test_cpu_profiling_samples(tmp_path):
     seq = b.sequence(1)
     seq.stack_samples(10, 11, [(1_000_000, [("main", "/bin/app")]), (2_000_000, [("main", "/bin/app")])])
     db = ingest_built(tmp_path, b)
-    rows = _query_rows(
+    rows = query_rows(
         db,
         "INCLUDE PERFETTO MODULE stacks.cpu_profiling;\nSELECT ts, tid, callsite_id IS NOT NULL FROM cpu_profiling_samples",
     )
@@ -179,7 +173,7 @@ def test_power_rails_counters_as_leading_intervals(tmp_path):
     for ms, energy in energies:
         b.packet(timestamp=ms * 1_000_000, power_rails={"energy_data": [{"index": 0, "energy": energy}]})
     db = ingest_built(tmp_path, b)
-    rows = _query_rows(
+    rows = query_rows(
         db,
         "INCLUDE PERFETTO MODULE android.power_rails;\n"
         "SELECT ts / 1000000, dur / 1000000, energy_since_boot, energy_since_boot_at_end, energy_delta, average_power "
@@ -193,7 +187,7 @@ def test_power_rails_counters_as_leading_intervals(tmp_path):
         [5, 1, 300.0, 300.0, 200.0, 0.0],
         [6, 0, 300.0, None, 0.0, None],
     ]
-    assert _query_rows(
+    assert query_rows(
         db,
         "INCLUDE PERFETTO MODULE android.power_rails;\n"
         "SELECT power_rail_name, raw_power_rail_name, friendly_name, subsystem_name FROM android_power_rails_metadata",

@@ -3,11 +3,11 @@ experimental_annotated_callstack, and how calls are found in a statement; the de
 
 from __future__ import annotations
 
-import json
 import sqlite3
 
 import pytest
 from click.testing import CliRunner
+from conftest import query_rows
 from datasette.cli import cli
 
 from datasette_perfetto.functions import arg_set_to_json, demangle
@@ -18,12 +18,6 @@ from datasette_perfetto.trace_builder import TraceBuilder
 def _query(db, sql: str):
     result = CliRunner().invoke(cli, ["perfetto", "query", str(db.path), sql, "--format", "json"])
     return result
-
-
-def _rows(db, sql: str) -> list[list]:
-    result = _query(db, sql)
-    assert result.exit_code == 0, result.output
-    return json.loads(result.output)["rows"]
 
 
 @pytest.fixture
@@ -48,7 +42,7 @@ def layout_db(ingest_data):
 
 def test_slice_layout_stacks_overlapping_trees(layout_db):
     tracks = ",".join(str(t) for (t,) in layout_db.rows("SELECT DISTINCT track_id FROM slice ORDER BY 1"))
-    rows = _rows(
+    rows = query_rows(
         layout_db,
         "SELECT s.name, l.layout_depth FROM experimental_slice_layout('" + tracks + "') l "
         "JOIN slice s USING (id) ORDER BY s.id",
@@ -56,7 +50,7 @@ def test_slice_layout_stacks_overlapping_trees(layout_db):
     # The deeper tree takes rows 0-1; the overlapping root goes above it; the later one back to row 0.
     assert rows == [["a root", 0], ["a child", 1], ["c overlapping", 2], ["c alone", 0]]
     # A subquery argument, and only the tracks listed.
-    only_c = _rows(
+    only_c = query_rows(
         layout_db,
         "SELECT layout_depth FROM experimental_slice_layout("
         "(SELECT group_concat(DISTINCT track_id) FROM slice WHERE name LIKE 'c%')) ORDER BY id",
@@ -65,7 +59,7 @@ def test_slice_layout_stacks_overlapping_trees(layout_db):
 
 
 def test_call_text_inside_strings_and_comments_is_left_alone(layout_db):
-    rows = _rows(layout_db, "SELECT 'experimental_slice_layout(1)' AS t -- experimental_slice_layout(2)\n")
+    rows = query_rows(layout_db, "SELECT 'experimental_slice_layout(1)' AS t -- experimental_slice_layout(2)\n")
     assert rows == [["experimental_slice_layout(1)"]]
 
 
@@ -98,7 +92,7 @@ def test_annotated_callstack_marks_managed_and_runtime_frames(ingest_data):
     ]
     seq.stack_samples(10, 11, [(1_000_000, frames)])
     _, db = ingest_data(b.to_bytes())
-    rows = _rows(
+    rows = query_rows(
         db,
         "SELECT f.name, a.annotation FROM experimental_annotated_callstack("
         "(SELECT callsite_id FROM cpu_profile_stack_sample)) a "
@@ -114,11 +108,11 @@ def test_annotated_callstack_marks_managed_and_runtime_frames(ingest_data):
         ["com.example.Fast.loop", "jit"],
         ["libc_write", None],
     ]
-    leaf_first = _rows(
+    leaf_first = query_rows(
         db, "SELECT depth FROM experimental_annotated_callstack((SELECT max(id) FROM stack_profile_callsite))"
     )
     assert [d for (d,) in leaf_first] == list(range(len(frames) - 1, -1, -1))
-    assert _rows(db, "SELECT count(*) FROM experimental_annotated_callstack(NULL)") == [[0]]
+    assert query_rows(db, "SELECT count(*) FROM experimental_annotated_callstack(NULL)") == [[0]]
 
 
 def test_each_call_gets_its_own_temp_table(layout_db):
@@ -221,7 +215,7 @@ def test_span_join_errors():
 
 
 def test_perfetto_sql_tables_and_span_joins_in_the_query_command(layout_db):
-    rows = _rows(
+    rows = query_rows(
         layout_db,
         "CREATE PERFETTO TABLE spans(ts TIMESTAMP, dur DURATION, track_id JOINID(track.id)) AS "
         "SELECT ts, dur, track_id FROM slice WHERE depth = 0;\n"
@@ -238,14 +232,14 @@ def test_arg_set_to_json_nests_dotted_keys_and_indices(ingest_data):
     track = seq.thread(1, 2, "t", ts=0)
     seq.instant(10, track, "with args", args={"a": {"b": 1, "c": [True, "x"]}, "d": 2.5})
     _, db = ingest_data(b.to_bytes())
-    assert _rows(db, "SELECT __intrinsic_arg_set_to_json(arg_set_id) FROM slice") == [
+    assert query_rows(db, "SELECT __intrinsic_arg_set_to_json(arg_set_id) FROM slice") == [
         ['{"debug":{"a":{"b":1,"c":[true,"x"]},"d":2.5}}']
     ]
-    assert _rows(db, "SELECT __intrinsic_arg_set_to_json(NULL)") == [[None]]
+    assert query_rows(db, "SELECT __intrinsic_arg_set_to_json(NULL)") == [[None]]
 
 
 def test_counter_leading_intervals_macro_over_the_statements_own_table(layout_db):
-    rows = _rows(
+    rows = query_rows(
         layout_db,
         "INCLUDE PERFETTO MODULE counters.intervals;\n"
         "WITH data(id, ts, value, track_id) AS (VALUES (1, 10, 10, 1), (2, 20, 11, 1), (3, 30, 11, 1), "
@@ -274,7 +268,7 @@ def test_create_statements_become_temporary_on_the_read_only_database(layout_db)
     assert as_sqlite("create view v(a, b) as select 1, 2") == "create TEMP view v(a, b) as select 1, 2"
     assert as_sqlite("CREATE TABLE t (v INTEGER)") == "CREATE TEMP TABLE t (v INTEGER)"
     assert as_sqlite("SELECT 'CREATE TABLE'") == "SELECT 'CREATE TABLE'"
-    rows = _rows(
+    rows = query_rows(
         layout_db,
         "CREATE TABLE t (v INTEGER);\nINSERT INTO t VALUES (1), (2);\n"
         "CREATE VIEW doubled(w) AS SELECT v * 2 FROM t;\nSELECT sum(w) FROM doubled",

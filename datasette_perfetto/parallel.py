@@ -41,7 +41,7 @@ from .scratch import (
     create_temp_database,
     die_with_parent,
     remove_database_files,
-    sigterm_held_while_forking,
+    signals_held,
     sweep_abandoned,
 )
 from .storage import TraceStorage
@@ -215,7 +215,7 @@ def _on_processes(
     futures: list[Future] = []
     summaries: list[TraceSummary] = []
     try:
-        with sigterm_held_while_forking():  # the workers are forked here
+        with signals_held():  # the workers are forked here
             futures = [executor.submit(import_part, path, i, directory, content) for i, path in enumerate(paths)]
         for path, future in zip(paths, futures):
             part = _wait(future.result, drain)

@@ -21,12 +21,14 @@ import shutil
 import signal
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 
 DATABASE_PREFIX = ".ingest-"
 RUNS_PREFIX = "datasette-perfetto-"
 OWNER_LOCK = "owner.lock"  # inside a runs folder
+T = TypeVar("T")
 
 _DATABASE_NAME = re.compile(rf"^{re.escape(DATABASE_PREFIX)}(\d+)-[^/]*\.db$")
 _RUNS_NAME = re.compile(rf"^{re.escape(RUNS_PREFIX)}(\d+)-[^/]*$")
@@ -143,54 +145,85 @@ def die_with_parent(parent_pid: int) -> None:
             pass
     if os.getppid() != parent_pid:
         os._exit(1)
-    global _forking, _sigterm_pending
-    _forking = 0  # forked inside sigterm_held_while_forking: for this process the fork is over
-    if _sigterm_pending:
-        os._exit(128 + signal.SIGTERM)
+    global _held
+    _held = 0  # forked inside signals_held: for this process the fork is over
+    if _pending is not None:
+        os._exit(128 + _pending)
 
 
-# A SIGTERM that arrived while a child process was being forked, raised once the fork is over.
-_forking = 0
-_sigterm_pending = False
+# Signals held back: while _held > 0, the first SIGTERM or Ctrl+C to arrive is kept in _pending and raised
+# when the last hold ends. Two kinds of code must not see an exception from a signal handler: a fork (raised
+# inside Python's at-fork callbacks, it is printed and the import goes on), and C code that runs Python
+# without checking for errors (upb's UnknownFieldSet builds its entries with a namedtuple: an exception raised
+# there crashes the interpreter).
+_held = 0
+_pending: int | None = None
 
 
 @contextlib.contextmanager
-def sigterm_held_while_forking() -> Iterator[None]:
-    """Holds SIGTERM's SystemExit (sigterm_raises_system_exit) back while the body forks child processes,
-    and raises it after. Raised during a fork, it would come from inside Python's at-fork callbacks (logging's
-    lock release), which print it and go on: the import would not stop. Forks happen in the main thread,
-    where Python runs signal handlers."""
-    global _forking, _sigterm_pending
-    _forking += 1
+def signals_held() -> Iterator[None]:
+    """Holds SIGTERM's SystemExit and Ctrl+C's KeyboardInterrupt (sigterm_raises_system_exit) back while the
+    body runs, and raises the first that arrived after it. Forks happen in the main thread, where Python runs
+    signal handlers; the forked children do not hold what their parent held (die_with_parent)."""
+    global _held
+    _held += 1
     try:
         yield
     finally:
-        _forking -= 1
-        if not _forking and _sigterm_pending:
-            _sigterm_pending = False
-            _exit_on_sigterm(signal.SIGTERM, None)
+        _held -= 1
+        if not _held and _pending is not None:
+            _deliver_pending()
+
+
+def call_with_signals_held(function: Callable[..., T], *args: Any) -> T:
+    """function(*args) with signals held (signals_held), at a function call's cost: for per-event calls."""
+    global _held
+    _held += 1
+    try:
+        return function(*args)
+    finally:
+        _held -= 1
+        if not _held and _pending is not None:
+            _deliver_pending()
+
+
+def _deliver_pending() -> None:
+    global _pending
+    signum, _pending = _pending, None
+    if signum is not None:
+        _on_signal(signum, None)
 
 
 @contextlib.contextmanager
 def sigterm_raises_system_exit() -> Iterator[None]:
-    """While the body runs (in the main thread), SIGTERM raises SystemExit(143) where the program is,
-    so the ingest's cleanup runs as it does for Ctrl+C. Elsewhere (a thread) it does nothing."""
+    """While the body runs (in the main thread), SIGTERM raises SystemExit(143) where the program is, so the
+    ingest's cleanup runs as it does for Ctrl+C (KeyboardInterrupt, as Python raises it), unless held
+    (signals_held). Elsewhere (a thread) it does nothing."""
     try:
-        previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
+        previous = signal.signal(signal.SIGTERM, _on_signal)
     except ValueError:  # not the main thread
         yield
         return
+    previous_interrupt = signal.getsignal(signal.SIGINT)
+    own_interrupt = previous_interrupt is signal.default_int_handler
+    if own_interrupt:
+        signal.signal(signal.SIGINT, _on_signal)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if own_interrupt:
+            signal.signal(signal.SIGINT, previous_interrupt)
 
 
-def _exit_on_sigterm(signum: int, frame: object) -> None:
-    global _sigterm_pending
-    if _forking:
-        _sigterm_pending = True  # raised once the fork is over (sigterm_held_while_forking)
+def _on_signal(signum: int, frame: object) -> None:
+    global _pending
+    if _held:
+        if _pending is None:
+            _pending = signum  # raised once the hold is over
         return
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not interrupt the cleanup
     raise SystemExit(128 + signal.SIGTERM)
 
@@ -201,7 +234,8 @@ def is_temporary_database(path: Path) -> bool:
 
 __all__ = [
     "OwnedFile",
-    "sigterm_held_while_forking",
+    "signals_held",
+    "call_with_signals_held",
     "create_temp_database",
     "create_runs_folder",
     "remove_database_files",

@@ -20,7 +20,7 @@ from itertools import chain
 from typing import Any
 
 from . import report_tables, schema
-from .scratch import die_with_parent, sigterm_held_while_forking
+from .scratch import die_with_parent, signals_held
 
 MULTI_ROWS = 50  # rows per INSERT statement (13 columns x 50 stays far below SQLite's variable limit)
 
@@ -207,7 +207,7 @@ class WriterProcess:
             daemon=True,
             name="datasette-perfetto-writer",
         )
-        with sigterm_held_while_forking():
+        with signals_held():
             self.process.start()
         to_child_r.close()
         from_child_w.close()

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 from shared_data import TRACES
 
 from datasette_perfetto.ingest import ingest
@@ -158,13 +159,36 @@ def test_a_sigterm_while_forking_is_delivered_after_the_fork():
     reached = []
     with pytest.raises(SystemExit) as raised:
         with scratch.sigterm_raises_system_exit():
-            with scratch.sigterm_held_while_forking():
+            with scratch.signals_held():
                 os.kill(os.getpid(), signal.SIGTERM)
                 time.sleep(0.05)
                 reached.append("end of the fork")
     assert reached == ["end of the fork"] and raised.value.code == 128 + signal.SIGTERM
 
-    with scratch.sigterm_held_while_forking():
-        helper = Helper(lambda side: scratch._forking)
+    with scratch.signals_held():
+        helper = Helper(lambda side: scratch._held)
     assert helper.result() == 0  # the child's SIGTERM is not held
-    assert scratch._forking == 0 and not scratch._sigterm_pending
+    assert scratch._held == 0 and scratch._pending is None
+
+
+@pytest.mark.parametrize("sig,raised", [(signal.SIGTERM, SystemExit), (signal.SIGINT, KeyboardInterrupt)])
+def test_a_signal_during_a_held_call_is_raised_after_it(sig, raised):
+    """upb's UnknownFieldSet runs Python (a namedtuple) while it builds its entries, and an exception a signal
+    handler raises there crashes the interpreter (a SIGTERM killed ingests with SIGSEGV): unknown_fields holds
+    SIGTERM and Ctrl+C until it is built, and raises them after."""
+    from datasette_perfetto import scratch
+    from datasette_perfetto.importers.proto.unknown import unknown_fields
+
+    built = []
+
+    def signalled(message):
+        os.kill(os.getpid(), sig)
+        time.sleep(0.05)  # the handler has run by now, and held the signal
+        built.extend((f.field_number, f.data) for f in unknown_fields(message))
+
+    message = pb.TrackEvent.FromString(pb.TrackEvent(name="x").SerializeToString() + b"\xa0\x1f\x07")
+    with pytest.raises(raised):
+        with scratch.sigterm_raises_system_exit():
+            scratch.call_with_signals_held(signalled, message)
+    assert built == [(500, 7)]  # the call completed, then the signal was raised
+    assert scratch._held == 0 and scratch._pending is None

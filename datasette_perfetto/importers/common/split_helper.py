@@ -23,7 +23,7 @@ import shutil
 from collections.abc import Callable
 from typing import Any
 
-from ...scratch import create_runs_folder, die_with_parent, sigterm_held_while_forking
+from ...scratch import create_runs_folder, die_with_parent, signals_held
 
 # Inputs smaller than this are tokenized by one process; forking costs more.
 SPLIT_THRESHOLD_BYTES = 4 << 20
@@ -73,7 +73,7 @@ class Helper:
             daemon=True,
             name="datasette-perfetto-tokenizer",
         )
-        with sigterm_held_while_forking():
+        with signals_held():
             self.process.start()
         send.close()
         self.receive = receive

@@ -24,7 +24,6 @@ from collections.abc import Callable
 from typing import Any
 
 from google.protobuf.message import DecodeError
-from google.protobuf.unknown_fields import UnknownFieldSet
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from ...model import TraceContext
@@ -33,6 +32,7 @@ from ...trackers.async_track_set import AsyncTrackSet, CompressedTrackSets
 from ..common.event_kinds import EV_PACKET
 from ..common.values import text
 from .packet_handlers import HandlerContext, packet_handler, tokenize_handler
+from .unknown import unknown_fields
 
 # InternedData field numbers of the GPU entries kept in sequence state.
 INTERNED_EVENT_NAMES = 2
@@ -662,7 +662,7 @@ def _gpu_log(parser: HandlerContext, ts: int, event) -> None:
     severity = event.severity
     if not event.HasField("severity"):
         # A value the enum does not declare is kept by protobuf as an unknown field.
-        severity = next((f.data for f in UnknownFieldSet(event) if f.field_number == 1 and f.wire_type == 0), 0)
+        severity = next((f.data for f in unknown_fields(event) if f.field_number == 1 and f.wire_type == 0), 0)
     name = LOG_SEVERITIES[severity] if 0 <= severity < len(LOG_SEVERITIES) else LOG_SEVERITIES[-1]
     args: list[Arg] = []
     if event.HasField("tag"):

@@ -16,7 +16,6 @@ from functools import partial
 from typing import BinaryIO
 
 from google.protobuf.message import DecodeError
-from google.protobuf.unknown_fields import UnknownFieldSet
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from ...model import TraceContext
@@ -59,6 +58,7 @@ from .track_descriptor import Reservation, chrome_thread_name, reservation_from
 from .track_event_extensions import TrackEventExtensions
 from .track_event_parser import TrackEventParser
 from .track_event_tokenizer import tokenize_track_event
+from .unknown import unknown_fields
 
 # Sorter streams: at equal timestamps, descriptors (0) are parsed before track events (1).
 TRACK_EVENT_STREAM = 1
@@ -626,7 +626,7 @@ class ProtoImporter:
                 table[e.iid] = convert(e)
         # Track-dimension strings (fields the perfetto package does not know) come
         # through as unknown fields: only then is the message read again.
-        unknown = UnknownFieldSet(interned)
+        unknown = unknown_fields(interned)
         if len(unknown):
             if any(f.field_number in INTERNED_DIMENSION_FIELDS for f in unknown):
                 intern_dimension_strings(interned.SerializeToString(), seq.interned, self.stats)
@@ -703,7 +703,7 @@ class ProtoImporter:
             self._set_sequence_thread(seq, td.thread, r.tid)
         if not self._reserve(r):
             return
-        unknown = UnknownFieldSet(td)
+        unknown = unknown_fields(td)
         if len(unknown) and any(f.field_number == TRACK_DESCRIPTOR_DIMENSIONS for f in unknown):
             # TrackDescriptor.dimensions: iids resolved now, against this sequence's interned data.
             self.descriptor_dimensions.read(td.uuid, td.SerializeToString(), seq.interned)

@@ -15,7 +15,6 @@ import itertools
 from collections.abc import Callable
 
 from google.protobuf.message import DecodeError
-from google.protobuf.unknown_fields import UnknownFieldSet
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from ...trackers.process_tracker import NAME_PRIORITY_TRACK_DESCRIPTOR
@@ -26,6 +25,7 @@ from .android_packages import add_art_package
 from .deobfuscation import deobfuscate_frames, parse_mappings
 from .heap_graph import HEAP_GRAPH_FIELD, HeapGraphTracker
 from .packet_handlers import EXTENSION_PACKETS
+from .unknown import unknown_fields
 
 # InternedData fields (numbers as in interned_data.proto).
 FUNCTION_NAMES, FRAMES, CALLSTACKS, BUILD_IDS, MAPPING_PATHS, SOURCE_PATHS, MAPPINGS = 5, 6, 7, 16, 17, 18, 19
@@ -264,7 +264,7 @@ class ProfileTokenizer:
         """A packet with no payload the perfetto package knows: defaults, a HeapGraph (field 56), or
         another extension field with a registered handler (packet_handlers.EXTENSION_PACKETS)."""
         self._defaults(packet, seq)
-        unknown = UnknownFieldSet(packet)
+        unknown = unknown_fields(packet)
         if not len(unknown):
             return
         for field in unknown:

@@ -12,13 +12,12 @@
 
 from __future__ import annotations
 
-from google.protobuf import unknown_fields
-
 from ...trackers.process_tracker import THREAD_NAME_PRIORITY_PROCESS_TREE, set_arg
 from ..common.values import text
 from .clock_tracker import BOOTTIME
 from .ftrace_counters import cpu_counter_track, cpu_frequency_track, global_counter_track, gpu_frequency_track
 from .packet_handlers import HandlerContext, packet_handler
+from .unknown import unknown_fields
 
 KTHREADD_PID = 2
 
@@ -28,7 +27,7 @@ def _enum(msg, name: str, number: int) -> int:
     (protobuf keeps those aside as unknown fields and reads the field as 0)."""
     if msg.HasField(name):
         return getattr(msg, name)
-    for field in unknown_fields.UnknownFieldSet(msg):
+    for field in unknown_fields(msg):
         # Only a varint is a value: the field written with another wire type (a damaged
         # trace) leaves bytes there, read as absent.
         if field.field_number == number and type(field.data) is int:

@@ -24,11 +24,11 @@ from importlib import resources
 from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf.message import DecodeError
 from google.protobuf.message_factory import GetMessageClass
-from google.protobuf.unknown_fields import UnknownFieldSet
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from .track_event_args import fields_args, normal_path
 from .track_event_fields import I_SOURCE_LOCATIONS
+from .unknown import unknown_fields
 
 TRACK_EVENT = ".perfetto.protos.TrackEvent"
 FIRST_EXTENSION = 1000  # TrackEvent's extension range starts here
@@ -130,7 +130,7 @@ def resolve_deferred(extensions: TrackEventExtensions, deferred: DeferredExtensi
     *args, raw = deferred
     try:
         extension_args(args, extensions, raw, _NoInternedData())
-        unknown = UnknownFieldSet(pb.TrackEvent.FromString(raw))
+        unknown = unknown_fields(pb.TrackEvent.FromString(raw))
     except DecodeError:  # decoded once already, while tokenizing: cannot happen, but never lose the event
         return tuple(args)
     numbers = extensions.numbers

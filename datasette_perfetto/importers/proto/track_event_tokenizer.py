@@ -5,7 +5,6 @@ made absolute, args flattened (track_event_args.py)."""
 from __future__ import annotations
 
 from google.protobuf.message import DecodeError
-from google.protobuf.unknown_fields import UnknownFieldSet
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from ..common.event_kinds import EV_TRACK_EVENT
@@ -14,6 +13,7 @@ from .active_chrome_processes import ACTIVE_PROCESS_PIDS, ActiveProcessesArgs
 from .track_event_args import TYPED_FIELDS, LogMessageArgs, annotation_name, debug_annotation_args, typed_field_args
 from .track_event_extensions import DeferredExtensionArgs, TrackEventExtensions
 from .track_event_fields import I_CATEGORIES, I_NAMES, TE, TYPE_COUNTER, TYPE_STATE
+from .unknown import unknown_fields
 
 # Per sequence, how many decoded TrackEvents to remember (see tokenize_track_event).
 DECODE_CACHE_ENTRIES = 4096
@@ -270,7 +270,7 @@ def _decode(ev, extensions: TrackEventExtensions, raw: bytes, seq) -> tuple:
     args: list = []
     logs = bool(typed) and typed_field_args(args, typed, seq)
     lists_active_processes = typed is not None and ACTIVE_PROCESSES in typed
-    unknown = UnknownFieldSet(ev)
+    unknown = unknown_fields(ev)
     deferred = len(unknown) and extensions.add_args(args, unknown, raw, seq)
     if d[D_ANNOTATIONS]:
         for ann in d[D_ANNOTATIONS]:

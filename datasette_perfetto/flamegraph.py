@@ -265,7 +265,7 @@ def _graph(conn: sqlite3.Connection, ts: int, upid: int) -> _Table:
     ).fetchone()[0]
     if has_roots:
         dump = _Dump(conn, upid, ts)
-        dump.frames(table, dump.shortest_path_tree(conn))
+        dump.frames(table, dump.shortest_path_tree(conn)[0])
         if not len(table):  # roots, but none with a class
             raise ValueError(
                 _PREFIX + f"the heap graph of upid {upid} at ts {ts} has no frames (failed to build flamegraph)"
@@ -352,11 +352,12 @@ class _Dump:
             self._names[key] = name
         return self._names[key]
 
-    def shortest_path_tree(self, conn: sqlite3.Connection) -> array:
+    def shortest_path_tree(self, conn: sqlite3.Connection) -> tuple[array, array]:
         """The stdlib's _heap_graph_object_min_depth_tree for this dump: parent position per object (-1 at
-        a root, _UNREACHED when no root reaches it). A breadth-first search from the roots sorted by class
-        name then id, following an object's references in owned_id order, except the referent of a weak,
-        phantom or finalizer reference."""
+        a root, _UNREACHED when no root reaches it), and the reached positions in the order the search
+        reached them (parents first). A breadth-first search from the roots sorted by class name then id,
+        following an object's references in owned_id order, except the referent of a weak, phantom or
+        finalizer reference."""
         n = len(self.ids)
         # The references in CSR form: object i refers to targets[starts[i]:starts[i + 1]], sorted.
         starts = array("q", [0]) * (n + 1)
@@ -392,7 +393,7 @@ class _Dump:
                 if parent[t] == _UNREACHED:
                     parent[t] = v
                     queue.append(t)
-        return parent
+        return parent, queue
 
     def frames(self, table: _Table, parent: array) -> None:
         """Adds the dump's flamegraph to `table` in trace_processor's order: the reached objects by id, each
@@ -441,6 +442,19 @@ class _Dump:
             node = intern(node_of[i], None if name is None else "[native] " + name)
             counts[node] += 1
             sizes[node] += native
+
+
+def min_depth_tree(conn: sqlite3.Connection) -> list[tuple[int, int | None]]:
+    """(object id, its parent's id or None at a root) of every object a root reaches, parents first: the
+    stdlib's _heap_graph_object_min_depth_tree (graph_reachable_bfs! from every root at once). Each dump is
+    searched alone: no reference crosses dumps, so the parents are those of one search of all."""
+    rows: list[tuple[int, int | None]] = []
+    for upid, ts in conn.execute("SELECT DISTINCT upid, graph_sample_ts FROM heap_graph_object ORDER BY 1, 2"):
+        dump = _Dump(conn, upid, ts)
+        parent, order = dump.shortest_path_tree(conn)
+        ids = dump.ids
+        rows += [(ids[i], None if parent[i] < 0 else ids[parent[i]]) for i in order]
+    return rows
 
 
 # -- 'native' and 'perf': callstack profiles ---------------------------------------------------------------------

@@ -170,9 +170,7 @@ def signals_held() -> Iterator[None]:
     try:
         yield
     finally:
-        _held -= 1
-        if not _held and _pending is not None:
-            _deliver_pending()
+        _release()
 
 
 def call_with_signals_held(function: Callable[..., T], *args: Any) -> T:
@@ -182,15 +180,15 @@ def call_with_signals_held(function: Callable[..., T], *args: Any) -> T:
     try:
         return function(*args)
     finally:
-        _held -= 1
-        if not _held and _pending is not None:
-            _deliver_pending()
+        _release()
 
 
-def _deliver_pending() -> None:
-    global _pending
-    signum, _pending = _pending, None
-    if signum is not None:
+def _release() -> None:
+    """Ends one hold; the last one raises the signal that arrived during it, if any."""
+    global _held, _pending
+    _held -= 1
+    if not _held and _pending is not None:
+        signum, _pending = _pending, None
         _on_signal(signum, None)
 
 

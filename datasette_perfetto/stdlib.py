@@ -13,6 +13,7 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .flamegraph import min_depth_tree
 from .functions import fnv1a_hash
 
 
@@ -340,33 +341,12 @@ SELECT id, hash(coalesce(deobfuscated_name, name, '')) AS name_hash FROM heap_gr
 
 
 def _heap_graph_min_depth_tree(conn: sqlite3.Connection) -> None:
-    """_heap_graph_object_min_depth_tree and _heap_graph_path_hashes (android.memory.heap_graph.class_tree):
-    the heap graph as a tree by one breadth-first search from every root at once (roots by class name, then
-    id; each object's references by the referred object's id), as trace_processor's graph_reachable_bfs! over
-    the references not excluded; then each object's path hash: a root's from its process, dump, class,
-    root and heap types; a child's from its parent's, unless it is of its parent's class (a chain of one
-    class is one path)."""
-    outgoing: dict[int, list[int]] = {}
-    for owner, owned in conn.execute(
-        "SELECT owner_id, owned_id FROM heap_graph_reference WHERE id NOT IN _excluded_refs "
-        "AND owned_id IS NOT NULL ORDER BY owned_id"
-    ):
-        outgoing.setdefault(owner, []).append(owned)
-    parent: dict[int, int | None] = {}
-    order: list[int] = []
-    for (root,) in conn.execute(
-        "SELECT o.id FROM heap_graph_object AS o JOIN heap_graph_class AS c ON o.type_id = c.id "
-        "WHERE o.root_type IS NOT NULL ORDER BY c.name, o.id"
-    ):
-        if root not in parent:
-            parent[root] = None
-            order.append(root)
-    for node in order:  # the queue: appended to while read
-        for child in outgoing.get(node, ()):
-            if child not in parent:
-                parent[child] = node
-                order.append(child)
-    create_temp_table(conn, "_heap_graph_object_min_depth_tree", ["id", "parent_id"], sorted(parent.items()))
+    """_heap_graph_object_min_depth_tree (flamegraph.min_depth_tree, the search the 'graph' flamegraph makes)
+    and _heap_graph_path_hashes (android.memory.heap_graph.class_tree): each object's path hash, a root's from
+    its process, dump, class, root and heap types; a child's from its parent's, unless it is of its parent's
+    class (a chain of one class is one path)."""
+    tree = min_depth_tree(conn)
+    create_temp_table(conn, "_heap_graph_object_min_depth_tree", ["id", "parent_id"], sorted(tree))
     objects = {
         row[0]: row[1:]
         for row in conn.execute(
@@ -376,20 +356,18 @@ def _heap_graph_min_depth_tree(conn: sqlite3.Connection) -> None:
         )
     }
     hashes: dict[int, tuple[int, int]] = {}  # id -> (path hash, parent path hash)
-    for node in order:
+    for node, up in tree:  # parents first
         if node not in objects:
             continue
         upid, ts, name_hash, root_type, heap_type = objects[node]
-        up = parent[node]
-        if up is None or up not in hashes:
-            if up is None:
-                hashes[node] = (fnv1a_hash(upid, ts, name_hash, root_type, heap_type), 0)
-            continue
-        up_hash, up_parent_hash = hashes[up]
-        if objects[up][2] == name_hash:
-            hashes[node] = (up_hash, up_parent_hash)
-        else:
-            hashes[node] = (fnv1a_hash(up_hash, name_hash, heap_type), up_hash)
+        if up is None:
+            hashes[node] = (fnv1a_hash(upid, ts, name_hash, root_type, heap_type), 0)
+        elif up in hashes:
+            up_hash, up_parent_hash = hashes[up]
+            if objects[up][2] == name_hash:
+                hashes[node] = (up_hash, up_parent_hash)
+            else:
+                hashes[node] = (fnv1a_hash(up_hash, name_hash, heap_type), up_hash)
     create_temp_table(
         conn,
         "_heap_graph_path_hashes",

@@ -842,16 +842,20 @@ def longest_in_range(
     start, end = run.time_range()
     range_dur = end - start
     owned_all, owner_params = ("", {}) if owner is None else (f" AND +s.track_id IN {owner.terms[0]}", owner.params)
-    names = sorted({row["name"] for row in rows if row["name"] is not None})
+    # The names shown, for IN (json_each(:names)); a NULL name is matched apart.
+    shown: dict[str, Any] = {
+        "names": json.dumps(sorted({row["name"] for row in rows if row["name"] is not None})),
+        "any_null": any(row["name"] is None for row in rows),
+    }
     reach = run.query(
         "how far back the longest instance of the names shown reaches, and the slices per ns",
         "SELECT (SELECT max(max_dur) FROM report_slice_name WHERE name IN (SELECT value FROM json_each(:names))"
         " OR (:any_null AND name IS NULL)) AS longest, (SELECT sum(count) FROM report_slice_name) AS slices",
-        {"names": json.dumps(names), "any_null": any(row["name"] is None for row in rows)},
+        shown,
     )[0]
     per_ns = (reach["slices"] or 0) / max(run.trace.dur, 1)
     if per_ns * (range_dur + max(reach["longest"] or 0, 0)) <= LONGEST_BY_TIME_MAX:
-        return _longest_by_time(run, rows, reach["longest"] or 0, owned_all, owner_params, group)
+        return _longest_by_time(run, rows, shown, reach["longest"] or 0, owned_all, owner_params, group)
     out = []
     for row in rows:
         row = dict(row)
@@ -899,10 +903,11 @@ WHERE s.name IS :name AND s.dur < 0 AND +s.ts < :range_end AND (SELECT end_ts FR
 
 
 def _longest_by_time(
-    run: ReportRun, rows: list, longest: int, owned: str, owner_params: dict, group: Grouping | None
+    run: ReportRun, rows: list, shown: dict, longest: int, owned: str, owner_params: dict, group: Grouping | None
 ) -> list[dict]:
-    """longest_in_range in one pass over the range's instances by the ts index (reaching back by `longest`), the
-    longest per name (and value of the group's dimension) ranked as the probe ranks them."""
+    """longest_in_range in one pass over the range's instances by the ts index (reaching back by `longest`;
+    `shown`: the :names and :any_null parameters of the rows' names), the longest per name (and value of the
+    group's dimension) ranked as the probe ranks them."""
     start, end = run.time_range()
     value, value_join, params = "NULL", "", {}
     if group is not None:
@@ -924,8 +929,7 @@ WHERE rank = 1""",
             "range_start": start,
             "range_end": end,
             "longest": max(longest, 0),
-            "names": json.dumps(sorted({row["name"] for row in rows if row["name"] is not None})),
-            "any_null": any(row["name"] is None for row in rows),
+            **shown,
             **owner_params,
             **params,
         },

@@ -397,10 +397,12 @@ class TraceModel:
         write_tracks(s, self.tracks)
         write_dimensions(self)
         s.flush()
-        # A flow always points from the earlier slice to the later one, whichever
-        # the trace named first (trace_processor corrects it the same way).
+        # A flow id's flow points from the earlier slice to the later one, whichever the trace named
+        # first, as trace_processor's FlowTracker::Step and End have it. Flows without an id (GPU render
+        # stages, correlated track events, binder, ...) keep the direction their source gives.
         s.execute("""UPDATE flow SET slice_out = slice_in, slice_in = slice_out
-                          WHERE (SELECT ts FROM slice WHERE id = flow.slice_out)
+                          WHERE trace_id IS NOT NULL
+                            AND (SELECT ts FROM slice WHERE id = flow.slice_out)
                               > (SELECT ts FROM slice WHERE id = flow.slice_in)""")
         s.write("trace_bounds", s.trace_bounds())
         s.finish(phase)

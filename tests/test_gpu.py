@@ -389,7 +389,52 @@ def test_stages_waiting_on_events_get_flows(tmp_path):
     db = ingest_built(tmp_path, b)
     flows = db.rows("""SELECT o.ts, i.ts FROM flow JOIN slice o ON flow.slice_out = o.id
                        JOIN slice i ON flow.slice_in = i.id ORDER BY o.ts, i.ts""")
-    assert flows == [(10, 20), (10, 30)]  # every flow points forwards in time
+    # From the waited-for stage to the waiting one, even backwards in time: trace_processor corrects the
+    # direction of flow ids' flows only.
+    assert flows == [(10, 30), (20, 10)]
+
+
+def _gpu_track_event(correlation: dict[int, list[int]] | None = None, api: int | None = None) -> bytes:
+    """TrackEvent bytes of GpuTrackEvent's extension fields (unknown to the perfetto package): gpu_correlation
+    (3000; its field 1 the submitted event ids, 2 the waited ones) and gpu_api (3001)."""
+    out = b""
+    if correlation:
+        body = b"".join(encode_varint(field << 3) + encode_varint(i) for field, ids in correlation.items() for i in ids)
+        out += encode_varint(3000 << 3 | 2) + encode_varint(len(body)) + body
+    if api is not None:
+        out += encode_varint(3001 << 3) + encode_varint(api)
+    return out
+
+
+def test_track_events_correlated_with_render_stages_get_flows_and_args(tmp_path):
+    b = TraceBuilder()
+    spec_event(b, 0, queues=({"name": "q"},), stages=({"name": "kernel"},))
+    stage_event(b, 3, event_id=2, duration=1, hw_queue_id=0, stage_id=0, name="early")  # before its submission
+    seq = b.sequence(7)
+    thread = seq.thread(10, 11, "host")
+    submit = seq.slice_begin(5, thread, "Submit")
+    submit.track_event.MergeFromString(_gpu_track_event({1: [1, 2]}, api=2))  # GPU_API_VULKAN
+    seq.slice_end(6, thread)
+    stage_event(b, 10, event_id=1, duration=5, hw_queue_id=0, stage_id=0, name="first")
+    wait = seq.instant(30, thread, "Wait")
+    wait.track_event.MergeFromString(_gpu_track_event({2: [1]}))
+    stage_event(b, 40, event_id=1, duration=5, hw_queue_id=0, stage_id=0, name="again")  # both ends known
+    db = ingest_built(tmp_path, b, FunctionsDB)
+    flows = db.rows("""SELECT o.name, i.name FROM flow JOIN slice o ON flow.slice_out = o.id
+                       JOIN slice i ON flow.slice_in = i.id ORDER BY flow.id""")
+    assert flows == [
+        ("Submit", "early"),  # a stage already seen, when the submission comes
+        ("Submit", "first"),
+        ("first", "Wait"),
+        ("Submit", "again"),  # later stages of a submitted event: from the submitting slice, to the waiting one
+        ("again", "Wait"),
+    ]
+    args = db.rows("SELECT key, display_value FROM slice s JOIN args a USING (arg_set_id) WHERE s.name = 'Submit'")
+    assert args == [
+        ("gpu_correlation.render_stage_submission_event_ids[0]", "1"),
+        ("gpu_correlation.render_stage_submission_event_ids[1]", "2"),
+        ("gpu_api", "GPU_API_VULKAN"),
+    ]
 
 
 # -- GPU log and Vulkan events -------------------------------------------------------------

@@ -19,8 +19,12 @@ from tree_protos import compile_descriptor_set, main
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "..", "datasette_perfetto", "protos", "track_event_extensions.binpb")
-# Only Chromium's: any other producer declares its extensions in the trace (extension_descriptor).
-SOURCES = ("protos/third_party/chromium/chrome_track_event.proto",)
+# The extensions trace_processor compiles in: Chromium's, and the GPU one (GpuTrackEvent: gpu_api,
+# gpu_correlation). Any other producer declares its extensions in the trace (extension_descriptor).
+SOURCES = (
+    "protos/third_party/chromium/chrome_track_event.proto",
+    "protos/perfetto/trace/gpu/gpu_track_event.proto",
+)
 
 
 def build(tree: str, out: str = OUT) -> None:

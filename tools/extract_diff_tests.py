@@ -171,6 +171,8 @@ def _synthesized(tree: str, script: str) -> tuple[bytes, str] | str:
 _TREE_PROTOS = (
     "protos/perfetto/trace/trace.proto",
     "protos/perfetto/trace/test_extensions.proto",
+    "protos/perfetto/trace/gpu/gpu_track_event.proto",
+    "protos/perfetto/trace/gpu/gpu_interned_data.proto",
     "protos/third_party/android/art/heap_graph.proto",
     "protos/third_party/android/android_extensions.proto",
     "protos/third_party/chromium/chrome_track_event.proto",

@@ -197,6 +197,10 @@ class GpuState:
         # Flows between render stages: event id -> its slices, event id -> slices waiting on it.
         self.event_slices: dict[int, list[int]] = {}
         self.waiting_slices: dict[int, list[int]] = {}
+        # Track event slices correlated with render stages (GpuTrackEvent.gpu_correlation): event id ->
+        # the last slice that submitted it, and the last that waited for it to complete.
+        self.submitting_slice: dict[int, int] = {}
+        self.completion_waiting_slice: dict[int, int] = {}
         # Vulkan memory: running totals per allocation scope / memory type.
         self.driver_memory: dict[int, int] = {}
         self.device_memory_allocated: dict[int, int] = {}
@@ -633,15 +637,58 @@ def _stage_args(state: GpuState, event, stage: tuple | None) -> list[Arg]:
 
 
 def _stage_flows(state: GpuState, event, slice_id: int) -> None:
-    """Flows from the stages of the events this one waits on, and to the stages waiting on it."""
+    """Flows from the track event slice that submitted this stage's event and to the one waiting for it,
+    to the stages waiting on it, and from the stages of the events this one waits on (trace_processor's
+    GpuTracker: AddGpuRenderStageSlice, then AddEventWait per waited event)."""
     flows = state.trace.flows
     state.event_slices.setdefault(event.event_id, []).append(slice_id)
+    submitting = state.submitting_slice.get(event.event_id)
+    if submitting is not None:
+        flows.insert(submitting, slice_id)
+    completion_waiting = state.completion_waiting_slice.get(event.event_id)
+    if completion_waiting is not None:
+        flows.insert(slice_id, completion_waiting)
     for waiting in state.waiting_slices.get(event.event_id, ()):
         flows.insert(slice_id, waiting)
     for waited in event.event_wait_ids:
         for source_slice in state.event_slices.get(waited, ()):
             flows.insert(source_slice, slice_id)
         state.waiting_slices.setdefault(waited, []).append(slice_id)
+
+
+# The args GpuTrackEvent.gpu_correlation becomes on a track event (its extension field, reflected).
+GPU_SUBMISSION_IDS = "gpu_correlation.render_stage_submission_event_ids"
+GPU_WAIT_IDS = "gpu_correlation.render_stage_wait_event_ids"
+GPU_CORRELATION_KEYS = frozenset((GPU_SUBMISSION_IDS, GPU_WAIT_IDS))
+
+
+class GpuCorrelatedArgs(tuple):
+    """A track event's args that hold its gpu_correlation: the parser also links its slice to render
+    stages (correlate_track_event)."""
+
+    __slots__ = ()
+
+
+def correlated_args(args: tuple) -> tuple:
+    """args as GpuCorrelatedArgs if they hold a gpu_correlation, else as they are."""
+    return GpuCorrelatedArgs(args) if any(a[0] in GPU_CORRELATION_KEYS for a in args) else args
+
+
+def correlate_track_event(state: GpuState, slice_id: int, args) -> None:
+    """A track event slice's gpu_correlation (read back from its args): flows to the render stages of the
+    events it submitted and from those of the events it waits for, past and future ones
+    (trace_processor's GpuTracker: AddRenderStageSubmission, then AddRenderStageWait)."""
+    flows = state.trace.flows
+    for flat_key, _, _, event_id in args:
+        if flat_key == GPU_SUBMISSION_IDS:
+            state.submitting_slice[event_id] = slice_id
+            for stage_slice in state.event_slices.get(event_id, ()):
+                flows.insert(slice_id, stage_slice)
+    for flat_key, _, _, event_id in args:
+        if flat_key == GPU_WAIT_IDS:
+            state.completion_waiting_slice[event_id] = slice_id
+            for stage_slice in state.event_slices.get(event_id, ()):
+                flows.insert(stage_slice, slice_id)
 
 
 def _insert_gpu_context(state: GpuState, context_id: int, pid: int | None, api: int | None) -> None:

@@ -46,7 +46,7 @@ from .descriptor_dimensions import (
 )
 from .ftrace import FtraceParser, order_ties_by_queue
 from .ftrace_tokenizer import FtraceTokenizer
-from .gpu import INTERNED_GPU_EXTENSIONS, intern_gpu_extensions
+from .gpu import INTERNED_GPU_EXTENSIONS, gpu_state, intern_gpu_extensions
 from .packet_handlers import PACKET_HANDLERS, TOKENIZE_HANDLERS
 from .profiles import UNSYMBOLIZED_SOURCE_LOCATIONS, ProfileParser, ProfileTokenizer, number_generations_as_helper
 from .reader import ProtoReader, inflate_packets, scan_simple_track_event
@@ -127,6 +127,7 @@ class ProtoImporter:
         self.ftrace = FtraceParser(trace, self.parser.thread_track)
         self.ftrace.ftrace_raw = self.options.content.ftrace_raw
         self.ftrace.clocks = self.clocks  # packets carrying raw clock values convert them at parse time
+        self.parser.gpu_state = lambda: gpu_state(self.ftrace)
         self.ftrace_tokenizer = FtraceTokenizer(trace, self.clocks, self.push)
         self.last_ts = 0
         self.profiles = ProfileTokenizer(self)

@@ -21,6 +21,7 @@ from ...trackers.stack_profile_tracker import StackProfileTracker, for_trace
 from ..common.event_kinds import EV_DESCRIPTOR, EV_TRACK_EVENT
 from ..common.values import signed
 from .active_chrome_processes import ActiveChromeProcesses, ActiveProcessesArgs, active_pids
+from .gpu import GpuCorrelatedArgs, GpuState, correlate_track_event, correlated_args
 from .track_descriptor import CHROME_RENDERER_TYPES, Reservation, chrome_process_name, chrome_thread_name
 from .track_event_args import LogMessageArgs, log_row
 from .track_event_extensions import DeferredExtensionArgs, TrackEventExtensions, resolve_deferred
@@ -94,6 +95,8 @@ class TrackEventParser:
         self.content: ProtoContentAnalyzer | None = None  # set by the importer
         self.active_chrome_processes = ActiveChromeProcesses()
         self.extensions = TrackEventExtensions()  # the importer's, set by it: all the trace declares
+        # The GPU events' state (render stages a gpu_correlation links to), set by the importer.
+        self.gpu_state: Callable[[], GpuState] | None = None
 
     # -- descriptors -------------------------------------------------------------
     def parse(self, ts: int, ev: tuple) -> None:
@@ -104,7 +107,8 @@ class TrackEventParser:
                 return
             args_type = type(ev[F_ARGS])
             if args_type is DeferredExtensionArgs:
-                ev = (*ev[:F_ARGS], resolve_deferred(self.extensions, ev[F_ARGS], self.stats), *ev[F_ARGS + 1 :])
+                resolved = correlated_args(resolve_deferred(self.extensions, ev[F_ARGS], self.stats))
+                ev = (*ev[:F_ARGS], resolved, *ev[F_ARGS + 1 :])
             elif args_type is ActiveProcessesArgs or args_type is LogMessageArgs:
                 get_process = self.procs.get_or_create_process
                 for pid in active_pids(ev[F_ARGS]):
@@ -520,7 +524,7 @@ class TrackEventParser:
             )
             if self._pending_v1_flows and slice_id is not None:
                 self._bind_pending_flows(track, slice_id)
-        if slice_id is not None and (ev[F_FLOWS] or ev[F_TERM_FLOWS]):
+        if slice_id is not None and (ev[F_FLOWS] or ev[F_TERM_FLOWS] or type(args) is GpuCorrelatedArgs):
             self._flows(slice_id, ev, None)
 
     def _thread_counter_track(self, utid: int, kind: str) -> int:
@@ -856,6 +860,8 @@ class TrackEventParser:
         if ev[F_TERM_FLOWS]:
             for fid in ev[F_TERM_FLOWS]:
                 self.flows.end_v2(fid, slice_id, close=True)
+        if type(ev[F_ARGS]) is GpuCorrelatedArgs and self.gpu_state is not None:
+            correlate_track_event(self.gpu_state(), slice_id, ev[F_ARGS])
 
     def _flow_v1(self, phase, legacy, category, name, uuid, fallback, utid, upid) -> None:
         if not legacy or "unscoped_id" not in legacy:

@@ -10,6 +10,7 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 from ..common.event_kinds import EV_TRACK_EVENT
 from ..common.values import INT64_MAX, saturate, text
 from .active_chrome_processes import ACTIVE_PROCESS_PIDS, ActiveProcessesArgs
+from .gpu import correlated_args
 from .track_event_args import TYPED_FIELDS, LogMessageArgs, annotation_name, debug_annotation_args, typed_field_args
 from .track_event_extensions import DeferredExtensionArgs, TrackEventExtensions
 from .track_event_fields import I_CATEGORIES, I_NAMES, TE, TYPE_COUNTER, TYPE_STATE
@@ -316,7 +317,7 @@ def _decode(ev, extensions: TrackEventExtensions, raw: bytes, seq) -> tuple:
         tuple(d[D_DEXTRA_UUIDS]) if d[D_DEXTRA_UUIDS] else (),
         category,
         name,
-        _args_tuple(args, lists_active_processes, logs, raw if deferred else None),
+        _args_tuple(args, lists_active_processes, logs, raw if deferred else None, bool(len(unknown))),
         list(flows) if flows else None,
         list(term) if term else None,
         legacy,
@@ -324,16 +325,21 @@ def _decode(ev, extensions: TrackEventExtensions, raw: bytes, seq) -> tuple:
     )
 
 
-def _args_tuple(args: list, lists_active_processes: bool, logs: bool, deferred_raw: bytes | None) -> tuple | None:
+def _args_tuple(
+    args: list, lists_active_processes: bool, logs: bool, deferred_raw: bytes | None, has_extensions: bool
+) -> tuple | None:
     """An event's args (None: none) as the tuple type that tells the parser what more to do with them;
-    `deferred_raw`: the event's bytes, when its extension args are made at parse time."""
+    `deferred_raw`: the event's bytes, when its extension args are made at parse time; `has_extensions`:
+    some came from extension fields (a GPU correlation among them, perhaps)."""
     if deferred_raw is not None:
         return DeferredExtensionArgs((*args, deferred_raw))
     if not args:
         return None
     if logs:
         return LogMessageArgs(args)  # the parser also reads its listed pids, if any
-    return ActiveProcessesArgs(args) if lists_active_processes else tuple(args)
+    if lists_active_processes:
+        return ActiveProcessesArgs(args)
+    return correlated_args(tuple(args)) if has_extensions else tuple(args)
 
 
 def _thread_times(

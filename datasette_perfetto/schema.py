@@ -1803,6 +1803,24 @@ REPORT_THREAD_SCHED = Table(
 # below it, the slices timeline reads the instances themselves fast enough.
 REPORT_CELL_MIN_COUNT = 20_000
 
+# report_slice_name_dur_rank keeps every this many-th duration of a name.
+REPORT_RANK_STEP = 1024
+
+REPORT_SLICE_NAME_DUR_RANK = Table(
+    "report_slice_name_dur_rank",
+    f"Every {REPORT_RANK_STEP}th finished duration of each slice name with at least {REPORT_CELL_MIN_COUNT:,} "
+    "finished instances, in duration order, with how many of them last at most that long: how many last less "
+    "than any duration is one row plus at most that many (name, dur) index entries, so the slices histogram "
+    "of such a name over the whole trace counts its buckets without reading every instance (not a "
+    "trace_processor table).",
+    (
+        C("name", "TEXT", "Slice name."),
+        C("dur", "INTEGER", "A duration of the name's finished instances.", unit=TS),
+        C("at_most", "INTEGER", "Finished instances of the name lasting at most dur."),
+    ),
+    indexes=(("name", "dur"),),
+)
+
 REPORT_GRID = Table(
     "report_grid",
     "The time grid of the report's cell aggregates, from the trace start (not a trace_processor table). "
@@ -2093,6 +2111,17 @@ DERIVED: tuple[Derived, ...] = (
         + f" FROM (SELECT name, {SLICE_DUR} AS d, row_number() OVER (PARTITION BY name ORDER BY {SLICE_DUR}) - 1 "
         "AS rank, "
         "count(*) OVER (PARTITION BY name) - 1 AS last FROM slice) GROUP BY name",
+    ),
+    # The rows at positions 0, STEP, 2 STEP, ... of each name's finished durations in order; count() over the
+    # default frame (up to the last instance of equal duration) is how many last at most that long.
+    Derived(
+        REPORT_SLICE_NAME_DUR_RANK,
+        "INSERT INTO report_slice_name_dur_rank (name, dur, at_most) "
+        "SELECT DISTINCT name, dur, at_most FROM (SELECT name, dur, "
+        "row_number() OVER (PARTITION BY name ORDER BY dur) - 1 AS position, "
+        "count(*) OVER (PARTITION BY name ORDER BY dur) AS at_most FROM slice WHERE dur >= 0 AND name IN "
+        f"(SELECT name FROM report_slice_name WHERE count - unfinished >= {REPORT_CELL_MIN_COUNT})) "
+        f"WHERE position % {REPORT_RANK_STEP} = 0 ORDER BY name, dur",
     ),
     Derived(
         REPORT_TRACK_STATS,

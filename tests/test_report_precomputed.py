@@ -101,6 +101,36 @@ async def test_slices_timeline_reads_slices_when_buckets_are_not_whole_cells(hea
     assert sum(int(b.get("count", 0)) for b in data["slices_timeline"]["buckets"]) == 24_001
 
 
+@pytest.mark.asyncio
+@pytest.mark.parametrize("query", ["", "&buckets=3", "&buckets=60", "&buckets=1"])
+async def test_slices_histogram_from_duration_ranks_is_the_histogram_from_slices(heavy, query):
+    """Tick's durations repeat (runs far longer than a rank step), include zeros (a bucket of their own on a
+    log scale) and one unfinished instance."""
+    ds = served(heavy)
+    (bounds,) = TraceDB(heavy).rows("SELECT start_ts, end_ts FROM trace_bounds")
+    ranks, rows = await cells_and_rows(
+        ds,
+        f"/heavy/-/report/slices/histogram.json?name=Tick{query}",
+        bounds,
+        "report_slice_name_dur_rank",
+        "slices_histogram",
+    )
+    assert ranks["buckets"] == rows["buckets"] and ranks["scale"] == rows["scale"]
+    assert sum(int(b.get("count", 0)) for b in ranks["buckets"]) == 24_001
+
+
+def test_duration_ranks_sample_every_step_of_a_frequent_name(heavy):
+    import sqlite3
+
+    from datasette_perfetto.schema import REPORT_RANK_STEP
+
+    conn = sqlite3.connect(heavy)
+    durs = [d for (d,) in conn.execute("SELECT dur FROM slice WHERE name = 'Tick' AND dur >= 0 ORDER BY dur")]
+    want = sorted({(durs[i], sum(1 for d in durs if d <= durs[i])) for i in range(0, len(durs), REPORT_RANK_STEP)})
+    assert conn.execute("SELECT dur, at_most FROM report_slice_name_dur_rank WHERE name = 'Tick'").fetchall() == want
+    assert conn.execute("SELECT count(*) FROM report_slice_name_dur_rank WHERE name != 'Tick'").fetchone() == (0,)
+
+
 def test_only_names_with_many_slices_get_cells(heavy):
     import sqlite3
 

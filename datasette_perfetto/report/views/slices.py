@@ -1436,6 +1436,37 @@ def instance_cells(run: ReportRun, inst: pb.SliceInstance) -> list[Cell]:
 _CANNED_MEASURE = f"CASE WHEN :measure = 'self' THEN {self_value(CANNED_DUR)} ELSE {CANNED_DUR} END"
 
 
+def _ranked_bucket_counts_sql(unfinished_bucket: str, unfinished_where: str, buckets: int, log_scale: bool) -> str:
+    """The histogram's counts per bucket for a name with rows in report_slice_name_dur_rank, over the whole
+    trace: how many finished instances last less than each edge is the nearest sample below it (how many last
+    at most that long) plus the index entries between the two, at most REPORT_RANK_STEP; a bucket is the
+    difference of its two edges' figures. Bucket 0 starts at 0 (linear) or 1 ns (log: zero has bucket -1);
+    the last one ends with the name's finished instances. Unfinished instances (dur -1) count as in
+    report_slice_name, by the time they last to the end of the trace."""
+    lower = "1" if log_scale else "0"
+    edges = ", ".join([f"(0, {lower})", *(f"({i}, :edge_{i})" for i in range(1, buckets)), f"({buckets}, NULL)"])
+    sample = "FROM report_slice_name_dur_rank r WHERE r.name = :slice_name AND r.dur < e.x"
+    return f"""WITH edge(i, x) AS (VALUES {edges}),
+below(i, n) AS (
+  SELECT i, CASE WHEN x IS NULL THEN (SELECT count - unfinished FROM report_slice_name WHERE name = :slice_name)
+    ELSE coalesce((SELECT r.at_most {sample} ORDER BY r.dur DESC LIMIT 1), 0)
+      + (SELECT count(*) FROM slice s WHERE s.name = :slice_name AND s.dur < e.x
+           AND s.dur > coalesce((SELECT max(r.dur) {sample}), -1)) END
+  FROM edge e
+)
+SELECT bucket, sum(n) AS count FROM (
+  SELECT * FROM (SELECT i - 1 AS bucket, n - lag(n) OVER (ORDER BY i) AS n FROM below) WHERE bucket >= 0
+  UNION ALL
+  SELECT -1, n FROM below WHERE i = 0 AND {int(log_scale)}
+  UNION ALL
+  SELECT {unfinished_bucket} AS bucket, count(*)
+  FROM slice s
+  {unfinished_where}
+  GROUP BY bucket
+)
+GROUP BY bucket"""
+
+
 class SlicesHistogramView(View):
     noun = "slices"
     name = "histogram"
@@ -1594,7 +1625,13 @@ FROM slice s
             f"WHEN {{d}} < :edge_{i} THEN {i - 1} " for i in range(1, buckets)
         )
         index = f"CASE {whens}ELSE {buckets - 1} END" if whens else "0"
-        if run.scope.time is None and not by_self:
+        unfinished_w = Where(list(w.terms), dict(w.params))
+        unfinished_w.add("s.dur < 0")
+        if not ranked and sn.count - sn.unfinished >= REPORT_CELL_MIN_COUNT:  # the whole trace, a frequent name
+            sql = _ranked_bucket_counts_sql(
+                index.format(d=dur), unfinished_w.sql().replace(chr(10), chr(10) + "  "), buckets, out.scale == "log"
+            )
+        elif run.scope.time is None and not by_self:
             # Finished instances by dur alone: each bucket's count is a range of the (name, dur) index, counted
             # without reading a row or sorting; the few unfinished ones (dur -1) by the time they count for,
             # which needs their start.
@@ -1611,8 +1648,6 @@ FROM slice s
                 + "".join(f"\n    AND {t}" for t in terms)
                 for i, terms in ranges
             )
-            unfinished_w = Where(list(w.terms), dict(w.params))
-            unfinished_w.add("s.dur < 0")
             sql = f"""SELECT bucket, sum(n) AS count FROM (
 {finished}
   UNION ALL

@@ -63,18 +63,17 @@ async def cells_and_rows(ds: Datasette, url: str, bounds: tuple[int, int], table
     return cells[message], rows[message]
 
 
+async def tick_view(heavy, view: str, query: str, table: str) -> tuple[dict, dict]:
+    """slices `view` of Tick in the heavy trace, from the precomputed `table` and from the rows."""
+    (bounds,) = TraceDB(heavy).rows("SELECT start_ts, end_ts FROM trace_bounds")
+    url = f"/heavy/-/report/slices/{view}.json?name=Tick{query}"
+    return await cells_and_rows(served(heavy), url, bounds, table, f"slices_{view}")
+
+
 @pytest.mark.asyncio
 @pytest.mark.parametrize("query", ["", "&thread=main", "&buckets=10", "&buckets=40&pid=10"])
 async def test_slices_timeline_from_cells_is_the_timeline_from_slices(heavy, query):
-    ds = served(heavy)
-    (bounds,) = TraceDB(heavy).rows("SELECT start_ts, end_ts FROM trace_bounds")
-    cells, rows = await cells_and_rows(
-        ds,
-        f"/heavy/-/report/slices/timeline.json?name=Tick{query}",
-        bounds,
-        "report_slice_track_cell",
-        "slices_timeline",
-    )
+    cells, rows = await tick_view(heavy, "timeline", query, "report_slice_track_cell")
     assert cells["buckets"] == rows["buckets"]
     counted = sum(int(b.get("count", 0)) for b in cells["buckets"])
     assert counted == (24_001 if "thread" not in query else 16_001)  # the unfinished one counts too
@@ -106,15 +105,7 @@ async def test_slices_timeline_reads_slices_when_buckets_are_not_whole_cells(hea
 async def test_slices_histogram_from_duration_ranks_is_the_histogram_from_slices(heavy, query):
     """Tick's durations repeat (runs far longer than a rank step), include zeros (a bucket of their own on a
     log scale) and one unfinished instance."""
-    ds = served(heavy)
-    (bounds,) = TraceDB(heavy).rows("SELECT start_ts, end_ts FROM trace_bounds")
-    ranks, rows = await cells_and_rows(
-        ds,
-        f"/heavy/-/report/slices/histogram.json?name=Tick{query}",
-        bounds,
-        "report_slice_name_dur_rank",
-        "slices_histogram",
-    )
+    ranks, rows = await tick_view(heavy, "histogram", query, "report_slice_name_dur_rank")
     assert ranks["buckets"] == rows["buckets"] and ranks["scale"] == rows["scale"]
     assert sum(int(b.get("count", 0)) for b in ranks["buckets"]) == 24_001
 

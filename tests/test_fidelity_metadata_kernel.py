@@ -7,6 +7,7 @@ from __future__ import annotations
 from conftest import FunctionsDB
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
+from datasette_perfetto.importers.common.options import DEFAULT_CONTENT, Content
 from datasette_perfetto.importers.proto.trace_metadata import (
     fingerprint_parts,
     proto_text,
@@ -18,9 +19,9 @@ from datasette_perfetto.ingest import ingest_bytes
 BufferConfig = pb.TraceConfig.BufferConfig
 
 
-def ingest_packets(tmp_path, packets: list, raw: bytes = b"") -> FunctionsDB:
+def ingest_packets(tmp_path, packets: list, raw: bytes = b"", content: Content = DEFAULT_CONTENT) -> FunctionsDB:
     db = tmp_path / "t.db"
-    ingest_bytes(pb.Trace(packet=packets).SerializeToString() + raw, str(db))
+    ingest_bytes(pb.Trace(packet=packets).SerializeToString() + raw, str(db), content)
     return FunctionsDB(db)
 
 
@@ -284,6 +285,67 @@ def test_oom_kill_instant_on_the_victims_thread(tmp_path):
         "SELECT s.ts, s.dur, s.name, t.tid, p.name FROM slice s JOIN thread_track tt ON s.track_id = tt.id "
         "JOIN thread t USING (utid) JOIN process p USING (upid)"
     ) == [(1234, 0, "mem.oom_kill", 1001, "com.app")]
+
+
+def test_block_io_slices_per_device(tmp_path):
+    def io(ts: int, kind: str, dev: int, sector: int) -> pb.FtraceEvent:
+        event = getattr(pb, f"BlockIo{kind.capitalize()}FtraceEvent")(dev=dev, sector=sector)
+        return pb.FtraceEvent(timestamp=ts, pid=7, **{f"block_io_{kind}": event})
+
+    db = ingest_packets(
+        tmp_path,
+        [
+            ftrace(
+                0, io(1000, "start", 8, 40), io(1200, "start", 9, 50), io(2400, "done", 8, 41), io(3000, "done", 9, 51)
+            )
+        ],
+    )
+    assert db.rows(
+        "SELECT s.name, s.ts, s.dur, t.type, t.event_type, extract_arg(t.dimension_arg_set_id, 'block_device'), "
+        "extract_arg(s.arg_set_id, 'sector') FROM slice s JOIN track t ON s.track_id = t.id ORDER BY s.ts"
+    ) == [
+        # One track per device, a counter blueprint's as in trace_processor; the end's sector replaces the start's.
+        ("block_io", 1000, 1400, "block_io", "counter", 8, 41),
+        ("block_io", 1200, 1800, "block_io", "counter", 9, 51),
+    ]
+
+
+def test_exynos_acpm_thermal_counters_at_the_firmware_time(tmp_path):
+    def bulk(ts: int, tz_id: int, **fields) -> pb.FtraceEvent:
+        payload = pb.ThermalExynosAcpmBulkFtraceEvent(tz_id=tz_id, current_temp=35, cdev_state=2, **fields)
+        return pb.FtraceEvent(timestamp=ts, pid=42, thermal_exynos_acpm_bulk=payload)
+
+    overhead = pb.ThermalExynosAcpmHighOverheadFtraceEvent(tz_id=3, current_temp=50, cdev_state=1)
+    db = ingest_packets(
+        tmp_path,
+        [
+            ftrace(
+                0,
+                bulk(1000, 0, timestamp=5000),
+                bulk(1100, 9, timestamp=5100),  # no such zone: counted
+                bulk(1200, 1),  # no firmware time: counted, not even a raw row
+                pb.FtraceEvent(timestamp=1300, pid=42, thermal_exynos_acpm_high_overhead=overhead),
+            )
+        ],
+        content=Content(ftrace_raw=True),
+    )
+    assert db.rows(
+        "SELECT c.ts, t.name, t.type, c.value, extract_arg(c.arg_set_id, 'thermal_zone_id') "
+        "FROM counter c JOIN track t ON c.track_id = t.id ORDER BY c.ts, t.name"
+    ) == [
+        (1300, "GPU Temperature", "acpm_thermal_temperature", 50.0, 3),
+        (1300, "Tj-GPU Cooling Device", "acpm_cooling_device_counter", 1.0, 3),
+        (5000, "BIG Temperature", "acpm_thermal_temperature", 35.0, 0),
+        (5000, "Tj-BIG Cooling Device", "acpm_cooling_device_counter", 2.0, 0),
+    ]
+    # The raw rows keep the kernel's time.
+    assert db.rows("SELECT ts, name FROM ftrace_event ORDER BY ts") == [
+        (1000, "thermal_exynos_acpm_bulk"),
+        (1100, "thermal_exynos_acpm_bulk"),
+        (1300, "thermal_exynos_acpm_high_overhead"),
+    ]
+    assert stats(db, "ftrace_thermal_exynos_acpm_unknown_tz_id") == [(None, 1)]
+    assert stats(db, "ftrace_bundle_tokenizer_errors") == [(None, 1)]
 
 
 def test_cfs_utilisation_per_cpu(tmp_path):

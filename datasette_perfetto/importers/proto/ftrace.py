@@ -27,6 +27,7 @@ from . import (  # noqa: F401
     concurrent_sessions,
     frame_events,
     frame_timeline,
+    ftrace_block,
     ftrace_counters,
     ftrace_display,
     ftrace_drm,
@@ -51,11 +52,20 @@ class FtraceParser(HandlerContext):
     the handler registered for it, with this object as its HandlerContext."""
 
     def parse_ftrace(self, ts: int, event: tuple) -> None:
-        """event: (EV_FTRACE, cpu, serialized FtraceEvent[, value resolved at tokenize time])."""
+        """event: (EV_FTRACE, cpu, serialized FtraceEvent[, value resolved at tokenize time]); a retimed event's
+        halves (ftrace_tokenizer.RETIMED_EVENTS) add the kernel's time for the handler's half, None for the
+        ftrace_event row's."""
         try:
             ev = pb.FtraceEvent.FromString(event[2])
         except DecodeError:
             self.stats.inc("ftrace_bundle_tokenizer_errors")
+            return
+        if len(event) > 4:
+            raw_ts = event[4]
+            if raw_ts is None:
+                self.parse_ftrace_event(ts, event[1], ev, handle=False)
+            else:  # the drop windows judge it by the kernel's time, as trace_processor's raw_ts
+                self.parse_ftrace_event(ts, event[1], ev, raw_row=False, window_ts=raw_ts)
             return
         self.parse_ftrace_event(ts, event[1], ev, *event[3:])
 
@@ -83,18 +93,25 @@ class FtraceParser(HandlerContext):
             return True
         return False
 
-    def parse_ftrace_event(self, ts: int, cpu: int, ev, *resolved) -> None:
+    def parse_ftrace_event(
+        self, ts: int, cpu: int, ev, *resolved, raw_row: bool = True, handle: bool = True, window_ts: int | None = None
+    ) -> None:
+        """The event's ftrace_event row (unless not `raw_row`), then its handler (if `handle`); the drop
+        windows judge it by `window_ts` (default: ts)."""
         kind = ev.WhichOneof("event")
         if kind is None:
             return
-        if ts < self._soft_drop_before and (self._in_drop_window(ts) or ts < self._soft_drop_before):
-            if kind != "sched_switch" and ts >= self._drop_before:
+        judged = ts if window_ts is None else window_ts
+        if judged < self._soft_drop_before and (self._in_drop_window(judged) or judged < self._soft_drop_before):
+            if raw_row and kind != "sched_switch" and judged >= self._drop_before:
                 self._raw_event(ts, cpu, ev, kind, resolved)  # soft drop: the raw event only
             return
-        if kind != "sched_switch":
+        if raw_row and kind != "sched_switch":
             # Every other event is a raw row first (the sched_switch handler writes its own), which
             # gives the emitting task a thread (and the cpu a row) before the event's own logic.
             self._raw_event(ts, cpu, ev, kind, resolved)
+        if not handle:
+            return
         handler = FTRACE_HANDLERS.get(kind)
         if handler is None:
             return  # an event we keep no table for: only its raw row

@@ -298,6 +298,32 @@ def _thermal_temperature(parser: HandlerContext, ts: int, cpu: int, pid: int, ev
     parser.trace.insert_counter(ts, track, ev.temp)
 
 
+# Exynos ACPM firmware thermal zones by tz_id (trace_processor's ThermalTracker).
+ACPM_THERMAL_ZONES = ("BIG", "MID", "LITTLE", "GPU", "ISP", "TPU", "AUR")
+
+
+@ftrace_handler("thermal_exynos_acpm_bulk", "thermal_exynos_acpm_high_overhead")
+def _thermal_exynos_acpm(parser: HandlerContext, ts: int, cpu: int, pid: int, ev) -> None:
+    """A zone's temperature and cooling state, each with the zone's id as an arg. The bulk event comes
+    at the firmware's time its payload carries (ftrace_tokenizer.RETIMED_EVENTS)."""
+    if ev.tz_id >= len(ACPM_THERMAL_ZONES):
+        parser.trace.stats.inc("ftrace_thermal_exynos_acpm_unknown_tz_id")
+        return
+    zone = ACPM_THERMAL_ZONES[ev.tz_id]
+    args = [("thermal_zone_id", "thermal_zone_id", "int", ev.tz_id)]
+    dims = (("thermal_zone", zone),)
+    trace = parser.trace
+    trace.insert_counter(
+        ts, global_counter_track(trace, "acpm_thermal_temperature", dims, f"{zone} Temperature"), ev.current_temp, args
+    )
+    trace.insert_counter(
+        ts,
+        global_counter_track(trace, "acpm_cooling_device_counter", dims, f"Tj-{zone} Cooling Device"),
+        ev.cdev_state,
+        args,
+    )
+
+
 @ftrace_handler("cdev_update")
 def _cdev_update(parser: HandlerContext, ts: int, cpu: int, pid: int, ev) -> None:
     device = text(ev.type)

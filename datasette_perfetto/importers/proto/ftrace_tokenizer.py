@@ -39,6 +39,14 @@ SYMBOL_TAKING_HANDLERS = frozenset(
 )
 
 
+# FtraceEvent kinds whose payload carries the time the event stands for (a firmware's, already on the trace
+# clock) → that field. As trace_processor's custom tokenizers do, such an event is queued twice: its
+# ftrace_event row at the kernel's time, its own handler at the payload's time.
+RETIMED_EVENTS = {
+    "thermal_exynos_acpm_bulk": "timestamp",
+}
+
+
 class FtraceTokenizer:
     def __init__(self, trace: TraceContext, clocks: ClockTracker, push: Callable[[int, tuple], None]) -> None:
         self.trace = trace
@@ -77,6 +85,10 @@ class FtraceTokenizer:
             ts = to_trace_time(clock, event.timestamp)
             if ts is None or not 0 <= ts <= INT64_MAX:
                 continue
+            retimed = RETIMED_EVENTS.get(kind)
+            if retimed is not None:
+                self._retimed(cpu, ts, event, getattr(event, kind), retimed)
+                continue
             symbol_field = KERNEL_SYMBOL_FIELDS.get(kind)
             address = getattr(getattr(event, kind), symbol_field) if symbol_field else 0
             if address:
@@ -88,6 +100,19 @@ class FtraceTokenizer:
         if cpu not in self.cpus_seen:
             self.cpus_seen.add(cpu)
             self._data_start(bundle, clock)
+
+    def _retimed(self, cpu: int, ts: int, event, payload, time_field: str) -> None:
+        """A RETIMED_EVENTS event: (EV_FTRACE, cpu, bytes, None, raw ts) queued at its payload's time for its
+        handler, and with None in place of the raw ts at the kernel's time for its ftrace_event row. One without
+        that time is counted and dropped."""
+        if not payload.HasField(time_field):
+            self.stats.inc("ftrace_bundle_tokenizer_errors")
+            return
+        forged = getattr(payload, time_field)
+        data = event.SerializeToString()
+        self.push(ts, (EV_FTRACE, cpu, data, None, None))
+        if 0 <= forged <= INT64_MAX:
+            self.push(forged, (EV_FTRACE, cpu, data, None, ts))
 
     def bundle_clock(self, bundle, seq: SequenceState) -> None:
         """Of an ftrace bundle, only its effect on the clocks (the split helper's share)."""

@@ -348,6 +348,47 @@ def test_exynos_acpm_thermal_counters_at_the_firmware_time(tmp_path):
     assert stats(db, "ftrace_bundle_tokenizer_errors") == [(None, 1)]
 
 
+def test_adreno_command_batches_at_their_gpu_time(tmp_path):
+    """GPU ticks (19.2 MHz) become trace time through the sync event with the batch's timestamp field,
+    whichever comes first in the file; the track is named by the process that queued the context."""
+    tree = pb.ProcessTree(
+        processes=[pb.ProcessTree.Process(pid=300, ppid=1, cmdline=["com.example.app"])],
+        threads=[pb.ProcessTree.Thread(tid=301, tgid=300)],
+    )
+
+    def kgsl(ts: int, pid: int, kind: str, **fields) -> pb.FtraceEvent:
+        payload = getattr(pb, f"KgslAdrenoCmdbatch{kind.capitalize()}FtraceEvent")(**fields)
+        return pb.FtraceEvent(timestamp=ts, pid=pid, **{f"kgsl_adreno_cmdbatch_{kind}": payload})
+
+    db = ingest_packets(
+        tmp_path,
+        [
+            pb.TracePacket(timestamp=1, trusted_packet_sequence_id=2, process_tree=tree),
+            ftrace(
+                0,
+                kgsl(1_000_000_000, 301, "queued", id=1),
+                # Batch 7: sync first, at 19,200,000 ticks; it started 19,200,000 ticks later and ran 1 s.
+                kgsl(2_000_000_000, 0, "sync", id=1, timestamp=7, ticks=19_200_000),
+                kgsl(5_000_000_000, 0, "retired", id=1, timestamp=7, start=38_400_000, retire=57_600_000),
+            ),
+            ftrace(
+                1,
+                # Batch 8 of an unknown context: retired before its sync; started 2 s after the sync.
+                kgsl(6_000_000_000, 0, "retired", id=2, prio=3, timestamp=8, start=40_000_000, retire=40_960_000),
+                kgsl(6_500_000_000, 0, "sync", id=2, timestamp=8, ticks=1_600_000),
+                kgsl(7_000_000_000, 0, "retired", id=2, timestamp=9, start=5, retire=1),  # ends before it starts
+                kgsl(7_100_000_000, 0, "sync", id=2, timestamp=9, ticks=0),
+            ),
+        ],
+    )
+    assert db.rows(
+        "SELECT s.name, s.ts, s.dur, t.name, t.type FROM slice s JOIN track t ON s.track_id = t.id ORDER BY s.ts"
+    ) == [
+        ("GPU", 3_000_000_000, 1_000_000_000, "GPU com.example.app (Ctx=1, Prio=0)", "adreno_gpu_cmdbatch"),
+        ("GPU", 8_500_000_000, 50_000_000, "GPU (Ctx=2, Prio=3)", "adreno_gpu_cmdbatch"),
+    ]
+
+
 def test_cfs_utilisation_per_cpu(tmp_path):
     ev = pb.FtraceEvent(
         timestamp=100,

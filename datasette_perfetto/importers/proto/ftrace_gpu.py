@@ -9,13 +9,19 @@ MaliGpuEventTracker, GpuWorkPeriodTracker and FtraceParser import them.
 - gpu_work_period (Android GPU work periods per GPU and uid): one slice per period named by its
   active share ("%12.34"), with the active time as its thread_dur; a period ending before its
   start is counted (gpu_work_period_negative_duration) and dropped.
+- Adreno command batches (kgsl_adreno_cmdbatch_queued / _retired): one "GPU" slice per retired batch at
+  its GPU start time (ftrace_tokenizer relates GPU ticks to trace time with the batch's sync event), on
+  compressed `adreno_gpu_cmdbatch` tracks per context and priority named after the queueing process.
 """
 
 from __future__ import annotations
 
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
+from ...model import TraceContext
+from ...trackers.async_track_set import CompressedTrackSets
 from ..common.values import signed
+from .ftrace_tokenizer import adreno_ns
 from .packet_handlers import HandlerContext, ftrace_handler
 
 CSF_INTERRUPT = "mali_CSF_INTERRUPT"
@@ -92,3 +98,51 @@ def _gpu_work_period(parser: HandlerContext, ts: int, cpu: int, pid: int, ev) ->
     else:
         percent = float("nan") if active == 0 else (float("inf") if active > 0 else float("-inf"))
     trace.slices.scoped(ts, dur, track, None, f"%{percent:.2f}", [], thread_ts=ts, thread_dur=active)
+
+
+# -- Adreno command batches (trace_processor's FtraceParser::ParseKgslAdrenoCmdbatchRetired) ---------------------
+
+
+class AdrenoState:
+    """The queueing thread of each command batch context, and the compressed per (context, prio) tracks."""
+
+    def __init__(self, trace: TraceContext) -> None:
+        self.context_tids: dict[int, int] = {}
+        self.track_sets = CompressedTrackSets(trace.tracks, trace.new_track_group)
+
+
+def _adreno(parser: HandlerContext) -> AdrenoState:
+    return parser.state("adreno_cmdbatch", lambda: AdrenoState(parser.trace))
+
+
+@ftrace_handler("kgsl_adreno_cmdbatch_queued")
+def _adreno_cmdbatch_queued(parser: HandlerContext, ts: int, cpu: int, pid: int, ev) -> None:
+    _adreno(parser).context_tids[ev.id] = pid
+
+
+@ftrace_handler("kgsl_adreno_cmdbatch_retired")
+def _adreno_cmdbatch_retired(parser: HandlerContext, ts: int, cpu: int, pid: int, ev) -> None:
+    """A "GPU" slice from the batch's start (ts: GPU time, ftrace_tokenizer) to its retirement, on a track of its
+    context and priority named by the process that queued it (once known)."""
+    if ev.retire < ev.start:
+        return
+    trace = parser.trace
+    state = _adreno(parser)
+    dur = adreno_ns(ev.retire - ev.start)
+    context_id, prio = ev.id & 0xFFFFFFFF, ev.prio & 0xFFFFFFFF
+    process_name = None
+    tid = state.context_tids.get(context_id)
+    if tid is not None:
+        upid = trace.processes.thread(trace.processes.get_or_create_thread(tid)).upid
+        if upid is not None:
+            process_name = trace.processes.process(upid).name
+    name = (
+        f"GPU {process_name} (Ctx={context_id}, Prio={prio})"
+        if process_name is not None
+        else f"GPU (Ctx={context_id}, Prio={prio})"
+    )
+    dims = (("context_id", context_id), ("prio", prio))
+    track = state.track_sets.get("adreno_gpu_cmdbatch", dims, name).for_interval(ts, dur, name)
+    if process_name is not None:  # a track first named before its process was known
+        trace.tracks.row(track).name = name
+    trace.slices.scoped(ts, dur, track, None, "GPU", [])

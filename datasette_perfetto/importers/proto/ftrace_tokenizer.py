@@ -47,6 +47,20 @@ RETIMED_EVENTS = {
 }
 
 
+# Adreno GPU timers (the XO clock) tick at this rate.
+ADRENO_XO_HZ = 19_200_000
+U64_MASK = (1 << 64) - 1
+
+
+def adreno_ns(ticks: int) -> int:
+    """A (uint64) tick difference as int64 nanoseconds, as trace_processor's integer arithmetic has it."""
+    ticks &= U64_MASK
+    if ticks >= 1 << 63:
+        ticks -= 1 << 64
+    ns = ticks * 1_000_000_000
+    return ns // ADRENO_XO_HZ if ns >= 0 else -(-ns // ADRENO_XO_HZ)
+
+
 class FtraceTokenizer:
     def __init__(self, trace: TraceContext, clocks: ClockTracker, push: Callable[[int, tuple], None]) -> None:
         self.trace = trace
@@ -55,6 +69,10 @@ class FtraceTokenizer:
         self.push = push  # queues a parse-phase event
         self.has_kernel_events = False  # any per-CPU events, whose ties the sorter orders specially
         self.cpus_seen: set[int] = set()  # cpus whose first bundle was seen
+        # Adreno command batches, by their timestamp field: the GPU tick count a sync event gives at its
+        # (kernel) time, and retired batches whose sync has not come yet.
+        self._adreno_sync: dict[int, tuple[int, int]] = {}
+        self._adreno_pending: dict[int, tuple[int, int, int, bytes]] = {}
 
     def bundle(self, bundle, seq: SequenceState) -> None:
         """Every event of an FtraceEventBundle, and compact_sched, to the sorter."""
@@ -89,6 +107,11 @@ class FtraceTokenizer:
             if retimed is not None:
                 self._retimed(cpu, ts, event, getattr(event, kind), retimed)
                 continue
+            if kind == "kgsl_adreno_cmdbatch_retired":
+                self._adreno_retired(cpu, ts, event)
+                continue
+            if kind == "kgsl_adreno_cmdbatch_sync":
+                self._adreno_sync_point(ts, event.kgsl_adreno_cmdbatch_sync)
             symbol_field = KERNEL_SYMBOL_FIELDS.get(kind)
             address = getattr(getattr(event, kind), symbol_field) if symbol_field else 0
             if address:
@@ -113,6 +136,31 @@ class FtraceTokenizer:
         self.push(ts, (EV_FTRACE, cpu, data, None, None))
         if 0 <= forged <= INT64_MAX:
             self.push(forged, (EV_FTRACE, cpu, data, None, ts))
+
+    def _adreno_retired(self, cpu: int, ts: int, event) -> None:
+        """A retired command batch: its ftrace_event row now, and its slice at the GPU time it started, which
+        the sync event of the same timestamp field (before or after it in the file) relates to ticks."""
+        retired = event.kgsl_adreno_cmdbatch_retired
+        data = event.SerializeToString()
+        self.push(ts, (EV_FTRACE, cpu, data, None, None))
+        sync = self._adreno_sync.pop(retired.timestamp, None)
+        if sync is None:
+            self._adreno_pending[retired.timestamp] = (cpu, ts, retired.start, data)
+            return
+        sync_ts, sync_ticks = sync
+        self.push(sync_ts + adreno_ns(retired.start - sync_ticks), (EV_FTRACE, cpu, data, None, ts))
+
+    def _adreno_sync_point(self, ts: int, sync) -> None:
+        """A sync event: the GPU tick count at its time, for the retired batch of its timestamp field."""
+        self._adreno_sync[sync.timestamp] = (ts, sync.ticks)
+        pending = self._adreno_pending.pop(sync.timestamp, None)
+        if pending is None:
+            return
+        del self._adreno_sync[sync.timestamp]
+        cpu, raw_ts, start, data = pending
+        # trace_processor queues the retired event's raw row a second time here.
+        self.push(raw_ts, (EV_FTRACE, cpu, data, None, None))
+        self.push(ts + adreno_ns(start - sync.ticks), (EV_FTRACE, cpu, data, None, raw_ts))
 
     def bundle_clock(self, bundle, seq: SequenceState) -> None:
         """Of an ftrace bundle, only its effect on the clocks (the split helper's share)."""

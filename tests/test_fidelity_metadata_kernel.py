@@ -389,6 +389,25 @@ def test_adreno_command_batches_at_their_gpu_time(tmp_path):
     ]
 
 
+def test_kprobes_make_slices_on_the_thread_they_hit(tmp_path):
+    def probe(ts: int, kind: int, name: str = "fuse_file_write_iter") -> pb.FtraceEvent:
+        return pb.FtraceEvent(timestamp=ts, pid=42, kprobe_event=pb.KprobeEvent(name=name, type=kind))
+
+    begin, end, instant = (
+        pb.KprobeEvent.KPROBE_TYPE_BEGIN,
+        pb.KprobeEvent.KPROBE_TYPE_END,
+        pb.KprobeEvent.KPROBE_TYPE_INSTANT,
+    )
+    db = ingest_packets(
+        tmp_path,
+        [ftrace(1, probe(1500, begin), probe(2000, instant, "inner"), probe(2700, end), probe(3000, 0, "unknown"))],
+    )
+    assert db.rows(
+        "SELECT s.ts, s.dur, s.name, s.depth, t.tid FROM slice s JOIN thread_track tt ON s.track_id = tt.id "
+        "JOIN thread t USING (utid) ORDER BY s.ts"
+    ) == [(1500, 1200, "fuse_file_write_iter", 0, 42), (2000, 0, "inner", 1, 42)]
+
+
 def test_cfs_utilisation_per_cpu(tmp_path):
     ev = pb.FtraceEvent(
         timestamp=100,

@@ -1,9 +1,10 @@
 """Kernel slices on thread tracks: syscalls (raw_syscalls sys_enter / sys_exit),
-function-graph tracing (funcgraph_entry / funcgraph_exit) and workqueue work
-items, as trace_processor's SyscallTracker and FtraceParser build them."""
+function-graph tracing (funcgraph_entry / funcgraph_exit), workqueue work
+items and kprobes, as trace_processor's SyscallTracker and FtraceParser build them."""
 
 from __future__ import annotations
 
+from ..common.values import text
 from .packet_handlers import HandlerContext, ftrace_handler
 from .syscall_tables import syscall_names
 
@@ -137,3 +138,21 @@ def _workqueue_start(parser: HandlerContext, ts: int, cpu: int, pid: int, ev, sy
 @ftrace_handler("workqueue_execute_end")
 def _workqueue_end(parser: HandlerContext, ts: int, cpu: int, pid: int, ev, *_) -> None:
     parser.trace.slices.end(ts, thread_slice_track(parser, _live_thread(parser, pid)), "workqueue", None, [])
+
+
+# -- kprobes (trace_processor's FtraceParser::ParseKprobe) ----------------------------------------
+
+KPROBE_BEGIN, KPROBE_END, KPROBE_INSTANT = 1, 2, 3
+
+
+@ftrace_handler("kprobe_event")
+def _kprobe(parser: HandlerContext, ts: int, cpu: int, pid: int, ev) -> None:
+    """A probe's begin / end / instant: a slice named by the probe on the thread it hit."""
+    track = thread_slice_track(parser, _live_thread(parser, pid))
+    name = text(ev.name)
+    if ev.type == KPROBE_BEGIN:
+        parser.trace.slices.begin(ts, track, None, name, [])
+    elif ev.type == KPROBE_END:
+        parser.trace.slices.end(ts, track, None, name, [])
+    elif ev.type == KPROBE_INSTANT:
+        parser.trace.slices.scoped(ts, 0, track, None, name, [])

@@ -25,7 +25,7 @@ _TIMESTAMP_COLUMNS = {
     "profiler_smaps": "ts",
     "heap_graph_object": "graph_sample_ts",
     "heap_graph": "ts",
-    "android_logs": "ts",
+    "__intrinsic_logs": "ts",
 }
 TIMED_TABLES: dict[str, tuple[int, int | None]] = {}
 for _name, _ts in _TIMESTAMP_COLUMNS.items():

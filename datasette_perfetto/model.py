@@ -120,6 +120,20 @@ class TraceContext:
         self.track_groups = 0  # compressed track sets created so far (see new_track_group)
         self.content_hash: int | None = None  # FNV-1a of the file's first 4 KiB
 
+    def insert_log(
+        self,
+        ts: int,
+        utid: int | None,
+        prio: int,
+        tag: str | None,
+        msg: str,
+        source: str = "android_logcat",
+        args: list[Arg] | None = None,
+    ) -> int:
+        """A __intrinsic_logs row (the android_logs and logs views read them)."""
+        arg_set_id = self.storage.arg_set(args) if args else None
+        return self.storage.insert("__intrinsic_logs", (ts, utid, prio, source, tag, msg, arg_set_id))
+
     def insert_counter(self, ts: int, track_id: int, value: float, args: list[Arg] | None = None) -> int:
         arg_set_id = self.storage.arg_set(args) if args else None
         # A double, as trace_processor holds counter values (and the REAL column stores them): a scaled

@@ -1082,22 +1082,35 @@ AGGREGATE_SAMPLE = Table(
     indexes=(("callsite_id",),),
 )
 
-ANDROID_LOGS = Table(
-    "android_logs",
-    "Android log entries (logcat, the android.log data source), in time order (trace_processor's "
-    "android_logs view over __intrinsic_logs).",
+LOGS = Table(
+    "__intrinsic_logs",
+    "Log entries of every source, in time order: Android's (logcat, the android.log data source, track event "
+    "log messages) and systemd journald's (trace_processor's table; the logs, android_logs and "
+    "linux_systemd_journald_logs views read it).",
     (
         C("id", "INTEGER", "Row id."),
-        C("ts", "INTEGER", "Time of the entry (its REALTIME timestamp on the trace clock).", unit=TS),
-        C("utid", "INTEGER", "→ thread.utid of the thread that wrote the entry.", ref="thread"),
-        C("prio", "INTEGER", "Priority: 2 VERBOSE, 3 DEBUG, 4 INFO (also when unspecified), 5 WARN, 6 ERROR, 7 FATAL."),
-        C("tag", "TEXT", "Log tag ('' when the entry has none)."),
+        C("ts", "INTEGER", "Time of the entry (Android: its REALTIME timestamp on the trace clock).", unit=TS),
+        C(
+            "utid",
+            "INTEGER",
+            "→ thread.utid of the thread that wrote the entry (journald: NULL without a pid).",
+            ref="thread",
+        ),
+        C(
+            "prio",
+            "INTEGER",
+            "Priority. Android: 2 VERBOSE, 3 DEBUG, 4 INFO (also when unspecified), 5 WARN, 6 ERROR, 7 FATAL; "
+            "journald (syslog): 0 EMERG (also when unspecified) to 7 DEBUG.",
+        ),
+        C("log_source", "TEXT", "android_logcat or systemd_journald."),
+        C("tag", "TEXT", "Log tag ('' for an Android entry without one) or journald's SYSLOG_IDENTIFIER."),
         C(
             "msg",
             "TEXT",
-            "Message text; an entry with args (binary / event-log buffers) adds them as name=value after "
+            "Message text; an Android entry with args (binary / event-log buffers) adds them as name=value after "
             "a space, strings quoted.",
         ),
+        C("arg_set_id", "INTEGER", "journald: uid, comm, systemd_unit, hostname and transport.", ref="args"),
     ),
 )
 
@@ -1280,7 +1293,7 @@ TABLES: tuple[Table, ...] = (
     PROFILER_SMAPS,
     AGGREGATE_PROFILE,
     AGGREGATE_SAMPLE,
-    ANDROID_LOGS,
+    LOGS,
     PACKAGE_LIST,
     ANDROID_USER_LIST,
     ANDROID_CPU_PER_UID_TRACK,
@@ -1661,6 +1674,27 @@ VIEWS: tuple[View, ...] = (
         "SELECT l.id, l.trace_id, l.ts, l.byte_offset, s.severity, l.stat_key AS name, l.arg_set_id "
         "FROM __intrinsic_trace_import_logs AS l "
         "LEFT JOIN (SELECT DISTINCT name, severity FROM stats) AS s ON s.name = l.stat_key",
+    ),
+    View(
+        "logs",
+        "Log entries from all sources (Android logcat, systemd journald).",
+        "SELECT id, ts, utid, prio, log_source, tag, msg, arg_set_id FROM __intrinsic_logs",
+    ),
+    View(
+        "android_logs",
+        "Android log entries (logcat, the android.log data source, track event log messages).",
+        "SELECT id, ts, utid, prio, tag, msg FROM __intrinsic_logs WHERE log_source = 'android_logcat'",
+    ),
+    View(
+        "linux_systemd_journald_logs",
+        "systemd journald entries with their metadata (stdlib linux.systemd_journald).",
+        "SELECT l.id, l.ts, l.utid, l.prio, l.tag, l.msg, "
+        "(SELECT int_value FROM args a WHERE a.arg_set_id = l.arg_set_id AND a.key = 'uid') AS uid, "
+        + ", ".join(
+            f"(SELECT string_value FROM args a WHERE a.arg_set_id = l.arg_set_id AND a.key = '{key}') AS {key}"
+            for key in ("comm", "systemd_unit", "hostname", "transport")
+        )
+        + " FROM __intrinsic_logs AS l WHERE l.log_source = 'systemd_journald'",
     ),
     View(
         "android_user_list",

@@ -435,6 +435,7 @@ MODULES: dict[str, Module] = {
     ),
     "android.entity_state_residency": Module(sql=_ENTITY_STATE_RESIDENCY),
     "android.user_list": Module(),  # android_user_list: schema.py
+    "linux.systemd_journald": Module(),  # linux_systemd_journald_logs: schema.py
     "android.cpu.cpu_per_uid": Module(
         ("counters.intervals",),
         _CPU_PER_UID,

@@ -408,6 +408,50 @@ def test_kprobes_make_slices_on_the_thread_they_hit(tmp_path):
     ) == [(1500, 1200, "fuse_file_write_iter", 0, 42), (2000, 0, "inner", 1, 42)]
 
 
+def test_journald_entries_are_logs_beside_android_ones(tmp_path):
+    entry = pb.SystemdJournaldEvent(
+        pid=42, tid=43, uid=1000, prio=3, tag="myapp", message="hello", comm="myapp", systemd_unit="myapp.service"
+    )
+    bare = pb.SystemdJournaldEvent(message="kernel says")  # no pid, no priority: no thread, EMERG
+    logcat = pb.AndroidLogPacket(
+        events=[pb.AndroidLogPacket.LogEvent(timestamp=3000, pid=7, tid=7, tag="t", message="m")]
+    )
+    db = ingest_packets(
+        tmp_path,
+        [
+            pb.TracePacket(timestamp=1000, trusted_packet_sequence_id=2, journald_event=entry),
+            pb.TracePacket(timestamp=2000, trusted_packet_sequence_id=2, journald_event=bare),
+            pb.TracePacket(
+                timestamp=2500, trusted_packet_sequence_id=2, journald_event=pb.SystemdJournaldEvent(num_total=42)
+            ),
+            # Log events are on CLOCK_REALTIME: a snapshot relates it to the trace clock (BOOTTIME).
+            pb.TracePacket(
+                trusted_packet_sequence_id=2,
+                clock_snapshot=pb.ClockSnapshot(
+                    clocks=[
+                        pb.ClockSnapshot.Clock(clock_id=6, timestamp=0),
+                        pb.ClockSnapshot.Clock(clock_id=1, timestamp=0),
+                    ]
+                ),
+            ),
+            pb.TracePacket(timestamp=1, trusted_packet_sequence_id=2, android_log=logcat),
+        ],
+    )
+    assert db.rows(
+        "SELECT l.ts, l.prio, l.tag, l.msg, l.uid, l.comm, l.systemd_unit, l.hostname, t.tid "
+        "FROM linux_systemd_journald_logs l LEFT JOIN thread t USING (utid) ORDER BY l.ts"
+    ) == [
+        (1000, 3, "myapp", "hello", 1000, "myapp", "myapp.service", None, 43),
+        (2000, 0, None, "kernel says", None, None, None, None, None),
+    ]
+    assert db.rows("SELECT log_source, count(*) FROM logs GROUP BY 1") == [
+        ("android_logcat", 1),
+        ("systemd_journald", 2),
+    ]
+    assert db.rows("SELECT tag, msg FROM android_logs") == [("t", "m")]
+    assert stats(db, "systemd_journal_num_total") == [(None, 42)]
+
+
 def test_cfs_utilisation_per_cpu(tmp_path):
     ev = pb.FtraceEvent(
         timestamp=100,

@@ -136,4 +136,4 @@ def _android_log(parser: HandlerContext, ts: int, _payload, tid: int, pid: int, 
     """One log event (the tokenizer's, with its values resolved), in timestamp order."""
     trace = parser.trace
     utid = trace.processes.update_thread(tid, pid)
-    trace.storage.insert("android_logs", (ts, utid, prio, tag, msg))
+    trace.insert_log(ts, utid, prio, tag, msg)

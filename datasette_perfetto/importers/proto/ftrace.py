@@ -38,6 +38,7 @@ from . import (  # noqa: F401
     ftrace_syscalls,
     ftrace_video,
     gpu,
+    journald,
     power,
     system_probes,
     trace_metadata,

@@ -556,7 +556,7 @@ class TrackEventParser:
             return
         utid, upid, passthrough_utid, fallback = owners
         if utid is not None and type(ev[F_ARGS]) is LogMessageArgs:  # as trace_processor, only a thread's
-            self.trace.storage.insert("android_logs", (ts, utid, *log_row(ev[F_ARGS])))
+            self.trace.insert_log(ts, utid, *log_row(ev[F_ARGS]))
         thread_ts, thread_ic = self._thread_counters(ts, ev, utid)
         uuid, name = ev[F_UUID], ev[F_NAME]
         if etype == TYPE_COUNTER:

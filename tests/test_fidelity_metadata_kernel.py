@@ -452,6 +452,50 @@ def test_journald_entries_are_logs_beside_android_ones(tmp_path):
     assert stats(db, "systemd_journal_num_total") == [(None, 42)]
 
 
+def test_ufs_commands_clock_gating_and_cros_ec_sensors(tmp_path):
+    def ufs(ts: int, str_t: int, tag: int, doorbell: int = 0, **fields) -> pb.FtraceEvent:
+        command = pb.UfshcdCommandFtraceEvent(str_t=str_t, tag=tag, doorbell=doorbell, **fields)
+        return pb.FtraceEvent(timestamp=ts, pid=1, ufshcd_command=command)
+
+    sensor = pb.CrosEcSensorhubDataFtraceEvent(
+        ec_sensor_num=2, current_time=500, current_timestamp=300, fifo_timestamp=350
+    )
+    db = ingest_packets(
+        tmp_path,
+        [
+            ftrace(
+                0,
+                ufs(1000, 0, 3, opcode=40),  # READ (10), nothing else queued
+                ufs(1100, 0, 17, doorbell=0b1000_1000, opcode=42, group_id=22),
+                ufs(1800, 1, 3, doorbell=0b1000_0000),
+                ufs(1900, 1, 17),  # the last one done
+                pb.FtraceEvent(timestamp=2000, pid=1, ufshcd_clk_gating=pb.UfshcdClkGatingFtraceEvent(state=2)),
+                pb.FtraceEvent(timestamp=2100, pid=1, cros_ec_sensorhub_data=sensor),
+            )
+        ],
+    )
+    assert db.rows(
+        "SELECT t.name, c.ts, c.value FROM counter c JOIN counter_track t ON c.track_id = t.id ORDER BY c.ts"
+    ) == [
+        ("io.ufs.command.count", 1000, 1.0),
+        ("io.ufs.command.count", 1100, 2.0),
+        ("io.ufs.command.count", 1800, 1.0),
+        ("io.ufs.command.count", 1900, 0.0),
+        ("io.ufs.clkgating (OFF:0/REQ_OFF/REQ_ON/ON:3)", 2000, 1.0),
+        ("cros_ec.cros_ec_sensorhub_data.2", 2100, 200.0),
+    ]
+    assert db.rows(
+        "SELECT s.name, s.ts, s.dur, t.name FROM slice s JOIN track t ON s.track_id = t.id ORDER BY s.ts"
+    ) == [
+        ("READ (10)", 1000, 800, "io.ufs.command.tag[003]"),
+        ("WRITE (10) (GID=0x16)", 1100, 800, "io.ufs.command.tag[017]"),
+    ]
+    assert db.rows(
+        "SELECT extract_arg(arg_set_id, 'ec_num'), extract_arg(arg_set_id, 'ec_delta'), "
+        "extract_arg(arg_set_id, 'sample_ts') FROM counter WHERE arg_set_id IS NOT NULL"
+    ) == [(2, 50, 300)]
+
+
 def test_cfs_utilisation_per_cpu(tmp_path):
     ev = pb.FtraceEvent(
         timestamp=100,

@@ -1,7 +1,12 @@
-"""Block device I/O (block_io_start / block_io_done) → slices on one track per device, as
-trace_processor's FtraceParser::ParseBlockIoStart and ParseBlockIoDone make them: the track is
-its `block_io` counter blueprint's (dimension block_device), the slice is named `block_io`, and
-both ends add the request's sector as an arg."""
+"""Storage I/O from ftrace, as trace_processor's FtraceParser makes it:
+
+- block_io_start / block_io_done (ParseBlockIoStart / ParseBlockIoDone): slices on one track per
+  device (its `block_io` counter blueprint's, dimension block_device) named `block_io`, both ends
+  adding the request's sector as an arg;
+- ufshcd_command (ParseUfshcdCommand): the UFS queue's occupancy as the `io.ufs.command.count`
+  counter, and per command tag a slice named by the SCSI opcode from its send to its completion;
+- ufshcd_clk_gating (ParseUfshcdClkGating): the clock gating state as a counter (OFF 0 to ON 3).
+"""
 
 from __future__ import annotations
 
@@ -28,3 +33,66 @@ def _block_io_start(parser: HandlerContext, ts: int, cpu: int, pid: int, ev) -> 
 @ftrace_handler("block_io_done")
 def _block_io_done(parser: HandlerContext, ts: int, cpu: int, pid: int, ev) -> None:
     parser.trace.slices.end(ts, _device_track(parser.trace, ev.dev), None, BLOCK_IO, _sector(ev))
+
+
+# -- UFS host controller -----------------------------------------------------------------------
+
+UFS_OPCODES = {
+    4: "FORMAT UNIT",
+    18: "INQUIRY",
+    85: "MODE SELECT (10)",
+    90: "MODE SENSE (10)",
+    52: "PRE-FETCH (10)",
+    144: "PRE-FETCH (16)",
+    8: "READ (6)",
+    40: "READ (10)",
+    136: "READ (16)",
+    60: "READ BUFFER",
+    37: "READ CAPACITY (10)",
+    158: "READ CAPACITY (16)",
+    160: "REPORT LUNS",
+    3: "REQUEST SENSE",
+    162: "SECURITY PROTOCOL IN",
+    181: "SECURITY PROTOCOL OUT",
+    29: "SEND DIAGNOSTIC",
+    27: "START STOP UNIT",
+    53: "SYNCHRONIZE CACHE (10)",
+    145: "SYNCHRONIZE CACHE (16)",
+    0: "TEST UNIT READY",
+    66: "UNMAP",
+    47: "VERIFY",
+    10: "WRITE (6)",
+    42: "WRITE (10)",
+    138: "WRITE (16)",
+    59: "WRITE BUFFER",
+}
+# ufshcd_clk_gating's state (1 ON, 2 REQ_OFF, 3 REQ_ON, else OFF) → the counter's value, OFF 0 to ON 3.
+UFS_CLOCK_STATES = {1: 3, 2: 1, 3: 2}
+
+
+def ufs_command_name(opcode: int, group_id: int) -> str:
+    name = UFS_OPCODES.get(opcode, "UNDEFINED")
+    return f"{name} (GID=0x{group_id:x})" if group_id > 0 else name
+
+
+@ftrace_handler("ufshcd_command")
+def _ufshcd_command(parser: HandlerContext, ts: int, cpu: int, pid: int, ev) -> None:
+    trace = parser.trace
+    # Commands in the queue: the doorbell's bits, else 1 while this one is being sent.
+    queued = bin(ev.doorbell).count("1") if ev.doorbell > 0 else (0 if ev.str_t == 1 else 1)
+    count_track = trace.tracks.intern("ufs_command_count", (), "counter", "io.ufs.command.count")
+    trace.insert_counter(ts, count_track, queued)
+    tag_track = trace.tracks.intern(
+        "ufs_command_tag", (("ufs_tag", ev.tag),), "slice", f"io.ufs.command.tag[{ev.tag:03d}]"
+    )
+    if ev.str_t == 0:
+        trace.slices.begin(ts, tag_track, None, ufs_command_name(ev.opcode, ev.group_id), [])
+    else:
+        trace.slices.end(ts, tag_track, None, None, [])
+
+
+@ftrace_handler("ufshcd_clk_gating")
+def _ufshcd_clk_gating(parser: HandlerContext, ts: int, cpu: int, pid: int, ev) -> None:
+    trace = parser.trace
+    track = trace.tracks.intern("ufs_clkgating", (), "counter", "io.ufs.clkgating (OFF:0/REQ_OFF/REQ_ON/ON:3)")
+    trace.insert_counter(ts, track, UFS_CLOCK_STATES.get(ev.state, 0))

@@ -324,6 +324,23 @@ def _thermal_exynos_acpm(parser: HandlerContext, ts: int, cpu: int, pid: int, ev
     )
 
 
+@ftrace_handler("cros_ec_sensorhub_data")
+def _cros_ec_sensorhub_data(parser: HandlerContext, ts: int, cpu: int, pid: int, ev) -> None:
+    """A ChromeOS EC sensor sample: the EC's delay (current time less the sample's), with the sensor, the
+    FIFO delta and the sample time as args (trace_processor's FtraceParser::ParseCrosEcSensorhubData)."""
+    sensor = ev.ec_sensor_num
+    trace = parser.trace
+    track = global_counter_track(
+        trace, "cros_ec_sensorhub_data", (("ec_sensor_num", sensor),), f"cros_ec.cros_ec_sensorhub_data.{sensor}"
+    )
+    args = [
+        ("ec_num", "ec_num", "int", sensor),
+        ("ec_delta", "ec_delta", "int", ev.fifo_timestamp - ev.current_timestamp),
+        ("sample_ts", "sample_ts", "int", ev.current_timestamp),
+    ]
+    trace.insert_counter(ts, track, ev.current_time - ev.current_timestamp, args)
+
+
 @ftrace_handler("cdev_update")
 def _cdev_update(parser: HandlerContext, ts: int, cpu: int, pid: int, ev) -> None:
     device = text(ev.type)

@@ -496,6 +496,30 @@ def test_ufs_commands_clock_gating_and_cros_ec_sensors(tmp_path):
     ) == [(2, 50, 300)]
 
 
+def test_f2fs_io_statistics_are_counters_per_device(tmp_path):
+    dev = (254 << 8) | 32
+    db = ingest_packets(
+        tmp_path,
+        [
+            ftrace(
+                0,
+                pb.FtraceEvent(
+                    timestamp=100, pid=1, f2fs_iostat=pb.F2fsIostatFtraceEvent(dev=dev, app_brio=7, fs_discard=1)
+                ),
+                pb.FtraceEvent(
+                    timestamp=200, pid=1, f2fs_iostat_latency=pb.F2fsIostatLatencyFtraceEvent(dev=dev, d_rd_cnt=143)
+                ),
+            )
+        ],
+    )
+    names = dict(db.rows("SELECT t.name, c.value FROM counter c JOIN counter_track t ON c.track_id = t.id"))
+    assert len(names) == 22 + 27  # every figure, zeros included
+    assert names["f2fs_iostat.[254:32].read_app_buffered"] == 7
+    assert names["f2fs_iostat.[254:32].other_fs_discard"] == 1
+    assert names["f2fs_iostat_latency.[254:32].read_data_cnt"] == 143
+    assert names["f2fs_iostat_latency.[254:32].write_async_meta_peak"] == 0
+
+
 def test_cfs_utilisation_per_cpu(tmp_path):
     ev = pb.FtraceEvent(
         timestamp=100,

@@ -5,7 +5,9 @@
   adding the request's sector as an arg;
 - ufshcd_command (ParseUfshcdCommand): the UFS queue's occupancy as the `io.ufs.command.count`
   counter, and per command tag a slice named by the SCSI opcode from its send to its completion;
-- ufshcd_clk_gating (ParseUfshcdClkGating): the clock gating state as a counter (OFF 0 to ON 3).
+- ufshcd_clk_gating (ParseUfshcdClkGating): the clock gating state as a counter (OFF 0 to ON 3);
+- f2fs_iostat / f2fs_iostat_latency (IostatTracker): each figure as a counter per device
+  ("f2fs_iostat.[major:minor].read_app_total").
 """
 
 from __future__ import annotations
@@ -96,3 +98,66 @@ def _ufshcd_clk_gating(parser: HandlerContext, ts: int, cpu: int, pid: int, ev) 
     trace = parser.trace
     track = trace.tracks.intern("ufs_clkgating", (), "counter", "io.ufs.clkgating (OFF:0/REQ_OFF/REQ_ON/ON:3)")
     trace.insert_counter(ts, track, UFS_CLOCK_STATES.get(ev.state, 0))
+
+
+# -- f2fs I/O statistics -------------------------------------------------------------------------
+
+# (counter key, F2fsIostatFtraceEvent field), in trace_processor's order.
+F2FS_IOSTAT = (
+    ("write_app_total", "app_wio"),
+    ("write_app_direct", "app_dio"),
+    ("write_app_buffered", "app_bio"),
+    ("write_app_mapped", "app_mio"),
+    ("write_fs_data", "fs_dio"),
+    ("write_fs_node", "fs_nio"),
+    ("write_fs_meta", "fs_mio"),
+    ("write_gc_data", "fs_gc_dio"),
+    ("write_gc_node", "fs_gc_nio"),
+    ("write_cp_data", "fs_cp_dio"),
+    ("write_cp_node", "fs_cp_nio"),
+    ("write_cp_meta", "fs_cp_mio"),
+    ("read_app_total", "app_rio"),
+    ("read_app_direct", "app_drio"),
+    ("read_app_buffered", "app_brio"),
+    ("read_app_mapped", "app_mrio"),
+    ("read_fs_data", "fs_drio"),
+    ("read_fs_gdata", "fs_gdrio"),
+    ("read_fs_cdata", "fs_cdrio"),
+    ("read_fs_node", "fs_nrio"),
+    ("read_fs_meta", "fs_mrio"),
+    ("other_fs_discard", "fs_discard"),
+)
+# F2fsIostatLatencyFtraceEvent: per kind of I/O (read data, ..., async write meta) its peak, average and count.
+F2FS_IOSTAT_LATENCY = tuple(
+    (f"{kind}_{stat}", f"{prefix}_{stat}")
+    for kind, prefix in (
+        ("read_data", "d_rd"),
+        ("read_node", "n_rd"),
+        ("read_meta", "m_rd"),
+        ("write_sync_data", "d_wr_s"),
+        ("write_sync_node", "n_wr_s"),
+        ("write_sync_meta", "m_wr_s"),
+        ("write_async_data", "d_wr_as"),
+        ("write_async_node", "n_wr_as"),
+        ("write_async_meta", "m_wr_as"),
+    )
+    for stat in ("peak", "avg", "cnt")
+)
+
+
+def _f2fs_counters(trace: TraceContext, ts: int, ev, kind: str, fields: tuple) -> None:
+    device = f"{(ev.dev & 0xFF00) >> 8}:{ev.dev & 0xFF}"
+    for key, field in fields:
+        dims = (("linux_device", device), ("counter_key", key))
+        track = trace.tracks.intern(kind, dims, "counter", f"{kind}.[{device}].{key}")
+        trace.insert_counter(ts, track, getattr(ev, field))
+
+
+@ftrace_handler("f2fs_iostat")
+def _f2fs_iostat(parser: HandlerContext, ts: int, cpu: int, pid: int, ev) -> None:
+    _f2fs_counters(parser.trace, ts, ev, "f2fs_iostat", F2FS_IOSTAT)
+
+
+@ftrace_handler("f2fs_iostat_latency")
+def _f2fs_iostat_latency(parser: HandlerContext, ts: int, cpu: int, pid: int, ev) -> None:
+    _f2fs_counters(parser.trace, ts, ev, "f2fs_iostat_latency", F2FS_IOSTAT_LATENCY)

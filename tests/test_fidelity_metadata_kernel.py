@@ -15,6 +15,7 @@ from datasette_perfetto.importers.proto.trace_metadata import (
     tracing_service_major_version,
 )
 from datasette_perfetto.ingest import ingest_bytes
+from datasette_perfetto.trace_builder import encode_varint
 
 BufferConfig = pb.TraceConfig.BufferConfig
 
@@ -518,6 +519,23 @@ def test_f2fs_io_statistics_are_counters_per_device(tmp_path):
     assert names["f2fs_iostat.[254:32].other_fs_discard"] == 1
     assert names["f2fs_iostat_latency.[254:32].read_data_cnt"] == 143
     assert names["f2fs_iostat_latency.[254:32].write_async_meta_peak"] == 0
+
+
+def test_damaged_journald_and_kernel_payloads_are_counted_and_the_rest_imported(tmp_path):
+    def field(number: int, payload: bytes) -> bytes:
+        return encode_varint(number << 3 | 2) + encode_varint(len(payload)) + payload
+
+    garbage = b"\x0a\xff\xff"  # a length running past its end
+    good = pb.TracePacket(
+        timestamp=1000, trusted_packet_sequence_id=2, journald_event=pb.SystemdJournaldEvent(pid=1, message="ok")
+    )
+    bad_journald = encode_varint(8 << 3) + encode_varint(2000) + field(132, garbage)  # timestamp, journald_event
+    retired = pb.FtraceEvent.DESCRIPTOR.fields_by_name["kgsl_adreno_cmdbatch_retired"].number
+    event = encode_varint(1 << 3) + encode_varint(3000) + field(retired, garbage)  # timestamp, payload
+    bad_ftrace = field(1, encode_varint(1 << 3) + encode_varint(0) + field(2, event))  # ftrace_events: cpu, event
+    db = ingest_packets(tmp_path, [good], raw=field(1, bad_journald) + field(1, bad_ftrace))
+    assert db.rows("SELECT msg FROM logs") == [("ok",)]
+    assert stats(db, "proto_packet_parse_errors") == [(None, 2)]
 
 
 def test_cfs_utilisation_per_cpu(tmp_path):

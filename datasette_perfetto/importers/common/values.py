@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+UINT64_MASK = (1 << 64) - 1  # a value's uint64 bits: v & UINT64_MASK
 UINT32_MAX = 0xFFFFFFFF
 
 

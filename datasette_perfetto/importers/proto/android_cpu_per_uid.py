@@ -22,10 +22,10 @@ reads them: at tokenize time, in file order, each value on its packet's timestam
 
 from __future__ import annotations
 
+from ..common.values import UINT64_MASK
 from .packet_handlers import HandlerContext, packet_handler, tokenize_handler
 from .power import SparseCounters
 
-UINT64_MASK = (1 << 64) - 1
 TRACK_TABLE = "__intrinsic_android_cpu_per_uid_track"
 PER_UID_TYPE = "android_cpu_per_uid"
 TOTALS_TYPE = "android_cpu_per_uid_totals"

@@ -24,7 +24,7 @@ import math
 from google.protobuf.unknown_fields import UnknownFieldSet
 
 from ..common.event_kinds import EV_PACKET
-from ..common.values import signed, text
+from ..common.values import UINT64_MASK, signed, text
 from .packet_handlers import HandlerContext, packet_handler, tokenize_handler
 
 REALTIME = 1  # BUILTIN_CLOCK_REALTIME: the clock of LogEvent.timestamp
@@ -32,7 +32,6 @@ PRIO_INFO = 4
 PRIO_FIELD = 7  # LogEvent.prio
 ARGS_BUFFER = 4096  # trace_processor formats the args into a char[4096]: 4095 bytes and the NUL
 UINT32_MASK = 0xFFFFFFFF
-UINT64_MASK = (1 << 64) - 1
 
 # Stats fields -> their stat, in the order trace_processor sets them.
 STATS = (

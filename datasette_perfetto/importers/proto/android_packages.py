@@ -18,10 +18,9 @@ packet's timestamp (the packets have none that matters).
 
 from __future__ import annotations
 
-from ..common.values import signed, text
+from ..common.values import UINT64_MASK, signed, text
 from .packet_handlers import HandlerContext, tokenize_handler
 
-UINT64_MASK = (1 << 64) - 1
 PACKAGE_TABLE = "package_list"
 USER_TABLE = "__intrinsic_android_user_list"
 

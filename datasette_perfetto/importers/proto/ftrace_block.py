@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 from ...model import TraceContext
+from .ftrace_counters import global_counter_track
 from .packet_handlers import HandlerContext, ftrace_handler
 
 BLOCK_IO = "block_io"
@@ -20,7 +21,7 @@ BLOCK_IO = "block_io"
 
 def _device_track(trace: TraceContext, dev: int) -> int:
     # A counter blueprint that carries slices: so trace_processor declares it.
-    return trace.tracks.intern(BLOCK_IO, (("block_device", dev),), "counter")
+    return global_counter_track(trace, BLOCK_IO, (("block_device", dev),), None)
 
 
 def _sector(ev) -> list:
@@ -82,7 +83,7 @@ def _ufshcd_command(parser: HandlerContext, ts: int, cpu: int, pid: int, ev) -> 
     trace = parser.trace
     # Commands in the queue: the doorbell's bits, else 1 while this one is being sent.
     queued = bin(ev.doorbell).count("1") if ev.doorbell > 0 else (0 if ev.str_t == 1 else 1)
-    count_track = trace.tracks.intern("ufs_command_count", (), "counter", "io.ufs.command.count")
+    count_track = global_counter_track(trace, "ufs_command_count", (), "io.ufs.command.count")
     trace.insert_counter(ts, count_track, queued)
     tag_track = trace.tracks.intern(
         "ufs_command_tag", (("ufs_tag", ev.tag),), "slice", f"io.ufs.command.tag[{ev.tag:03d}]"
@@ -96,7 +97,7 @@ def _ufshcd_command(parser: HandlerContext, ts: int, cpu: int, pid: int, ev) -> 
 @ftrace_handler("ufshcd_clk_gating")
 def _ufshcd_clk_gating(parser: HandlerContext, ts: int, cpu: int, pid: int, ev) -> None:
     trace = parser.trace
-    track = trace.tracks.intern("ufs_clkgating", (), "counter", "io.ufs.clkgating (OFF:0/REQ_OFF/REQ_ON/ON:3)")
+    track = global_counter_track(trace, "ufs_clkgating", (), "io.ufs.clkgating (OFF:0/REQ_OFF/REQ_ON/ON:3)")
     trace.insert_counter(ts, track, UFS_CLOCK_STATES.get(ev.state, 0))
 
 
@@ -149,7 +150,7 @@ def _f2fs_counters(trace: TraceContext, ts: int, ev, kind: str, fields: tuple) -
     device = f"{(ev.dev & 0xFF00) >> 8}:{ev.dev & 0xFF}"
     for key, field in fields:
         dims = (("linux_device", device), ("counter_key", key))
-        track = trace.tracks.intern(kind, dims, "counter", f"{kind}.[{device}].{key}")
+        track = global_counter_track(trace, kind, dims, f"{kind}.[{device}].{key}")
         trace.insert_counter(ts, track, getattr(ev, field))
 
 

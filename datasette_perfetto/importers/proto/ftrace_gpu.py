@@ -20,12 +20,11 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from ...model import TraceContext
 from ...trackers.async_track_set import CompressedTrackSets
-from ..common.values import signed
+from ..common.values import UINT64_MASK, signed
 from .ftrace_tokenizer import adreno_ns
 from .packet_handlers import HandlerContext, ftrace_handler
 
 CSF_INTERRUPT = "mali_CSF_INTERRUPT"
-U64_MASK = (1 << 64) - 1
 
 
 def _mali_irq_track(parser: HandlerContext, cpu: int) -> int:
@@ -88,7 +87,7 @@ def _gpu_work_period(parser: HandlerContext, ts: int, cpu: int, pid: int, ev) ->
     ugpu = trace.gpu(ev.gpu_id)
     dims = (("ugpu", ugpu), ("gpu", ev.gpu_id), ("uid", ev.uid))
     track = trace.tracks.intern("android_gpu_work_period", dims, "slice")
-    dur = signed((ev.end_time_ns - ev.start_time_ns) & U64_MASK)
+    dur = signed((ev.end_time_ns - ev.start_time_ns) & UINT64_MASK)
     if dur < 0:
         trace.stats.inc("gpu_work_period_negative_duration")
         return

@@ -4,6 +4,8 @@ items and kprobes, as trace_processor's SyscallTracker and FtraceParser build th
 
 from __future__ import annotations
 
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
 from ..common.values import text
 from .packet_handlers import HandlerContext, ftrace_handler
 from .syscall_tables import syscall_names
@@ -142,7 +144,11 @@ def _workqueue_end(parser: HandlerContext, ts: int, cpu: int, pid: int, ev, *_) 
 
 # -- kprobes (trace_processor's FtraceParser::ParseKprobe) ----------------------------------------
 
-KPROBE_BEGIN, KPROBE_END, KPROBE_INSTANT = 1, 2, 3
+KPROBE_BEGIN, KPROBE_END, KPROBE_INSTANT = (
+    pb.KprobeEvent.KPROBE_TYPE_BEGIN,
+    pb.KprobeEvent.KPROBE_TYPE_END,
+    pb.KprobeEvent.KPROBE_TYPE_INSTANT,
+)
 
 
 @ftrace_handler("kprobe_event")

@@ -5,10 +5,11 @@ timestamp order."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ...model import TraceContext
 from ..common.event_kinds import EV_COMPACT_SCHED, EV_FTRACE
-from ..common.values import INT64_MAX, text
+from ..common.values import INT64_MAX, UINT64_MASK, c_div, signed, text
 from .clock_tracker import BOOTTIME, ClockKey, ClockTracker, clock_key
 from .sequence_state import SequenceState
 
@@ -40,25 +41,19 @@ SYMBOL_TAKING_HANDLERS = frozenset(
 
 
 # FtraceEvent kinds whose payload carries the time the event stands for (a firmware's, already on the trace
-# clock) → that field. As trace_processor's custom tokenizers do, such an event is queued twice: its
-# ftrace_event row at the kernel's time, its own handler at the payload's time.
+# clock) → that field. As trace_processor's custom tokenizers do, such an event is queued twice (_split_push):
+# its ftrace_event row at the kernel's time, its own handler at the payload's time.
 RETIMED_EVENTS = {
     "thermal_exynos_acpm_bulk": "timestamp",
 }
 
-
 # Adreno GPU timers (the XO clock) tick at this rate.
 ADRENO_XO_HZ = 19_200_000
-U64_MASK = (1 << 64) - 1
 
 
 def adreno_ns(ticks: int) -> int:
     """A (uint64) tick difference as int64 nanoseconds, as trace_processor's integer arithmetic has it."""
-    ticks &= U64_MASK
-    if ticks >= 1 << 63:
-        ticks -= 1 << 64
-    ns = ticks * 1_000_000_000
-    return ns // ADRENO_XO_HZ if ns >= 0 else -(-ns // ADRENO_XO_HZ)
+    return c_div(signed(ticks & UINT64_MASK) * 1_000_000_000, ADRENO_XO_HZ)
 
 
 class FtraceTokenizer:
@@ -73,6 +68,12 @@ class FtraceTokenizer:
         # (kernel) time, and retired batches whose sync has not come yet.
         self._adreno_sync: dict[int, tuple[int, int]] = {}
         self._adreno_pending: dict[int, tuple[int, int, int, bytes]] = {}
+        # Kinds tokenized by a method of their own: it returns whether it queued the event.
+        self._special: dict[str, Callable[[int, int, Any], bool]] = {
+            **{kind: self._retimed for kind in RETIMED_EVENTS},
+            "kgsl_adreno_cmdbatch_retired": self._adreno_retired,
+            "kgsl_adreno_cmdbatch_sync": self._adreno_sync_point,
+        }
 
     def bundle(self, bundle, seq: SequenceState) -> None:
         """Every event of an FtraceEventBundle, and compact_sched, to the sorter."""
@@ -103,15 +104,9 @@ class FtraceTokenizer:
             ts = to_trace_time(clock, event.timestamp)
             if ts is None or not 0 <= ts <= INT64_MAX:
                 continue
-            retimed = RETIMED_EVENTS.get(kind)
-            if retimed is not None:
-                self._retimed(cpu, ts, event, getattr(event, kind), retimed)
+            special = self._special.get(kind)
+            if special is not None and special(cpu, ts, event):
                 continue
-            if kind == "kgsl_adreno_cmdbatch_retired":
-                self._adreno_retired(cpu, ts, event)
-                continue
-            if kind == "kgsl_adreno_cmdbatch_sync":
-                self._adreno_sync_point(ts, event.kgsl_adreno_cmdbatch_sync)
             symbol_field = KERNEL_SYMBOL_FIELDS.get(kind)
             address = getattr(getattr(event, kind), symbol_field) if symbol_field else 0
             if address:
@@ -124,43 +119,50 @@ class FtraceTokenizer:
             self.cpus_seen.add(cpu)
             self._data_start(bundle, clock)
 
-    def _retimed(self, cpu: int, ts: int, event, payload, time_field: str) -> None:
-        """A RETIMED_EVENTS event: (EV_FTRACE, cpu, bytes, None, raw ts) queued at its payload's time for its
-        handler, and with None in place of the raw ts at the kernel's time for its ftrace_event row. One without
-        that time is counted and dropped."""
+    def _split_push(self, cpu: int, data: bytes, raw_ts: int, at: int | None = None) -> None:
+        """The halves of an event whose handler runs at another time than the kernel's (FtraceParser.parse_ftrace
+        reads them): its ftrace_event row at `raw_ts`, with None in the raw ts slot; and, with `at`, its handler
+        at that time, with the kernel's time in that slot (the drop windows judge by it)."""
+        self.push(raw_ts, (EV_FTRACE, cpu, data, None, None))
+        if at is not None and 0 <= at <= INT64_MAX:
+            self.push(at, (EV_FTRACE, cpu, data, None, raw_ts))
+
+    def _retimed(self, cpu: int, ts: int, event) -> bool:
+        """A RETIMED_EVENTS event: handled at its payload's time; one without that time is counted and dropped."""
+        kind = event.WhichOneof("event")
+        payload, time_field = getattr(event, kind), RETIMED_EVENTS[kind]
         if not payload.HasField(time_field):
             self.stats.inc("ftrace_bundle_tokenizer_errors")
-            return
-        forged = getattr(payload, time_field)
-        data = event.SerializeToString()
-        self.push(ts, (EV_FTRACE, cpu, data, None, None))
-        if 0 <= forged <= INT64_MAX:
-            self.push(forged, (EV_FTRACE, cpu, data, None, ts))
+        else:
+            self._split_push(cpu, event.SerializeToString(), ts, getattr(payload, time_field))
+        return True
 
-    def _adreno_retired(self, cpu: int, ts: int, event) -> None:
+    def _adreno_retired(self, cpu: int, ts: int, event) -> bool:
         """A retired command batch: its ftrace_event row now, and its slice at the GPU time it started, which
         the sync event of the same timestamp field (before or after it in the file) relates to ticks."""
         retired = event.kgsl_adreno_cmdbatch_retired
         data = event.SerializeToString()
-        self.push(ts, (EV_FTRACE, cpu, data, None, None))
         sync = self._adreno_sync.pop(retired.timestamp, None)
         if sync is None:
+            self._split_push(cpu, data, ts)
             self._adreno_pending[retired.timestamp] = (cpu, ts, retired.start, data)
-            return
-        sync_ts, sync_ticks = sync
-        self.push(sync_ts + adreno_ns(retired.start - sync_ticks), (EV_FTRACE, cpu, data, None, ts))
+        else:
+            sync_ts, sync_ticks = sync
+            self._split_push(cpu, data, ts, sync_ts + adreno_ns(retired.start - sync_ticks))
+        return True
 
-    def _adreno_sync_point(self, ts: int, sync) -> None:
-        """A sync event: the GPU tick count at its time, for the retired batch of its timestamp field."""
-        self._adreno_sync[sync.timestamp] = (ts, sync.ticks)
+    def _adreno_sync_point(self, cpu: int, ts: int, event) -> bool:
+        """A sync event: the GPU tick count at its time, for the retired batch of its timestamp field. The sync
+        event itself is queued as any other (returns False)."""
+        sync = event.kgsl_adreno_cmdbatch_sync
         pending = self._adreno_pending.pop(sync.timestamp, None)
         if pending is None:
-            return
-        del self._adreno_sync[sync.timestamp]
-        cpu, raw_ts, start, data = pending
+            self._adreno_sync[sync.timestamp] = (ts, sync.ticks)
+            return False
+        retired_cpu, raw_ts, start, data = pending
         # trace_processor queues the retired event's raw row a second time here.
-        self.push(raw_ts, (EV_FTRACE, cpu, data, None, None))
-        self.push(ts + adreno_ns(start - sync.ticks), (EV_FTRACE, cpu, data, None, raw_ts))
+        self._split_push(retired_cpu, data, raw_ts, ts + adreno_ns(start - sync.ticks))
+        return False
 
     def bundle_clock(self, bundle, seq: SequenceState) -> None:
         """Of an ftrace bundle, only its effect on the clocks (the split helper's share)."""

@@ -23,7 +23,7 @@ from .sql_text import split_includes, split_statements
 from .stdlib import UnknownModule, include
 from .table_functions import runnable
 
-TRACE_NAMES = ("trace.pb", "trace.json", "trace.systrace")
+TRACE_NAMES = ("trace.pb", "trace.json", "trace.systrace", "trace.zip", "trace.tar")
 
 
 @dataclass

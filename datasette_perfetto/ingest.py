@@ -16,17 +16,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
+from .archives import READ_ERRORS, ArchiveError, Plan, TraceInput, one_line, plan_inputs
 from .importers.common.options import DEFAULT_CONTENT, Content, ImportOptions
 from .importers.common.split_helper import SplitFailed
-from .importers.proto.reader import looks_like_proto_trace
+from .importers.proto.reader import looks_like_proto_trace, starts_with_module_symbols
 from .model import TraceContext, TraceModel
 from .scratch import OwnedFile, create_temp_database, remove_database_files, sweep_abandoned
 from .stats import REGISTRY, Stats
 from .writer import WriterError
 
-# Imports every input into the model, in order as a serial ingest would: (model, paths, the output's
-# directory, progress) -> their summaries. parallel.py's does it in several processes.
-ImportInputs = Callable[["TraceModel", Sequence[str], str, "Progress"], "list[TraceSummary]"]
+# Imports every input into the model, in order as a serial ingest would: (model, the traces planned,
+# the output's directory, progress) -> their summaries. parallel.py's does it in several processes.
+ImportInputs = Callable[["TraceModel", Sequence[TraceInput], str, "Progress"], "list[TraceSummary]"]
 
 
 class IngestError(Exception):
@@ -64,25 +65,32 @@ class Progress:
         """ingest() is returning or raising: nothing more will be reported."""
 
 
-def open_trace(path: str) -> tuple[str, BinaryIO]:
-    """Opens a trace, transparently inflating gzip; returns (format, stream).
+def open_trace(source: str | TraceInput) -> tuple[str, BinaryIO]:
+    """Opens a trace (a path, or a file or archive member planned by archives.plan_inputs),
+    transparently inflating gzip; returns (format, stream).
 
     The format comes from the content, never the file name.
     """
+    trace = source if isinstance(source, TraceInput) else TraceInput.file(source)
+    path = trace.label
     try:
-        raw = open(path, "rb")
-    except OSError as e:
-        raise IngestError(f"{path}: cannot open: {e.strerror or e}") from None
-    head = raw.read(4096)
-    raw.seek(0)
+        raw = trace.open()
+    except READ_ERRORS as e:
+        raise IngestError(f"{path}: cannot open: {getattr(e, 'strerror', None) or one_line(e)}") from None
+    try:
+        head = raw.read(4096)
+        raw.seek(0)
+    except READ_ERRORS as e:  # an archive member's CRC is checked at its end
+        raw.close()
+        raise IngestError(f"{path}: read error: {one_line(e)}") from None
     stream: BinaryIO = raw
     if head[:2] == b"\x1f\x8b":
         probe = GzipReader(raw)
         try:
             head = probe.read(4096)
-        except zlib.error as e:
+        except READ_ERRORS as e:
             raw.close()
-            raise IngestError(f"{path}: corrupt gzip data: {e}") from None
+            raise IngestError(f"{path}: corrupt gzip data: {one_line(e)}") from None
         if not head:
             raw.close()
             raise IngestError(f"{path}: gzip file holds no data (empty or cut short)")
@@ -166,7 +174,7 @@ def detect_format(head: bytes) -> str | None:
     if compact.startswith((b'{"', b'[{"')):
         return "json"
     if looks_like_proto_trace(head):
-        return "proto"
+        return "symbols" if starts_with_module_symbols(head) else "proto"
     text = head.lstrip()[:1]
     if text in (b"{", b"["):
         return "json"
@@ -184,7 +192,7 @@ def detect_format(head: bytes) -> str | None:
 
 
 def _importer_for(fmt: str):
-    if fmt == "proto":
+    if fmt in ("proto", "symbols"):  # a symbols file: a proto trace whose first packet is ModuleSymbols
         from .importers.proto.importer import ProtoImporter
 
         return ProtoImporter
@@ -250,6 +258,7 @@ def _ingest(
     for path in paths:
         if _same_file(path, db_path):
             raise IngestError(f"{db_path}: the output is one of the input traces; choose another output file")
+    plan = plan_traces(paths)
     sweep_abandoned(directory)
     try:
         temporary = create_temp_database(directory)
@@ -266,16 +275,17 @@ def _ingest(
         temporary.release()
         raise
     summaries: list[TraceSummary] = []
+    model.add_containers(plan.containers)
     # The importers build no reference cycles, and the cyclic collector would
     # otherwise rescan every buffered event again and again (~20% of the time).
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
         if import_inputs is None:
-            for path in paths:
-                summaries.append(import_input(model, path, progress, split_tokenize, content))
+            for trace in plan.inputs:
+                summaries.append(import_input(model, trace, progress, split_tokenize, content))
         else:
-            summaries = import_inputs(model, paths, directory, progress)
+            summaries = import_inputs(model, plan.inputs, directory, progress)
         model.finish(progress.phase)
     except WriterError as e:
         _discard(model, temporary, gc_was_enabled)
@@ -295,18 +305,31 @@ def _ingest(
     return summaries
 
 
+def plan_traces(paths: Sequence[str]) -> Plan:
+    """The traces to import from `paths` (archives opened: their members), as archives.plan_inputs."""
+    try:
+        return plan_inputs(paths, detect_format)
+    except ArchiveError as e:
+        raise IngestError(str(e)) from None
+
+
 def import_input(
-    model: TraceModel, path: str, progress: Progress, split_tokenize: bool | None, content: Content = DEFAULT_CONTENT
+    model: TraceModel,
+    source: TraceInput,
+    progress: Progress,
+    split_tokenize: bool | None,
+    content: Content = DEFAULT_CONTENT,
 ) -> TraceSummary:
-    """Imports one input into `model` (its rows into the model's storage) and returns its summary:
+    """Imports one trace into `model` (its rows into the model's storage) and returns its summary:
     one step of a serial ingest, and what each job of a parallel one runs (parallel.py)."""
-    fmt, stream = open_trace(path)
+    path = source.label
+    fmt, stream = open_trace(source)
     importer_cls = _importer_for(fmt)
     if importer_cls is None:
         stream.close()
         raise IngestError(f"{path}: {fmt} traces are not supported yet")
-    size = os.path.getsize(path)
-    trace = model.begin_trace(path, fmt, size)
+    size = source.disk_size
+    trace = model.begin_trace(source, fmt)
     progress.input_started(path, size)
     reported = [0]
 
@@ -319,16 +342,16 @@ def import_input(
 
     try:
         with stream:
-            options = ImportOptions(split_tokenize, reopen=functools.partial(_reopen, path), content=content)
+            options = ImportOptions(split_tokenize, reopen=functools.partial(_reopen, source), content=content)
             importer_cls(trace, options).run(stream, report)
-    except (OSError, EOFError, zlib.error) as e:
-        raise IngestError(f"{path}: read error: {e}") from None
+    except READ_ERRORS as e:
+        raise IngestError(f"{path}: read error: {one_line(e)}") from None
     if trace.packets_read == 0:
         raise IngestError(f"{path}: no readable data (empty, truncated or corrupt trace)")
     progress.phase("Resolving track dimensions")
     model.end_trace(trace)
     stats = every_machine_stats(trace)
-    return TraceSummary(path, fmt, size, stats, stats.problems())
+    return TraceSummary(path, fmt, source.size, stats, stats.problems())
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -352,9 +375,9 @@ def every_machine_stats(trace: TraceContext) -> Stats:
     return stats
 
 
-def _reopen(path: str) -> BinaryIO:
-    """The input at `path` opened again (the split tokenizer's helper reads it too)."""
-    return open_trace(path)[1]
+def _reopen(source: TraceInput) -> BinaryIO:
+    """The trace opened again (the split tokenizer's helper reads it too)."""
+    return open_trace(source)[1]
 
 
 def _discard(model: TraceModel, temporary: OwnedFile, gc_was_enabled: bool) -> None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from . import schema
@@ -48,10 +48,13 @@ REGISTRIES = {
 }
 # What a TraceModel and its TraceStorage hold across inputs, and how absorb takes a part's: the
 # registries above row by row; machine_ids through the machines; track_dimensions remapped;
-# trace_count as the part's; next_id offset; the streamed aggregates absorbed; buffers flushed and the
-# arg-set cache emptied at each input (storage.forget_arg_sets); storage and writer the model's own.
+# the trace clock as serial's (the first input's to set one; a part that converted its clock, or would
+# have, against another is imported again: NotMergeable); next_id offset; the streamed aggregates
+# absorbed; buffers flushed and the arg-set cache emptied at each input (storage.forget_arg_sets);
+# storage and writer the model's own.
 # A new attribute must be merged too (tests/test_jobs_ingest.py checks this list is complete).
-MODEL_STATE = frozenset({*REGISTRIES, "machine_ids", "track_dimensions", "trace_count", "storage"})
+CLOCK_STATE = ("trace_clock", "clock_snapshots", "clock_users")
+MODEL_STATE = frozenset({*REGISTRIES, "machine_ids", "track_dimensions", "storage", *CLOCK_STATE})
 STORAGE_STATE = frozenset({"next_id", "time_bounds", "slice_names", "_buffers", "_arg_sets", "writer"})
 # Tables whose rows every input shares by identity rather than adds to (found by raw machine id,
 # by machine and index): their ids are mapped, not offset.
@@ -93,12 +96,14 @@ class Part:
     data: bytes | None
     first_id: dict[str, int]  # per table, the first id the part allocated
     next_id: dict[str, int]
-    trace_count: int
     registries: dict[str, Any]  # REGISTRIES attribute -> the part model's value (shared rows as plain rows)
     assigned: dict[tuple[str, Any], set[str]]  # (registry, key) of a shared row -> the fields the part set
     track_dimensions: dict[int, list]
     time_bounds: TimeBounds
     slice_names: SliceNameAggregates
+    trace_clock: int | None = None
+    clock_snapshots: list = field(default_factory=list)
+    clock_users: int = 0
 
     @classmethod
     def of(
@@ -119,12 +124,14 @@ class Part:
             data,
             first_id,
             dict(s.next_id),
-            model.trace_count,
             registries,
             assigned,
             model.track_dimensions,
             s.time_bounds,
             s.slice_names,
+            model.trace_clock,
+            model.clock_snapshots,
+            model.clock_users,
         )
 
 
@@ -134,12 +141,11 @@ def fresh_model() -> TraceModel:
 
 
 def part_model(model: TraceModel, index: int) -> dict[str, int]:
-    """Makes a job's new `model` import input number `index` as a part: its trace_file id is the
-    input's, its own ids start clear of the earlier inputs' (PART_ID_BASE), and its shared rows
-    (machines, CPUs, GPUs, the idle process and swapper thread) remember which fields the import sets,
-    so the merge applies those on top of the earlier inputs' as the serial import would have. Returns
-    the first id the part will allocate in each table."""
-    model.trace_count = index
+    """Makes a job's new `model` import input number `index` as a part: its own ids start clear of the
+    earlier inputs' (PART_ID_BASE), and its shared rows (machines, CPUs, GPUs, the idle process and
+    swapper thread) remember which fields the import sets, so the merge applies those on top of the
+    earlier inputs' as the serial import would have. Returns the first id the part will allocate in
+    each table."""
     s = model.storage
     if index > 0:
         for t in schema.TABLES:
@@ -316,12 +322,14 @@ def absorb(model: TraceModel, part: Part, attach: Callable[[], str]) -> None:
     """Merges `part` (the next input in order) into `model`. `attach()` gives the path of the part's
     database once the merge can no longer fail for NotMergeable."""
     fresh = fresh_model()
+    if part.clock_users and model.trace_clock not in (None, part.trace_clock):
+        raise NotMergeable("its timestamps are on another clock than the trace time earlier inputs set")
     machine_map = _machine_map(model, part)  # raises NotMergeable before anything changed
     s = model.storage
     remaps: dict[str, Remap] = {}
     for t in schema.TABLES:
         remaps[t.name] = Remap(fresh.storage.next_id[t.name], s.next_id[t.name] - part.first_id[t.name])
-    remaps["trace_file"] = Remap()  # a part's trace_file id is its input's already
+    remaps["trace_file"] = Remap()  # a part's trace_file ids are planned: its input's already
     machines = remaps["machine"] = Remap(mapping=machine_map)
     remaps["cpu"] = Remap(machines=machines)
     assigned = part.assigned
@@ -363,10 +371,12 @@ def absorb(model: TraceModel, part: Part, attach: Callable[[], str]) -> None:
     s.time_bounds.absorb(part.time_bounds)
     s.slice_names.absorb(part.slice_names, remaps["track"], remaps["slice"].delta)
     _copy_rows(model, attach(), remaps)
+    if part.trace_clock is not None:
+        model.set_trace_clock(part.trace_clock, part.clock_snapshots)
+    model.clock_users += part.clock_users
     for t in schema.TABLES:
         if t.name not in SHARED:
             s.next_id[t.name] += part.next_id[t.name] - part.first_id[t.name]
-    model.trace_count = part.trace_count
 
 
 def _machine_map(model: TraceModel, part: Part) -> dict[int, int]:

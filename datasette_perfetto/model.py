@@ -7,11 +7,12 @@ view: its stats, trackers and bounds; importers only talk to a context.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 
+from .archives import READ_ERRORS, TraceInput
 from .functions import fnv1a_hash_bytes
 from .import_logs import ImportLogs
+from .importers.proto.clock_tracker import ClockTracker, clock_key
 from .stats import REGISTRY as STATS
 from .stats import Stats
 from .storage import Arg, TraceStorage, to_int64
@@ -119,6 +120,8 @@ class TraceContext:
         self.packets_read = 0
         self.track_groups = 0  # compressed track sets created so far (see new_track_group)
         self.content_hash: int | None = None  # FNV-1a of the file's first 4 KiB
+        # The file or archive member it is read from.
+        self.source: TraceInput = parent.source if parent is not None else TraceInput(path)
 
     def insert_log(
         self,
@@ -221,7 +224,12 @@ class TraceModel:
         self.machines: list[MachineRow] = []  # by id
         self.machine_ids: dict[int, int] = {}  # raw id (TracePacket.machine_id) -> id
         self.track_dimensions: dict[int, list] = {}  # track id -> its effective dimensions (resolve_trace)
-        self.trace_count = 0  # inputs begun: the next input's trace_file id
+        # Trace time across inputs, as trace_processor's global clock: the clock the first input to
+        # set one put trace time on, and that input's clock snapshots (host, not sequence-scoped:
+        # (clock id, ns) lists), which convert the clock of a later input on another clock.
+        self.trace_clock: int | None = None
+        self.clock_snapshots: list[list[tuple[int, int]]] = []
+        self.clock_users = 0  # inputs that asked for trace_time_converter (merge.py: parts that depend on it)
         self._add_host()
 
     @classmethod
@@ -260,15 +268,16 @@ class TraceModel:
         self.machine_ids[raw_id] = HOST_MACHINE_ID
         return True
 
-    def begin_trace(self, path: str, trace_type: str, size: int) -> TraceContext:
+    def begin_trace(self, source: TraceInput, trace_type: str) -> TraceContext:
+        """The context of the trace `source` (its trace_file id planned by archives.plan_inputs)."""
         self.storage.forget_arg_sets()
-        trace = TraceContext(self, self.trace_count, path, trace_type, size)
+        trace = TraceContext(self, source.trace_id, source.path, trace_type, source.size)
+        trace.source = source
         try:
-            with open(path, "rb") as f:
+            with source.open() as f:
                 trace.content_hash = fnv1a_hash_bytes(f.read(4096))
-        except OSError:
+        except READ_ERRORS:
             pass
-        self.trace_count += 1
         if trace_type in ("proto", "systrace"):
             swapper = self.threads[0]
             if swapper.name is None:
@@ -277,6 +286,39 @@ class TraceModel:
                 swapper.name, swapper.name_priority = "swapper", 1 << 30
         return trace
 
+    def set_trace_clock(self, clock_id: int, snapshots: list[list[tuple[int, int]]]) -> None:
+        """A proto input's trace clock and snapshots become trace time, unless an earlier input set it."""
+        if self.trace_clock is None:
+            self.trace_clock = clock_id
+            self.clock_snapshots = snapshots
+
+    def trace_time_converter(self, clock_id: int) -> Callable[[int], int] | None:
+        """For an input whose timestamps are on `clock_id` (systrace: MONOTONIC): None when that is trace
+        time (the clock is claimed if no input set one), else ts -> trace time through the snapshots of
+        the input that set it (unchanged where they cannot convert it: trace_processor bridges the clocks
+        one to one)."""
+        self.clock_users += 1
+        if self.trace_clock is None:
+            self.trace_clock = clock_id
+        if self.trace_clock == clock_id:
+            return None
+        tracker = ClockTracker(Stats())
+        tracker.set_trace_clock(self.trace_clock)
+        for snapshot in self.clock_snapshots:
+            tracker.add_snapshot([(c, ns, False, 1) for c, ns in snapshot], 0)
+        to_trace_time = tracker.converter(clock_key(clock_id, 0))
+
+        def convert(ts: int) -> int:
+            converted = to_trace_time(ts)
+            return ts if converted is None else converted
+
+        return convert
+
+    def add_containers(self, rows: list[tuple]) -> None:
+        """The trace_file rows of archives and of their members that are not imported (archives.Plan)."""
+        for row in rows:
+            self.storage.write("trace_file", row)
+
     def end_trace(self, trace: TraceContext) -> None:
         contexts = trace.contexts()
         for ctx in contexts:
@@ -284,9 +326,10 @@ class TraceModel:
             ctx.states.finish()
         # Counts its problems in the stats written below.
         resolve_trace(self, trace.trace_id, [ctx.dimensions for ctx in trace.contexts()])
+        source = trace.source
         self.storage.write(
             "trace_file",
-            (trace.trace_id, None, os.path.basename(trace.path), trace.size, trace.trace_type, trace.trace_id),
+            (trace.trace_id, source.parent_id, source.name, trace.size, trace.trace_type, source.processing_order, 0),
         )
         if "trace_uuid" not in trace.metadata and trace.content_hash is not None:
             # No uuid in the trace: trace_processor names it by a hash of its first 4 KiB.

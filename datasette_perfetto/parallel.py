@@ -32,8 +32,9 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
+from .archives import TraceInput
 from .importers.common.options import DEFAULT_CONTENT, Content
-from .ingest import IngestError, Progress, TraceSummary, import_input
+from .ingest import IngestError, Progress, TraceSummary, import_input, plan_traces
 from .ingest import ingest as serial_ingest
 from .merge import NotMergeable, Part, absorb, part_model
 from .model import TraceModel
@@ -53,10 +54,10 @@ CLUSTER_EXTRA = "pip install 'datasette-perfetto[cluster]'"
 
 
 def import_part(
-    path: str, index: int, directory: str | None, content: Content = DEFAULT_CONTENT, as_bytes: bool = False
+    source: TraceInput, index: int, directory: str | None, content: Content = DEFAULT_CONTENT, as_bytes: bool = False
 ) -> Part:
-    """Imports input number `index` into a database of its own (in `directory`, or the temp folder)
-    and returns it as a Part: by path, or its bytes with `as_bytes` (the file is then removed)."""
+    """Imports trace number `index` (in import order) into a database of its own (in `directory`, or the
+    temp folder) and returns it as a Part: by path, or its bytes with `as_bytes` (the file is then removed)."""
     if directory is None:  # a cluster worker's temp folder: what killed workers left there goes first
         directory = tempfile.gettempdir()
         sweep_abandoned(directory)
@@ -73,7 +74,7 @@ def import_part(
                 writer.execute(f"DROP INDEX [{name}]")
             model = TraceModel(TraceStorage(writer))
             first_id = part_model(model, index)
-            summary = import_input(model, path, _reporter or Progress(), False, content)
+            summary = import_input(model, source, _reporter or Progress(), False, content)
             model.storage.flush()
             writer.conn.execute("COMMIT")
             writer.conn.close()
@@ -143,8 +144,9 @@ def ingest(
     """ingest.ingest with the inputs parsed in `jobs` processes (default: one per CPU), or on the Dask
     cluster at `cluster` (a scheduler's address, or "local": a LocalCluster of `jobs` worker processes
     started here). The database is the one ingest.ingest writes. A single input without a cluster is
-    imported as ingest.ingest does: its own two-process import (writer, tokenizer helper) is faster."""
-    if len(paths) == 1 and cluster is None:
+    imported as ingest.ingest does: its own two-process import (writer, tokenizer helper) is faster. An
+    archive's members are traces of their own, as separate files are."""
+    if cluster is None and len(paths) == 1 and len(plan_traces(paths).inputs) == 1:
         return serial_ingest(paths, db_path, progress, content=content)
     import_inputs = functools.partial(import_in_parallel, jobs=jobs, cluster=cluster, content=content)
     return serial_ingest(paths, db_path, progress, content=content, import_inputs=import_inputs)
@@ -152,26 +154,26 @@ def ingest(
 
 def import_in_parallel(
     model: TraceModel,
-    paths: Sequence[str],
+    inputs: Sequence[TraceInput],
     directory: str,
     progress: Progress,
     jobs: int | None = None,
     cluster: str | None = None,
     content: Content = DEFAULT_CONTENT,
 ) -> list[TraceSummary]:
-    """Imports `paths` into `model` as a serial ingest would, parsing them in `jobs` processes or on
-    the Dask cluster at `cluster`; returns their summaries in input order."""
-    sizes = [os.path.getsize(p) if os.path.isfile(p) else 0 for p in paths]
+    """Imports the traces `inputs` into `model` as a serial ingest would, parsing them in `jobs`
+    processes or on the Dask cluster at `cluster`; returns their summaries in input order."""
+    sizes = [source.disk_size for source in inputs]
     if cluster is not None:
         workers = f"cluster {cluster}" if cluster != "local" else "a local Dask cluster"
-        progress.input_started(f"{len(paths)} traces on {workers}", sum(sizes))
-        return _on_cluster(model, paths, sizes, directory, progress, cluster, jobs, content)
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(paths)))
-    progress.input_started(f"{len(paths)} traces, {jobs} jobs", sum(sizes))
-    return _on_processes(model, paths, directory, progress, jobs, content)
+        progress.input_started(f"{len(inputs)} traces on {workers}", sum(sizes))
+        return _on_cluster(model, inputs, sizes, directory, progress, cluster, jobs, content)
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(inputs)))
+    progress.input_started(f"{len(inputs)} traces, {jobs} jobs", sum(sizes))
+    return _on_processes(model, inputs, directory, progress, jobs, content)
 
 
-def _merge(model: TraceModel, path: str, part: Part, directory: str, content: Content) -> TraceSummary:
+def _merge(model: TraceModel, source: TraceInput, part: Part, directory: str, content: Content) -> TraceSummary:
     """Absorbs one part (or imports its input here when it cannot be merged); removes its file."""
     written: list[str] = []
 
@@ -191,7 +193,7 @@ def _merge(model: TraceModel, path: str, part: Part, directory: str, content: Co
         absorb(model, part, attach)
         return part.summary
     except NotMergeable:
-        return import_input(model, path, Progress(), False, content)
+        return import_input(model, source, Progress(), False, content)
     except sqlite3.Error as e:  # writing the merged database (a full disk, ...)
         raise WriterError(f"{type(e).__name__}: {e}") from None
     finally:
@@ -200,7 +202,7 @@ def _merge(model: TraceModel, path: str, part: Part, directory: str, content: Co
 
 
 def _on_processes(
-    model: TraceModel, paths: Sequence[str], directory: str, progress: Progress, jobs: int, content: Content
+    model: TraceModel, inputs: Sequence[TraceInput], directory: str, progress: Progress, jobs: int, content: Content
 ) -> list[TraceSummary]:
     if "fork" not in multiprocessing.get_all_start_methods():
         raise IngestError("--jobs needs a platform that can fork (Linux, macOS); use --cluster local")
@@ -216,11 +218,11 @@ def _on_processes(
     summaries: list[TraceSummary] = []
     try:
         with signals_held():  # the workers are forked here
-            futures = [executor.submit(import_part, path, i, directory, content) for i, path in enumerate(paths)]
-        for path, future in zip(paths, futures):
+            futures = [executor.submit(import_part, source, i, directory, content) for i, source in enumerate(inputs)]
+        for source, future in zip(inputs, futures):
             part = _wait(future.result, drain)
             drain()
-            summaries.append(_merge(model, path, part, directory, content))
+            summaries.append(_merge(model, source, part, directory, content))
     except BaseException:
         _stop(executor, futures)
         sweep_abandoned(directory, own=True)  # the parts of the workers just stopped
@@ -257,7 +259,7 @@ def _stop(executor: ProcessPoolExecutor, futures: list[Future]) -> None:
 
 def _on_cluster(
     model: TraceModel,
-    paths: Sequence[str],
+    inputs: Sequence[TraceInput],
     sizes: list[int],
     directory: str,
     progress: Progress,
@@ -287,16 +289,16 @@ def _on_cluster(
             cluster.close()
         raise IngestError(f"--cluster {address}: cannot connect to the Dask scheduler: {e}") from None
     try:
-        return _run_on(client, model, paths, sizes, directory, progress, content)
+        return _run_on(client, model, inputs, sizes, directory, progress, content)
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
 
 
-def _run_on(client, model, paths, sizes, directory, progress, content) -> list[TraceSummary]:
+def _run_on(client, model, inputs, sizes, directory, progress, content) -> list[TraceSummary]:
     """The inputs as tasks of `client`'s cluster, merged here in input order."""
-    futures = client.map(import_part, list(paths), range(len(paths)), directory=None, content=content, as_bytes=True)
+    futures = client.map(import_part, list(inputs), range(len(inputs)), directory=None, content=content, as_bytes=True)
     reported: set[int] = set()
 
     def report_done() -> None:  # inputs done, in whatever order they finish
@@ -307,10 +309,10 @@ def _run_on(client, model, paths, sizes, directory, progress, content) -> list[T
 
     summaries: list[TraceSummary] = []
     try:
-        for path, future in zip(paths, futures):
+        for source, future in zip(inputs, futures):
             part = _wait(functools.partial(_result, future), report_done)
             report_done()
-            summaries.append(_merge(model, path, part, directory, content))
+            summaries.append(_merge(model, source, part, directory, content))
     finally:
         client.cancel(futures)
     return summaries

@@ -213,10 +213,11 @@ TRACE_FILE = Table(
     (
         C("id", "INTEGER", "Trace file id (→ trace_id columns elsewhere)."),
         C("parent_id", "INTEGER", "Containing file, for archives; NULL for top-level inputs.", ref="trace_file"),
-        C("name", "TEXT", "File name as given on the command line."),
-        C("size", "INTEGER", "File size in bytes.", unit="bytes"),
-        C("trace_type", "TEXT", "Detected format: proto, json, systrace, ..."),
-        C("processing_order", "INTEGER", "Order in which the file was imported.", ref="trace_file"),
+        C("name", "TEXT", "File name as given on the command line; an archive member's path in its archive."),
+        C("size", "INTEGER", "File size in bytes (an archive member's, inflated).", unit="bytes"),
+        C("trace_type", "TEXT", "Detected format: proto, json, systrace, symbols, zip, tar (archives), unknown, ..."),
+        C("processing_order", "INTEGER", "Order in which the file was imported; NULL if it was not (unknown format)."),
+        C("is_container", "INTEGER", "1 for an archive (zip, tar) whose members are rows of their own, else 0."),
     ),
 )
 
@@ -1509,6 +1510,7 @@ VIEWS: tuple[View, ...] = (
         "SELECT id, ts, name, ucpu AS cpu, utid, arg_set_id, common_flags, ucpu FROM __intrinsic_ftrace_event",
     ),
     View("raw", "Same as ftrace_event (legacy name).", "SELECT * FROM ftrace_event"),
+    View("__intrinsic_trace_file", "Same as trace_file (trace_processor's table name).", "SELECT * FROM trace_file"),
     # trace_processor's standard library module slices.with_context (INCLUDE PERFETTO MODULE
     # slices.with_context; here always there).
     View(

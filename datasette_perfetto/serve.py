@@ -32,7 +32,7 @@ try:
 except ImportError:  # not POSIX: no lock (two runs of one trace may both import it, each renaming a whole file)
     fcntl = None  # type: ignore[assignment]
 
-from .ingest import IngestError, Progress, TraceSummary, ingest, open_trace
+from .ingest import IngestError, Progress, TraceSummary, ingest, open_trace, plan_traces
 from .metadata import read_is_trace
 
 CACHE_ENV = "DATASETTE_PERFETTO_CACHE"
@@ -109,9 +109,10 @@ def check_served_database(path: str) -> None:
 
 def check_trace(path: str) -> None:
     """The checks ingest() starts with (readable, a known format), without importing:
-    so a bad argument fails before any other trace is imported."""
-    _, stream = open_trace(path)
-    stream.close()
+    so a bad argument fails before any other trace is imported. An archive is opened and each trace in it."""
+    for source in plan_traces([path]).inputs:
+        _, stream = open_trace(source)
+        stream.close()
 
 
 @contextmanager

@@ -17,15 +17,18 @@ tests/test_fuzz.py runs a few hundred inputs of it on every test run.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import random
 import signal
 import sqlite3
 import sys
+import tarfile
 import tempfile
 import time
 import traceback
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -231,7 +234,27 @@ def mutate(rng: random.Random, seed: Seed, seeds: list[Seed]) -> bytes:
     for _ in range(rng.randint(1, 3)):
         mutation = rng.choice(structured) if rng.random() < 0.5 else rng.choice(BYTE_MUTATIONS)
         mutation(rng, data, seeds)
+    if rng.random() < 0.1:  # an archive of it and another seed, maybe damaged itself
+        data = bytearray(archive_of(rng, [bytes(data), rng.choice(seeds).data]))
+        if rng.random() < 0.5:
+            rng.choice(BYTE_MUTATIONS)(rng, data, seeds)
     return bytes(data)
+
+
+def archive_of(rng: random.Random, members: list[bytes]) -> bytes:
+    """A zip or tar holding `members` (archives.py's inputs)."""
+    out = io.BytesIO()
+    if rng.random() < 0.5:
+        with zipfile.ZipFile(out, "w", rng.choice((zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED))) as z:
+            for i, data in enumerate(members):
+                z.writestr(f"member{i}", data)
+    else:
+        with tarfile.open(fileobj=out, mode=rng.choice(("w", "w:gz"))) as t:
+            for i, data in enumerate(members):
+                info = tarfile.TarInfo(f"member{i}")
+                info.size = len(data)
+                t.addfile(info, io.BytesIO(data))
+    return out.getvalue()
 
 
 # -- checking one input ---------------------------------------------------------------------

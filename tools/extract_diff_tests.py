@@ -21,12 +21,15 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import io
 import json
 import os
 import re
 import subprocess
 import sys
+import tarfile
 import textwrap
+import zipfile
 from collections import Counter
 
 from google.protobuf import descriptor_pb2, text_format
@@ -145,12 +148,49 @@ def _trace(testing, trace, tree: str, folder: str) -> tuple[bytes, str] | str:
             return f.read(), "trace" + os.path.splitext(trace.filename)[1]
     elif isinstance(trace, testing.Path) and trace.filename.endswith(".py"):
         return _synthesized(tree, os.path.join(folder, trace.filename))
+    elif isinstance(trace, (testing.Zip, testing.Tar)):
+        return _archive(testing, trace, tree, folder)
     else:
         return f"skipped: {type(trace).__name__} trace"
     try:
         return text_format.Parse(text, _trace_class(tree)()).SerializeToString(), "trace.pb"
     except text_format.ParseError:
         return "skipped: textproto this perfetto package cannot parse"
+
+
+def _archive(testing, trace, tree: str, folder: str) -> tuple[bytes, str] | str:
+    """A Zip or Tar blueprint's archive: members written as its test framework writes them."""
+    contents: list[tuple[str, bytes]] = []
+    for name, member in trace.members.items():
+        if isinstance(member, str):
+            data = member.encode()
+        elif isinstance(member, bytes):
+            data = member
+        elif isinstance(member, testing.TextProto):
+            try:
+                data = text_format.Parse(member.contents, _trace_class(tree)()).SerializeToString()
+            except text_format.ParseError:
+                return "skipped: textproto this perfetto package cannot parse"
+        else:
+            made = _trace(testing, member, tree, folder)
+            if isinstance(made, str):
+                return made
+            data = made[0]
+        contents.append((name, data))
+    out = io.BytesIO()
+    if isinstance(trace, testing.Zip):
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+            for name, data in contents:
+                z.writestr(name, data)
+        return out.getvalue(), "trace.zip"
+    if getattr(trace, "macos_style", False):
+        return "skipped: macOS-style tar (PAX headers, space-terminated fields)"
+    with tarfile.open(fileobj=out, mode="w") as t:
+        for name, data in contents:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+    return out.getvalue(), "trace.tar"
 
 
 def _synthesized(tree: str, script: str) -> tuple[bytes, str] | str:

@@ -342,7 +342,7 @@ ORDER BY value_type, int_value, string_value""",
         row = self.query(
             "trace context",
             f"""
-            SELECT (SELECT group_concat(name, ', ') FROM trace_file) AS name,
+            SELECT (SELECT group_concat(name, ', ') FROM trace_file WHERE parent_id IS NULL) AS name,
                    (SELECT start_ts FROM trace_bounds) AS start_ts,
                    (SELECT end_ts FROM trace_bounds) AS end_ts,
                    (SELECT count(*) FROM process p WHERE {REAL_PROCESS.format(p="p")}) AS processes,

@@ -63,6 +63,22 @@ def looks_like_proto_trace(head: bytes) -> bool:
     return (tag >> 3) > 0 and (tag & 7) in (WIRE_VARINT, WIRE_I64, WIRE_LEN, WIRE_I32)
 
 
+MODULE_SYMBOLS_TAG = (61 << 3) | WIRE_LEN  # TracePacket.module_symbols
+
+
+def starts_with_module_symbols(head: bytes) -> bool:
+    """True if the first packet's first field is module_symbols: a symbols file, imported as a proto
+    trace (trace_processor's IsProtoTraceWithSymbols; its archive order puts these last)."""
+    try:
+        length, pos = decode_varint(head, 1)
+        if length == 0:
+            return False
+        tag, _ = decode_varint(head, pos)
+    except (IndexError, CorruptData):
+        return False
+    return tag == MODULE_SYMBOLS_TAG
+
+
 class ProtoReader:
     """Yields the bytes of each TracePacket in a stream; counts damage in stats."""
 

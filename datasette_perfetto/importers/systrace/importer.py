@@ -400,10 +400,12 @@ class SystraceImporter:
             if i & 0x3FFF == 0:
                 progress(0.5 * min(position() / size, 1.0))
         progress(0.5)
-        self.trace.metadata["trace_time_clock_id"] = MONOTONIC_CLOCK_ID
+        convert = self.trace.model.trace_time_converter(MONOTONIC_CLOCK_ID)
+        if convert is None:
+            self.trace.metadata["trace_time_clock_id"] = MONOTONIC_CLOCK_ID
         total = max(self.sorter.count, 1)
         for i, (ts, event) in enumerate(self.sorter.drain()):
-            self.parse(ts, event)
+            self.parse(ts if convert is None else convert(ts), event)
             if i & 0x3FFF == 0:
                 progress(0.5 + 0.5 * i / total)
         self.ftrace.finish()

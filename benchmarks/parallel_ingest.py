@@ -5,10 +5,11 @@ Writes (once, deterministically) one Chrome JSON trace per rank as the PyTorch p
 (`distributedInfo`, nested python_function / cpu_op / user_annotation slices, instant events,
 forward-backward flows, a GPU stream per rank with kernels), each a few MB so parsing dominates.
 Then runs `datasette perfetto ingest` on them in a fresh process per run: serial, `--jobs N` and
-`--cluster local` (N workers); prints the wall times (median of --repeat runs), the speedups, and
-the machine's load average before each run (other processes compete for the cores: read the
-figures next to it) and the CPU seconds each mode spends in all its processes. Every database is
-checked to be the serial one, table by table.
+`--cluster local` (N workers), and ingest() in one process (no tokenizer helper, no writer child: the
+issue's baseline); prints the wall times (median of --repeat runs), the speedups against both
+serial runs, the machine's load average before each run (other processes compete for the cores:
+read the figures next to it) and the CPU seconds each mode spends in all its processes. Every
+database is checked to be the serial one, table by table.
 
 Usage: python benchmarks/parallel_ingest.py [--dir DIR] [--ranks 16] [--events 24000] [--jobs 2]
                                             [--repeat 3] [--no-cluster]
@@ -185,14 +186,26 @@ def build(folder: str, ranks: int, events: int) -> list[str]:
     return paths
 
 
-def run(paths: list[str], db: str, extra: list[str]) -> tuple[float, float]:
+# The issue's baseline: every input imported one after another by one process (ingest() with its
+# tokenizer helper and writer child off), which is what the serial ingest was when --jobs was asked for.
+ONE_PROCESS = (
+    "import sys; from datasette_perfetto.ingest import ingest; "
+    "ingest(sys.argv[2:], sys.argv[1], separate_writer=False, split_tokenize=False)"
+)
+
+
+def run(paths: list[str], db: str, extra: list[str] | None) -> tuple[float, float]:
     """(wall seconds, CPU seconds of it and every process it waited for) of `datasette perfetto ingest`
-    in a fresh process."""
+    (extra: its options; None: ONE_PROCESS) in a fresh process."""
     if os.path.exists(db):
         os.unlink(db)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run([*CLI, "ingest", *paths, "-o", db, "-q", *extra], check=True, cwd=ROOT)
+    if extra is None:
+        command = [sys.executable, "-c", ONE_PROCESS, db, *paths]
+    else:
+        command = [*CLI, "ingest", *paths, "-o", db, "-q", *extra]
+    subprocess.run(command, check=True, cwd=ROOT)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -222,7 +235,11 @@ def main() -> None:
         f"{len(paths)} traces, {size / 1e6:.1f} MB of JSON ({size / len(paths) / 1e6:.1f} MB each), "
         f"{os.cpu_count()} CPUs"
     )
-    modes = [("serial", []), (f"--jobs {args.jobs}", ["--jobs", str(args.jobs)])]
+    modes: list[tuple[str, list[str] | None]] = [
+        ("serial, one process", None),
+        ("serial", []),
+        (f"--jobs {args.jobs}", ["--jobs", str(args.jobs)]),
+    ]
     if not args.no_cluster:
         modes.append((f"--cluster local ({args.jobs} workers)", ["--cluster", "local", "--jobs", str(args.jobs)]))
     times: dict[str, list[float]] = {name: [] for name, _ in modes}
@@ -236,13 +253,16 @@ def main() -> None:
             times[name].append(wall)
             cpu[name].append(seconds)
     serial = statistics.median(times["serial"])
+    one_process = statistics.median(times["serial, one process"])
     reference = tables(dbs["serial"])
+    print("speedups: against the serial ingest (its own tokenizer helper and writer child use both cores), and")
+    print("against the serial ingest in one process (the issue's baseline)")
     for name, _ in modes:
         wall = statistics.median(times[name])
         same = "same database" if tables(dbs[name]) == reference else "DIFFERENT DATABASE"
         print(
             f"{name:30} {wall:6.2f} s wall (median of {args.repeat}, {min(times[name]):.2f} best)  "
-            f"{serial / wall:4.2f}x  CPU {statistics.median(cpu[name]):5.2f} s  "
+            f"{serial / wall:4.2f}x  {one_process / wall:4.2f}x  CPU {statistics.median(cpu[name]):5.2f} s  "
             f"load before runs {', '.join(f'{x:.1f}' for x in loads[name])}  {same}"
         )
     for db in dbs.values():

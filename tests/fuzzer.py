@@ -2,7 +2,8 @@
 
 Seeds are the traces of the shared conformance cases (Perfetto protobuf, Chrome JSON, systrace)
 and the demo trace. Each input is a seed with a few mutations (bit flips, truncation, splices
-with another seed, corrupted varints, JSON shape changes, systrace line damage). An input
+with another seed, corrupted varints, JSON shape changes, systrace line damage); one in ten is then
+put in a zip or tar archive with another seed, and the archive maybe damaged in turn. An input
 passes when ingest() either returns (a database that opens, with its `stats` table) or raises
 IngestError with one line; in both cases an existing output database is untouched unless
 replaced by a complete one, and no temporary file is left. A Chrome JSON input is also imported

@@ -200,3 +200,29 @@ def test_unusable_archive_fails_in_one_line_and_writes_nothing(tmp_path, name, d
         ingest([str(path)], str(out))
     assert str(e.value).startswith(str(path)) and message in str(e.value) and "\n" not in str(e.value)
     assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".db" or p.name.startswith(".ingest")) == []
+
+
+def test_cli_ingest_and_serve_check_name_the_bad_member(tmp_path):
+    """The CLI's one-line error and exit status for an archive whose member cannot be read; serve checks
+    every trace in an archive before importing anything."""
+    from click.testing import CliRunner
+    from datasette.cli import cli
+
+    from datasette_perfetto.serve import check_trace
+
+    good = proto_with_slice("x")
+    whole = bytearray(write_zip(tmp_path / "whole.zip", {"a.pb": good, "b.pb": good}).read_bytes())
+    central = whole.rfind(b"PK\x01\x02")  # b.pb's central directory entry: its encryption flag set
+    whole[central + 8] |= 1
+    whole[whole.find(b"PK\x03\x04", 4) + 6] |= 1  # and its local header's
+    bad = tmp_path / "bad.zip"
+    bad.write_bytes(whole)
+    result = CliRunner().invoke(cli, ["perfetto", "ingest", str(bad), "-o", str(tmp_path / "out.db")])
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines() == [
+        f"Error: {bad}:b.pb: unreadable zip archive member: File 'b.pb' is encrypted, password required for extraction"
+    ]
+    assert not (tmp_path / "out.db").exists()
+    with pytest.raises(IngestError, match="b.pb: unreadable zip archive member"):
+        check_trace(str(bad))
+    check_trace(str(tmp_path / "whole.zip"))  # a good archive passes

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from .archives import READ_ERRORS, ArchiveError, Plan, TraceInput, one_line, plan_inputs
+from .archives import READ_ERRORS, ArchiveError, Plan, TraceInput, close_inflated, one_line, plan_inputs
 from .importers.common.options import DEFAULT_CONTENT, Content, ImportOptions
 from .importers.common.split_helper import SplitFailed
 from .importers.proto.reader import looks_like_proto_trace, starts_with_module_symbols
@@ -71,6 +71,12 @@ def open_trace(source: str | TraceInput) -> tuple[str, BinaryIO]:
 
     The format comes from the content, never the file name.
     """
+    fmt, stream, _ = open_trace_and_head(source)
+    return fmt, stream
+
+
+def open_trace_and_head(source: str | TraceInput) -> tuple[str, BinaryIO, bytes]:
+    """open_trace, and the first 4 KiB of the file as stored (before gzip is inflated)."""
     trace = source if isinstance(source, TraceInput) else TraceInput.file(source)
     path = trace.label
     try:
@@ -78,7 +84,7 @@ def open_trace(source: str | TraceInput) -> tuple[str, BinaryIO]:
     except READ_ERRORS as e:
         raise IngestError(f"{path}: cannot open: {getattr(e, 'strerror', None) or one_line(e)}") from None
     try:
-        head = raw.read(4096)
+        head = stored_head = raw.read(4096)
         raw.seek(0)
     except READ_ERRORS as e:  # an archive member's CRC is checked at its end
         raw.close()
@@ -105,7 +111,7 @@ def open_trace(source: str | TraceInput) -> tuple[str, BinaryIO]:
             f"{path}: not a recognised trace format "
             "(expected a Perfetto protobuf, Chrome JSON, systrace or collapsed-stack trace)"
         )
-    return fmt, stream
+    return fmt, stream, stored_head
 
 
 class GzipReader:
@@ -238,6 +244,7 @@ def ingest(
             # single-process import is always right. (A JSON import reads on alone instead.)
             return _ingest(paths, db_path, progress, separate_writer, False, content, import_inputs)
     finally:
+        close_inflated()
         progress.finished()
 
 
@@ -323,13 +330,13 @@ def import_input(
     """Imports one trace into `model` (its rows into the model's storage) and returns its summary:
     one step of a serial ingest, and what each job of a parallel one runs (parallel.py)."""
     path = source.label
-    fmt, stream = open_trace(source)
+    fmt, stream, stored_head = open_trace_and_head(source)
     importer_cls = _importer_for(fmt)
     if importer_cls is None:
         stream.close()
         raise IngestError(f"{path}: {fmt} traces are not supported yet")
     size = source.disk_size
-    trace = model.begin_trace(source, fmt)
+    trace = model.begin_trace(source, fmt, stored_head)
     progress.input_started(path, size)
     reported = [0]
 
@@ -342,7 +349,9 @@ def import_input(
 
     try:
         with stream:
-            options = ImportOptions(split_tokenize, reopen=functools.partial(_reopen, source), content=content)
+            # A gzipped tar's member is read once: opened again, the archive would be inflated up to it again.
+            reopen = None if source.in_gzipped_tar else functools.partial(_reopen, source)
+            options = ImportOptions(split_tokenize, reopen=reopen, content=content)
             importer_cls(trace, options).run(stream, report)
     except READ_ERRORS as e:
         raise IngestError(f"{path}: read error: {one_line(e)}") from None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .archives import READ_ERRORS, TraceInput
+from .archives import TraceInput
 from .functions import fnv1a_hash_bytes
 from .import_logs import ImportLogs
 from .importers.proto.clock_tracker import ClockTracker, clock_key
@@ -268,16 +268,13 @@ class TraceModel:
         self.machine_ids[raw_id] = HOST_MACHINE_ID
         return True
 
-    def begin_trace(self, source: TraceInput, trace_type: str) -> TraceContext:
-        """The context of the trace `source` (its trace_file id planned by archives.plan_inputs)."""
+    def begin_trace(self, source: TraceInput, trace_type: str, stored_head: bytes) -> TraceContext:
+        """The context of the trace `source` (its trace_file id planned by archives.plan_inputs);
+        `stored_head`: its first 4 KiB as stored (gzip not inflated), which name it without a uuid."""
         self.storage.forget_arg_sets()
         trace = TraceContext(self, source.trace_id, source.path, trace_type, source.size)
         trace.source = source
-        try:
-            with source.open() as f:
-                trace.content_hash = fnv1a_hash_bytes(f.read(4096))
-        except READ_ERRORS:
-            pass
+        trace.content_hash = fnv1a_hash_bytes(stored_head)
         if trace_type in ("proto", "systrace"):
             swapper = self.threads[0]
             if swapper.name is None:

@@ -313,7 +313,9 @@ class JsonImporter:
         """The first phase: every event tokenized, in file order (a share of them by the helper)."""
         size = max(self.trace.size, 1)
         position = file_position(reader.stream)
-        text_size = estimated_text_size(self.trace.path, self.trace.size)
+        source = self.trace.source
+        # An archive member's size is its inflated one already (a gzipped member's is a low estimate).
+        text_size = self.trace.size if source.members else estimated_text_size(source.path, self.trace.size)
         reopen = self.options.reopen
         if reopen is not None and split_wanted(self.options.split_tokenize, text_size):
             split_at = int(text_size * HELPER_SHARE_STARTS)

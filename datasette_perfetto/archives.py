@@ -65,8 +65,8 @@ class TraceInput:
     size: int = 0  # its bytes (a member: inflated from the archive)
     disk_size: int = 0  # its share of the input's bytes on disk (progress)
     locations: tuple[Location, ...] = ()  # per member, where it is in its archive
-    # In a gzipped tar: reading it from its start again means inflating the archive up to it, so it is
-    # read once, in one process (no tokenizer helper), and members are read in archive order where they can be.
+    # In a gzipped tar: reading it from its start again means inflating the archive up to it, so it is read
+    # once, in one process (no tokenizer helper), through the process's forward-moving reader (_inflated).
     in_gzipped_tar: bool = False
 
     @classmethod
@@ -85,7 +85,8 @@ class TraceInput:
         return ":".join((self.path, *self.members))
 
     def open(self) -> BinaryIO:
-        """Its raw bytes as a stream, from the start (a fresh one each time: a forked helper may read too)."""
+        """Its raw bytes as a stream, from the start: a fresh one each time (a forked helper may read too), but
+        in a gzipped tar, read through the archive's one inflating reader of this process."""
         return open_member(self.path, self.members, self.locations)
 
 
@@ -187,6 +188,8 @@ def _plan_archive(  # noqa: PLR0913 (an archive's place in the plan, all of it)
 
 
 class _UnreadableMember(Exception):
+    """A zip member that cannot be read while listing (encrypted, damaged): _plan_archive names it."""
+
     def __init__(self, member: str, reason: str) -> None:
         super().__init__(member, reason)
         self.member, self.reason = member, reason

@@ -226,3 +226,32 @@ def test_cli_ingest_and_serve_check_name_the_bad_member(tmp_path):
     with pytest.raises(IngestError, match="b.pb: unreadable zip archive member"):
         check_trace(str(bad))
     check_trace(str(tmp_path / "whole.zip"))  # a good archive passes
+
+
+def test_gzipped_tar_members_in_any_order_and_with_jobs(tmp_path):
+    """A gzipped tar's members are read through one forward-moving reader per process: members imported
+    out of archive order (protobuf before JSON) make it start again, forked jobs get their own, and the
+    database is the same either way."""
+    members = {
+        "b.json": b'[{"name": "json_slice", "ph": "X", "ts": 5, "dur": 2, "pid": 1, "tid": 2}]',
+        "c.pb": proto_with_slice("c_slice"),
+        "a.pb": proto_with_slice("a_slice"),
+        "d.systrace": SYSTRACE,
+    }
+    archive = write_tar(tmp_path / "job.tar.gz", members, mode="w:gz")
+    serial, jobs = tmp_path / "serial.db", tmp_path / "jobs.db"
+    ingest([str(archive)], str(serial))
+    parallel_ingest([str(archive)], str(jobs), jobs=2)
+    assert rows(serial, "SELECT name FROM slice ORDER BY name") == [
+        ("a_slice",),
+        ("c_slice",),
+        ("json_slice",),
+        ("sys_slice",),
+    ]
+    assert rows(serial, "SELECT name, processing_order FROM trace_file WHERE parent_id = 0 ORDER BY id") == [
+        ("b.json", 3),
+        ("c.pb", 2),
+        ("a.pb", 1),
+        ("d.systrace", 4),
+    ]
+    assert_same_database(serial, jobs)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from .archives import READ_ERRORS, ArchiveError, Plan, TraceInput, close_inflated, one_line, plan_inputs
+from .archives import GZIP_MAGIC, READ_ERRORS, ArchiveError, Plan, TraceInput, close_inflated, one_line, plan_inputs
 from .importers.common.options import DEFAULT_CONTENT, Content, ImportOptions
 from .importers.common.split_helper import SplitFailed
 from .importers.proto.reader import looks_like_proto_trace, starts_with_module_symbols
@@ -90,7 +90,7 @@ def open_trace_and_head(source: str | TraceInput) -> tuple[str, BinaryIO, bytes]
         raw.close()
         raise IngestError(f"{path}: read error: {one_line(e)}") from None
     stream: BinaryIO = raw
-    if head[:2] == b"\x1f\x8b":
+    if head[:2] == GZIP_MAGIC:
         probe = GzipReader(raw)
         try:
             head = probe.read(4096)
@@ -148,7 +148,7 @@ class GzipReader:
                 self.in_member = False
                 rest = self.inflater.unused_data
                 self.inflater = zlib.decompressobj(wbits=31)
-                if rest[:2] == b"\x1f\x8b":
+                if rest[:2] == GZIP_MAGIC:
                     self.raw_pending = rest
                 elif rest:
                     self.done = True  # trailing bytes that are not another member: ignored

@@ -32,9 +32,9 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
-from .archives import TraceInput
+from .archives import TraceInput, archive_kind
 from .importers.common.options import DEFAULT_CONTENT, Content
-from .ingest import IngestError, Progress, TraceSummary, import_input, plan_traces
+from .ingest import IngestError, Progress, TraceSummary, import_input
 from .ingest import ingest as serial_ingest
 from .merge import NotMergeable, Part, absorb, part_model
 from .model import TraceModel
@@ -145,8 +145,8 @@ def ingest(
     cluster at `cluster` (a scheduler's address, or "local": a LocalCluster of `jobs` worker processes
     started here). The database is the one ingest.ingest writes. A single input without a cluster is
     imported as ingest.ingest does: its own two-process import (writer, tokenizer helper) is faster. An
-    archive's members are traces of their own, as separate files are."""
-    if cluster is None and len(paths) == 1 and len(plan_traces(paths).inputs) == 1:
+    archive's members are traces of their own, as separate files are (one archive: its members' jobs)."""
+    if cluster is None and len(paths) == 1 and archive_kind(paths[0]) is None:
         return serial_ingest(paths, db_path, progress, content=content)
     import_inputs = functools.partial(import_in_parallel, jobs=jobs, cluster=cluster, content=content)
     return serial_ingest(paths, db_path, progress, content=content, import_inputs=import_inputs)

@@ -139,6 +139,16 @@ class ClockTracker:
                     self._paths.clear()
                 hop.add(va, vb)
 
+    def global_snapshots(self) -> list[list[tuple[int, int]]]:
+        """The snapshots' (clock id, ns) readings of clocks not scoped to a sequence nor incremental, per
+        snapshot: what converts another input's clock (TraceModel.set_trace_clock)."""
+        snapshots: dict[int, list[tuple[int, int]]] = {}
+        for snapshot_id, clock_id, _name, value in self.snapshot_rows:
+            key = clock_key(clock_id, 0)
+            if isinstance(key, int) and key not in self.incremental:
+                snapshots.setdefault(snapshot_id, []).append((clock_id, value))
+        return list(snapshots.values())
+
     def sync_to_host(self, offsets: dict[int, tuple[int, int]], host_trace_clock: int) -> None:
         """A remote machine's clocks tied to the host's (remote_clock_sync): offsets maps a clock
         id to (host reading, client - host offset); the host's trace clock becomes this machine's

@@ -110,7 +110,6 @@ class ProtoImporter:
         self.options = options if options is not None else ImportOptions()
         self.stats = trace.stats
         self.clocks = ClockTracker(self.stats)
-        self.global_snapshots: list[list[tuple[int, int]]] = []  # for model.set_trace_clock
         self.sequences: dict[int, SequenceState] = {}
         # Track events go here; other machines' importers push into the host's sorter through a _MachineSorter.
         self.sorter: Sorter | _MachineSorter = sorter if sorter is not None else Sorter()
@@ -239,7 +238,7 @@ class ProtoImporter:
                 importer.stats.inc("interned_data_tokenizer_errors", misses)
         self.trace.metadata["trace_time_clock_id"] = self.clocks.trace_clock
         if isinstance(self.clocks.trace_clock, int) and self.trace.machine_id == HOST_MACHINE_ID:
-            self.trace.model.set_trace_clock(self.clocks.trace_clock, self.global_snapshots)
+            self.trace.model.set_trace_clock(self.clocks.trace_clock, self.clocks.global_snapshots())
         parse_track_event, parse_atrace = self.parser.parse, self.atrace.parse
         parse_ftrace, parse_packet = self.ftrace.parse_ftrace, self.ftrace.parse_packet
         machines = self.machine_by_index
@@ -645,14 +644,6 @@ class ProtoImporter:
         self.clocks.add_snapshot(
             [(c.clock_id, c.timestamp, c.is_incremental, c.unit_multiplier_ns) for c in snap.clocks], seq_id
         )
-        if self.trace.machine_id == HOST_MACHINE_ID:  # kept for other inputs' clocks (model.trace_clock)
-            self.global_snapshots.append(
-                [
-                    (c.clock_id, c.timestamp * (c.unit_multiplier_ns or 1))
-                    for c in snap.clocks
-                    if not c.is_incremental and isinstance(clock_key(c.clock_id, seq_id), int)
-                ]
-            )
 
     def _remote_clock_sync(self, sync) -> None:
         """Another machine's clocks against the host's: its client snapshots join its clock graph,

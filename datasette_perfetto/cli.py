@@ -67,7 +67,8 @@ def ingest_command(
     ftrace_raw: bool = False,
     analyze_proto_content: bool = False,
 ) -> None:
-    """Import TRACES (Perfetto protobuf, optionally gzipped) into a new SQLite database.
+    """Import TRACES into a new SQLite database: Perfetto protobuf, Chrome JSON,
+    systrace or collapsed stacks, each plain or gzipped, or zip/tar archives of them.
 
     The database is only written if every trace imports; an existing OUTPUT
     is replaced on success and left untouched on failure.

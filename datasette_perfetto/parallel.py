@@ -49,6 +49,7 @@ from .storage import TraceStorage
 from .writer import SqliteWriter, WriterError
 
 POLL_SECONDS = 0.2  # how often the parent shows progress while it waits for a part
+MANAGER_EXIT_SECONDS = 5.0  # how long a stopped executor's thread may take to notice its workers are gone
 REPORT_EVERY = 0.25  # seconds between two progress messages of a worker
 CLUSTER_EXTRA = "pip install 'datasette-perfetto[cluster]'"
 
@@ -243,13 +244,19 @@ def _wait(result: Callable[[float], Any], idle: Callable[[], None]) -> Any:
 def _stop(executor: ProcessPoolExecutor, futures: list[Future]) -> None:
     """After a failure: the workers killed (their work is thrown away) and the parts made so far removed."""
     # The executor offers no way to stop a running task (Python 3.14's kill_workers() will): its
-    # processes, read before shutdown() forgets them.
+    # processes, and the thread that manages them, read before shutdown() forgets them.
     processes = list((getattr(executor, "_processes", None) or {}).values())
+    manager = getattr(executor, "_executor_manager_thread", None)
     executor.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         process.kill()
     for process in processes:
         process.join()
+    if manager is not None:
+        # Its end closes the pipe that wakes it. Until then, the interpreter's exit could write to that pipe
+        # while it closes: a traceback (OSError, bad file descriptor) printed after the clean exit (Python
+        # before 3.12 takes no lock there).
+        manager.join(MANAGER_EXIT_SECONDS)
     for future in futures:
         if future.done() and not future.cancelled() and future.exception() is None:
             part = future.result()

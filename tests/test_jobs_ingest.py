@@ -252,6 +252,23 @@ def test_unreachable_scheduler_is_a_one_line_error(tmp_path, demo_trace):
     )
 
 
+def test_stopped_jobs_leave_no_executor_thread_for_the_exit_to_wake():
+    """After a failure the executor's managing thread has ended and closed its wake-up pipe: the interpreter's
+    exit wakes every such thread without a lock (Python before 3.12), and a pipe closing meanwhile printed a
+    traceback after a SIGTERM'd ingest had cleaned up (seen once in CI)."""
+    import concurrent.futures.process as futures_process
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    executor = ProcessPoolExecutor(2, multiprocessing.get_context("fork"))
+    futures = [executor.submit(time.sleep, 30) for _ in range(3)]
+    manager = executor._executor_manager_thread
+    assert manager is not None and manager.is_alive()
+    parallel._stop(executor, futures)
+    assert not manager.is_alive()
+    assert all(wakeup._closed for wakeup in list(futures_process._threads_wakeups.values()))
+
+
 @pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="needs /proc to find the child processes")
 @pytest.mark.parametrize("sig", ["SIGKILL", "SIGTERM"])
 def test_killed_parallel_ingest_leaves_nothing_behind(tmp_path, demo_trace, sig):

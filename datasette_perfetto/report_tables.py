@@ -32,6 +32,8 @@ from .schema import (
 
 # Groups at most this large are read whole; larger ones pick their ranks with OFFSET in the index.
 _READ_WHOLE = 64
+# Durations per read while report_slice_name_dur_rank samples a name's.
+_RANK_BATCH = 65_536
 
 
 def nearest_rank(n: int, p: float) -> int:
@@ -175,24 +177,39 @@ def slice_dimension(conn: sqlite3.Connection) -> None:
 
 
 def slice_name_dur_ranks(conn: sqlite3.Connection) -> None:
-    """report_slice_name_dur_rank: each frequent name's finished durations read in (name, dur) index order, every
-    REPORT_RANK_STEP-th kept with how many last at most as long (the window functions' sort of them all, 4-6x
-    slower)."""
-    rows = []
+    """report_slice_name_dur_rank: each frequent name's finished durations read in (name, dur) index order, a
+    batch at a time, every REPORT_RANK_STEP-th kept with how many last at most as long (4x faster than the
+    window functions' sort of them all). Memory: one batch (a gigabyte trace's most frequent name has millions)."""
+    rows: list[tuple] = []
     names = conn.execute(
         "SELECT name FROM report_slice_name WHERE count - unfinished >= ? AND name IS NOT NULL ORDER BY name",
         (REPORT_CELL_MIN_COUNT,),
     ).fetchall()
     for (name,) in names:
-        durations = [
-            d for (d,) in conn.execute("SELECT dur FROM slice WHERE name = ? AND dur >= 0 ORDER BY dur", (name,))
-        ]
-        kept = None
-        for position in range(0, len(durations), REPORT_RANK_STEP):
-            dur = durations[position]
-            if dur != kept:  # equal durations at two sampled positions are one row (DISTINCT)
-                rows.append((name, dur, bisect.bisect_right(durations, dur)))
-                kept = dur
+        cursor = conn.execute("SELECT dur FROM slice WHERE name = ? AND dur >= 0 ORDER BY dur", (name,))
+        read = 0  # durations in the batches before this one
+        sample = 0  # the position of the next duration to keep
+        last = None  # the last duration kept: equal ones at later positions are the same row (DISTINCT)
+        open_run = False  # whether last's run of equal durations may go on into the next batch
+        while batch := [d for (d,) in cursor.fetchmany(_RANK_BATCH)]:
+            if open_run:
+                end = bisect.bisect_right(batch, last)
+                if end < len(batch):
+                    rows.append((name, last, read + end))
+                    open_run = False
+            while sample < read + len(batch):
+                dur = batch[sample - read]
+                if dur != last:
+                    end = bisect.bisect_right(batch, dur)
+                    if end < len(batch):
+                        rows.append((name, dur, read + end))
+                    else:
+                        open_run = True
+                    last = dur
+                sample += REPORT_RANK_STEP
+            read += len(batch)
+        if open_run:
+            rows.append((name, last, read))
     _insert(conn, schema.REPORT_SLICE_NAME_DUR_RANK, rows)
 
 

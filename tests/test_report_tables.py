@@ -149,3 +149,35 @@ def test_absurd_durations_are_kept_within_int64(tmp_path):
     assert sorted(apples) == [("0", 10), ("1", 10)]  # once each
     assert huge_cells[:2] == ((1 << 63) - 1, 2) and huge_cells[2] > 1
     assert cells == [(1, 20), (2, 20)]  # both Apples in the first cell: one row per name, one per track
+
+
+@pytest.mark.parametrize("batch", [1, 7, 4096])
+def test_duration_ranks_across_read_batches_equal_their_sql(monkeypatch, batch):
+    """report_slice_name_dur_rank reads a name's durations a batch at a time: a run of equal durations that
+    crosses batches (or fills several) is one row, counted to its end; names just at the threshold, below
+    it, with unfinished instances; against the table's SQL definition."""
+    rng = random.Random(batch)
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.execute("CREATE TABLE slice (name TEXT, dur INTEGER)")
+    conn.execute("CREATE TABLE report_slice_name (name TEXT, count INTEGER, unfinished INTEGER)")
+    conn.execute(schema.REPORT_SLICE_NAME_DUR_RANK.create_sql())
+    threshold = schema.REPORT_CELL_MIN_COUNT
+    for name, count, spread, unfinished in [
+        ("ties", threshold + 3000, 3, 2),  # runs of thousands of equal durations
+        ("spread", threshold, 10**6, 0),  # every step's duration distinct
+        ("few", 5, 10, 0),  # below the threshold: no rows
+        ("unfinished", threshold - 1, 7, 1),  # below once its unfinished instance is not counted
+    ]:
+        durations = [rng.randrange(spread) for _ in range(count)] + [-1] * unfinished
+        conn.executemany("INSERT INTO slice VALUES (?, ?)", [(name, d) for d in durations])
+        conn.execute("INSERT INTO report_slice_name VALUES (?, ?, ?)", (name, len(durations), unfinished))
+    conn.execute("CREATE INDEX slice_name_dur ON slice (name, dur)")
+    defined = next(d for d in schema.DERIVED if d.name == "report_slice_name_dur_rank")
+    conn.execute(defined.populate)
+    want = conn.execute("SELECT name, dur, at_most FROM report_slice_name_dur_rank ORDER BY rowid").fetchall()
+    conn.execute("DELETE FROM report_slice_name_dur_rank")
+    monkeypatch.setattr(report_tables, "_RANK_BATCH", batch)
+    report_tables.slice_name_dur_ranks(conn)
+    got = conn.execute("SELECT name, dur, at_most FROM report_slice_name_dur_rank ORDER BY rowid").fetchall()
+    assert {name for name, _, _ in want} == {"spread", "ties"}
+    assert got == want

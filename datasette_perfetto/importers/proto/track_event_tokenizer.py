@@ -11,6 +11,7 @@ from ..common.event_kinds import EV_TRACK_EVENT
 from ..common.values import INT64_MAX, saturate, text
 from .active_chrome_processes import ACTIVE_PROCESS_PIDS, ActiveProcessesArgs
 from .gpu import correlated_args
+from .reader import WIRE_I32, WIRE_I64, WIRE_LEN, WIRE_VARINT, CorruptData, decode_varint
 from .track_event_args import TYPED_FIELDS, LogMessageArgs, annotation_name, debug_annotation_args, typed_field_args
 from .track_event_extensions import DeferredExtensionArgs, TrackEventExtensions
 from .track_event_fields import I_CATEGORIES, I_NAMES, TE, TYPE_COUNTER, TYPE_STATE
@@ -28,7 +29,8 @@ def tokenize_track_event(importer, raw: bytes, seq, packet_ts: int | None) -> tu
     Most events repeat byte for byte within a sequence (an end event with the
     same thread-time delta, the same task posted from the same place), so the
     part that depends only on the bytes and the interned data is decoded once
-    per distinct encoding and kept until the sequence's state is cleared. What
+    per distinct encoding (or once per encoding but for the values every event has
+    its own: _decode_new) and kept until the sequence's state is cleared. What
     depends on earlier events (delta timestamps, incremental counters) is
     computed every time.
     """
@@ -229,18 +231,132 @@ _DECODE_SLOTS = {
 
 
 def _decode_new(stats, extensions: TrackEventExtensions, raw: bytes, seq) -> tuple | None:
-    """_decode() for bytes not in the sequence's cache (remembered there); None (counted) if undecodable."""
+    """_decode() for bytes not in the sequence's cache (remembered there); None (counted) if undecodable.
+
+    Bytes that differ from an earlier event's only in its per-event values (flow ids, the extra
+    counters' thread time: most of the events not repeated byte for byte) reuse that event's
+    decoding, cached under the bytes without them (a "template"), with their own values put in."""
+    volatile = split_volatile_fields(raw)
+    if volatile is None:
+        return _decode_remembered(stats, extensions, raw, seq)[0]
+    template_raw, extra, flows, term = volatile
+    template = seq.decoded.get(template_raw)
+    remember = True
+    if template is None:
+        template, remember = _decode_remembered(stats, extensions, template_raw, seq)
+        if template is None:
+            return None
+    static = (
+        *template[:8],
+        tuple(extra) if extra else (),
+        *template[9:15],
+        flows or template[15],
+        term or template[16],
+        *template[17:],
+    )
+    if remember:
+        _remember(seq, raw, static)
+    return static
+
+
+def _decode_remembered(stats, extensions: TrackEventExtensions, raw: bytes, seq) -> tuple[tuple | None, bool]:
+    """(_decode() of raw or None (counted) if undecodable, whether it was remembered in the cache)."""
     misses = seq.misses
     try:
         static = _decode(pb.TrackEvent.FromString(raw), extensions, raw, seq)
     except DecodeError:
         stats.inc("track_event_parser_errors")
+        return None, False
+    if seq.misses != misses:  # an unresolved iid may be interned later: don't remember it
+        return static, False
+    _remember(seq, raw, static)
+    return static, True
+
+
+def _remember(seq, raw: bytes, static: tuple) -> None:
+    if len(seq.decoded) >= DECODE_CACHE_ENTRIES:
+        seq.decoded.clear()
+    seq.decoded[raw] = static
+
+
+# TrackEvent tags (field number << 3 | wire type) of the per-event values split_volatile_fields takes out.
+_EXTRA_VALUE_TAG = TE.extra_counter_values.number << 3  # varint
+_FLOW_TAG = TE.flow_ids.number << 3 | 1  # fixed64
+_TERM_FLOW_TAG = TE.terminating_flow_ids.number << 3 | 1
+# The same fields packed: rare, and their values would have to be merged in order with the
+# unpacked ones: such an event is decoded whole.
+_PACKED_VOLATILE_TAGS = frozenset(
+    (
+        TE.extra_counter_values.number << 3 | 2,
+        TE.flow_ids.number << 3 | 2,
+        TE.terminating_flow_ids.number << 3 | 2,
+    )
+)
+
+
+def split_volatile_fields(raw: bytes) -> tuple[bytes, list | None, list | None, list | None] | None:
+    """(raw without its extra_counter_values, flow_ids and terminating_flow_ids fields, their
+    values in order), read from the top-level fields of TrackEvent bytes; None if raw has none of
+    them, or any it cannot take out exactly (packed, or not well formed: decoded whole instead)."""
+    n = len(raw)
+    pos = kept_from = 0
+    pieces: list | None = None
+    extra = flows = term = None
+    try:
+        while pos < n:
+            start = pos
+            tag = raw[pos]
+            if tag < 0x80:
+                pos += 1
+            else:
+                tag, pos = decode_varint(raw, pos)
+            if tag == _EXTRA_VALUE_TAG:
+                value, pos = decode_varint(raw, pos)
+                if extra is None:
+                    extra = []
+                extra.append(value - (1 << 64) if value >= 1 << 63 else value)  # int64
+            elif tag == _FLOW_TAG or tag == _TERM_FLOW_TAG:
+                end = pos + 8
+                if end > n:
+                    return None
+                value = int.from_bytes(raw[pos:end], "little")
+                pos = end
+                if tag == _FLOW_TAG:
+                    if flows is None:
+                        flows = []
+                    flows.append(value)
+                else:
+                    if term is None:
+                        term = []
+                    term.append(value)
+            else:
+                wire = tag & 7
+                if wire == WIRE_VARINT:
+                    _, pos = decode_varint(raw, pos)
+                elif wire == WIRE_LEN:
+                    if tag in _PACKED_VOLATILE_TAGS:
+                        return None
+                    length, pos = decode_varint(raw, pos)
+                    pos += length
+                elif wire == WIRE_I64:
+                    pos += 8
+                elif wire == WIRE_I32:
+                    pos += 4
+                else:
+                    return None
+                continue
+            if pieces is None:
+                pieces = []
+            if start > kept_from:
+                pieces.append(raw[kept_from:start])
+            kept_from = pos
+    except (IndexError, CorruptData):
         return None
-    if seq.misses == misses:  # an unresolved iid may be interned later: don't remember it
-        if len(seq.decoded) >= DECODE_CACHE_ENTRIES:
-            seq.decoded.clear()
-        seq.decoded[raw] = static
-    return static
+    if pieces is None or pos != n:
+        return None
+    if kept_from < n:
+        pieces.append(raw[kept_from:])
+    return b"".join(pieces), extra, flows, term
 
 
 def _decode(ev, extensions: TrackEventExtensions, raw: bytes, seq) -> tuple:

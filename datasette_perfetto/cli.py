@@ -138,6 +138,7 @@ def serve_command(
     from .progress import progress_for
     from .serve import (
         build_datasette,
+        cache_target,
         cached_database,
         check_served_database,
         check_trace,
@@ -147,13 +148,20 @@ def serve_command(
 
     cache = Path(cache_dir) if cache_dir else default_cache_dir()
     served: dict[str, bool] = {}  # database -> mutable, in argument order; a file given twice is served once
+    targets: dict[str, Path] = {}  # trace -> its database in the cache
     sock = None
     try:
         # Every argument is checked before anything is imported: a typo fails at once.
         for path in traces:
             if is_sqlite_file(path):
                 check_served_database(path)
-            else:
+                continue
+            try:
+                targets[path] = cache_target(path, cache)
+            except IngestError:
+                check_trace(path)  # names the problem as an import would
+                raise
+            if not targets[path].is_file():  # imported before: nothing to check (an archive is not listed again)
                 check_trace(path)
         sock = _listen(host, port)  # a port in use fails before a long import, not after
         for path in traces:
@@ -166,7 +174,9 @@ def serve_command(
                     click.echo(f"{path}: waiting for another process importing it", err=True)
 
             with sigterm_raises_system_exit():
-                db, summaries = cached_database(path, cache, progress=progress_for(quiet), on_wait=waiting)
+                db, summaries = cached_database(
+                    path, cache, progress=progress_for(quiet), on_wait=waiting, target=targets[path]
+                )
             if not quiet:
                 if summaries is None:
                     click.echo(f"{path}: imported before, {db}", err=True)

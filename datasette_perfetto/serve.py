@@ -144,17 +144,24 @@ def _locked_folder(folder: Path, on_wait: Callable[[], None]) -> Iterator[None]:
             os.close(fd)
 
 
+def cache_target(trace_path: str, cache_dir: Path, version: str | None = None) -> Path:
+    """Where the database of `trace_path` is (or will be) in the cache; reads the whole trace (cache_key)."""
+    return Path(cache_dir) / cache_key(trace_path, version or package_version()) / f"{database_stem(trace_path)}.db"
+
+
 def cached_database(
     trace_path: str,
     cache_dir: Path,
     version: str | None = None,
     progress: Progress | None = None,
     on_wait: Callable[[], None] = lambda: None,
+    target: Path | None = None,
 ) -> tuple[Path, list[TraceSummary] | None]:
     """The database of `trace_path` in the cache, imported first if it is not there;
-    returns (its path, the import's summaries or None when it was cached)."""
-    folder = Path(cache_dir) / cache_key(trace_path, version or package_version())
-    target = folder / f"{database_stem(trace_path)}.db"
+    returns (its path, the import's summaries or None when it was cached). `target`:
+    cache_target's answer, if the caller has it (saves reading the trace again)."""
+    target = target or cache_target(trace_path, cache_dir, version)
+    folder = target.parent
     if target.is_file():
         if not inspect_path(target).is_file():  # cached by a version that did not write it
             write_inspect_data(target)
@@ -263,6 +270,7 @@ def run_server(ds: Datasette, sock: socket.socket) -> None:
 
 __all__ = [
     "build_datasette",
+    "cache_target",
     "cached_database",
     "default_cache_dir",
     "package_version",

@@ -231,6 +231,26 @@ def test_serve_bad_input_is_one_line_and_caches_nothing(tmp_path, demo_trace, se
     )
 
 
+def test_serving_a_cached_archive_again_does_not_open_it(tmp_path, demo_trace, served, monkeypatch):
+    import tarfile
+
+    archive = tmp_path / "traces.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(demo_trace, arcname="demo.pftrace")
+    cache = tmp_path / "cache"
+    checked: list[str] = []
+    check_trace = serve.check_trace
+    monkeypatch.setattr(serve, "check_trace", lambda path: checked.append(path) or check_trace(path))
+    first = run("serve", str(archive), "--cache-dir", str(cache), "-p", "0")
+    assert first.exit_code == 0, first.output
+    assert checked == [str(archive)] and "imported into" in first.stderr
+    # A gzipped tar is inflated whole to list its members: a cached one is only hashed.
+    again = run("serve", str(archive), "--cache-dir", str(cache), "-p", "0")
+    assert again.exit_code == 0, again.output
+    assert checked == [str(archive)] and "imported before" in again.stderr
+    assert entries(cache) == [f"{serve.cache_key(str(archive), serve.package_version())}/traces.db"]
+
+
 def test_serve_a_database_that_is_not_a_trace_database(tmp_path, served):
     import sqlite3
 

@@ -7,6 +7,7 @@ TrackEventTracker and FlowTracker make of the same packets."""
 from __future__ import annotations
 
 from conftest import FunctionsDB, ingest_built
+from database_rows import assert_same_database
 from google.protobuf import text_format
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
@@ -385,3 +386,59 @@ def test_callstacks_are_the_same_when_tokenized_by_two_processes(tmp_path):
             )
         )
     assert results[0] == results[1] == [(f"e{i}", "Inner") for i in range(5)]
+
+
+# -- track events on a clock of their own --------------------------------------------------
+
+
+def test_track_events_on_a_clock_of_their_own_are_read_on_the_hot_path(tmp_path, monkeypatch):
+    from datasette_perfetto.importers.proto import reader
+
+    snapshot = (
+        "packet { trusted_packet_sequence_id: 1 timestamp: 1000 clock_snapshot { primary_trace_clock: 6 "
+        "clocks { clock_id: 6 timestamp: 1000 } clocks { clock_id: 3 timestamp: 500 } } }"
+    )
+
+    def on_clock(ts: int, name: str, clock: int | None) -> str:
+        clock_field = f"timestamp_clock_id: {clock}" if clock is not None else ""
+        return (
+            f"packet {{ trusted_packet_sequence_id: 2 timestamp: {ts} {clock_field} "
+            f'track_event {{ track_uuid: 1 type: TYPE_INSTANT name: "{name}" }} }}'
+        )
+
+    trace = "\n".join(
+        [
+            snapshot,
+            descriptor(1, 'thread { pid: 9 tid: 10 thread_name: "w" }', seq=2),
+            on_clock(700, "monotonic", 3),
+            on_clock(1300, "boottime", None),
+            on_clock(850, "monotonic again", 3),
+            on_clock(1400, "boottime named", 6),
+            on_clock(900, "unknown clock", 99),
+        ]
+    )
+    path = built(trace).write(tmp_path / "t.pftrace")
+    scanned: list = []
+    scan = reader.scan_track_event_range
+
+    def recording(data, pos, n):
+        result = scan(data, pos, n)
+        scanned.append(result and result[4])
+        return result
+
+    monkeypatch.setattr(reader, "scan_track_event_range", recording)
+    results = []
+    for split in (False, True):
+        db_path = tmp_path / f"split{split}.db"
+        ingest([str(path)], str(db_path), split_tokenize=split)
+        results.append(FunctionsDB(db_path))
+    assert {3, 6, 99} <= set(scanned)  # read without a TracePacket
+    expected = [(1200, "monotonic"), (1300, "boottime"), (1350, "monotonic again"), (1400, "boottime named")]
+    for db in results:
+        assert db.rows("SELECT ts, name FROM slice ORDER BY ts") == expected
+    # As the packets decoded whole give it (the scan declining them).
+    monkeypatch.setattr(reader, "scan_track_event_range", lambda data, pos, n: None)
+    whole = tmp_path / "whole.db"
+    ingest([str(path)], str(whole), split_tokenize=False)
+    assert_same_database(results[0].path, whole)
+    assert_same_database(results[1].path, whole)

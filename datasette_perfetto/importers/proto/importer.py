@@ -423,9 +423,12 @@ class ProtoImporter:
         if tokenized is not None:
             self.sorter.push(tokenized[0], tokenized[1], TRACK_EVENT_STREAM)
 
-    def _tokenize_simple(self, ts_raw: int | None, seq_id: int | None, flags: int, event: bytes) -> None:
-        """tokenize() for the common packet: a TrackEvent with nothing but a timestamp,
-        sequence id and flags beside it, read straight from the bytes (no TracePacket)."""
+    def _tokenize_simple(
+        self, ts_raw: int | None, seq_id: int | None, flags: int, event: bytes, clock_id: int | None
+    ) -> None:
+        """tokenize() for the common packet: a TrackEvent with nothing but a timestamp (perhaps
+        on a clock of its own), sequence id and flags beside it, read straight from the bytes
+        (no TracePacket)."""
         if seq_id is None:
             self.stats.inc("track_event_missing_sequence_id")
             return
@@ -445,6 +448,10 @@ class ProtoImporter:
                 return
         if ts_raw is None:
             ts = None
+        elif clock_id is not None:
+            ts = self._trace_time(ts_raw, clock_id, seq)
+            if ts is None:
+                return
         else:
             clock = seq.clock
             # The sequence's cached default clock, when not incremental: _trace_time's fast path, inline.

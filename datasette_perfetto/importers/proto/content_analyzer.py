@@ -340,7 +340,7 @@ class ProtoContentAnalyzer:
         counts = self.stats.single  # SKIPPED_STAT's count (a single stat), read twice a packet
         for data in reader.packets():
             simple = scan_simple_track_event(data)
-            if simple is None or simple[4] is not None:  # its own clock: analyzed as any other packet
+            if simple is None:
                 self._begin(data, False)
                 yield data
                 self._end()
@@ -354,8 +354,7 @@ class ProtoContentAnalyzer:
 
     def tokenize(self, data: bytes) -> None:
         """The importer's tokenize() for a packet inside another (compressed_packets)."""
-        simple = scan_simple_track_event(data)
-        self._begin(data, simple is not None and simple[4] is None)
+        self._begin(data, scan_simple_track_event(data) is not None)
         type(self.importer).tokenize(self.importer, data)
         self._end()
 

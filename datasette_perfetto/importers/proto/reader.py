@@ -182,7 +182,7 @@ def inflate_packets(data: bytes, stats: Stats) -> list[bytes]:
 # sequence_flags (13), timestamp_clock_id (58: Chromium sets it on one event in
 # sixteen). Anything else goes through the full TracePacket parse.
 _TAG_UID, _TAG_TS, _TAG_SEQ, _TAG_EVENT, _TAG_FLAGS = 0x18, 0x40, 0x50, 0x5A, 0x68
-_TAG_CLOCK_ID = (0xD0, 0x03)  # 58 << 3 | varint, two bytes
+_TAG_CLOCK_ID, _TAG_CLOCK_ID_SECOND = 0xD0, 0x03  # 58 << 3 | varint: a two-byte tag
 
 
 def scan_simple_track_event(data: bytes):
@@ -198,8 +198,8 @@ def scan_track_event_range(data: bytes, pos: int, n: int):
     try:
         while pos < n:
             tag = data[pos]
-            if tag == _TAG_CLOCK_ID[0]:
-                if data[pos + 1] != _TAG_CLOCK_ID[1]:
+            if tag == _TAG_CLOCK_ID:
+                if data[pos + 1] != _TAG_CLOCK_ID_SECOND:
                     return None
                 clock_id, pos = decode_varint(data, pos + 2)
                 continue

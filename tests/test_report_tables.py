@@ -91,6 +91,33 @@ def test_streamed_aggregates_equal_their_sql(database, derived):
     assert kept == defined
 
 
+def test_counter_figures_with_null_values_equal_their_sql(edge_db, tmp_path):
+    """NULL counter values (none of our importers writes one, a database edited by hand may hold them) are
+    skipped by min/max/sum and ranked first, as the SQL definition does; the other tracks take the fast path."""
+    copy = tmp_path / "nulls.db"
+    copy.write_bytes(edge_db.read_bytes())
+    conn = sqlite3.connect(copy)
+    try:
+        tracks = [t for (t,) in conn.execute("SELECT DISTINCT track_id FROM counter ORDER BY track_id")]
+        conn.execute("UPDATE counter SET value = NULL WHERE track_id = ? AND id % 3 = 0", (tracks[0],))
+        conn.execute("UPDATE counter SET value = NULL WHERE track_id = ?", (tracks[-1],))  # nothing but NULLs
+        conn.execute("DELETE FROM report_track_stats")
+        conn.commit()
+        report_tables.track_stats(conn)
+        conn.commit()
+        nulls = conn.execute("SELECT count(*) FROM counter WHERE value IS NULL").fetchone()[0]
+    finally:
+        conn.close()
+    derived = next(d for d in COMPUTED if d.name == "report_track_stats")
+    computed, defined = kept_and_defined(copy, derived)
+    assert len(tracks) >= 2 and nulls > 1
+    assert len(computed) == len(defined)
+    for got, want in zip(computed, defined):
+        assert [type(v) for v in got] == [type(v) for v in want], (got, want)
+        for g, w in zip(got, want):
+            assert g == (pytest.approx(w, rel=1e-12) if isinstance(w, float) else w), (got, want)
+
+
 def test_the_edge_trace_has_the_cases_it_is_for(edge_db):
     conn = sqlite3.connect(edge_db)
     try:

@@ -23,6 +23,8 @@ from datasette_perfetto import schema, writer
 from datasette_perfetto.conformance import load_passing_list, run_case
 from datasette_perfetto.importers.proto import importer as proto_importer
 from datasette_perfetto.importers.proto import split_tokenize
+from datasette_perfetto.importers.proto.sequence_state import SequenceState
+from datasette_perfetto.importers.proto.track_descriptor import CounterDetails, Reservation
 from datasette_perfetto.ingest import IngestError, ingest
 from datasette_perfetto.trace_builder import TraceBuilder
 
@@ -141,7 +143,7 @@ def test_a_sequence_both_processes_need_falls_back_to_one_process(tmp_path, atte
     monkeypatch.setattr(
         split_tokenize.SequenceClaims,
         "claim",
-        lambda self, seq_id, process: split_tokenize.HELPER if seq_id == 2 else split_tokenize.MAIN,
+        lambda self, seq_id, process, shareable=False: split_tokenize.HELPER if seq_id == 2 else split_tokenize.MAIN,
     )
     path = tmp_path / "t.pftrace"
     path.write_bytes(streaming_profile_after_track_events())
@@ -149,6 +151,124 @@ def test_a_sequence_both_processes_need_falls_back_to_one_process(tmp_path, atte
     assert attempts == [True, False]
     ingest([str(path)], str(tmp_path / "serial.db"), **SERIAL)
     assert_same_database(tmp_path / "serial.db", tmp_path / "parallel.db")
+
+
+def one_sequence_trace(late: str | None = None, incremental_clock: bool = False, slices: int = 3_000) -> bytes:
+    """Everything on one sequence, as trace converters often write it: slices with args on four threads
+    and a counter, nothing one event leaves for the next; `late`: near the end, one event that does need
+    what earlier events left (the sequence's events were shared by the two processes by then)."""
+    b = TraceBuilder()
+    seq = b.sequence(1, use_incremental_clock=incremental_clock)
+    seq.process(10, "app")
+    threads = [seq.thread(10, 11 + i, f"t{i}") for i in range(4)]
+    gauge = seq.counter_track(500, "gauge")
+    total = seq.counter_track(501, "total", is_incremental=True)
+    ts = 1_000
+    for i in range(slices):
+        if i % 10 == 0:
+            seq.counter(ts, gauge, i * 0.5)
+        seq.slice_begin(ts, threads[i % 4], f"work{i % 7}", args={"i": i})
+        seq.slice_end(ts + 50, threads[i % 4])
+        ts += 100
+    if late == "incremental counter":
+        seq.counter(ts, total, 5)
+        seq.counter(ts + 10, total, 7)
+    elif late == "delta timestamp":
+        event = pb.TrackEvent(type=pb.TrackEvent.TYPE_INSTANT, track_uuid=threads[0], name="delta")
+        event.timestamp_delta_us = 3
+        seq.packet(None, track_event=event)
+    elif late == "thread time delta":
+        seq.instant(ts, threads[1], "timed").track_event.thread_time_delta_us = 7
+    elif late == "incremental extra counter":
+        event = seq.instant(ts, threads[2], "counted").track_event
+        event.extra_counter_track_uuids.append(total)
+        event.extra_counter_values.append(3)
+    return b.to_bytes()
+
+
+@pytest.mark.parametrize("incremental_clock", [False, True], ids=["absolute", "incremental clock"])
+def test_one_sequence_is_shared_by_the_two_processes(tmp_path, attempts, monkeypatch, incremental_clock):
+    """A sequence whose events leave nothing for the next is tokenized by both processes, by turns of
+    packets: each took a share, and the database is the single process's."""
+    path = tmp_path / "t.pftrace"
+    path.write_bytes(one_sequence_trace(incremental_clock=incremental_clock))
+    shares = {}
+    original = split_tokenize.HelperHandle.result
+
+    def result(self):
+        stats, misses, runs, count = original(self)
+        shares["helper"] = count
+        return stats, misses, runs, count
+
+    monkeypatch.setattr(split_tokenize.HelperHandle, "result", result)
+    ingest([str(path)], str(tmp_path / "parallel.db"), **PARALLEL)
+    assert attempts == [True]
+    ingest([str(path)], str(tmp_path / "serial.db"), **SERIAL)
+    assert_same_database(tmp_path / "serial.db", tmp_path / "parallel.db")
+    assert len(table_rows(tmp_path / "parallel.db")["slice"]) == 3_000
+    assert 0.3 < shares["helper"] / 6_300 < 0.7  # 6,000 slice events and 300 counter values
+
+
+@pytest.mark.parametrize(
+    "late", ["incremental counter", "delta timestamp", "thread time delta", "incremental extra counter"]
+)
+def test_a_shared_sequence_that_needs_order_after_all_falls_back_to_one_process(tmp_path, attempts, late):
+    path = tmp_path / "t.pftrace"
+    path.write_bytes(one_sequence_trace(late))
+    ingest([str(path)], str(tmp_path / "parallel.db"), **PARALLEL)
+    assert attempts == [True, False]
+    ingest([str(path)], str(tmp_path / "serial.db"), **SERIAL)
+    assert_same_database(tmp_path / "serial.db", tmp_path / "parallel.db")
+
+
+def test_a_process_stops_when_the_other_found_the_split_impossible(tmp_path, attempts, monkeypatch):
+    """Each process looks at the shared flag every 16,384 packets: the importer gives up at its first look
+    (the fallback then imports in one process), not after reading the whole file."""
+    monkeypatch.setattr(split_tokenize.SequenceClaims, "failed", property(lambda self: True))
+    read = []
+    original = proto_importer.ProtoImporter.parse_all
+
+    def parse_all(self, progress):
+        read.append(self.packet_index)
+        return original(self, progress)
+
+    monkeypatch.setattr(proto_importer.ProtoImporter, "parse_all", parse_all)
+    path = tmp_path / "t.pftrace"
+    path.write_bytes(one_sequence_trace(slices=9_000))
+    ingest([str(path)], str(tmp_path / "parallel.db"), **PARALLEL)
+    assert attempts == [True, False] and read == [0]  # the single-process import counts no packets
+    ingest([str(path)], str(tmp_path / "serial.db"), **SERIAL)
+    assert_same_database(tmp_path / "serial.db", tmp_path / "parallel.db")
+
+
+TE = pb.TrackEvent
+KNOWN_TRACKS = {
+    5: Reservation(5),
+    6: Reservation(6, counter=CounterDetails()),
+    7: Reservation(7, counter=CounterDetails(is_incremental=True)),
+}
+
+
+@pytest.mark.parametrize(
+    "first, defaults, expected",
+    [
+        (TE(type=TE.TYPE_SLICE_BEGIN, track_uuid=5, name_iid=1), (), True),
+        (TE(type=TE.TYPE_SLICE_BEGIN, track_uuid=5, timestamp_absolute_us=9), (), True),
+        (TE(type=TE.TYPE_COUNTER, track_uuid=6, double_counter_value=3.5), (), True),
+        (TE(type=TE.TYPE_SLICE_BEGIN, track_uuid=5, timestamp_delta_us=9), (), False),
+        (TE(type=TE.TYPE_SLICE_BEGIN, track_uuid=5, thread_time_delta_us=9), (), False),
+        (TE(type=TE.TYPE_SLICE_BEGIN, track_uuid=5, thread_time_absolute_us=9), (), False),
+        (TE(type=TE.TYPE_INSTANT, extra_counter_values=[1], extra_counter_track_uuids=[6]), (), False),
+        (TE(type=TE.TYPE_COUNTER, track_uuid=7, counter_value=3), (), False),  # an incremental counter
+        (TE(type=TE.TYPE_COUNTER, track_uuid=8, counter_value=3), (), False),  # a track not described yet
+        (TE(type=TE.TYPE_SLICE_END), (6,), False),  # Chromium: thread time on every event, from the defaults
+    ],
+)
+def test_which_sequences_are_shared(first, defaults, expected):
+    seq = SequenceState(1)
+    seq.default_extra_counter_uuids = defaults
+    assert split_tokenize.shareable(seq, first.SerializeToString(), KNOWN_TRACKS) is expected
+    assert split_tokenize.shareable(seq, b"\xff", KNOWN_TRACKS) is False  # bytes that are no TrackEvent
 
 
 def test_a_failing_helper_falls_back_to_one_process(tmp_path, monkeypatch, demo_trace, attempts):

@@ -51,7 +51,18 @@ from .packet_handlers import PACKET_HANDLERS, TOKENIZE_HANDLERS
 from .profiles import UNSYMBOLIZED_SOURCE_LOCATIONS, ProfileParser, ProfileTokenizer, number_generations_as_helper
 from .reader import ProtoReader, inflate_packets, scan_simple_track_event
 from .sequence_state import INTERNED_FIELDS, SequenceState
-from .split_tokenize import HELPER, MAIN, OwnedContext, SequenceClaims, SequenceSplit, split_wanted, start_helper
+from .split_tokenize import (
+    HELPER,
+    MAIN,
+    SHARE_TURN_SHIFT,
+    SHARED,
+    OwnedContext,
+    SequenceClaims,
+    SequenceSplit,
+    SplitFailed,
+    split_wanted,
+    start_helper,
+)
 from .trace_diagnostics import run_rules as run_trace_diagnostics
 from .trace_metadata import DATA_LOSS_CAUSES
 from .track_descriptor import Reservation, chrome_thread_name, reservation_from
@@ -162,7 +173,7 @@ class ProtoImporter:
         reopen = self.options.reopen
         if reopen is not None and split_wanted(self.options.split_tokenize, self.trace.size):
             helper, claims = start_helper(self, reopen)  # the child starts from this same, still empty, state
-            self.split = SequenceSplit(MAIN, claims)
+            self.split = SequenceSplit(MAIN, claims, self.reservations)
         try:
             self.tokenize_all(stream, progress)
             if helper is not None:
@@ -182,7 +193,7 @@ class ProtoImporter:
         """In the forked helper: tokenize only the track events of the sequences it
         owns, into `sorter`; keep the rest of the tokenizer state as the importer
         does, silently."""
-        split = self.split = SequenceSplit(HELPER, claims)
+        split = self.split = SequenceSplit(HELPER, claims, self.reservations)
         number_generations_as_helper()
         self.sorter = sorter
         if self.analyzer is not None:
@@ -210,20 +221,27 @@ class ProtoImporter:
         position = file_position(stream)
         n = 0
         split, sorter = self.split, self._file_sorter()
-        for item in reader.scanned() if self.analyzer is None else self.analyzer.packets(reader):
-            n += 1
+        try:
+            for item in reader.scanned() if self.analyzer is None else self.analyzer.packets(reader):
+                n += 1
+                if split is not None:
+                    # Sort keys carry the packet's place in the file, so the two processes' events
+                    # merge in the order one process would have queued them.
+                    self.packet_index += 1
+                    sorter.arrival_base = self.packet_index << 32
+                if type(item) is tuple:  # the common track-event packet, already read
+                    self.host_used = True  # no machine_id: a host packet
+                    self._tokenize_simple(*item)
+                else:
+                    self._tokenize_packet_bytes(item)
+                if n & 0x3FFF == 0:
+                    progress(0.5 * min(position() / size, 1.0))
+                    if split is not None and split.claims.failed:
+                        raise SplitFailed("the other tokenizer process found the split impossible")
+        except SplitFailed:
             if split is not None:
-                # Sort keys carry the packet's place in the file, so the two processes' events
-                # merge in the order one process would have queued them.
-                self.packet_index += 1
-                sorter.arrival_base = self.packet_index << 32
-            if type(item) is tuple:  # the common track-event packet, already read
-                self.host_used = True  # no machine_id: a host packet
-                self._tokenize_simple(*item)
-            else:
-                self._tokenize_packet_bytes(item)
-            if n & 0x3FFF == 0:
-                progress(0.5 * min(position() / size, 1.0))
+                split.claims.fail()  # the other process stops too
+            raise
         self.trace.packets_read += n
         progress(0.5)
         self.sequence_misses = sum(seq.misses for seq in self.sequences.values())
@@ -466,8 +484,8 @@ class ProtoImporter:
         if split is not None:
             owner = seq.split_owner
             if owner is None:
-                owner = split.owner(seq)
-            if owner != split.role:
+                owner = split.owner(seq, event)
+            if owner != split.role and (owner != SHARED or (self.packet_index >> SHARE_TURN_SHIFT) & 1 != split.role):
                 return
         tokenized = tokenize_track_event(self.te_context, event, seq, ts)
         if tokenized is not None:
@@ -475,10 +493,12 @@ class ProtoImporter:
 
     def _tokenize_split(self, split: SequenceSplit, event: bytes, seq: SequenceState, ts: int | None) -> None:
         """A track event when the helper shares the work: tokenized by whichever process owns
-        its sequence (_tokenize_simple inlines this)."""
+        its sequence, or has its turn of a shared one (_tokenize_simple inlines this)."""
         owner = seq.split_owner
         if owner is None:
-            owner = split.owner(seq)
+            owner = split.owner(seq, event)
+        if owner == SHARED:
+            owner = (self.packet_index >> SHARE_TURN_SHIFT) & 1
         if owner == split.role:
             tokenized = tokenize_track_event(self.te_context, event, seq, ts)
             if tokenized is not None:

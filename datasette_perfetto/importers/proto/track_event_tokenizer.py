@@ -12,6 +12,7 @@ from ..common.values import INT64_MAX, saturate, text
 from .active_chrome_processes import ACTIVE_PROCESS_PIDS, ActiveProcessesArgs
 from .gpu import correlated_args
 from .reader import WIRE_I32, WIRE_I64, WIRE_LEN, WIRE_VARINT, CorruptData, decode_varint
+from .split_tokenize import not_shareable
 from .track_event_args import TYPED_FIELDS, LogMessageArgs, annotation_name, debug_annotation_args, typed_field_args
 from .track_event_extensions import DeferredExtensionArgs, TrackEventExtensions
 from .track_event_fields import I_CATEGORIES, I_NAMES, TE, TYPE_COUNTER, TYPE_STATE
@@ -64,6 +65,7 @@ def tokenize_track_event(importer, raw: bytes, seq, packet_ts: int | None) -> tu
 
     needs_conversion = True
     if ts_delta is not None:
+        not_shareable(seq)
         if seq.ref_ts is None:
             stats.inc("track_event_skipped_timestamp_delta_without_valid_state")
             return None
@@ -120,6 +122,7 @@ def tokenize_track_event(importer, raw: bytes, seq, packet_ts: int | None) -> tu
         value = extra_values[0]
         value = value * multiplier if multiplier else float(value)
         if incremental:
+            not_shareable(seq)
             running = seq.counter_values
             value += running.get(cuuid, 0.0)
             running[cuuid] = value
@@ -465,6 +468,7 @@ def _thread_times(
     baselines; None (counted) for a delta without a baseline."""
     thread_ts = thread_ic = None
     if tt_delta is not None:
+        not_shareable(seq)
         if seq.ref_thread_ts is None:
             stats.inc("track_event_skipped_thread_time_delta_without_valid_state")
             return None
@@ -473,6 +477,7 @@ def _thread_times(
     elif tt_abs is not None:
         thread_ts = tt_abs * 1000
     if tic_delta is not None:
+        not_shareable(seq)
         if seq.ref_thread_ic is None:
             stats.inc("track_event_skipped_thread_instruction_delta_without_valid_state")
             return None
@@ -533,6 +538,7 @@ def _extra_counters(importer, seq, int_values, int_uuids, double_values, double_
             multiplier, incremental = spec
             v = value * multiplier if multiplier else float(value)
             if incremental:
+                not_shareable(seq)
                 v += running.get(cuuid, 0.0)
                 running[cuuid] = v
             extra.append((cuuid, v))
@@ -558,6 +564,7 @@ def _absolute_counter_value(reservations, seq, uuid: int, value: float) -> float
     if multiplier:
         value *= multiplier
     if incremental:
+        not_shareable(seq)
         value += seq.counter_values.get(uuid, 0.0)
         seq.counter_values[uuid] = value
     return value

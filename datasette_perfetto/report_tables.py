@@ -476,13 +476,19 @@ def _insert(conn: sqlite3.Connection, table: schema.Table, rows: list) -> None:
     keeps its sums)."""
     before = conn.execute(f"SELECT coalesce(max(rowid), 0) FROM [{table.name}]").fetchone()[0]
     try:
-        conn.executemany(table.insert_sql(), rows)
+        _insert_grouped(conn, table, rows)
     except OverflowError:
         # The rows before the one that overflowed are in (the writer journals nothing to roll back): out again.
         conn.execute(f"DELETE FROM [{table.name}] WHERE rowid > ?", (before,))
-        conn.executemany(
-            table.insert_sql(), [tuple(clamp_int64(v) if type(v) is int else v for v in row) for row in rows]
-        )
+        _insert_grouped(conn, table, [tuple(clamp_int64(v) if type(v) is int else v for v in row) for row in rows])
+
+
+def _insert_grouped(conn: sqlite3.Connection, table: schema.Table, rows: list) -> None:
+    groups, rest = schema.grouped_rows(rows)
+    if groups:
+        conn.executemany(table.insert_sql(schema.MULTI_ROWS), groups)
+    if rest:
+        conn.executemany(table.insert_sql(), rest)
 
 
 COMPUTE: dict[str, Callable[[sqlite3.Connection], None]] = {

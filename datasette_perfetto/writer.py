@@ -16,13 +16,11 @@ import queue
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
-from itertools import chain
 from typing import Any
 
 from . import report_tables, schema
+from .schema import MULTI_ROWS, grouped_rows
 from .scratch import die_with_parent, signals_held
-
-MULTI_ROWS = 50  # rows per INSERT statement (13 columns x 50 stays far below SQLite's variable limit)
 
 # Tables whose rows are written out of id order: slices are written when they
 # end, states when the next state begins.
@@ -57,11 +55,7 @@ def prepare_rows(table: str, rows: list[tuple]) -> tuple[list[tuple], list[tuple
         # Ids are unique, so tuples sort by id; appending to the b-tree in
         # order is much cheaper than random inserts.
         rows.sort()
-    # Many rows per statement: SQLite's per-statement cost is paid once per
-    # MULTI_ROWS rows (inserts ~35% faster than one by one).
-    whole = len(rows) - len(rows) % MULTI_ROWS
-    flat = chain.from_iterable
-    return [tuple(flat(rows[i : i + MULTI_ROWS])) for i in range(0, whole, MULTI_ROWS)], rows[whole:]
+    return grouped_rows(rows)
 
 
 class SqliteWriter:

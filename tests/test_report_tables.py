@@ -118,6 +118,22 @@ def test_counter_figures_with_null_values_equal_their_sql(edge_db, tmp_path):
             assert g == (pytest.approx(w, rel=1e-12) if isinstance(w, float) else w), (got, want)
 
 
+def test_rows_beyond_int64_in_a_multi_row_insert_are_clamped_once(tmp_path):
+    """Report rows go in MULTI_ROWS to a statement: a value beyond int64 in the second statement leaves the
+    first statement's rows in; they are taken out again and every row written once, the value clamped."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    table = schema.REPORT_SLICE_NAME_DUR_RANK
+    conn.execute(table.create_sql())
+    conn.execute("INSERT INTO report_slice_name_dur_rank VALUES ('earlier', 1, 1)")  # rows already there stay
+    rows = [(f"n{i}", i, i) for i in range(2 * schema.MULTI_ROWS + 7)]
+    rows[schema.MULTI_ROWS + 3] = ("huge", 1 << 70, 5)
+    report_tables._insert(conn, table, rows)
+    got = conn.execute("SELECT name, dur, at_most FROM report_slice_name_dur_rank ORDER BY rowid").fetchall()
+    want = [("earlier", 1, 1), *rows]
+    want[1 + schema.MULTI_ROWS + 3] = ("huge", (1 << 63) - 1, 5)
+    assert got == want
+
+
 def test_the_edge_trace_has_the_cases_it_is_for(edge_db):
     conn = sqlite3.connect(edge_db)
     try:

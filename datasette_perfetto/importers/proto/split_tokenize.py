@@ -14,7 +14,7 @@ one process would have produced, whoever tokenized what.
 A sequence whose events leave nothing for the next one (no delta timestamps
 or thread times, no incremental counters: the usual converter-written trace,
 often all on one sequence) is shared instead: its events go to the two
-processes by turns of SHARE_TURN packets of the file. An event of a shared
+processes by turns of 1,024 packets of the file (SHARE_TURN_SHIFT). An event of a shared
 sequence that does use such state after all ends the split (`not_shareable`):
 the import is done again in one process.
 

@@ -8,7 +8,8 @@ passes when ingest() either returns (a database that opens, with its `stats` tab
 IngestError with one line; in both cases an existing output database is untouched unless
 replaced by a complete one, and no temporary file is left. A Chrome JSON input is also imported
 with its tokenizing split between two processes, which must give the same database (or the
-same error). Anything else (a traceback, a hang, a difference) is a finding, saved for replay.
+same error), and so is a Perfetto protobuf input, with its sequences' track events split between
+the two. Anything else (a traceback, a hang, a difference) is a finding, saved for replay.
 
     python tests/fuzzer.py --minutes 30 [--seed N] [--findings DIR]   (what `./dev fuzz` runs)
     python tests/fuzzer.py --replay FILE
@@ -307,8 +308,8 @@ def check_input(data: bytes, folder: Path) -> str:
                 conn.close()
         except sqlite3.Error as e:
             raise Finding(f"the imported database does not open: {e}") from None
-    if _is_json(trace):
-        _check_split_json(trace, out if outcome == "imported" else None, folder)
+    if _splits(trace):
+        _check_split(trace, out if outcome == "imported" else None, folder)
     leftovers = sorted(p.name for p in folder.iterdir() if p.name not in ("input.trace", "out.db"))
     if leftovers:
         raise Finding(f"files left behind: {leftovers}")
@@ -317,18 +318,20 @@ def check_input(data: bytes, folder: Path) -> str:
     return outcome
 
 
-def _is_json(trace: Path) -> bool:
+def _splits(trace: Path) -> bool:
+    """Whether the input's format has a tokenizer helper (JSON: the second half of the events;
+    protobuf: some sequences, or turns of one)."""
     try:
         fmt, stream = open_trace(str(trace))
     except IngestError:
         return False
     stream.close()
-    return fmt == "json"
+    return fmt in ("json", "proto")
 
 
-def _check_split_json(trace: Path, imported: Path | None, folder: Path) -> None:
-    """The input imported with a helper process tokenizing the second half of its events must give
-    the database one process gave (`imported`; None: it was rejected, and must be again)."""
+def _check_split(trace: Path, imported: Path | None, folder: Path) -> None:
+    """The input imported with a helper process tokenizing part of its events must give the database
+    one process gave (`imported`; None: it was rejected, and must be again)."""
     split = folder / "split.db"
     try:
         ingest([str(trace)], str(split), split_tokenize=True, content=FUZZ_CONTENT)

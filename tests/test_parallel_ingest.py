@@ -50,17 +50,23 @@ def test_real_trace_gives_the_same_database_either_way(chrome_pair):
     assert table_rows(parallel)["slice"].__len__() == 136_512
 
 
-def test_the_helper_really_took_a_share(tmp_path, monkeypatch):
-    """Both processes tokenized track events (which sequences each took depends on timing)."""
-    shares = {}
+@pytest.fixture
+def shares(monkeypatch) -> dict:
+    """Filled by the next split import: "helper", the events its helper tokenized."""
+    seen = {}
     original = split_tokenize.HelperHandle.result
 
     def result(self):
         stats, misses, runs, count = original(self)
-        shares["helper"] = count
+        seen["helper"] = count
         return stats, misses, runs, count
 
     monkeypatch.setattr(split_tokenize.HelperHandle, "result", result)
+    return seen
+
+
+def test_the_helper_really_took_a_share(tmp_path, monkeypatch, shares):
+    """Both processes tokenized track events (which sequences each took depends on timing)."""
     original_parse = proto_importer.ProtoImporter.parse_all
 
     def parse_all(self, progress):
@@ -187,20 +193,11 @@ def one_sequence_trace(late: str | None = None, incremental_clock: bool = False,
 
 
 @pytest.mark.parametrize("incremental_clock", [False, True], ids=["absolute", "incremental clock"])
-def test_one_sequence_is_shared_by_the_two_processes(tmp_path, attempts, monkeypatch, incremental_clock):
+def test_one_sequence_is_shared_by_the_two_processes(tmp_path, attempts, shares, incremental_clock):
     """A sequence whose events leave nothing for the next is tokenized by both processes, by turns of
     packets: each took a share, and the database is the single process's."""
     path = tmp_path / "t.pftrace"
     path.write_bytes(one_sequence_trace(incremental_clock=incremental_clock))
-    shares = {}
-    original = split_tokenize.HelperHandle.result
-
-    def result(self):
-        stats, misses, runs, count = original(self)
-        shares["helper"] = count
-        return stats, misses, runs, count
-
-    monkeypatch.setattr(split_tokenize.HelperHandle, "result", result)
     ingest([str(path)], str(tmp_path / "parallel.db"), **PARALLEL)
     assert attempts == [True]
     ingest([str(path)], str(tmp_path / "serial.db"), **SERIAL)

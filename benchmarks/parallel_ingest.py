@@ -187,12 +187,13 @@ def build(folder: str, ranks: int, events: int) -> list[str]:
 
 
 # The issue's baseline: every input imported one after another by one process (ingest() with its
-# tokenizer helper and writer child off), which is what the serial ingest was when --jobs was asked for.
+# tokenizer helper, writer child and report tables' helper off), which is what the serial ingest was when
+# --jobs was asked for.
 # It starts as `datasette perfetto ingest` does (Datasette's CLI and its plugins loaded: about 1 s that
 # every other mode pays too), so the modes differ only in how they import.
 ONE_PROCESS = (
     "import sys; import datasette.cli; from datasette_perfetto.ingest import ingest; "
-    "ingest(sys.argv[2:], sys.argv[1], separate_writer=False, split_tokenize=False)"
+    "ingest(sys.argv[2:], sys.argv[1], separate_writer=False, split_tokenize=False, split_finish=False)"
 )
 
 

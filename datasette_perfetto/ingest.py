@@ -225,12 +225,14 @@ def ingest(
     split_tokenize: bool | None = None,
     content: Content = DEFAULT_CONTENT,
     import_inputs: ImportInputs | None = None,
+    split_finish: bool | None = None,
 ) -> list[TraceSummary]:
     """Imports every trace in `paths` into a new database at `db_path`.
 
-    Two settings choose how the machine's cores are used (None: for large
+    Three settings choose how the machine's cores are used (None: for large
     inputs; True: always; False: never): `separate_writer`, SQLite writes in a
-    child process, and `split_tokenize`, proto and JSON traces tokenized by two processes.
+    child process; `split_tokenize`, proto and JSON traces tokenized by two processes;
+    `split_finish`, the report tables built by two (derived.py).
     `content` asks for what trace_processor's import flags add (options.Content).
     `import_inputs(model, paths, directory, progress)`,
     if given, imports the inputs into the model instead of import_input one after the other (parallel.py:
@@ -238,11 +240,13 @@ def ingest(
     progress = progress or Progress()
     try:
         try:
-            return _ingest(paths, db_path, progress, separate_writer, split_tokenize, content, import_inputs)
+            return _ingest(
+                paths, db_path, progress, separate_writer, split_tokenize, content, import_inputs, split_finish
+            )
         except SplitFailed:
             # Rare (a proto sequence both processes would need, or its helper failed): the
             # single-process import is always right. (A JSON import reads on alone instead.)
-            return _ingest(paths, db_path, progress, separate_writer, False, content, import_inputs)
+            return _ingest(paths, db_path, progress, separate_writer, False, content, import_inputs, split_finish)
     finally:
         close_inflated()
         progress.finished()
@@ -256,6 +260,7 @@ def _ingest(
     split_tokenize,
     content: Content = DEFAULT_CONTENT,
     import_inputs: ImportInputs | None = None,
+    split_finish: bool | None = None,
 ) -> list[TraceSummary]:
     if not paths:
         raise IngestError("no trace files given")
@@ -267,16 +272,18 @@ def _ingest(
             raise IngestError(f"{db_path}: the output is one of the input traces; choose another output file")
     plan = plan_traces(paths)
     sweep_abandoned(directory)
+    total = max(sum(os.path.getsize(p) for p in paths if os.path.isfile(p)), 1)
     try:
         temporary = create_temp_database(directory)
     except OSError as e:
         raise IngestError(f"{db_path}: cannot create a temporary file in {directory}: {e.strerror or e}") from None
     tmp_path = temporary.path
-    total = max(sum(os.path.getsize(p) for p in paths if os.path.isfile(p)), 1)
     try:
         # A parallel ingest's parent only merges: its writes in this process, where its workers
         # are not forked with a writer's pipes and thread.
-        model = TraceModel.create(tmp_path, total, False if import_inputs is not None else separate_writer)
+        model = TraceModel.create(
+            tmp_path, total, False if import_inputs is not None else separate_writer, split_finish
+        )
     except BaseException:
         remove_database_files(tmp_path)
         temporary.release()

@@ -233,9 +233,12 @@ class TraceModel:
         self._add_host()
 
     @classmethod
-    def create(cls, path: str, input_bytes: int = 0, separate_process: bool | None = None) -> TraceModel:
-        """A model writing a new database at `path` (by a child process for large inputs)."""
-        return cls(TraceStorage.create(path, input_bytes, separate_process))
+    def create(
+        cls, path: str, input_bytes: int = 0, separate_process: bool | None = None, split_finish: bool | None = None
+    ) -> TraceModel:
+        """A model writing a new database at `path` (by a child process for large inputs; `split_finish`:
+        SqliteWriter's)."""
+        return cls(TraceStorage.create(path, input_bytes, separate_process, split_finish))
 
     def _add_host(self) -> None:
         self.machine_for(0)  # the host, written by finish() once SystemInfo is known

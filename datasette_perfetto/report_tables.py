@@ -6,8 +6,8 @@ were written (aggregates.py), and sort one group at a time. Each gives the rows 
 `populate` SQL gives, in the same order (tests/test_report_tables.py compares them; REAL sums may
 differ in the last bits, as summing in another order does).
 
-COMPUTE maps a derived table's name to its function `(conn) -> None`, which writes its rows;
-writer.build_derived runs it instead of the SQL.
+COMPUTE maps a derived table's name to its function `(conn) -> None`, which writes its rows (and those of
+the tables FILLED_WITH it); derived.py runs it instead of the SQL.
 """
 
 from __future__ import annotations
@@ -216,13 +216,53 @@ _OPEN, _UNFINISHED_OPEN, _WHOLE, _TOP_WHOLE, _CHILD_WHOLE = range(5, 10)
 _CELL_ROWS_BATCH = 50_000
 
 
-def slice_cells(conn: sqlite3.Connection) -> None:
-    """report_slice_process_name_cell, report_slice_track_name_cell and report_slice_name_cell, in traces with
-    at least REPORT_NAME_CELL_MIN_SLICES slices: one pass over the slices in time order (each with its parent's
-    name), noting per process and name (and per track and name) what each slice adds in its first and last cell
-    and over the cells between (open there, covering every whole one); a cell's rows are written as soon as no
-    slice can start in it any more, so memory holds the cells still open, not the trace. The per name rows are
-    the per process ones summed."""
+def slice_process_cells(conn: sqlite3.Connection) -> None:
+    """report_slice_process_name_cell, and report_slice_name_cell (its rows summed over processes): _slice_cells
+    per process and name."""
+    process_of = dict(
+        conn.execute(
+            "SELECT track_id, coalesce(CAST(int_value AS TEXT), string_value) FROM track_dimension "
+            "WHERE name = 'process'"
+        )
+    )
+    _slice_cells(
+        conn,
+        lambda name_g, track_g, t0: _Cells(
+            conn,
+            schema.REPORT_SLICE_PROCESS_NAME_CELL,
+            name_g,
+            t0,
+            lambda k: (text_order_key(k[0]), text_order_key(k[1])),
+            _itself,
+            running_totals=True,
+            rollup=lambda rows: _name_cells(conn, rows),
+        ),
+        lambda track_id, name: (process_of.get(track_id), name),
+    )
+
+
+def slice_track_cells(conn: sqlite3.Connection) -> None:
+    """report_slice_track_name_cell: _slice_cells per track and name."""
+    _slice_cells(
+        conn,
+        lambda name_g, track_g, t0: _Cells(
+            conn, schema.REPORT_SLICE_TRACK_NAME_CELL, track_g, t0, lambda k: (k[0], text_order_key(k[1])), _itself
+        ),
+        lambda track_id, name: (track_id, name),
+    )
+
+
+def _slice_cells(
+    conn: sqlite3.Connection,
+    make_cells: Callable[[int, int, int], _Cells],
+    key: Callable[[int, str | None], tuple],
+) -> None:
+    """A cell table of slices keyed by `key(track_id, name)`, in traces with at least
+    REPORT_NAME_CELL_MIN_SLICES slices: one pass over the slices in time order (each with its parent's name),
+    noting per key what each slice adds in its first and last cell and over the cells between (open there,
+    covering every whole one); a cell's rows are written as soon as no slice can start in it any more, so memory
+    holds the cells still open, not the trace. `make_cells(name cell, track cell, trace start)` gives the
+    table's _Cells."""
     if conn.execute("SELECT count(*) >= ? FROM slice", (REPORT_NAME_CELL_MIN_SLICES,)).fetchone()[0] == 0:
         return
     grid = conn.execute(
@@ -232,38 +272,17 @@ def slice_cells(conn: sqlite3.Connection) -> None:
     if grid is None:
         return
     name_g, track_g, t0, t1 = grid
-    by_process = _Cells(
-        conn,
-        schema.REPORT_SLICE_PROCESS_NAME_CELL,
-        name_g,
-        t0,
-        lambda k: (text_order_key(k[0]), text_order_key(k[1])),
-        _itself,
-        running_totals=True,
-        rollup=lambda rows: _name_cells(conn, rows),
-    )
-    by_track = _Cells(
-        conn, schema.REPORT_SLICE_TRACK_NAME_CELL, track_g, t0, lambda k: (k[0], text_order_key(k[1])), _itself
-    )
-    add_process, add_track = by_process.add, by_track.add
-    process_of = dict(
-        conn.execute(
-            "SELECT track_id, coalesce(CAST(int_value AS TEXT), string_value) FROM track_dimension "
-            "WHERE name = 'process'"
-        )
-    )
-    # A slice's parent is on its track (slices nest per track), so in its process.
+    cells = make_cells(name_g, track_g, t0)
+    add = cells.add
+    # A slice's parent is on its track (slices nest per track), so under the same key's track and process.
     for ts, dur, name, parent_name, top, track_id in conn.execute(
         "SELECT s.ts, s.dur, s.name, p.name, s.parent_id IS NULL, s.track_id FROM slice s "
         "LEFT JOIN slice p ON p.id = s.parent_id ORDER BY s.ts"
     ):
         unfinished = dur < 0
         end = t1 if unfinished else ts + dur
-        process = process_of.get(track_id)
-        add_process(ts, end, unfinished, top, (process, name), None if top else (process, parent_name))
-        add_track(ts, end, unfinished, top, (track_id, name), None if top else (track_id, parent_name))
-    by_process.write_until(None)
-    by_track.write_until(None)
+        add(ts, end, unfinished, top, key(track_id, name), None if top else key(track_id, parent_name))
+    cells.write_until(None)
 
 
 def _name_cells(conn: sqlite3.Connection, rows: list[tuple]) -> None:
@@ -496,8 +515,8 @@ COMPUTE: dict[str, Callable[[sqlite3.Connection], None]] = {
     "report_track_stats": track_stats,
     "report_slice_dimension": slice_dimension,
     "report_slice_name_dur_rank": slice_name_dur_ranks,
-    "report_slice_name_cell": slice_cells,
-    # Filled by slice_cells, in the same pass (report_slice_name_cell from report_slice_process_name_cell).
-    "report_slice_track_name_cell": lambda conn: None,
-    "report_slice_process_name_cell": lambda conn: None,
+    "report_slice_track_name_cell": slice_track_cells,
+    "report_slice_process_name_cell": slice_process_cells,
 }
+# Derived tables filled by another one's computation, in the same pass: table -> the one whose COMPUTE fills it.
+FILLED_WITH: dict[str, str] = {"report_slice_name_cell": "report_slice_process_name_cell"}

@@ -2241,7 +2241,7 @@ DERIVED: tuple[Derived, ...] = (
         )
         + ")",
     ),
-    # What report_tables.slice_cells computes, as their definitions.
+    # What report_tables.slice_process_cells and slice_track_cells compute, as their definitions.
     Derived(REPORT_SLICE_NAME_CELL, _slice_cells_sql(REPORT_SLICE_NAME_CELL, "name_cell_dur", "name")),
     Derived(REPORT_SLICE_TRACK_NAME_CELL, _slice_cells_sql(REPORT_SLICE_TRACK_NAME_CELL, "cell_dur", "track")),
     Derived(

@@ -65,8 +65,10 @@ class TraceStorage:
         self.slice_names = SliceNameAggregates()
 
     @classmethod
-    def create(cls, path: str, input_bytes: int = 0, separate_process: bool | None = None) -> TraceStorage:
-        return cls(open_writer(path, input_bytes, separate_process))
+    def create(
+        cls, path: str, input_bytes: int = 0, separate_process: bool | None = None, split_finish: bool | None = None
+    ) -> TraceStorage:
+        return cls(open_writer(path, input_bytes, separate_process, split_finish))
 
     def buffer(self, table: str) -> list[tuple]:
         """The pending-rows list of a table, for hot paths that append directly

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import report_tables, schema
+from . import derived, schema
 from .schema import MULTI_ROWS, grouped_rows
 from .scratch import die_with_parent, signals_held
 
@@ -61,7 +61,10 @@ def prepare_rows(table: str, rows: list[tuple]) -> tuple[list[tuple], list[tuple
 class SqliteWriter:
     """Writes the schema's tables into a new SQLite file."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, split_finish: bool | None = None) -> None:
+        """`split_finish`: the derived tables built by two processes (derived.build's `split`)."""
+        self.path = path
+        self.split_finish = split_finish
         conn = sqlite3.connect(path, isolation_level=None)
         # The file is a temporary one renamed into place on success, so
         # durability during the import buys nothing.
@@ -111,16 +114,9 @@ class SqliteWriter:
             getattr(self, method)()
 
     def build_derived(self) -> None:
-        """Derived tables (in declaration order: later ones read earlier ones) and views."""
+        """Derived tables (derived.py: by this process and a helper for large traces) and views."""
         conn = self.conn
-        for d in schema.DERIVED:
-            compute = report_tables.COMPUTE.get(d.name)
-            if compute is not None:
-                compute(conn)
-            elif not d.streamed:  # the streamed ones were written with the rest
-                conn.execute(d.populate)
-            for sql in d.table.index_sql():
-                conn.execute(sql)
+        derived.build(conn, self.path, self.split_finish)
         for v in schema.VIEWS:
             conn.execute(v.create_sql())
         conn.execute("COMMIT")
@@ -144,7 +140,7 @@ class SqliteWriter:
 _FINISH_METHODS = frozenset(method for _, method in FINISH_STEPS)
 
 
-def _serve(path: str, inbox, outbox, parent_pid: int, parent_ends: tuple) -> None:
+def _serve(path: str, split_finish: bool | None, inbox, outbox, parent_pid: int, parent_ends: tuple) -> None:
     """The child process: runs the parent's calls on a SqliteWriter, in order.
 
     Calls answer only when the parent waits for them (query, the finish steps);
@@ -160,7 +156,7 @@ def _serve(path: str, inbox, outbox, parent_pid: int, parent_ends: tuple) -> Non
         end.close()
     failure: str | None = None
     try:
-        writer: SqliteWriter | None = SqliteWriter(path)
+        writer: SqliteWriter | None = SqliteWriter(path, split_finish)
     except sqlite3.Error as e:
         writer, failure = None, f"cannot create the database: {e}"
     while True:
@@ -191,13 +187,13 @@ class WriterProcess:
     (the pipe's write releases the interpreter), so the importer only pays for
     pickling; query() and finish() wait for everything before them."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, split_finish: bool | None = None) -> None:
         ctx = multiprocessing.get_context("fork")
         to_child_r, self._to_child = ctx.Pipe(duplex=False)
         self._from_child, from_child_w = ctx.Pipe(duplex=False)
         self.process = ctx.Process(
             target=_serve,
-            args=(path, to_child_r, from_child_w, os.getpid(), (self._to_child, self._from_child)),
+            args=(path, split_finish, to_child_r, from_child_w, os.getpid(), (self._to_child, self._from_child)),
             daemon=True,
             name="datasette-perfetto-writer",
         )
@@ -276,11 +272,13 @@ class WriterProcess:
         self._from_child.close()
 
 
-def open_writer(path: str, input_bytes: int = 0, separate_process: bool | None = None):
+def open_writer(
+    path: str, input_bytes: int = 0, separate_process: bool | None = None, split_finish: bool | None = None
+):
     """A writer for a new database at `path`: in a child process for large
-    inputs (when the platform can fork), else in this one."""
+    inputs (when the platform can fork), else in this one (`split_finish`: SqliteWriter's)."""
     if separate_process is None:
         separate_process = input_bytes >= PROCESS_THRESHOLD_BYTES
     if separate_process and "fork" in multiprocessing.get_all_start_methods():
-        return WriterProcess(path)
-    return SqliteWriter(path)
+        return WriterProcess(path, split_finish)
+    return SqliteWriter(path, split_finish)

@@ -171,6 +171,62 @@ def test_a_sigterm_while_forking_is_delivered_after_the_fork():
     assert scratch._held == 0 and scratch._pending is None
 
 
+def test_a_sigterm_held_over_a_tokenizer_helper_fork_leaves_no_helper_and_no_runs(monkeypatch):
+    """Raised once the fork is over, inside Helper(): the importer holds no helper to stop yet, so Helper()
+    itself ends the child and removes its runs folder."""
+    import multiprocessing.process
+
+    from datasette_perfetto import scratch
+    from datasette_perfetto.importers.common.split_helper import Helper
+
+    start = multiprocessing.process.BaseProcess.start
+    started = []
+
+    def signalled_start(process):
+        os.kill(os.getpid(), signal.SIGTERM)  # held: the fork goes on
+        time.sleep(0.05)
+        start(process)
+        started.append(process)
+
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", signalled_start)
+    before = set(os.listdir(tempfile.gettempdir()))
+    with pytest.raises(SystemExit):
+        with scratch.sigterm_raises_system_exit():
+            Helper(lambda side: time.sleep(30))
+    assert len(started) == 1 and not started[0].is_alive()
+    runs = [p for p in set(os.listdir(tempfile.gettempdir())) - before if p.startswith(f"{RUNS_PREFIX}{os.getpid()}-")]
+    assert runs == []
+    assert scratch._held == 0 and scratch._pending is None
+
+
+def test_a_sigterm_held_over_the_report_tables_helper_fork_leaves_nothing(tmp_path, demo_db, monkeypatch):
+    """derived.py's helper, forked while the derived tables are built: the SIGTERM is raised in the writer once
+    the fork is over (the child exits at once), which removes the scratch files and reaps the child."""
+    from test_derived import leftovers as scratch_files
+    from test_derived import reaped, rebuilt
+
+    from datasette_perfetto import scratch
+
+    fork = os.fork
+    forked = []
+
+    def signalled_fork():
+        os.kill(os.getpid(), signal.SIGTERM)  # held: the fork goes on
+        time.sleep(0.05)
+        pid = fork()
+        if pid:
+            forked.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", signalled_fork)
+    with pytest.raises(SystemExit):
+        with scratch.sigterm_raises_system_exit():
+            rebuilt(Path(demo_db.path), tmp_path / "copy.db", split=True)
+    assert len(forked) == 1 and reaped(forked[0])
+    assert scratch_files(tmp_path) == []
+    assert scratch._held == 0 and scratch._pending is None
+
+
 @pytest.mark.parametrize("sig,raised", [(signal.SIGTERM, SystemExit), (signal.SIGINT, KeyboardInterrupt)])
 def test_a_signal_during_a_held_call_is_raised_after_it(sig, raised):
     """upb's UnknownFieldSet runs Python (a namedtuple) while it builds its entries, and an exception a signal

@@ -73,8 +73,16 @@ class Helper:
             daemon=True,
             name="datasette-perfetto-tokenizer",
         )
-        with signals_held():
-            self.process.start()
+        try:
+            with signals_held():
+                self.process.start()
+        except BaseException:
+            # A SIGTERM held over the fork is raised here, before the importer holds this helper to stop it.
+            if self.process.pid is not None:
+                self.process.kill()
+                self.process.join()
+            self.discard_runs()
+            raise
         send.close()
         self.receive = receive
         self._closed = False

@@ -112,8 +112,8 @@ def no_child_left(pids: list[int]) -> bool:
 @pytest.fixture(params=["demo_db", "sched_db", "v8_db"])
 def database(request, tmp_path, monkeypatch) -> Path:
     """A trace database, in a folder of its own, with the cell tables built whatever its size."""
+    source = request.getfixturevalue(request.param).path  # a session's database: made before the cells are forced
     monkeypatch.setattr(report_tables, "REPORT_NAME_CELL_MIN_SLICES", 0)
-    source = request.getfixturevalue(request.param).path
     folder = tmp_path / "db"
     folder.mkdir()
     return rebuilt(source, folder / "one.db", split=False)

@@ -168,6 +168,8 @@ def _build_alongside(conn: sqlite3.Connection, path: str, tasks: Sequence[Task])
         reports, reports_in = os.pipe()
         fds += [reports, reports_in]
         parent = os.getpid()
+        # os.fork, not split_helper.Helper: the writer is often a daemonic multiprocessing child, which
+        # multiprocessing does not let start processes of its own.
         with signals_held():
             helper = os.fork()
             if helper == 0:  # never returns (die_with_parent: a signal held over the fork is not the child's)
@@ -175,7 +177,8 @@ def _build_alongside(conn: sqlite3.Connection, path: str, tasks: Sequence[Task])
         os.close(reports_in)
         fds.remove(reports_in)
         mine = _run_claimed(scratch[0].path, path, tasks, claims, lambda i: None)
-        theirs = set(_read_to_end(reports))
+        with open(reports, "rb", closefd=False) as done:  # to its end: the helper has exited
+            theirs = set(done.read())
         os.waitpid(helper, 0)
         helper = None
         conn.execute("ATTACH DATABASE ? AS mine", (scratch[0].path,))
@@ -243,13 +246,6 @@ def _run_claimed(
     finally:
         conn.close()
     return ran
-
-
-def _read_to_end(fd: int) -> bytes:
-    data = b""
-    while chunk := os.read(fd, 256):
-        data += chunk
-    return data
 
 
 __all__ = ["Task", "TASKS", "BEFORE", "ALONGSIDE", "AFTER", "SPLIT_MIN_ROWS", "build", "stages"]

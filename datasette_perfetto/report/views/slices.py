@@ -739,16 +739,17 @@ def _cell_scope(cells: CellSplit, owner: Where | None) -> tuple[Where, str]:
 def _by_process_cells(cells: CellSplit, by_name: bool) -> str:
     """Per process and name (report_slice_process_name), the whole cells [:first_cell, :end_cell) of
     report_slice_process_name_cell: the running totals of the key's last row before :end_cell less those of
-    its last row before :first_cell (three index lookups per key, however many cells the range holds); a slice
+    its last row before :first_cell (a few index lookups per key, however many cells the range holds); a slice
     open at the range's start is counted by the first cell's `open`, unless a part of the range lies before the
     cells (which counts it). Keys with no row among the cells had nothing there. `by_name`: only the names
     matching :name."""
     table = cells.table
 
     def last_row(alias: str, before: str) -> str:
+        # Found by its rowid, which the (process, name, cell) index holds: one lookup fewer than by its cell.
         return (
-            f"{table} {alias} ON {alias}.process IS k.process AND {alias}.name IS k.name AND {alias}.cell = ("
-            f"SELECT max(c.cell) FROM {table} c WHERE c.process IS k.process AND c.name IS k.name AND c.cell < {before})"
+            f"{table} {alias} ON {alias}.rowid = (SELECT c.rowid FROM {table} c WHERE c.process IS k.process "
+            f"AND c.name IS k.name AND c.cell < {before} ORDER BY c.cell DESC LIMIT 1)"
         )
 
     opened = not _counts_open(cells)

@@ -614,6 +614,34 @@ def test_compare_figures_are_sql(which, job, ddp):
     assert complete == sorted(complete, reverse=True) and keys == sorted(keys, key=lambda k: k[0])
 
 
+@pytest.mark.parametrize(
+    "inputs, by, shortcut",
+    [
+        (["rank0.json.gz", "rank1.json.gz"], "machine", True),  # one machine, on every track
+        (["rank0.json.gz"], "rank", False),  # one rank, but two tracks have none
+    ],
+)
+def test_compare_of_a_dimension_with_one_value(tmp_path_factory, inputs, by, shortcut):
+    db = TraceDB(ingest_named(tmp_path_factory, [PYTORCH / name for name in inputs], "one-value"))
+    result = report_of(db.path, "dimensions", "compare", {"by": by, "top": "10000"})
+    msg = to_json(result)["dimensions_compare"]
+    expected = sql_compare(db, by)
+    [value] = {v for per in expected.values() for v in per}
+    assert sorted(n["name"] for n in msg["names"]) == sorted(expected)
+    for n in msg["names"]:
+        [v] = n["values"]
+        e = expected[n["name"]][value]
+        assert v["value"] == value
+        assert (v["stats"]["count"], v["stats"]["total"], v["self_dur"], v["stats"]["max"]) == (
+            e["count"],
+            e["total"],
+            e["self"],
+            e["max"],
+        ), n["name"]
+    # With one value on every track with slices, that value's figures are report_slice_name's.
+    assert ("FROM report_slice_name n" in to_sql(result)) == shortcut
+
+
 def test_compare_finds_the_injected_straggler(job):
     msg = report(job, "dimensions", "compare", by="rank")["dimensions_compare"]
     computing = [n for n in msg["names"] if n["name"] in ("forward", "backward") or n["name"].startswith("aten::")]

@@ -74,6 +74,20 @@ def precomputed(run: ReportRun, group: Grouping) -> bool:
     )
 
 
+def one_value_on_every_track(run: ReportRun, group: Grouping) -> bool:
+    """Whether, with no scope flag, the dimension has one value and every track with slices has it (a single
+    machine's trace, by=machine): then that value's per name figures are report_slice_name's."""
+    s = run.scope
+    if s.time is not None or any(getattr(s, f) is not None for f in TRACK_FLAGS) or len(group.order) != 1:
+        return False
+    return not run.value(
+        f"are there tracks with slices and not this {group.name}",
+        "SELECT EXISTS(SELECT 1 FROM (SELECT DISTINCT track_id FROM report_slice_track_name) t WHERE t.track_id NOT IN "
+        f"(SELECT track_id FROM track_dimension g WHERE g.name = :group_dim AND {VALUE_TEXT.format(d='g')} = :value))",
+        {**group.params, "value": group.order[0]},
+    )
+
+
 def is_collective(name: str) -> bool:
     lowered = name.lower()
     return lowered.startswith(COLLECTIVE_PREFIXES) or any(word in lowered for word in COLLECTIVE_WORDS)
@@ -361,6 +375,16 @@ class DimensionsCompareView(View):
                 w.add("r.name GLOB :name", name=s.name)
             sql = f"""SELECT r.name, r.value, r.count, r.total_dur AS total, r.self_dur AS self, r.max_dur AS longest
 FROM report_slice_dimension r
+{w.sql()}"""
+        elif one_value_on_every_track(run, group):
+            # That value's figures are the whole trace's per name ones, precomputed at import.
+            w = Where()
+            if s.name is not None:
+                w.add("n.name GLOB :name", name=s.name)
+            params["group_value"] = group.order[0]
+            sql = f"""SELECT n.name, :group_value AS value, n.count, n.total_dur AS total, n.self_dur AS self,
+       n.max_dur AS longest
+FROM report_slice_name n
 {w.sql()}"""
         elif s.time is None:
             w = Where()

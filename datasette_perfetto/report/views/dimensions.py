@@ -59,11 +59,16 @@ SORTS = ("spread", "total", "count", "max", "name")
 LIKELY_STRAGGLER = 0.8
 
 
+def whole_trace(run: ReportRun) -> bool:
+    """Whether no flag scopes the report to a time range or to some tracks."""
+    s = run.scope
+    return s.time is None and all(getattr(s, f) is None for f in TRACK_FLAGS)
+
+
 def precomputed(run: ReportRun, group: Grouping) -> bool:
     """Whether the whole trace's per value and name figures precomputed at import apply: no scope flag, and
     the dimension one with several values (report_slice_dimension holds those)."""
-    s = run.scope
-    if s.time is not None or any(getattr(s, f) is not None for f in TRACK_FLAGS):
+    if not whole_trace(run):
         return False
     return run.has_tables("report_slice_dimension") and bool(
         run.value(
@@ -77,8 +82,7 @@ def precomputed(run: ReportRun, group: Grouping) -> bool:
 def one_value_on_every_track(run: ReportRun, group: Grouping) -> bool:
     """Whether, with no scope flag, the dimension has one value and every track with slices has it (a single
     machine's trace, by=machine): then that value's per name figures are report_slice_name's."""
-    s = run.scope
-    if s.time is not None or any(getattr(s, f) is not None for f in TRACK_FLAGS) or len(group.order) != 1:
+    if not whole_trace(run) or len(group.order) != 1:
         return False
     return not run.value(
         f"are there tracks with slices and not this {group.name}",

@@ -80,8 +80,9 @@ def precomputed(run: ReportRun, group: Grouping) -> bool:
 
 
 def one_value_on_every_track(run: ReportRun, group: Grouping) -> bool:
-    """Whether, with no scope flag, the dimension has one value and every track with slices has it (a single
-    machine's trace, by=machine): then that value's per name figures are report_slice_name's."""
+    """Whether, with no time range or track flag (whole_trace), the dimension has one value and every track with
+    slices has it (a single machine's trace, by=machine): then that value's per name figures are
+    report_slice_name's (a name filter applies to those as well)."""
     if not whole_trace(run) or len(group.order) != 1:
         return False
     return not run.value(

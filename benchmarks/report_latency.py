@@ -226,6 +226,9 @@ def requests(conn, db_name: str) -> list[tuple[str, str]]:
         ("slices table time= (unaligned)", f"{base}/slices?time={at(0.5)},{at(0.53)}"),
         ("slices timeline tid= time=", f"{base}/slices/timeline?name={name}&tid=1001&time={wide}"),
         ("slices inspect ts=", f"{base}/slices/inspect?name={name}&ts={at(0.5)}"),
+        # A range's averages are time-weighted: each track's samples in it, and the one held from before it.
+        ("counters table time=", f"{base}/counters?time={wide}"),
+        ("counters inspect time=", f"{base}/counters/inspect?name={counter}&time={wide}"),
         ("scheduling summary cpu=", f"{base}/scheduling?cpu=3"),
         ("scheduling summary time=", f"{base}/scheduling?time={wide}&group_by=process"),
         ("scheduling timeline b=500", f"{base}/scheduling/timeline?buckets=500"),

@@ -109,12 +109,18 @@ def spans_sql(track_ids: str, start: str, end: str, trace_end: str, also: str = 
     """Each sample a time range weighs (ts <= start of the range's held value: the last sample before it),
     with the ts of the track's next sample (the trace end after the last one): what time-weighted averages
     read. Spans are clipped with held_sql; samples at or after the range's end are left out."""
+    # Each track's first sample is found once (f), so its samples are one index range: a bound
+    # correlated with the sample row would be evaluated for every earlier sample of the track. The next
+    # sample is one index seek (a window function's sort costs more).
     return f"""SELECT c.track_id, c.ts, c.value,
-         lead(c.ts, 1, {trace_end}) OVER (PARTITION BY c.track_id ORDER BY c.ts, c.id) AS next_ts
-  FROM counter c
-  WHERE c.track_id IN ({track_ids}) AND c.ts < {end}
-    AND c.ts >= coalesce((SELECT max(h.ts) FROM counter h WHERE h.track_id = c.track_id AND h.ts < {start}),
-                         {start}){also}"""
+         coalesce((SELECT n.ts FROM counter n WHERE n.track_id = c.track_id AND (n.ts, n.id) > (c.ts, c.id)
+                   ORDER BY n.ts, n.id LIMIT 1), {trace_end}) AS next_ts
+  FROM (SELECT b.id AS track_id,
+               coalesce((SELECT max(h.ts) FROM counter h WHERE h.track_id = b.id AND h.ts < {start}), {start})
+                 AS first_ts
+        FROM track b WHERE b.id IN ({track_ids})) f
+  CROSS JOIN counter c
+  WHERE c.track_id = f.track_id AND c.ts >= f.first_ts AND c.ts < {end}{also}"""
 
 
 def held_sql(start: str, end: str) -> str:

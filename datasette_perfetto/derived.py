@@ -160,7 +160,8 @@ def _build_alongside(conn: sqlite3.Connection, path: str, tasks: Sequence[Task])
     helper: int | None = None
     try:
         for _ in range(2):  # this process's tables, the helper's
-            scratch.append(create_temp_database(directory))
+            with signals_held():  # created and listed as one step: the finally below removes it
+                scratch.append(create_temp_database(directory))
         claims, claims_in = os.pipe()
         fds.append(claims)
         os.write(claims_in, bytes(range(len(tasks))))

@@ -21,7 +21,7 @@ from .importers.common.options import DEFAULT_CONTENT, Content, ImportOptions
 from .importers.common.split_helper import SplitFailed
 from .importers.proto.reader import looks_like_proto_trace, starts_with_module_symbols
 from .model import TraceContext, TraceModel
-from .scratch import OwnedFile, create_temp_database, remove_database_files, sweep_abandoned
+from .scratch import OwnedFile, create_temp_database, remove_database_files, signals_held, sweep_abandoned
 from .stats import REGISTRY, Stats
 from .writer import WriterError
 
@@ -273,49 +273,56 @@ def _ingest(
     plan = plan_traces(paths)
     sweep_abandoned(directory)
     total = max(sum(os.path.getsize(p) for p in paths if os.path.isfile(p)), 1)
-    try:
-        temporary = create_temp_database(directory)
-    except OSError as e:
-        raise IngestError(f"{db_path}: cannot create a temporary file in {directory}: {e.strerror or e}") from None
-    tmp_path = temporary.path
-    try:
-        # A parallel ingest's parent only merges: its writes in this process, where its workers
-        # are not forked with a writer's pipes and thread.
-        model = TraceModel.create(
-            tmp_path, total, False if import_inputs is not None else separate_writer, split_finish
-        )
-    except BaseException:
-        remove_database_files(tmp_path)
-        temporary.release()
-        raise
-    summaries: list[TraceSummary] = []
-    model.add_containers(plan.containers)
-    # The importers build no reference cycles, and the cyclic collector would
-    # otherwise rescan every buffered event again and again (~20% of the time).
+    # Everything from the temporary database's creation to its rename is one try: a SIGTERM (SystemExit) or
+    # Ctrl+C at any point between them removes it. It is created and bound with signals held, so none can
+    # fall between the file's creation and `temporary` holding it.
+    temporary: OwnedFile | None = None
+    model: TraceModel | None = None
+    renamed = False
     gc_was_enabled = gc.isenabled()
-    gc.disable()
     try:
+        with signals_held():
+            try:
+                temporary = create_temp_database(directory)
+            except OSError as e:
+                raise IngestError(
+                    f"{db_path}: cannot create a temporary file in {directory}: {e.strerror or e}"
+                ) from None
+        # A parallel ingest's parent only merges: its writes in this process, where its workers
+        # are not forked with a writer's pipes and thread. (Bound with signals held, as the file: a writer
+        # child forked by create() is stopped by _discard.)
+        with signals_held():
+            model = TraceModel.create(
+                temporary.path, total, False if import_inputs is not None else separate_writer, split_finish
+            )
+        summaries: list[TraceSummary] = []
+        model.add_containers(plan.containers)
+        # The importers build no reference cycles, and the cyclic collector would
+        # otherwise rescan every buffered event again and again (~20% of the time).
+        gc.disable()
         if import_inputs is None:
             for trace in plan.inputs:
                 summaries.append(import_input(model, trace, progress, split_tokenize, content))
         else:
             summaries = import_inputs(model, plan.inputs, directory, progress)
         model.finish(progress.phase)
+        try:
+            os.replace(temporary.path, db_path)
+        except OSError as e:
+            raise IngestError(f"{db_path}: cannot replace it: {e.strerror or e}") from None
+        renamed = True
     except WriterError as e:
-        _discard(model, temporary, gc_was_enabled)
+        _discard(model, temporary)
         raise IngestError(f"{db_path}: cannot write the database: {e}") from None
     except BaseException:
-        _discard(model, temporary, gc_was_enabled)
+        if not renamed:  # (a signal after the rename: the database in place is the whole new one)
+            _discard(model, temporary)
         raise
-    if gc_was_enabled:
-        gc.enable()
-    try:
-        os.replace(tmp_path, db_path)
-    except OSError as e:
-        remove_database_files(tmp_path)
-        raise IngestError(f"{db_path}: cannot replace it: {e.strerror or e}") from None
     finally:
-        temporary.release()
+        if gc_was_enabled:
+            gc.enable()
+        if temporary is not None:
+            temporary.release()
     return summaries
 
 
@@ -396,15 +403,14 @@ def _reopen(source: TraceInput) -> BinaryIO:
     return open_trace(source)[1]
 
 
-def _discard(model: TraceModel, temporary: OwnedFile, gc_was_enabled: bool) -> None:
-    """After a failure: stops the writer and removes the unfinished database."""
-    if gc_was_enabled:
-        gc.enable()
+def _discard(model: TraceModel | None, temporary: OwnedFile | None) -> None:
+    """After a failure: stops the writer and removes the unfinished database (what of them exists yet)."""
     try:
-        model.abort()
+        if model is not None:
+            model.abort()
     finally:
-        remove_database_files(temporary.path)
-        temporary.release()
+        if temporary is not None:
+            remove_database_files(temporary.path)
 
 
 def ingest_bytes(data: bytes, db_path: str, content: Content = DEFAULT_CONTENT) -> list[TraceSummary]:

@@ -39,6 +39,7 @@ from .ingest import ingest as serial_ingest
 from .merge import NotMergeable, Part, absorb, part_model
 from .model import TraceModel
 from .scratch import (
+    OwnedFile,
     create_temp_database,
     die_with_parent,
     remove_database_files,
@@ -62,12 +63,14 @@ def import_part(
     if directory is None:  # a cluster worker's temp folder: what killed workers left there goes first
         directory = tempfile.gettempdir()
         sweep_abandoned(directory)
-    temporary = create_temp_database(directory, _ingest_pid)
-    # As a serial ingest: the importers build no reference cycles (see ingest._ingest).
+    temporary: OwnedFile | None = None
     gc_was_enabled = gc.isenabled()
-    gc.disable()
     writer: SqliteWriter | None = None
     try:
+        with signals_held():  # created and bound as one step: the except below removes it
+            temporary = create_temp_database(directory, _ingest_pid)
+        # As a serial ingest: the importers build no reference cycles (see ingest._ingest).
+        gc.disable()
         try:
             writer = SqliteWriter(temporary.path)
             # Unindexed: the merge reads a part's rows once, in order (indexes would cost ~15% more).
@@ -94,10 +97,12 @@ def import_part(
         remove_database_files(temporary.path)
         return Part.of(model, first_id, summary, None, data)
     except BaseException:
-        remove_database_files(temporary.path)
+        if temporary is not None:
+            remove_database_files(temporary.path)
         raise
     finally:
-        temporary.release()
+        if temporary is not None:
+            temporary.release()
         if gc_was_enabled:
             gc.enable()
 
@@ -181,8 +186,9 @@ def _merge(model: TraceModel, source: TraceInput, part: Part, directory: str, co
     def attach() -> str:
         if part.database is not None:
             return part.database
-        temporary = create_temp_database(directory)
-        written.append(temporary.path)
+        with signals_held():  # created and listed as one step: the finally below removes it
+            temporary = create_temp_database(directory)
+            written.append(temporary.path)
         try:
             with open(temporary.path, "wb") as f:
                 f.write(part.data or b"")

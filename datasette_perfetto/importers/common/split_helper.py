@@ -23,7 +23,7 @@ import shutil
 from collections.abc import Callable
 from typing import Any
 
-from ...scratch import create_runs_folder, die_with_parent, signals_held
+from ...scratch import OwnedFile, create_runs_folder, die_with_parent, signals_held
 
 # Inputs smaller than this are tokenized by one process; forking costs more.
 SPLIT_THRESHOLD_BYTES = 4 << 20
@@ -66,23 +66,29 @@ class Helper:
     def __init__(self, work: Callable[[HelperSide], Any], ctx=None) -> None:
         ctx = ctx or multiprocessing.get_context("fork")
         receive, send = ctx.Pipe(duplex=False)
-        self.runs = create_runs_folder()  # the child's sorted runs, for the importer
-        self.process = ctx.Process(
-            target=_helper_main,
-            args=(work, send, self.runs.path, os.getpid()),
-            daemon=True,
-            name="datasette-perfetto-tokenizer",
-        )
+        runs: OwnedFile | None = None
+        process = None
         try:
+            # The runs folder (the child's sorted runs, for the importer) is created and held as one step, then
+            # the fork: a SIGTERM held over either is raised as this block ends, before the importer holds this
+            # helper to stop it.
             with signals_held():
-                self.process.start()
+                runs = create_runs_folder()
+                process = ctx.Process(
+                    target=_helper_main,
+                    args=(work, send, runs.path, os.getpid()),
+                    daemon=True,
+                    name="datasette-perfetto-tokenizer",
+                )
+                process.start()
         except BaseException:
-            # A SIGTERM held over the fork is raised here, before the importer holds this helper to stop it.
-            if self.process.pid is not None:
-                self.process.kill()
-                self.process.join()
-            self.discard_runs()
+            if process is not None and process.pid is not None:
+                process.kill()
+                process.join()
+            if runs is not None:
+                _remove_runs(runs)
             raise
+        self.runs, self.process = runs, process
         send.close()
         self.receive = receive
         self._closed = False
@@ -129,8 +135,12 @@ class Helper:
 
     def discard_runs(self) -> None:
         """Removes the runs folder (the importer has opened, and so unlinked, what it takes)."""
-        shutil.rmtree(self.runs.path, ignore_errors=True)
-        self.runs.release()
+        _remove_runs(self.runs)
+
+
+def _remove_runs(runs: OwnedFile) -> None:
+    shutil.rmtree(runs.path, ignore_errors=True)
+    runs.release()
 
 
 def _helper_main(work: Callable[[HelperSide], Any], send, runs: str, parent_pid: int) -> None:

@@ -29,6 +29,7 @@ from typing import Any, BinaryIO
 
 from ...import_logs import string_arg
 from ...model import TraceContext
+from ...scratch import signals_held
 from ...stats import Stats
 from ...storage import Arg
 from ...trackers.async_track_set import AsyncTrackSet
@@ -320,7 +321,8 @@ class JsonImporter:
         if reopen is not None and split_wanted(self.options.split_tokenize, text_size):
             split_at = int(text_size * HELPER_SHARE_STARTS)
             self._flatten_args = True  # in both processes: set before the fork
-            self._helper = Helper(lambda side: self._helper_share(side, reopen, split_at))
+            with signals_held():  # forked and bound as one step: run() stops it whenever a signal comes
+                self._helper = Helper(lambda side: self._helper_share(side, reopen, split_at))
             reader.handoff_at, reader.handoff = split_at, self._take_helper_share
         tokenize = self.tokenize
         for kind, value in reader.parts():

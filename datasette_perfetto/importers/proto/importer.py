@@ -19,6 +19,7 @@ from google.protobuf.message import DecodeError
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from ...model import HOST_MACHINE_ID, TraceContext
+from ...scratch import signals_held
 from ...stats import Stats
 from ...storage import to_int64
 from ..common.event_kinds import (
@@ -171,10 +172,12 @@ class ProtoImporter:
         (reading the file is the first half, parsing the sorted events the second)."""
         helper = None
         reopen = self.options.reopen
-        if reopen is not None and split_wanted(self.options.split_tokenize, self.trace.size):
-            helper, claims = start_helper(self, reopen)  # the child starts from this same, still empty, state
-            self.split = SequenceSplit(MAIN, claims, self.reservations)
         try:
+            if reopen is not None and split_wanted(self.options.split_tokenize, self.trace.size):
+                # Forked and bound as one step: a signal held over the fork is raised once `helper` holds it.
+                with signals_held():
+                    helper, claims = start_helper(self, reopen)  # the child starts from this same, still empty, state
+                self.split = SequenceSplit(MAIN, claims, self.reservations)
             self.tokenize_all(stream, progress)
             if helper is not None:
                 stats, misses, runs, count = helper.result()

@@ -66,6 +66,9 @@ def sched(sched_db):
         "",
         "top=40&sort=count",
         "thread=Cr*&time=0.5s,1.5s",
+        # Narrow ranges: slices that start before them and overlap them count too.
+        "time=0.9s,1.1s",
+        "time=1.2s,1.25s&sort=max",
         "pid=100&min_count=5",
         "name=*Task*&min_duration=1ms&sort=max",
     ],

@@ -160,6 +160,14 @@ _CANNED_TABLE_TERMS = optional_terms(
 )
 
 
+# The time range as bounds on ts an index can seek to (none without `time`): a slice overlapping the range
+# starts before its end and at most the longest slice's duration before its start. (Over 0.4% of the 100 MB
+# benchmark trace, 2.07 s without them, 0.10 s with.)
+_CANNED_TS_BOUNDS = """s.ts < coalesce((SELECT report_range_end(:time)), 9223372036854775807)
+    AND s.ts >= coalesce((SELECT report_range_start(:time)) - (SELECT max(max_dur) FROM report_slice_name),
+                         -9223372036854775807)"""
+
+
 class SlicesTableView(View):
     noun = "slices"
     name = "table"
@@ -180,6 +188,7 @@ class SlicesTableView(View):
                                        WHERE k.parent_id = s.id), 0) AS self_dur
   {SLICE_FROM.replace(chr(10), chr(10) + "  ")}
   WHERE NOT ({_CANNED_NO_OWNER} AND :time = '')
+    AND {_CANNED_TS_BOUNDS}
     AND {_CANNED_TABLE_TERMS}
 ),
 by_name AS (

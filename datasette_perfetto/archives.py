@@ -152,7 +152,7 @@ def _plan_archive(  # noqa: PLR0913 (an archive's place in the plan, all of it)
             entries = _entries(stream, kind, sniff)
     except _UnreadableMember as e:
         raise ArchiveError(f"{label}:{e.member}: unreadable {kind} archive member: {e.reason}") from None
-    except READ_ERRORS as e:
+    except (*READ_ERRORS, NotImplementedError) as e:  # zipfile: an archive needing a later zip version
         raise ArchiveError(f"{label}: unreadable {kind} archive: {one_line(e)}") from None
     # Shares of the archive's bytes on disk, so progress adds up to its size.
     total = sum(e.packed for e in entries) or 1

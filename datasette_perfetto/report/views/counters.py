@@ -111,7 +111,8 @@ def spans_sql(track_ids: str, start: str, end: str, trace_end: str, also: str = 
     read. Spans are clipped with held_sql; samples at or after the range's end are left out."""
     # Each track's first sample is found once (f), so its samples are one index range: a bound
     # correlated with the sample row would be evaluated for every earlier sample of the track. The next
-    # sample is one index seek (a window function's sort costs more).
+    # sample is one index seek (a window function's sort costs more). LIMIT -1 (no limit) keeps SQLite from
+    # flattening this into the caller's aggregate, which would run the seek once per use of next_ts.
     return f"""SELECT c.track_id, c.ts, c.value,
          coalesce((SELECT n.ts FROM counter n WHERE n.track_id = c.track_id AND (n.ts, n.id) > (c.ts, c.id)
                    ORDER BY n.ts, n.id LIMIT 1), {trace_end}) AS next_ts
@@ -120,7 +121,8 @@ def spans_sql(track_ids: str, start: str, end: str, trace_end: str, also: str = 
                  AS first_ts
         FROM track b WHERE b.id IN ({track_ids})) f
   CROSS JOIN counter c
-  WHERE c.track_id = f.track_id AND c.ts >= f.first_ts AND c.ts < {end}{also}"""
+  WHERE c.track_id = f.track_id AND c.ts >= f.first_ts AND c.ts < {end}{also}
+  LIMIT -1"""
 
 
 def held_sql(start: str, end: str) -> str:

@@ -105,39 +105,53 @@ def sample_range(run: ReportRun, alias: str = "c") -> tuple[str, dict]:
     return (f" AND {alias}.ts >= :range_start AND {alias}.ts < :range_end", {"range_start": start, "range_end": end})
 
 
-def spans_sql(track_ids: str, start: str, end: str, trace_end: str, also: str = "") -> str:
-    """Each sample a time range weighs (ts <= start of the range's held value: the last sample before it),
-    with the ts of the track's next sample (the trace end after the last one): what time-weighted averages
-    read. Spans are clipped with held_sql; samples at or after the range's end are left out."""
-    # Each track's first sample is found once (f), so its samples are one index range: a bound
-    # correlated with the sample row would be evaluated for every earlier sample of the track. The next
-    # sample is one index seek (a window function's sort costs more). LIMIT -1 (no limit) keeps SQLite from
-    # flattening this into the caller's aggregate, which would run the seek once per use of next_ts.
-    return f"""SELECT c.track_id, c.ts, c.value,
-         coalesce((SELECT n.ts FROM counter n WHERE n.track_id = c.track_id AND (n.ts, n.id) > (c.ts, c.id)
-                   ORDER BY n.ts, n.id LIMIT 1), {trace_end}) AS next_ts
-  FROM (SELECT b.id AS track_id,
-               coalesce((SELECT max(h.ts) FROM counter h WHERE h.track_id = b.id AND h.ts < {start}), {start})
-                 AS first_ts
-        FROM track b WHERE b.id IN ({track_ids})) f
-  CROSS JOIN counter c
-  WHERE c.track_id = f.track_id AND c.ts >= f.first_ts AND c.ts < {end}{also}
-  LIMIT -1"""
+def integral_at_sql(track_id: str, t: str) -> str:
+    """The integral of the track's values from its first sample up to time t (at or after it): from the last
+    sample at or before t, its report_counter_integral plus its value held until t."""
+    return f"""(SELECT i.integral + coalesce(c.value, 0) * ({t} - c.ts)
+           FROM counter c JOIN report_counter_integral i ON i.id = c.id
+           WHERE c.track_id = {track_id} AND c.ts <= {t} ORDER BY c.ts DESC, c.id DESC LIMIT 1)"""
 
 
-def held_sql(start: str, end: str) -> str:
-    """How long a span's value (alias s) holds inside [start, end)."""
-    return f"max(min(s.next_ts, {end}) - max(s.ts, {start}), 0)"
+def weights_sql(track_ids: str, start: str, end: str, trace_end: str, also: str = "") -> str:
+    """Per track of track_ids: count, min, max and total of its samples in [start, end); and what its
+    time-weighted average over the range reads (weighted_avg_sql): the integral of its values over the range
+    (weighted) and how long a value held in it (held). Each value holds until the track's next sample (in
+    (ts, id) order), the last one until the trace end; the value in force at the range's start counts from
+    there."""
+    # One index range per track for the samples; the integral is two lookups per track (the integral
+    # at the range's end less the one at its start), whatever the number of samples in between.
+    at_hi, at_lo = integral_at_sql("w.track_id", "w.hi"), integral_at_sql("w.track_id", "w.lo")
+    return f"""SELECT w.track_id, w.count, w.min, w.max, w.total,
+         CASE WHEN w.hi > w.lo THEN {at_hi}
+                                  - {at_lo} ELSE 0 END AS weighted,
+         max(w.hi - w.lo, 0) AS held
+  FROM (SELECT b.id AS track_id, count(c.id) AS count, min(c.value) AS min, max(c.value) AS max,
+               sum(c.value) AS total,
+               max({start}, (SELECT min(f.ts) FROM counter f WHERE f.track_id = b.id)) AS lo,
+               min({end}, {trace_end}) AS hi
+        FROM track b LEFT JOIN counter c ON c.track_id = b.id AND c.ts >= {start} AND c.ts < {end}
+        WHERE b.id IN ({track_ids}){also}
+        GROUP BY b.id) w"""
 
 
-def weighted_avg_sql(start: str, end: str) -> str:
-    """The time-weighted average over spans (alias s) in [start, end); the samples' plain average when the
-    range has no length."""
-    held = held_sql(start, end)
-    return (
-        f"coalesce(sum(s.value * CAST({held} AS REAL)) / nullif(sum({held}), 0), "
-        f"avg(CASE WHEN s.ts >= {start} THEN s.value END))"
-    )
+def require_integrals(run: ReportRun) -> None:
+    """A time range's averages read report_counter_integral: a database ingested before it existed is told
+    apart from a failing query."""
+    if not run.has_tables("report_counter_integral"):
+        raise ReportError(
+            "time: this database has no report_counter_integral table (it was ingested by an older "
+            "datasette-perfetto); ingest the trace again to weigh averages over a time range",
+            "time",
+        )
+
+
+def weighted_avg_sql(pooled: bool = False) -> str:
+    """The time-weighted average of weights_sql's rows (alias w): one track's, or pooled over the rows; the
+    samples' plain average when no value held for any time (a range of no length)."""
+    if pooled:
+        return "coalesce(sum(w.weighted) / nullif(sum(w.held), 0), sum(w.total) / sum(w.count))"
+    return "coalesce(w.weighted / nullif(w.held, 0), w.total / w.count)"
 
 
 def weighted_note(run: ReportRun) -> None:
@@ -218,17 +232,15 @@ def track_stats(
   FROM report_track_stats st
   WHERE st.track_id IN (SELECT track_id FROM tracks)"""
     else:
+        require_integrals(run)
         weighted_note(run)
         # Time-weighted averages; count, min and max of the samples in the range.
         start, end = run.time_range()
         params.update(range_start=start, range_end=end, trace_end=run.trace.end)
-        inside = "s.ts >= :range_start"
-        stats = f"""SELECT s.track_id, sum({inside}) AS count, min(CASE WHEN {inside} THEN s.value END) AS min,
-         {weighted_avg_sql(":range_start", ":range_end")} AS avg,
-         max(CASE WHEN {inside} THEN s.value END) AS max
-  FROM ({spans_sql("SELECT track_id FROM tracks", ":range_start", ":range_end", ":trace_end")}) s
-  GROUP BY s.track_id
-  HAVING sum({inside}) > 0"""
+        weights = weights_sql("SELECT track_id FROM tracks", ":range_start", ":range_end", ":trace_end")
+        stats = f"""SELECT w.track_id, w.count, w.min, {weighted_avg_sql()} AS avg, w.max
+  FROM ({weights}) w
+  WHERE w.count > 0"""
     having = ""
     if min_count is not None:
         having = "WHERE r.count >= :min_count"
@@ -454,14 +466,13 @@ WHERE st.track_id IN ({series_ids(w)}) AND st.event_count > 0""",
         )[0]
     else:
         # Count, min and max of the samples in the range; the average time-weighted, the tracks pooled.
+        require_integrals(run)
         start, end = run.time_range()
-        inside = "s.ts >= :range_start"
         row = run.query(
             f"values of {counter_name}: stats",
-            f"""SELECT sum({inside}) AS count, min(CASE WHEN {inside} THEN s.value END) AS min,
-       {weighted_avg_sql(":range_start", ":range_end")} AS avg, max(CASE WHEN {inside} THEN s.value END) AS max,
-       count(DISTINCT CASE WHEN {inside} THEN s.track_id END) AS tracks
-FROM ({spans_sql(series_ids(w), ":range_start", ":range_end", ":trace_end")}) s""",
+            f"""SELECT sum(w.count) AS count, min(w.min) AS min, {weighted_avg_sql(pooled=True)} AS avg,
+       max(w.max) AS max, sum(w.count > 0) AS tracks
+FROM ({weights_sql(series_ids(w), ":range_start", ":range_end", ":trace_end")}) w""",
             {**w.params, "range_start": start, "range_end": end, "trace_end": run.trace.end},
         )[0]
     if not row["count"]:
@@ -503,8 +514,8 @@ CANNED_SERIES = f"""series AS (
   WHERE tr.event_type = 'counter' AND tr.name GLOB :name
     AND {CANNED_OWNER}
 )"""
-# Spans for time-weighted averages, computed only with a time range.
-CANNED_SPANS = spans_sql(
+# What time-weighted averages read, computed only with a time range.
+CANNED_WEIGHTS = weights_sql(
     "{track_ids}", "(SELECT range_start FROM range)", "(SELECT range_end FROM range)", "trace_end()", " AND :time != ''"
 ).replace("\n", "\n  ")
 CANNED_SAMPLES = """samples AS (
@@ -553,13 +564,11 @@ stats AS (
   WHERE :time = '' AND st.track_id IN (SELECT track_id FROM tracks)
   UNION ALL
   -- In a range: count, min and max of its samples; the average time-weighted (each value holds until
-  -- the track's next sample, the last until the trace end; the one in force at the start counts from there).
-  SELECT s.track_id, sum(s.ts >= range_start), min(CASE WHEN s.ts >= range_start THEN s.value END),
-         {weighted_avg_sql("range_start", "range_end")},
-         max(CASE WHEN s.ts >= range_start THEN s.value END)
-  FROM ({CANNED_SPANS.format(track_ids="SELECT track_id FROM tracks")}) s, range
-  GROUP BY s.track_id
-  HAVING sum(s.ts >= range_start) > 0
+  -- the track's next sample, the last until the trace end; the one in force at the start counts from there):
+  -- the integral of the values over the range, from report_counter_integral, over the time a value held.
+  SELECT w.track_id, w.count, w.min, {weighted_avg_sql()}, w.max
+  FROM ({CANNED_WEIGHTS.format(track_ids="SELECT track_id FROM tracks")}) w
+  WHERE w.count > 0
 ),
 -- Cumulative (monotonic): over the whole trace at most {MONOTONIC_DROPS:.0%} of its samples are lower than the one before.
 counted AS (
@@ -991,10 +1000,9 @@ class CountersInspectView(View):
 -- With time: time-weighted averages (each value holds until the track's next sample, the last until the
 -- trace end; the one in force at the range's start counts from there).
 averages AS (
-  SELECT s.track_id, {weighted_avg_sql("range_start", "range_end")} AS avg
-  FROM ({CANNED_SPANS.format(track_ids="SELECT id FROM series")}) s, range
-  GROUP BY s.track_id
-  HAVING sum(s.ts >= range_start) > 0
+  SELECT w.track_id, {weighted_avg_sql()} AS avg
+  FROM ({CANNED_WEIGHTS.format(track_ids="SELECT id FROM series")}) w
+  WHERE w.count > 0
 )
 SELECT tr.id AS track_id, tr.name, {OWNER_COLUMNS},
        (SELECT c.value FROM counter c WHERE c.track_id = tr.id AND c.ts <= (SELECT report_time(:ts))

@@ -592,6 +592,13 @@ async def test_averages_under_time_are_time_weighted(weighted, time, delta, epsi
         pid: (c, lo, pytest.approx(avg), hi) for pid, (c, lo, avg, hi) in expected.items()
     }
     assert any("time-weighted" in f["text"] for f in data["footnotes"])
+    # Each view's footnote links the same view over the whole trace, its other flags kept (the timeline and
+    # inspect need name: their footnote once linked a 400).
+    for view in ("", "/timeline", "/inspect"):
+        page = await get_json(ds, f"/weighted/-/report/counters{view}.json?name=level&pid=40&time={time}")
+        (note,) = [f for f in page["footnotes"] if "time-weighted" in f["text"]]
+        assert (await ds.client.get(note["url"])).status_code == 200, note
+        assert "time=" not in note["url"] and "name=level" in note["url"], note
     # The canned query agrees.
     canned = (await ds.client.get(f"/weighted/counters_list.json?_shape=array&name=level&time={time}")).json()
     assert {r["pid"]: r["avg"] for r in canned} == {pid: pytest.approx(v[2]) for pid, v in expected.items()}

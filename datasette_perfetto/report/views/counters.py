@@ -26,7 +26,7 @@ from ..base import Bar, Cell, Chart, ReportRun, Table, View, count_cell, percent
 from ..diff_spec import DiffSpec, Measure, diff_link, optional_field, owner_key
 from ..filters import CANNED_RANGE, CANNED_TOP, Where, canned_sort
 from ..grouping import Grouping, dim_params, grouping, track_values
-from ..links import glob_escape, owner_params, scoped_link
+from ..links import glob_escape, owner_params, scoped_link, view_link
 from ..scope import MAX_TOP, ReportError, shown
 from ..subtitles import dominant_names, track_subtitles, with_subtitle
 from .tracks import CANNED_NAME, CANNED_OWNER, GPU_SQL, OWNER_COLUMNS, TRACK_FROM, owner_label, owner_where
@@ -161,7 +161,8 @@ def weighted_note(run: ReportRun) -> None:
             "Averages are time-weighted over the time range: each sample's value holds until the track's next "
             "sample (the last one until the trace end), and the value in force at the range's start counts "
             "from there; the whole trace's are plain averages of the samples",
-            scoped_link(run, run.noun, run.view, time=None),
+            # Every flag of the view but time: a single-series view needs its name.
+            view_link(run, run.noun, run.view, time=None),
         )
 
 

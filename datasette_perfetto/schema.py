@@ -1937,6 +1937,18 @@ REPORT_SLICE_TRACK_CELL = Table(
 # it, a time range's slices table reads the instances themselves fast enough.
 REPORT_NAME_CELL_MIN_SLICES = 250_000
 
+REPORT_SLICE_SELF = Table(
+    "report_slice_self",
+    f"Per finished slice, in traces with fewer than {REPORT_NAME_CELL_MIN_SLICES:,} slices (larger ones have the "
+    "cell tables): its self time, its duration less its direct children's (an unfinished child's to the trace "
+    "end), precomputed at import so a time range's slices table reads it for each slice wholly inside the range "
+    "instead of summing its children (not a trace_processor table).",
+    (
+        C("id", "INTEGER", "→ slice.id.", ref="slice"),
+        C("self_dur", "INTEGER", "Self time.", unit=TS),
+    ),
+)
+
 # The columns of report_slice_process_name_cell kept as running totals too: what a range's slices table adds up.
 PROCESS_CELL_TOTALS = ("starting", "unfinished_starting", "covered", "self_covered")
 
@@ -2265,6 +2277,14 @@ DERIVED: tuple[Derived, ...] = (
     ),
     # What report_tables.slice_process_cells and slice_track_cells compute, as their definitions.
     Derived(REPORT_SLICE_NAME_CELL, _slice_cells_sql(REPORT_SLICE_NAME_CELL, "name_cell_dur", "name")),
+    # Finished slices only: an unfinished one's self time depends on where its range ends.
+    Derived(
+        REPORT_SLICE_SELF,
+        f"INSERT INTO report_slice_self (id, self_dur) SELECT s.id, s.dur - coalesce(c.dur, 0) FROM slice s "
+        f"LEFT JOIN (SELECT parent_id, sum({SLICE_DUR}) AS dur FROM slice WHERE parent_id IS NOT NULL "
+        "GROUP BY parent_id) c ON c.parent_id = s.id "
+        f"WHERE s.dur >= 0 AND (SELECT count(*) FROM slice) < {REPORT_NAME_CELL_MIN_SLICES} ORDER BY s.id",
+    ),
     Derived(REPORT_SLICE_TRACK_NAME_CELL, _slice_cells_sql(REPORT_SLICE_TRACK_NAME_CELL, "cell_dur", "track")),
     Derived(
         REPORT_SLICE_PROCESS_NAME_CELL,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
+from contextlib import closing
 
 import pytest
 from conftest import ingest_built, ingest_named, kept_and_defined
@@ -227,3 +228,20 @@ def test_duration_ranks_across_read_batches_equal_their_sql(monkeypatch, batch):
     got = conn.execute("SELECT name, dur, at_most FROM report_slice_name_dur_rank ORDER BY rowid").fetchall()
     assert {name for name, _, _ in want} == {"spread", "ties"}
     assert got == want
+
+
+def test_slice_self_times_are_stored_only_below_the_cell_tables_size(demo_db, tmp_path):
+    """report_slice_self holds every finished slice's self time in traces below REPORT_NAME_CELL_MIN_SLICES
+    slices (larger ones read the cell tables), none above: the demo's 743 slices against that limit and a
+    lower one."""
+    copy = tmp_path / "copy.db"
+    copy.write_bytes(demo_db.path.read_bytes())
+    derived = next(d for d in schema.DERIVED if d.name == "report_slice_self")
+    limit = f"< {schema.REPORT_NAME_CELL_MIN_SLICES}"
+    assert limit in derived.populate
+    with closing(sqlite3.connect(copy)) as conn:
+        finished = conn.execute("SELECT count(*) FROM slice WHERE dur >= 0").fetchone()[0]
+        assert conn.execute("SELECT count(*) FROM report_slice_self").fetchone()[0] == finished > 0
+        conn.execute("DELETE FROM report_slice_self")
+        conn.execute(derived.populate.replace(limit, "< 743"))
+        assert conn.execute("SELECT count(*) FROM report_slice_self").fetchone()[0] == 0

@@ -33,7 +33,7 @@ from ..filters import (
 from ..grouping import VALUE_TEXT, Grouping, dim_params, dimension_grouping, group_stats, track_value
 from ..links import glob_escape, scoped_link, view_link
 from ..scope import ReportError, shown
-from .slices import IN_RANGE, owner_tracks, scope_dur, scope_where, self_value
+from .slices import IN_RANGE, owner_tracks, scope_dur, scope_self, scope_where
 
 # Collective operations (torch.distributed, gloo, NCCL): a name with one of these words, or one of these
 # prefixes. Matched without case.
@@ -408,7 +408,7 @@ GROUP BY t.name, value"""
             w = scope_where(run, min_duration=False)
             dur = scope_dur(run)
             sql = f"""SELECT s.name, {VALUE_TEXT.format(d="g")} AS value, count(*) AS count, sum({dur}) AS total,
-       sum({self_value(dur)}) AS self, max({dur}) AS longest
+       sum({scope_self(run)}) AS self, max({dur}) AS longest
 FROM slice s
 JOIN track_dimension g ON g.track_id = s.track_id AND g.name = :group_dim
 {w.sql()}

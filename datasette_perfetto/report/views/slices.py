@@ -109,9 +109,27 @@ _CANNED_PIECE_COLUMNS = """max(s.ts, range_start) AS piece_start,
 CANNED_DUR = (
     "max(min(CASE WHEN s.dur < 0 THEN trace_end() ELSE s.ts + s.dur END, range_end) - max(s.ts, range_start), 0)"
 )
-_CANNED_TIME_DUR = CANNED_DUR.replace("range_end", "coalesce((SELECT report_range_end(:time)), trace_end())").replace(
-    "range_start", "coalesce((SELECT report_range_start(:time)), trace_start())"
-)
+_CANNED_TIME_START = "coalesce((SELECT report_range_start(:time)), trace_start())"
+_CANNED_TIME_END = "coalesce((SELECT report_range_end(:time)), trace_end())"
+_CANNED_TIME_DUR = CANNED_DUR.replace("range_end", _CANNED_TIME_END).replace("range_start", _CANNED_TIME_START)
+
+
+def self_value(dur: str, inside: str | None = None) -> str:
+    """An instance's self time: `dur` (an expression of slice s) less its direct children's, each counted as
+    `dur` counts it (so a child outside the time range subtracts nothing). Through the parent_id index; or, where
+    `inside` holds (the instance finished wholly inside what `dur` counts, so its children are too), the self
+    time stored at import (report_slice_self: traces below REPORT_NAME_CELL_MIN_SLICES slices; without a row,
+    summed)."""
+    child = re.sub(r"\bs\.", "k.", dur)
+    summed = f"({dur} - coalesce((SELECT sum({child}) FROM slice k WHERE k.parent_id = s.id), 0))"
+    if inside is None:
+        return summed
+    return f"coalesce(CASE WHEN {inside} THEN (SELECT x.self_dur FROM report_slice_self x WHERE x.id = s.id) END, {summed})"
+
+
+def wholly_inside(start: str, end: str) -> str:
+    """Whether instance s finished within [start, end]."""
+    return f"s.dur >= 0 AND s.ts >= {start} AND s.ts + s.dur <= {end}"
 
 
 def canned_instances(columns: str, range_table: str = "range", unless: str = "", near_ts: bool = False) -> str:
@@ -182,10 +200,10 @@ class SlicesTableView(View):
     sorts = ("self", "dur", "count", "max", "name")
     canned_sql = f"""WITH in_scope AS (
   -- The slices in scope whatever name selects, each with its self time: its duration (clipped to the time
-  -- range) less its direct children's. Not needed for the whole trace.
+  -- range) less its direct children's, stored at import for a slice wholly inside the range (traces
+  -- without cells). Not needed for the whole trace.
   SELECT s.id, s.name, s.parent_id, {_CANNED_TIME_DUR} AS dur,
-         {_CANNED_TIME_DUR} - coalesce((SELECT sum({_CANNED_TIME_DUR.replace("s.", "k.")}) FROM slice k
-                                       WHERE k.parent_id = s.id), 0) AS self_dur
+         {self_value(_CANNED_TIME_DUR, wholly_inside(_CANNED_TIME_START, _CANNED_TIME_END))} AS self_dur
   {SLICE_FROM.replace(chr(10), chr(10) + "  ")}
   WHERE NOT ({_CANNED_NO_OWNER} AND :time = '')
     AND {_CANNED_TS_BOUNDS}
@@ -278,24 +296,17 @@ GROUP BY t.name{group_key}"""
             w = scope_where(run, min_duration=False)
             # +s.name: group with a sort rather than scan the whole name index (SQLite's pick otherwise).
             dur = scope_dur(run)
-            # Self time: less the direct children's counted durations (children share their parent's track, and a
-            # child outside the range counts nothing), of every name.
-            children = scope_where(run, name=False, min_duration=False)
-            children.add("s.parent_id IS NOT NULL")
+            # Self time: less the direct children's counted durations (of every name; a child outside the range
+            # counts nothing), stored for a slice wholly inside the range.
             if group is not None:
                 group_join = "\nLEFT JOIN track_dimension g ON g.track_id = s.track_id AND g.name = :group_dim"
             grouped = f"""SELECT s.name AS name, {group_column}count(*) AS count, sum({dur}) AS total_dur,
        max({dur}) AS max_dur, s.id AS max_id, sum(s.dur < 0) AS unfinished,
-       sum({dur} - coalesce(c.dur, 0)) AS self_dur
-FROM slice s
-LEFT JOIN (
-  SELECT s.parent_id, sum({dur}) AS dur FROM slice s
-  {children.sql()}
-  GROUP BY s.parent_id
-) c ON c.parent_id = s.id{group_join}
+       sum({scope_self(run)}) AS self_dur
+FROM slice s{group_join}
 {w.sql()}
 GROUP BY +s.name{group_key}"""
-            grouped_params = {**children.params, **w.params, **group_params}
+            grouped_params = {**w.params, **group_params}
             # Every slice's self time summed is the top-level slices' time (each child is subtracted once).
             top_level = scope_where(run, name=False, min_duration=False)
             # Unary +: the parent_id index would read every top-level slice (ANALYZE's sample takes NULL for a
@@ -609,11 +620,12 @@ def scope_dur(run: ReportRun) -> str:
     return CLIPPED_DUR if run.scope.time is not None else WHOLE_DUR
 
 
-def self_value(dur: str) -> str:
-    """An instance's self time: `dur` (an expression of slice s) less its direct children's, each counted as
-    `dur` counts it (so a child outside the time range subtracts nothing). Through the parent_id index."""
-    child = re.sub(r"\bs\.", "k.", dur)
-    return f"({dur} - coalesce((SELECT sum({child}) FROM slice k WHERE k.parent_id = s.id), 0))"
+def scope_self(run: ReportRun) -> str:
+    """self_value of scope_dur: read where stored, unless the database predates report_slice_self."""
+    if not run.has_tables("report_slice_self"):
+        return self_value(scope_dur(run))
+    inside = wholly_inside(":range_start", ":range_end") if run.scope.time is not None else "s.dur >= 0"
+    return self_value(scope_dur(run), inside)
 
 
 def unfinished_footnote(run: ReportRun, unfinished: int, link: Link) -> None:
@@ -1443,7 +1455,10 @@ def instance_cells(run: ReportRun, inst: pb.SliceInstance) -> list[Cell]:
 
 # What a histogram instance counts for: its duration in scope, or with :measure = 'self' that less its direct
 # children's (each counted the same way).
-_CANNED_MEASURE = f"CASE WHEN :measure = 'self' THEN {self_value(CANNED_DUR)} ELSE {CANNED_DUR} END"
+_CANNED_MEASURE = (
+    f"CASE WHEN :measure = 'self' THEN {self_value(CANNED_DUR, wholly_inside('range_start', 'range_end'))} "
+    f"ELSE {CANNED_DUR} END"
+)
 
 
 def _ranked_bucket_counts_sql(unfinished_bucket: str, unfinished_where: str, buckets: int, log_scale: bool) -> str:
@@ -1573,7 +1588,7 @@ ORDER BY i"""
         # to the end of the range or trace. With measure=self, that less its direct children's.
         out.measure = run.scope.measure
         by_self = out.measure == "self"
-        dur = self_value(scope_dur(run)) if by_self else f"({scope_dur(run)})"
+        dur = scope_self(run) if by_self else f"({scope_dur(run)})"
         ranked = is_narrowed(run) or by_self  # nothing precomputed applies
         if ranked:
             agg = run.query(

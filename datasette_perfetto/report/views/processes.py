@@ -264,7 +264,8 @@ thread_cpu AS (
 track_slices AS (
   {_slice_counts(run, params)} AND tr.utid IN (SELECT utid FROM threads)
 ),
-ranked AS (
+-- MATERIALIZED: each thread's slices counted once, not once per use of slice_count.
+ranked AS MATERIALIZED (
   SELECT t.upid, t.tid, t.name, coalesce(c.cpu_time, 0) AS cpu_time,
          coalesce((SELECT sum(slice_count) FROM track_slices ts WHERE ts.utid = t.utid), 0) AS slice_count
   FROM threads t LEFT JOIN thread_cpu c ON c.utid = t.utid

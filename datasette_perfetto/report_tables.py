@@ -17,14 +17,15 @@ import functools
 import math
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
-from itertools import accumulate
-from operator import mul, sub
+from itertools import accumulate, groupby, repeat
+from operator import floordiv, itemgetter, mul, sub
 from typing import Any
 
 from . import schema
 from .aggregates import clamp_int64, text_order_key
 from .schema import (
     REPORT_CELL_MIN_COUNT,
+    REPORT_COUNTER_CELL_MIN_SAMPLES,
     REPORT_NAME_CELL_MIN_SLICES,
     REPORT_PERCENTILES,
     REPORT_RANK_STEP,
@@ -107,12 +108,18 @@ def _add_count(by_track: dict[int, list], track_id: int, count: int, nothing: tu
 def _counter_figures(conn: sqlite3.Connection) -> Iterator[tuple[int, tuple]]:
     """Per counter track, in track_id order: its values' _figures, one track's samples read at a time from the
     (track_id, ts, id, value) index (a fetchmany of its count: no per-row test of the track, 10% faster); each
-    track's report_counter_integral rows are written on the way."""
+    track's report_counter_integral rows, and in large traces its report_counter_cell rows, are written on the
+    way."""
     counts = conn.execute("SELECT track_id, count(*) FROM counter GROUP BY track_id ORDER BY track_id").fetchall()
+    grid = None
+    if sum(count for _, count in counts) >= REPORT_COUNTER_CELL_MIN_SAMPLES:
+        grid = conn.execute("SELECT b.start_ts, g.cell_dur FROM trace_bounds b, report_grid g").fetchone()
     in_order = conn.execute("SELECT id, ts, value FROM counter ORDER BY track_id, ts, id")
     for track_id, count in counts:
         ids, times, values = zip(*in_order.fetchmany(count))
         _insert_grouped(conn, schema.REPORT_COUNTER_INTEGRAL, list(zip(ids, _integrals(times, values))))
+        if grid is not None:
+            _insert_grouped(conn, schema.REPORT_COUNTER_CELL, list(_counter_cells(track_id, times, values, *grid)))
         yield track_id, _figures(values)
 
 
@@ -122,6 +129,19 @@ def _integrals(times: tuple, values: tuple) -> Iterator[float]:
     if None in values:
         values = tuple(0.0 if v is None else v for v in values)
     return accumulate(map(mul, values, map(sub, times[1:], times)), initial=0.0)
+
+
+def _counter_cells(track_id: int, times: tuple, values: tuple, start: int, cell_dur: int) -> Iterator[tuple]:
+    """A track's report_counter_cell rows from its samples in time order: count, and min, max and sum of the
+    values but NULLs (as SQL's aggregates)."""
+    cells = map(floordiv, map(sub, times, repeat(start)), repeat(cell_dur))
+    for cell, group in groupby(zip(cells, values), key=itemgetter(0)):
+        in_cell = [value for _, value in group]
+        present = [value for value in in_cell if value is not None] if None in in_cell else in_cell
+        if not present:
+            yield (track_id, cell, len(in_cell), None, None, None)
+        else:
+            yield (track_id, cell, len(in_cell), min(present), max(present), sum(present))
 
 
 def _figures(values: tuple) -> tuple:
@@ -536,4 +556,5 @@ COMPUTE: dict[str, Callable[[sqlite3.Connection], None]] = {
 FILLED_WITH: dict[str, str] = {
     "report_slice_name_cell": "report_slice_process_name_cell",
     "report_counter_integral": "report_track_stats",
+    "report_counter_cell": "report_track_stats",
 }

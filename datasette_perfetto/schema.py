@@ -1848,6 +1848,27 @@ REPORT_COUNTER_INTEGRAL = Table(
     ),
 )
 
+# Traces with at least this many counter samples get per track and cell figures (report_counter_cell): below
+# it, a time range's counters list reads the samples themselves fast enough.
+REPORT_COUNTER_CELL_MIN_SAMPLES = 100_000
+
+REPORT_COUNTER_CELL = Table(
+    "report_counter_cell",
+    f"Per counter track and cell of report_grid (cell_dur wide, from the trace start), in traces with at least "
+    f"{REPORT_COUNTER_CELL_MIN_SAMPLES:,} counter samples: the count, min, max and sum of the samples in the cell, "
+    "precomputed at import so a time range's counters list adds up its whole cells and reads only the samples "
+    "in its parts outside them (not a trace_processor table).",
+    (
+        C("track_id", "INTEGER", "→ track.id.", ref="track"),
+        C("cell", "INTEGER", "Cell number: (ts - trace start) / cell_dur."),
+        C("count", "INTEGER", "Samples in the cell."),
+        C("min", "REAL", "Smallest value."),
+        C("max", "REAL", "Largest value."),
+        C("total", "REAL", "Sum of the values."),
+    ),
+    indexes=(("track_id", "cell"),),
+)
+
 REPORT_THREAD_SCHED = Table(
     "report_thread_sched",
     "Per thread CPU, runnable and sleeping time over the whole trace, precomputed at import for the "
@@ -2224,6 +2245,14 @@ DERIVED: tuple[Derived, ...] = (
         "SELECT id, total(held) OVER (PARTITION BY track_id ORDER BY ts, id ROWS UNBOUNDED PRECEDING) FROM ("
         "SELECT id, track_id, ts, coalesce(lag(value) OVER w, 0) * (ts - lag(ts) OVER w) AS held FROM counter "
         "WINDOW w AS (PARTITION BY track_id ORDER BY ts, id)) ORDER BY id",
+    ),
+    Derived(
+        REPORT_COUNTER_CELL,
+        "INSERT INTO report_counter_cell (track_id, cell, count, min, max, total) "
+        "SELECT c.track_id, (c.ts - b.start_ts) / g.cell_dur AS cell, count(*), min(c.value), max(c.value), "
+        "sum(c.value) FROM counter c, report_grid g, trace_bounds b "
+        f"WHERE (SELECT count(*) FROM counter) >= {REPORT_COUNTER_CELL_MIN_SAMPLES} "
+        "GROUP BY c.track_id, cell ORDER BY c.track_id, cell",
     ),
     # The state classes match report/views/scheduling.py (RUNNABLE, SLEEPING).
     Derived(

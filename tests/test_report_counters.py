@@ -656,8 +656,8 @@ async def test_samples_at_one_instant_hold_in_file_order(tied, time, avg):
 
 @pytest.mark.asyncio
 async def test_a_database_without_integrals_says_to_ingest_again_under_time(weighted, tmp_path):
-    """A database ingested before report_counter_integral existed: the whole trace's figures as before, a time
-    range a 400 naming the table, not a failed query."""
+    """A database ingested before report_counter_integral (and report_counter_cell) existed: the whole trace's
+    figures as before, a time range a 400 naming the table, not a failed query."""
     old = tmp_path / "old.db"
     old.write_bytes(weighted.read_bytes())
     with closing(sqlite3.connect(old)) as conn:
@@ -668,26 +668,28 @@ async def test_a_database_without_integrals_says_to_ingest_again_under_time(weig
     for path in ("counters.json?name=level&time=1s,2s", "counters/inspect.json?name=level&time=1s,2s"):
         r = await ds.client.get(f"/old/-/report/{path}")
         assert r.status_code == 400, path
-        assert "no report_counter_integral table" in r.json()["error"] and "ingest the trace again" in r.json()["error"]
+        error = r.json()["error"]
+        assert "no report_counter_integral table" in error and "ingest the trace again" in error
 
 
-def test_a_range_reads_each_tracks_samples_once_and_its_integral_at_two_instants(weighted):
+def test_a_range_reads_its_cells_the_samples_around_them_and_the_integral_at_two_instants(weighted):
     """Every sample before a range was once read (with a subquery per sample) to find the one held into it:
     570 ms for a 0.2 s range of a Chrome thread-time track; then each sample in the range sought its successor
-    (2.1 s for 241k samples). Now a track's samples in the range are one index range, read in track order (no
-    sort), and the time-weighted sum is report_counter_integral at the range's two ends."""
+    (2.1 s for 241k samples). Now a track's samples before and after the range's whole cells are one index range
+    each, read in track order (no sort), its whole cells one range of report_counter_cell, and the time-weighted
+    sum is report_counter_integral at the range's two ends."""
     from datasette_perfetto.report.views.counters import weights_sql
 
     sql = weights_sql("SELECT id FROM counter_track", ":range_start", ":range_end", ":trace_end")
+    params = {"range_start": 0, "range_end": 1, "trace_end": 2, "first_cell": 0, "end_cell": 0}
     with closing(sqlite3.connect(weighted)) as conn:
-        plan = [
-            r[3] for r in conn.execute(f"EXPLAIN QUERY PLAN {sql}", {"range_start": 0, "range_end": 1, "trace_end": 2})
-        ]
+        plan = [r[3] for r in conn.execute(f"EXPLAIN QUERY PLAN {sql}", {**params, "cells_start": 1, "cells_end": 1})]
     samples = [step for step in plan if re.match(r"(SCAN|SEARCH) c\b", step)]
-    assert samples[0].endswith("(track_id=? AND ts>? AND ts<?) LEFT-JOIN"), plan
-    # The integral at each end: the last sample at or before it, then its integral by id.
-    assert [step.split(" USING")[0] for step in samples[1:]] == ["SEARCH c", "SEARCH c"], plan
-    assert all(step.endswith("(track_id=? AND ts<?)") for step in samples[1:]), plan
+    assert [step.split(" USING")[0] for step in samples] == ["SEARCH c"] * 4, plan
+    # Before and after the cells; then the integral at each end: the last sample at or before it, by id.
+    assert all(step.endswith("(track_id=? AND ts>? AND ts<?)") for step in samples[:2]), plan
+    assert all(step.endswith("(track_id=? AND ts<?)") for step in samples[2:]), plan
+    assert any(re.match(r"SEARCH k USING .*\(track_id=\? AND cell>\? AND cell<\?\)", step) for step in plan), plan
     assert sum(step == "SEARCH i USING INTEGER PRIMARY KEY (rowid=?)" for step in plan) == 2, plan
     assert not any("TEMP B-TREE" in step for step in plan), plan
 

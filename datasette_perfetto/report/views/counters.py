@@ -15,6 +15,7 @@ import bisect
 import math
 import sqlite3
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
@@ -113,37 +114,94 @@ def integral_at_sql(track_id: str, t: str) -> str:
            WHERE c.track_id = {track_id} AND c.ts <= {t} ORDER BY c.ts DESC, c.id DESC LIMIT 1)"""
 
 
-def weights_sql(track_ids: str, start: str, end: str, trace_end: str, also: str = "") -> str:
+@dataclass(frozen=True)
+class CellBounds:
+    """Where a time range's whole report_counter_cell cells lie, as SQL expressions: cells [first, end) cover
+    [start_ts, end_ts), and the samples in the range's parts before and after them are read (without cells:
+    start_ts = end_ts = the range's end, the samples of the whole range)."""
+
+    first: str
+    end: str
+    start_ts: str
+    end_ts: str
+
+
+# The report's: bound parameters (cell_params).
+CELL_PARAMS = CellBounds(":first_cell", ":end_cell", ":cells_start", ":cells_end")
+
+
+def cell_params(run: ReportRun, start: int, end: int) -> dict[str, int]:
+    """CELL_PARAMS' values for [start, end): the cells wholly inside it, where the trace kept cells."""
+    row = run.query(
+        "counter cells: their width, where kept",
+        "SELECT (SELECT cell_dur FROM report_grid) AS cell_dur, EXISTS (SELECT 1 FROM report_counter_cell) AS kept",
+    )[0]
+    cell_dur = row["cell_dur"]
+    if not row["kept"] or not cell_dur:
+        return {"first_cell": 0, "end_cell": 0, "cells_start": end, "cells_end": end}
+    t0 = run.trace.start
+    first = max(0, -((t0 - start) // cell_dur))  # the first cell starting at or after start
+    last = max(first, (end - t0) // cell_dur)  # the first cell not ending by end
+    return {
+        "first_cell": first,
+        "end_cell": last,
+        "cells_start": min(t0 + first * cell_dur, end),
+        "cells_end": min(t0 + last * cell_dur, end),
+    }
+
+
+def weights_sql(
+    track_ids: str, start: str, end: str, trace_end: str, cells: CellBounds = CELL_PARAMS, also: str = ""
+) -> str:
     """Per track of track_ids: count, min, max and total of its samples in [start, end); and what its
     time-weighted average over the range reads (weighted_avg_sql): the integral of its values over the range
     (weighted) and how long a value held in it (held). Each value holds until the track's next sample (in
     (ts, id) order), the last one until the trace end; the value in force at the range's start counts from
     there."""
-    # One index range per track for the samples; the integral is two lookups per track (the integral
-    # at the range's end less the one at its start), whatever the number of samples in between.
+    # The samples are the range's whole cells (large traces) and one index range per track before and after
+    # them; the integral is two lookups per track (the integral at the range's end less the one at its start),
+    # whatever the number of samples in between.
     at_hi, at_lo = integral_at_sql("w.track_id", "w.hi"), integral_at_sql("w.track_id", "w.lo")
+
+    def samples(after: str, before: str) -> str:
+        return f"""SELECT c.track_id, count(*) AS count, min(c.value) AS min, max(c.value) AS max,
+                 sum(c.value) AS total
+          FROM counter c
+          WHERE c.track_id IN ({track_ids}) AND c.ts >= {after} AND c.ts < {before}{also}
+          GROUP BY c.track_id"""
+
     return f"""SELECT w.track_id, w.count, w.min, w.max, w.total,
          CASE WHEN w.hi > w.lo THEN {at_hi}
                                   - {at_lo} ELSE 0 END AS weighted,
          max(w.hi - w.lo, 0) AS held
-  FROM (SELECT b.id AS track_id, count(c.id) AS count, min(c.value) AS min, max(c.value) AS max,
-               sum(c.value) AS total,
+  FROM (SELECT b.id AS track_id, coalesce(sum(a.count), 0) AS count, min(a.min) AS min, max(a.max) AS max,
+               sum(a.total) AS total,
                max({start}, (SELECT min(f.ts) FROM counter f WHERE f.track_id = b.id)) AS lo,
                min({end}, {trace_end}) AS hi
-        FROM track b LEFT JOIN counter c ON c.track_id = b.id AND c.ts >= {start} AND c.ts < {end}
+        FROM track b LEFT JOIN (
+          {samples(start, cells.start_ts)}
+          UNION ALL
+          SELECT k.track_id, sum(k.count), min(k.min), max(k.max), sum(k.total)
+          FROM report_counter_cell k
+          WHERE k.track_id IN ({track_ids}) AND k.cell >= {cells.first} AND k.cell < {cells.end}{also}
+          GROUP BY k.track_id
+          UNION ALL
+          {samples(cells.end_ts, end)}
+        ) a ON a.track_id = b.id
         WHERE b.id IN ({track_ids}){also}
         GROUP BY b.id) w"""
 
 
-def require_integrals(run: ReportRun) -> None:
-    """A time range's averages read report_counter_integral: a database ingested before it existed is told
-    apart from a failing query."""
-    if not run.has_tables("report_counter_integral"):
-        raise ReportError(
-            "time: this database has no report_counter_integral table (it was ingested by an older "
-            "datasette-perfetto); ingest the trace again to weigh averages over a time range",
-            "time",
-        )
+def require_range_tables(run: ReportRun) -> None:
+    """A time range's figures read report_counter_integral and report_counter_cell: a database ingested before
+    they existed is told apart from a failing query."""
+    for table in ("report_counter_integral", "report_counter_cell"):
+        if not run.has_tables(table):
+            raise ReportError(
+                f"time: this database has no {table} table (it was ingested by an older datasette-perfetto); "
+                "ingest the trace again for counter figures over a time range",
+                "time",
+            )
 
 
 def weighted_avg_sql(pooled: bool = False) -> str:
@@ -233,11 +291,11 @@ def track_stats(
   FROM report_track_stats st
   WHERE st.track_id IN (SELECT track_id FROM tracks)"""
     else:
-        require_integrals(run)
+        require_range_tables(run)
         weighted_note(run)
         # Time-weighted averages; count, min and max of the samples in the range.
         start, end = run.time_range()
-        params.update(range_start=start, range_end=end, trace_end=run.trace.end)
+        params.update(range_start=start, range_end=end, trace_end=run.trace.end, **cell_params(run, start, end))
         weights = weights_sql("SELECT track_id FROM tracks", ":range_start", ":range_end", ":trace_end")
         stats = f"""SELECT w.track_id, w.count, w.min, {weighted_avg_sql()} AS avg, w.max
   FROM ({weights}) w
@@ -467,14 +525,20 @@ WHERE st.track_id IN ({series_ids(w)}) AND st.event_count > 0""",
         )[0]
     else:
         # Count, min and max of the samples in the range; the average time-weighted, the tracks pooled.
-        require_integrals(run)
+        require_range_tables(run)
         start, end = run.time_range()
         row = run.query(
             f"values of {counter_name}: stats",
             f"""SELECT sum(w.count) AS count, min(w.min) AS min, {weighted_avg_sql(pooled=True)} AS avg,
        max(w.max) AS max, sum(w.count > 0) AS tracks
 FROM ({weights_sql(series_ids(w), ":range_start", ":range_end", ":trace_end")}) w""",
-            {**w.params, "range_start": start, "range_end": end, "trace_end": run.trace.end},
+            {
+                **w.params,
+                "range_start": start,
+                "range_end": end,
+                "trace_end": run.trace.end,
+                **cell_params(run, start, end),
+            },
         )[0]
     if not row["count"]:
         return False
@@ -515,9 +579,26 @@ CANNED_SERIES = f"""series AS (
   WHERE tr.event_type = 'counter' AND tr.name GLOB :name
     AND {CANNED_OWNER}
 )"""
+# The range's whole cells of report_counter_cell, where kept (large traces): cell_params in SQL.
+CANNED_COUNTER_CELLS = """counter_cells AS (
+  SELECT first_cell, end_cell, min(trace_start() + first_cell * cell_dur, range_end) AS cells_start,
+         min(trace_start() + end_cell * cell_dur, range_end) AS cells_end
+  FROM (SELECT g.cell_dur, g.first_cell, max(g.first_cell, (range_end - trace_start()) / g.cell_dur) AS end_cell,
+               range_end
+        FROM (SELECT cell_dur, max(0, (range_start - trace_start() + cell_dur - 1) / cell_dur) AS first_cell
+              FROM report_grid, range WHERE cell_dur > 0 AND EXISTS (SELECT 1 FROM report_counter_cell)) g, range)
+  UNION ALL
+  SELECT 0, 0, range_end, range_end FROM range
+  WHERE NOT EXISTS (SELECT 1 FROM report_counter_cell) OR NOT EXISTS (SELECT 1 FROM report_grid WHERE cell_dur > 0)
+)"""
 # What time-weighted averages read, computed only with a time range.
 CANNED_WEIGHTS = weights_sql(
-    "{track_ids}", "(SELECT range_start FROM range)", "(SELECT range_end FROM range)", "trace_end()", " AND :time != ''"
+    "{track_ids}",
+    "(SELECT range_start FROM range)",
+    "(SELECT range_end FROM range)",
+    "trace_end()",
+    CellBounds(*(f"(SELECT {c} FROM counter_cells)" for c in ("first_cell", "end_cell", "cells_start", "cells_end"))),
+    " AND :time != ''",
 ).replace("\n", "\n  ")
 CANNED_SAMPLES = """samples AS (
   SELECT c.track_id, c.ts, c.value
@@ -550,6 +631,7 @@ class CountersListView(View):
     flags = SERIES_FLAGS | {"min_count", "sort", "group_by"}
     sorts = tuple(LIST_SORTS)
     canned_sql = f"""WITH {CANNED_RANGE},
+{CANNED_COUNTER_CELLS},
 tracks AS (
   SELECT {TRACK_COLUMNS}
   {TRACK_FROM.replace(chr(10), chr(10) + "  ")}
@@ -996,6 +1078,7 @@ class CountersInspectView(View):
     flags = SERIES_FLAGS | {"ts"}
     required = ("name",)
     canned_sql = f"""WITH {CANNED_RANGE},
+{CANNED_COUNTER_CELLS},
 {CANNED_SERIES},
 {CANNED_SAMPLES},
 -- With time: time-weighted averages (each value holds until the track's next sample, the last until the

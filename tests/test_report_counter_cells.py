@@ -47,13 +47,9 @@ def cells_db(tmp_path_factory):
     for ts, track, value in sorted(samples, key=lambda s: s[0]):
         seq.counter(ts, track, value)
     seq.slice_end(T0 + 1_000 * MS, main)
-    original = report_tables.REPORT_COUNTER_CELL_MIN_SAMPLES
-    report_tables.REPORT_COUNTER_CELL_MIN_SAMPLES = 0
-    try:
-        db = ingest_built(tmp_path_factory.mktemp("counter_cells"), builder).path
-    finally:
-        report_tables.REPORT_COUNTER_CELL_MIN_SAMPLES = original
-    return db
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(report_tables, "REPORT_COUNTER_CELL_MIN_SAMPLES", 0)
+        return ingest_built(tmp_path_factory.mktemp("counter_cells"), builder).path
 
 
 def test_cells_equal_their_sql_definition(cells_db, tmp_path):
@@ -78,18 +74,13 @@ def test_small_traces_keep_no_counter_cells(demo_db):
 def report(db, view: str, flags: dict, cells: bool) -> tuple:
     """The counters list or inspect figures, from the cells or (cells=False) from the samples alone; and whether
     the cells were read."""
-    original = counters.cell_params
-    if not cells:
-        counters.cell_params = lambda run, start, end: {
-            "first_cell": 0,
-            "end_cell": 0,
-            "cells_start": end,
-            "cells_end": end,
-        }
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        if not cells:
+            no_cells = {"first_cell": 0, "end_cell": 0}
+            patch.setattr(
+                counters, "cell_params", lambda run, start, end: {**no_cells, "cells_start": end, "cells_end": end}
+            )
         result = report_of(db, "counters", view, flags)
-    finally:
-        counters.cell_params = original
     read_cells = any(  # the recorded parameters are text
         int(q.params.get("end_cell", 0)) > int(q.params.get("first_cell", 0)) for q in result.run.queries if q.params
     )

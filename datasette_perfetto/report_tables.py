@@ -17,8 +17,8 @@ import functools
 import math
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
-from itertools import accumulate, groupby, repeat
-from operator import floordiv, itemgetter, mul, sub
+from itertools import accumulate
+from operator import mul, sub
 from typing import Any
 
 from . import schema
@@ -133,15 +133,18 @@ def _integrals(times: tuple, values: tuple) -> Iterator[float]:
 
 def _counter_cells(track_id: int, times: tuple, values: tuple, start: int, cell_dur: int) -> Iterator[tuple]:
     """A track's report_counter_cell rows from its samples in time order: count, and min, max and sum of the
-    values but NULLs (as SQL's aggregates)."""
-    cells = map(floordiv, map(sub, times, repeat(start)), repeat(cell_dur))
-    for cell, group in groupby(zip(cells, values), key=itemgetter(0)):
-        in_cell = [value for _, value in group]
+    values but NULLs (as SQL's aggregates); each cell's samples found by bisection, a slice of values."""
+    i, n = 0, len(times)
+    while i < n:
+        cell = (times[i] - start) // cell_dur
+        j = bisect.bisect_left(times, start + (cell + 1) * cell_dur, i)
+        in_cell = values[i:j]
         present = [value for value in in_cell if value is not None] if None in in_cell else in_cell
-        if not present:
-            yield (track_id, cell, len(in_cell), None, None, None)
+        if present:
+            yield (track_id, cell, j - i, min(present), max(present), sum(present))
         else:
-            yield (track_id, cell, len(in_cell), min(present), max(present), sum(present))
+            yield (track_id, cell, j - i, None, None, None)
+        i = j
 
 
 def _figures(values: tuple) -> tuple:

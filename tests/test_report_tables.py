@@ -106,16 +106,22 @@ def test_counter_figures_with_null_values_equal_their_sql(edge_db, tmp_path):
         conn.execute("UPDATE counter SET value = NULL WHERE track_id = ?", (tracks[-1],))  # nothing but NULLs
         conn.execute("DELETE FROM report_track_stats")
         conn.execute("DELETE FROM report_counter_integral")
+        conn.execute("DELETE FROM report_counter_cell")
         conn.commit()
-        report_tables.track_stats(conn)
+        with pytest.MonkeyPatch.context() as patch:  # cells whatever the number of samples
+            patch.setattr(report_tables, "REPORT_COUNTER_CELL_MIN_SAMPLES", 0)
+            report_tables.track_stats(conn)
         conn.commit()
         nulls = conn.execute("SELECT count(*) FROM counter WHERE value IS NULL").fetchone()[0]
     finally:
         conn.close()
     assert len(tracks) >= 2 and nulls > 1
-    for name in ("report_track_stats", "report_counter_integral"):  # a NULL value holds 0 in the integral
-        computed, defined = kept_and_defined(copy, next(d for d in COMPUTED if d.name == name))
-        assert len(computed) == len(defined)
+    limit = f">= {schema.REPORT_COUNTER_CELL_MIN_SAMPLES}"
+    # A NULL value holds 0 in the integral; cells count it, their min, max and sum skip it.
+    for name in ("report_track_stats", "report_counter_integral", "report_counter_cell"):
+        derived = next(d for d in COMPUTED if d.name == name)
+        computed, defined = kept_and_defined(copy, derived, derived.populate.replace(limit, ">= 0"))
+        assert len(computed) == len(defined) and (computed or name != "report_counter_cell")
         for got, want in zip(computed, defined):
             assert [type(v) for v in got] == [type(v) for v in want], (got, want)
             for g, w in zip(got, want):

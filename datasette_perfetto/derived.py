@@ -42,10 +42,13 @@ _ROWS_SQL = "SELECT " + " + ".join(
 _LONGEST = (
     "report_slice_process_name_cell",
     "report_slice_track_name_cell",
+    "report_counter_integral",
     "report_slice_dimension",
     "report_thread_sched",
     "report_sched_cell",
     "report_slice_track_cell",
+    "report_slice_self",
+    "report_track_stats",
 )
 
 

@@ -79,8 +79,7 @@ def slice_name_percentiles(conn: sqlite3.Connection) -> None:
 def track_stats(conn: sqlite3.Connection) -> None:
     """report_track_stats: slice counts from report_slice_track_name, state counts from the state table's
     (track_id, ts) index, and counter figures from one pass over the counter index in (track_id, ts, id)
-    order, one track's values sorted at a time; report_counter_integral from the same pass, a track's rows
-    written as it is read."""
+    order, one track's values sorted at a time."""
     by_track: dict[int, list] = {}
     nothing = (None,) * (4 + len(REPORT_PERCENTILES))
     for track_id, count in conn.execute("SELECT track_id, sum(count) FROM report_slice_track_name GROUP BY track_id"):
@@ -106,10 +105,19 @@ def _add_count(by_track: dict[int, list], track_id: int, count: int, nothing: tu
 
 
 def _counter_figures(conn: sqlite3.Connection) -> Iterator[tuple[int, tuple]]:
-    """Per counter track, in track_id order: its values' _figures, one track's samples read at a time from the
-    (track_id, ts, id, value) index (a fetchmany of its count: no per-row test of the track, 10% faster); each
-    track's report_counter_integral rows, and in large traces its report_counter_cell rows, are written on the
-    way."""
+    """Per counter track, in track_id order: its values' _figures, one track's values read at a time from the
+    (track_id, ts, id, value) index (a fetchmany of its count: no per-row test of the track, 10% faster)."""
+    counts = conn.execute("SELECT track_id, count(*) FROM counter GROUP BY track_id ORDER BY track_id").fetchall()
+    in_order = conn.execute("SELECT value FROM counter ORDER BY track_id, ts, id")
+    for track_id, count in counts:
+        yield track_id, _figures([value for (value,) in in_order.fetchmany(count)])
+
+
+def counter_integrals(conn: sqlite3.Connection) -> None:
+    """report_counter_integral, and in traces of at least REPORT_COUNTER_CELL_MIN_SAMPLES samples
+    report_counter_cell: one pass over the counter index in (track_id, ts, id) order, a track's samples read
+    (a fetchmany of its count) and its rows written at a time. A task apart from track_stats, so the two passes
+    run side by side (derived.py)."""
     counts = conn.execute("SELECT track_id, count(*) FROM counter GROUP BY track_id ORDER BY track_id").fetchall()
     grid = None
     if sum(count for _, count in counts) >= REPORT_COUNTER_CELL_MIN_SAMPLES:
@@ -120,7 +128,6 @@ def _counter_figures(conn: sqlite3.Connection) -> Iterator[tuple[int, tuple]]:
         _insert_grouped(conn, schema.REPORT_COUNTER_INTEGRAL, list(zip(ids, _integrals(times, values))))
         if grid is not None:
             _insert_grouped(conn, schema.REPORT_COUNTER_CELL, list(_counter_cells(track_id, times, values, *grid)))
-        yield track_id, _figures(values)
 
 
 def _integrals(times: tuple, values: tuple) -> Iterator[float]:
@@ -147,7 +154,7 @@ def _counter_cells(track_id: int, times: tuple, values: tuple, start: int, cell_
         i = j
 
 
-def _figures(values: tuple) -> tuple:
+def _figures(values: list) -> tuple:
     """(count, min, max, sum, drops, percentiles...) of values in time order: a NULL value is skipped by
     min/max/sum and ranked first, as SQL does."""
     present = [v for v in values if v is not None]
@@ -550,6 +557,7 @@ def _insert_grouped(conn: sqlite3.Connection, table: schema.Table, rows: list) -
 COMPUTE: dict[str, Callable[[sqlite3.Connection], None]] = {
     "report_slice_name_percentile": slice_name_percentiles,
     "report_track_stats": track_stats,
+    "report_counter_integral": counter_integrals,
     "report_slice_dimension": slice_dimension,
     "report_slice_name_dur_rank": slice_name_dur_ranks,
     "report_slice_track_name_cell": slice_track_cells,
@@ -558,6 +566,5 @@ COMPUTE: dict[str, Callable[[sqlite3.Connection], None]] = {
 # Derived tables filled by another one's computation, in the same pass: table -> the one whose COMPUTE fills it.
 FILLED_WITH: dict[str, str] = {
     "report_slice_name_cell": "report_slice_process_name_cell",
-    "report_counter_integral": "report_track_stats",
-    "report_counter_cell": "report_track_stats",
+    "report_counter_cell": "report_counter_integral",
 }

@@ -111,6 +111,7 @@ def test_counter_figures_with_null_values_equal_their_sql(edge_db, tmp_path):
         with pytest.MonkeyPatch.context() as patch:  # cells whatever the number of samples
             patch.setattr(report_tables, "REPORT_COUNTER_CELL_MIN_SAMPLES", 0)
             report_tables.track_stats(conn)
+            report_tables.counter_integrals(conn)
         conn.commit()
         nulls = conn.execute("SELECT count(*) FROM counter WHERE value IS NULL").fetchone()[0]
     finally:

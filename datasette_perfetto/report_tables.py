@@ -104,10 +104,15 @@ def _add_count(by_track: dict[int, list], track_id: int, count: int, nothing: tu
         kept[0] += count
 
 
+def _counter_counts(conn: sqlite3.Connection) -> list[tuple[int, int]]:
+    """(track_id, samples) per counter track in track_id order: each track's fetchmany size in the passes below."""
+    return conn.execute("SELECT track_id, count(*) FROM counter GROUP BY track_id ORDER BY track_id").fetchall()
+
+
 def _counter_figures(conn: sqlite3.Connection) -> Iterator[tuple[int, tuple]]:
     """Per counter track, in track_id order: its values' _figures, one track's values read at a time from the
     (track_id, ts, id, value) index (a fetchmany of its count: no per-row test of the track, 10% faster)."""
-    counts = conn.execute("SELECT track_id, count(*) FROM counter GROUP BY track_id ORDER BY track_id").fetchall()
+    counts = _counter_counts(conn)
     in_order = conn.execute("SELECT value FROM counter ORDER BY track_id, ts, id")
     for track_id, count in counts:
         yield track_id, _figures([value for (value,) in in_order.fetchmany(count)])
@@ -118,7 +123,7 @@ def counter_integrals(conn: sqlite3.Connection) -> None:
     report_counter_cell: one pass over the counter index in (track_id, ts, id) order, a track's samples read
     (a fetchmany of its count) and its rows written at a time. A task apart from track_stats, so the two passes
     run side by side (derived.py)."""
-    counts = conn.execute("SELECT track_id, count(*) FROM counter GROUP BY track_id ORDER BY track_id").fetchall()
+    counts = _counter_counts(conn)
     grid = None
     if sum(count for _, count in counts) >= REPORT_COUNTER_CELL_MIN_SAMPLES:
         grid = conn.execute("SELECT b.start_ts, g.cell_dur FROM trace_bounds b, report_grid g").fetchone()

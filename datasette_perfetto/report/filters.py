@@ -168,10 +168,12 @@ def owner_terms(run: ReportRun, threads: bool = True) -> Where:
 # -- canned queries: every flag an optional :named parameter ('' = not set) -----------------------------
 
 CANNED_TOP = f"coalesce(nullif(:top, ''), {DEFAULT_TOP})"
-# The range the time flag covers, else the whole trace, as the CTE `range`.
-CANNED_RANGE = """range AS (
-  SELECT coalesce((SELECT report_range_start(:time)), trace_start()) AS range_start,
-         coalesce((SELECT report_range_end(:time)), trace_end()) AS range_end
+# The range the time flag covers, else the whole trace: its bounds as expressions, and as the CTE `range`.
+CANNED_RANGE_START = "coalesce((SELECT report_range_start(:time)), trace_start())"
+CANNED_RANGE_END = "coalesce((SELECT report_range_end(:time)), trace_end())"
+CANNED_RANGE = f"""range AS (
+  SELECT {CANNED_RANGE_START} AS range_start,
+         {CANNED_RANGE_END} AS range_end
 )"""
 # The smallest 1, 2, 2.5 or 5 x 10^k not below a value is the smallest `nice` row not below it (bucket widths).
 CANNED_NICE = """power(v) AS (SELECT 1 UNION ALL SELECT v * 10 FROM power WHERE v < 100000000000000000),

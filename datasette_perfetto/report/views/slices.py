@@ -19,6 +19,8 @@ from ..diff_spec import DiffSpec, Measure, diff_link
 from ..filters import (
     CANNED_NICE,
     CANNED_RANGE,
+    CANNED_RANGE_END,
+    CANNED_RANGE_START,
     CANNED_TOP,
     TRACK_FLAGS,
     Where,
@@ -109,9 +111,7 @@ _CANNED_PIECE_COLUMNS = """max(s.ts, range_start) AS piece_start,
 CANNED_DUR = (
     "max(min(CASE WHEN s.dur < 0 THEN trace_end() ELSE s.ts + s.dur END, range_end) - max(s.ts, range_start), 0)"
 )
-_CANNED_TIME_START = "coalesce((SELECT report_range_start(:time)), trace_start())"
-_CANNED_TIME_END = "coalesce((SELECT report_range_end(:time)), trace_end())"
-_CANNED_TIME_DUR = CANNED_DUR.replace("range_end", _CANNED_TIME_END).replace("range_start", _CANNED_TIME_START)
+_CANNED_TIME_DUR = CANNED_DUR.replace("range_end", CANNED_RANGE_END).replace("range_start", CANNED_RANGE_START)
 
 
 def self_value(dur: str, inside: str | None = None) -> str:
@@ -203,7 +203,7 @@ class SlicesTableView(View):
   -- range) less its direct children's, stored at import for a slice wholly inside the range (traces
   -- without cells). Not needed for the whole trace.
   SELECT s.id, s.name, s.parent_id, {_CANNED_TIME_DUR} AS dur,
-         {self_value(_CANNED_TIME_DUR, wholly_inside(_CANNED_TIME_START, _CANNED_TIME_END))} AS self_dur
+         {self_value(_CANNED_TIME_DUR, wholly_inside(CANNED_RANGE_START, CANNED_RANGE_END))} AS self_dur
   {SLICE_FROM.replace(chr(10), chr(10) + "  ")}
   WHERE NOT ({_CANNED_NO_OWNER} AND :time = '')
     AND {_CANNED_TS_BOUNDS}

@@ -45,6 +45,10 @@ ANALYSIS_LIMIT = 1000
 
 # Batches waiting for the child; bounds the memory a slow disk can pin.
 PENDING_BATCHES = 32
+# Seconds a stopped writer child has to end after its SIGTERM before it is killed: a SIGTERM that lands just
+# before the child blocks reading its pipe runs Python's handler only once the read returns, which it never
+# does (seen once in a kill test, on a loaded machine: the parent waited forever).
+STOP_GRACE_SECONDS = 5.0
 
 
 # The steps that complete a database, in order: (name shown by progress displays, SqliteWriter method).
@@ -264,15 +268,22 @@ class WriterProcess:
                 self._answer()
         except BaseException:
             # Interrupted (SIGTERM, Ctrl+C) between two steps: the child waits for the next one.
-            self.process.terminate()
+            self._terminate()
             raise
         finally:
             self._stop()
 
     def abort(self) -> None:
         # The database is thrown away: nothing the child still has queued matters.
-        self.process.terminate()
+        self._terminate()
         self._stop()
+
+    def _terminate(self) -> None:
+        """Ends the child: SIGTERM (its cleanup runs), then SIGKILL if it has not ended STOP_GRACE_SECONDS later."""
+        self.process.terminate()
+        self.process.join(STOP_GRACE_SECONDS)
+        if self.process.exitcode is None:
+            self.process.kill()
 
     def _stop(self) -> None:
         self.process.join()

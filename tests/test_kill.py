@@ -322,3 +322,30 @@ def test_a_signal_during_a_held_call_is_raised_after_it(sig, raised):
             scratch.call_with_signals_held(signalled, message)
     assert built == [(500, 7)]  # the call completed, then the signal was raised
     assert scratch._held == 0 and scratch._pending is None
+
+
+def test_aborting_a_writer_whose_sigterm_is_lost_kills_it(tmp_path, monkeypatch):
+    """A SIGTERM landing just before the writer child blocks reading its pipe runs Python's handler only once
+    the read returns, which it never does: the parent waited for it forever (a hung `./dev test`, in
+    test_a_sigterm_at_any_step_of_an_ingest_leaves_no_file on a loaded machine). Here the child's handler
+    returns without acting, as in that race: abort() kills it after the grace period."""
+    import threading
+
+    from datasette_perfetto import writer
+
+    real_serve = writer._serve
+
+    def serve_ignoring_sigterm(*args):
+        signal.signal(signal.SIGTERM, lambda signum, frame: None)
+        real_serve(*args)
+
+    monkeypatch.setattr(writer, "_serve", serve_ignoring_sigterm)
+    monkeypatch.setattr(writer, "STOP_GRACE_SECONDS", 0.2)
+    child = writer.WriterProcess(str(tmp_path / "out.db"))
+    child.query("SELECT 1")  # the child is up, reading its pipe
+    stopper = threading.Thread(target=child.abort, daemon=True)
+    stopper.start()
+    stopper.join(30)
+    assert not stopper.is_alive(), "abort() still waiting for the writer child"
+    assert child.process.exitcode == -signal.SIGKILL
+    assert multiprocessing.active_children() == []

@@ -1,7 +1,8 @@
 """Ingest speed and memory on a real trace, against the floor (benchmarks/floor.py).
 
 Prints, for each trace: whole-process wall time of `ingest`, the floor's wall
-time, their ratio, and the peak RSS of the ingesting process. With --scale N
+time, their ratio, the peak RSS of the ingesting process, and where the wall time goes (reading and
+tokenizing, parsing, each named step of the finish; medians). With --scale N
 it also builds a trace N times larger (the input repeated N times, each copy
 shifted later in time so tracks continue rather than overlap) to show that
 memory does not grow with trace size.
@@ -26,25 +27,63 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 from fresh_process import measure_in_fresh_process  # noqa: E402  (beside this script)
 from shared_data import TRACES  # noqa: E402  (the shared traces, wherever this checkout is)
 
+from datasette_perfetto.importers.common.streams import READ_SHARE  # noqa: E402
+from datasette_perfetto.ingest import Progress  # noqa: E402
+
 DEFAULT_TRACE = str(TRACES / "chrome_startup.pftrace")
 
 
+class StepTimes(Progress):
+    """Progress that notes when each step of an ingest begins: reading and tokenizing, parsing (the importers
+    report READ_SHARE of the input's progress once tokenizing has ended, the rest as the sorted events are
+    parsed), the rest of the parse (finishing the trackers), then each named step of the finish (Progress.phase)."""
+
+    def __init__(self, start: float) -> None:
+        self.start = start
+        self.size = 0
+        self.done = 0
+        self.began: list[tuple[str, float]] = [("read and tokenize", 0.0)]  # (step, seconds since start)
+
+    def input_started(self, path: str, size: int) -> None:
+        self.size = size
+
+    def advanced(self, amount: int) -> None:
+        before, self.done = self.done, self.done + amount
+        for name, at in (("parse", int(READ_SHARE * self.size)), ("end of parse", self.size)):
+            if before < at <= self.done:
+                self._begin(name)
+
+    def phase(self, name: str) -> None:
+        self._begin(name)
+
+    def _begin(self, name: str) -> None:
+        self.began.append((name, time.perf_counter() - self.start))
+
+    def durations(self, end: float) -> list[tuple[str, float]]:
+        """(step, seconds) in order, the last one ending at `end`."""
+        ends = [at for _, at in self.began[1:]] + [end]
+        return [(name, stop - at) for (name, at), stop in zip(self.began, ends)]
+
+
 def measure_one(trace: str) -> None:
-    """In a fresh interpreter: ingest once and print wall time and peak RSS."""
+    """In a fresh interpreter: ingest once and print wall time, peak RSS and the steps' times."""
     fd, db = tempfile.mkstemp(suffix=".db")
     os.close(fd)
     os.unlink(db)
     from datasette_perfetto.ingest import ingest
 
     start = time.perf_counter()
-    summaries = ingest([trace], db)
+    steps = StepTimes(start)
+    summaries = ingest([trace], db, steps)
     wall = time.perf_counter() - start
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     # The writer and tokenizer helper processes (ingest's children): the larger one's peak.
     child_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     size = os.path.getsize(db)
     os.unlink(db)
-    print(f"{wall:.3f} {peak_mb:.1f} {size} {sum(v for _, v in summaries[0].problems)} {child_mb:.1f}")
+    print(f"{wall:.3f} {peak_mb:.1f} {size} {sum(v for _, v in summaries[0].problems)} {child_mb:.1f}", end=" ")
+    # Then each step as name=seconds (spaces in names as underscores): the figures are split on whitespace.
+    print(" ".join(f"{name.replace(' ', '_')}={seconds:.3f}" for name, seconds in steps.durations(wall)))
 
 
 def children_cpu() -> float:
@@ -53,14 +92,16 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def measure(trace: str) -> tuple[float, float, float, float, float]:
+def measure(trace: str) -> tuple[float, float, float, float, float, list[tuple[str, float]]]:
     """(process wall seconds, ingest seconds, peak RSS MB, largest child's peak RSS MB, CPU seconds of the
-    whole process and its writer/tokenizer children) of ingesting trace in a fresh process."""
+    whole process and its writer/tokenizer children, (step, seconds) of the ingest) of ingesting trace in a
+    fresh process."""
     cpu = children_cpu()
     start = time.perf_counter()
     out = measure_in_fresh_process(__file__, trace)
     process_wall = time.perf_counter() - start
-    return process_wall, float(out[0]), float(out[1]), float(out[4]), children_cpu() - cpu
+    steps = [(name.replace("_", " "), float(seconds)) for name, seconds in (f.split("=") for f in out[5:])]
+    return process_wall, float(out[0]), float(out[1]), float(out[4]), children_cpu() - cpu, steps
 
 
 def floor(trace: str) -> tuple[float, float]:
@@ -150,12 +191,19 @@ def main() -> None:
         f"CPU: ingest {cpu:.2f} s (with its child processes), floor {floor_cpu:.2f} s: "
         f"{cpu / floor_cpu:.2f}x (target 5x)"
     )
+    steps = [name for name, _ in runs[0][5]]
+    if all([name for name, _ in r[5]] == steps for r in runs):
+        medians = [statistics.median(r[5][i][1] for r in runs) for i in range(len(steps))]
+        print(
+            "where the wall time of ingest() goes (medians): "
+            + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in zip(steps, medians))
+        )
     if args.scale:
         with tempfile.TemporaryDirectory() as tmp:
             big = os.path.join(tmp, f"x{args.scale}.pftrace")
             scaled_copy(args.trace, args.scale, big)
             big_mb = os.path.getsize(big) / 1e6
-            wall_big, ingest_big, peak_big, child_big, _ = measure(big)
+            wall_big, ingest_big, peak_big, child_big, _, _ = measure(big)
             print(
                 f"x{args.scale} trace ({big_mb:.0f} MB): {wall_big:.1f} s whole process, peak RSS {peak_big:.0f} MB, "
                 f"children {child_big:.0f} MB (x1: {peak:.0f} MB, children {child_peak:.0f} MB)"

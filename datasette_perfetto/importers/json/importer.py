@@ -41,7 +41,7 @@ from ..common.json_args import add_json_args, add_json_args_deep, big_int_as_dou
 from ..common.options import ImportOptions
 from ..common.sorter import Sorter
 from ..common.split_helper import Helper, HelperSide, SplitFailed, split_wanted
-from ..common.streams import file_position
+from ..common.streams import READ_SHARE, file_position, read_progress
 from ..common.values import INT64_MAX, INT64_MIN, UINT32_MAX
 from .lenient import JsonError, number_value
 from .reader import (
@@ -329,7 +329,7 @@ class JsonImporter:
             if kind == EVENT:
                 tokenize(value)
                 if reader.events_read & 0x3FFF == 0:
-                    progress(0.5 * min(position() / size, 1.0))
+                    progress(read_progress(position(), size))
             elif kind == METADATA:
                 self._metadata(value)
             elif kind == SYSTEM_TRACE_EVENTS:
@@ -345,7 +345,7 @@ class JsonImporter:
     def _parse(self, reader: JsonTraceReader, progress: Callable[[float], None]) -> None:
         """The second phase: every tokenized event, in timestamp order."""
         self.trace.packets_read = reader.events_read + self._system_lines
-        progress(0.5)
+        progress(READ_SHARE)
         parse_event, parse_sample = self.parser.parse, self.v8.parse_sample
         total = max(self.sorter.count, 1)
         loads = _loads
@@ -358,7 +358,7 @@ class JsonImporter:
             else:
                 parse_sample(ts, event)
             if i & 0x3FFF == 0:
-                progress(0.5 + 0.5 * i / total)
+                progress(READ_SHARE + (1 - READ_SHARE) * i / total)
         progress(1.0)
         if self._systrace is not None:
             self._systrace.ftrace.finish()

@@ -34,7 +34,7 @@ from ..common.event_kinds import (
 )
 from ..common.options import ImportOptions
 from ..common.sorter import Sorter
-from ..common.streams import file_position
+from ..common.streams import READ_SHARE, file_position, read_progress
 from ..common.values import string_map_items, text
 from .atrace import AtraceParser
 from .clock_tracker import BOOTTIME, ClockTracker, clock_key, remote_clock_offsets
@@ -238,7 +238,7 @@ class ProtoImporter:
                 else:
                     self._tokenize_packet_bytes(item)
                 if n & 0x3FFF == 0:
-                    progress(0.5 * min(position() / size, 1.0))
+                    progress(read_progress(position(), size))
                     if split is not None and split.claims.failed:
                         raise SplitFailed("the other tokenizer process found the split impossible")
         except SplitFailed:
@@ -246,7 +246,7 @@ class ProtoImporter:
                 split.claims.fail()  # the other process stops too
             raise
         self.trace.packets_read += n
-        progress(0.5)
+        progress(READ_SHARE)
         self.sequence_misses = sum(seq.misses for seq in self.sequences.values())
 
     def parse_all(self, progress: Callable[[float], None]) -> None:
@@ -285,7 +285,7 @@ class ProtoImporter:
             elif kind == EV_PROFILE:
                 self.profile_parser.parse(ts, event)
             if i & 0x3FFF == 0:
-                progress(0.5 + 0.5 * i / total)
+                progress(READ_SHARE + (1 - READ_SHARE) * i / total)
         progress(1.0)
         for importer in (self, *machines):
             importer.finish_parsing()

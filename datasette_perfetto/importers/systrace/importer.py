@@ -36,7 +36,7 @@ from ...model import TraceContext
 from ...trackers.process_tracker import THREAD_NAME_PRIORITY_FTRACE
 from ..common.options import ImportOptions
 from ..common.sorter import Sorter
-from ..common.streams import file_position
+from ..common.streams import READ_SHARE, file_position, read_progress
 from ..proto.atrace import c_int32, c_int64, c_uint32
 from ..proto.ftrace import FtraceParser
 
@@ -398,8 +398,8 @@ class SystraceImporter:
             if self.state == END:
                 break
             if i & 0x3FFF == 0:
-                progress(0.5 * min(position() / size, 1.0))
-        progress(0.5)
+                progress(read_progress(position(), size))
+        progress(READ_SHARE)
         convert = self.trace.model.trace_time_converter(MONOTONIC_CLOCK_ID)
         if convert is None:
             self.trace.metadata["trace_time_clock_id"] = MONOTONIC_CLOCK_ID
@@ -407,7 +407,7 @@ class SystraceImporter:
         for i, (ts, event) in enumerate(self.sorter.drain()):
             self.parse(ts if convert is None else convert(ts), event)
             if i & 0x3FFF == 0:
-                progress(0.5 + 0.5 * i / total)
+                progress(READ_SHARE + (1 - READ_SHARE) * i / total)
         self.ftrace.finish()
         progress(1.0)
 

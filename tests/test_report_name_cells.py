@@ -5,6 +5,7 @@ same rows, totals and slice time as reading the instances."""
 from __future__ import annotations
 
 import random
+import re
 import sqlite3
 
 import pytest
@@ -328,3 +329,77 @@ async def test_the_page_per_process_shows_the_sql_it_ran_over_the_running_totals
     rows = data["slices_table"]["rows"]
     assert shown == [(r["name"], r.get("group_value", "")) for r in rows] and len(shown) == 6
     assert {r.get("group_value", "") for r in rows} >= {"1", "2"}
+
+
+def _canned_rows(conn: sqlite3.Connection, flags: dict[str, str]) -> list[tuple]:
+    """The canned slices_table's rows for `flags` (every other parameter empty), as the report's figures."""
+    sql = slices.SlicesTableView.canned_sql
+    params = {name: flags.get(name, "") for name in set(re.findall(r":(\w+)", sql))}
+    rows = conn.execute(sql, params).fetchall()
+    columns = [d[0] for d in conn.execute(sql, params).description]
+    return [dict(zip(columns, row)) for row in rows]
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [{}, {"sort": "dur"}, {"sort": "count", "top": "3"}, {"name": "R*"}, {"min_count": "5"}, {"sort": "name"}],
+    ids=lambda e: "&".join(f"{k}={v}" for k, v in e.items()) or "default",
+)
+def test_the_canned_slices_table_reads_the_cells_and_shows_the_reports_rows(cells_db, tmp_path, extra):
+    # A copy whose cells are off by one nanosecond of time each: what the canned query reads from them shows.
+    skewed = tmp_path / "skewed.db"
+    skewed.write_bytes(cells_db.read_bytes())
+    with sqlite3.connect(skewed) as conn:
+        conn.execute(f"UPDATE {CELLS} SET covered = covered + 1")
+    conn, skewed_conn = connect_with_functions(cells_db), connect_with_functions(skewed)
+    skews_seen = 0
+    try:
+        for label, first, end in ranges(cells_db):
+            flags = {"time": f"{first}ns,{end}ns", **extra}
+            msg, used, _ = report(cells_db, flags, cells=True)
+            assert used, label
+            canned = _canned_rows(conn, flags)
+            range_dur = end - first
+            assert [(r["name"], r["count"], r["total_dur"], r["self_dur"], r["max_dur"]) for r in canned] == [
+                (r.name, r.count, r.total_dur, r.self_dur, r.max_dur) for r in msg.rows
+            ], label
+            assert [r["max_ts"] for r in canned] == [r.max_instance.ts for r in msg.rows], label
+            assert [r["percent_of_slice_time"] for r in canned] == [
+                round(100.0 * r.self_dur / msg.slice_time, 1) for r in msg.rows
+            ], label
+            assert [r["percent_of_trace"] for r in canned] == [
+                round(100.0 * r.total_dur / range_dur, 1) for r in msg.rows
+            ], label
+            totals = {r["name"]: r["total_dur"] for r in _canned_rows(skewed_conn, flags)}
+            if canned:  # the cells were read
+                skews_seen += 1
+                assert any(totals.get(r["name"]) != r["total_dur"] for r in canned), label
+        assert skews_seen >= 5
+    finally:
+        conn.close()
+        skewed_conn.close()
+
+
+@pytest.mark.parametrize(
+    "extra", [{"sort": "max"}, {"thread": "t1"}], ids=lambda e: "&".join(f"{k}={v}" for k, v in e.items())
+)
+def test_the_canned_slices_table_reads_the_instances_where_the_report_does(cells_db, tmp_path, extra):
+    # sort=max and an owner's slices: the report reads the instances (or the track cells), so does the canned
+    # query, whatever the name cells hold.
+    skewed = tmp_path / "skewed.db"
+    skewed.write_bytes(cells_db.read_bytes())
+    with sqlite3.connect(skewed) as conn:
+        conn.execute(f"UPDATE {CELLS} SET covered = covered + 1")
+    conn, skewed_conn = connect_with_functions(cells_db), connect_with_functions(skewed)
+    try:
+        for label, first, end in ranges(cells_db)[:6]:
+            flags = {"time": f"{first}ns,{end}ns", **extra}
+            msg, _, _ = report(cells_db, flags, cells=True)
+            canned = _canned_rows(conn, flags)
+            assert [(r["name"], r["count"], r["total_dur"], r["self_dur"], r["max_dur"]) for r in canned] == [
+                (r.name, r.count, r.total_dur, r.self_dur, r.max_dur) for r in msg.rows
+            ], label
+            assert _canned_rows(skewed_conn, flags) == canned, label
+    finally:
+        conn.close()
+        skewed_conn.close()

@@ -179,9 +179,10 @@ _CANNED_TABLE_TERMS = optional_terms(
 
 
 # The time range as bounds on ts an index can seek to (none without `time`): a slice overlapping the range
-# starts before its end and at most the longest slice's duration before its start. (Over 0.4% of the 100 MB
-# benchmark trace, 2.07 s without them, 0.10 s with.)
-_CANNED_TS_BOUNDS = """s.ts < coalesce((SELECT report_range_end(:time)), 9223372036854775807)
+# starts before its end and at most the longest slice's duration before its start (over 0.4% of the 100 MB
+# benchmark trace, 2.07 s without them, 0.10 s with); none where the cells are read (slice_cells).
+_CANNED_TS_BOUNDS = """s.ts < CASE WHEN EXISTS (SELECT 1 FROM slice_cells) THEN -9223372036854775807
+                ELSE coalesce((SELECT report_range_end(:time)), 9223372036854775807) END
     AND s.ts >= coalesce((SELECT report_range_start(:time)) - (SELECT max(max_dur) FROM report_slice_name),
                          -9223372036854775807)"""
 
@@ -198,51 +199,8 @@ class SlicesTableView(View):
     uses_top = True
     flags = SCOPE_FLAGS | {"min_count", "sort", "group_by"}
     sorts = ("self", "dur", "count", "max", "name")
-    canned_sql = f"""WITH in_scope AS (
-  -- The slices in scope whatever name selects, each with its self time: its duration (clipped to the time
-  -- range) less its direct children's, stored at import for a slice wholly inside the range (traces
-  -- without cells). Not needed for the whole trace.
-  SELECT s.id, s.name, s.parent_id, {_CANNED_TIME_DUR} AS dur,
-         {self_value(_CANNED_TIME_DUR, wholly_inside(CANNED_RANGE_START, CANNED_RANGE_END))} AS self_dur
-  {SLICE_FROM.replace(chr(10), chr(10) + "  ")}
-  WHERE NOT ({_CANNED_NO_OWNER} AND :time = '')
-    AND {_CANNED_TS_BOUNDS}
-    AND {_CANNED_TABLE_TERMS}
-),
-by_name AS (
-  -- The whole trace: the per-name aggregates precomputed at import; else the slices in scope.
-  SELECT name, count, self_dur, total_dur, max_dur, max_slice_id
-  FROM report_slice_name
-  WHERE {_CANNED_NO_OWNER} AND :time = '' AND (:name = '' OR name GLOB :name)
-  UNION ALL
-  SELECT name, count(*), sum(self_dur), sum(dur), max(dur), id
-  FROM in_scope
-  WHERE :name = '' OR name GLOB :name
-  GROUP BY name
-),
-slice_time AS (
-  -- Every slice's self time summed: the time the top-level slices cover.
-  SELECT coalesce(sum(self_dur), 0) AS ns FROM report_slice_name WHERE {_CANNED_NO_OWNER} AND :time = ''
-  UNION ALL
-  SELECT coalesce(sum(dur), 0) FROM in_scope WHERE parent_id IS NULL AND NOT ({_CANNED_NO_OWNER} AND :time = '')
-)
-SELECT b.name, b.count, b.self_dur,
-       round(100.0 * b.self_dur / max((SELECT sum(ns) FROM slice_time), 1), 1) AS percent_of_slice_time,
-       b.total_dur,
-       round(100.0 * b.total_dur / max(coalesce((SELECT report_range_end(:time)), trace_end())
-                                       - coalesce((SELECT report_range_start(:time)), trace_start()), 1), 1)
-         AS percent_of_trace,
-       b.max_dur, m.ts AS max_ts, th.name AS max_thread
-FROM by_name b
-LEFT JOIN slice m ON m.id = b.max_slice_id
-LEFT JOIN track tr ON tr.id = m.track_id
-LEFT JOIN thread th ON th.id = tr.utid
-WHERE b.count >= CAST(coalesce(nullif(:min_count, ''), 0) AS INTEGER)
-  -- min_duration hides names with less time in total.
-  AND (:min_duration = '' OR b.total_dur >= report_duration(:min_duration))
-ORDER BY CASE {canned_sort(sorts[0])} WHEN 'self' THEN -b.self_dur WHEN 'dur' THEN -b.total_dur
-                                                WHEN 'count' THEN -b.count WHEN 'max' THEN -b.max_dur END, b.name
-LIMIT {CANNED_TOP}"""
+    # Set below (slices_table_canned_sql), once the cell split it shares with the report is defined.
+    canned_sql = ""
 
     def has_data(self, run: ReportRun) -> bool:
         return bool(run.value("any slice", "SELECT EXISTS(SELECT 1 FROM slice)"))
@@ -421,14 +379,7 @@ LIMIT :top""",
             parts = [_by_process_cells(cells, name is not None)]
         else:
             opened = "0" if _counts_open(cells) else "CASE WHEN c.cell = :first_cell THEN c.{} ELSE 0 END"
-            parts = [
-                f"""  SELECT c.name AS name{value}, sum(c.starting) + sum({opened.format("open")}) AS count,
-         sum(c.covered) AS total_dur, sum(c.unfinished_starting) + sum({opened.format("unfinished_open")})
-           AS unfinished, sum(c.self_covered) AS self_dur
-  FROM {cells.table} c{by_value}
-  {by_cell.sql().replace(chr(10), chr(10) + "  ")}
-  GROUP BY c.name{value_key}"""
-            ]
+            parts = [_whole_cells_by_name(cells.table, opened, by_cell.sql(), value, value_key, by_value)]
         for side, edge in (("before", cells.before), ("after", cells.after)):
             if edge is None:
                 continue
@@ -459,10 +410,7 @@ HAVING sum(count) > 0"""
             if edge is not None:
                 label = edge.label(side)
                 params[f"{label}_start"], params[f"{label}_end"] = edge.start, edge.end
-                tops.append(
-                    f"{'-' if edge.outside else ''}(SELECT coalesce(sum({_edge_dur(label)}), 0) FROM slice s\n"
-                    f"  {_edge_range(label, owned)}\n  AND +s.parent_id IS NULL)"
-                )
+                tops.append(_edge_top_level(label, edge.outside, owned))
         slice_time = run.value(
             "the slice time in scope: the time the top-level slices cover in the range's cells and the rest of it",
             "SELECT " + "\n  + ".join(tops),
@@ -757,6 +705,19 @@ def _cell_scope(cells: CellSplit, owner: Where | None) -> tuple[Where, str]:
     return in_cells, f"\n  AND s.track_id IN {owner.terms[0]}"
 
 
+def _whole_cells_by_name(
+    table: str, opened: str, where: str, value: str = "", value_key: str = "", by_value: str = ""
+) -> str:
+    """Per name (and `value`) over the whole cells of cell table c that the `where` terms select: a slice open at
+    the first cell's start counted as `opened` says (a template of the cell's column: its open count, or 0)."""
+    return f"""  SELECT c.name AS name{value}, sum(c.starting) + sum({opened.format("open")}) AS count,
+         sum(c.covered) AS total_dur, sum(c.unfinished_starting) + sum({opened.format("unfinished_open")})
+           AS unfinished, sum(c.self_covered) AS self_dur
+  FROM {table} c{by_value}
+  {where.replace(chr(10), chr(10) + "  ")}
+  GROUP BY c.name{value_key}"""
+
+
 def _by_process_cells(cells: CellSplit, by_name: bool) -> str:
     """Per process and name (report_slice_process_name), the whole cells [:first_cell, :end_cell) of
     report_slice_process_name_cell: the running totals of the key's last row before :end_cell less those of
@@ -800,6 +761,15 @@ def _edge_range(label: str, owned: str = "") -> str:
     return "WHERE " + terms.replace(":range_end", f":{label}_end").replace(":range_start", f":{label}_start") + owned
 
 
+def _edge_top_level(label: str, outside: bool, owned: str = "") -> str:
+    """The time the top-level slices cover in the part of a range named `label`: a term of the range's slice
+    time, subtracted for a part outside the range."""
+    return (
+        f"{'-' if outside else ''}(SELECT coalesce(sum({_edge_dur(label)}), 0) FROM slice s\n"
+        f"  {_edge_range(label, owned)}\n  AND +s.parent_id IS NULL)"
+    )
+
+
 def _counts_open(cells: CellSplit) -> bool:
     """Whether the slices open at the range's start are counted by a part before the cells (else by the first
     cell's `open`)."""
@@ -839,6 +809,199 @@ def _edge_by_name(side: str, edge: Edge, by_name: bool, owned: str = "", by_valu
   ) c ON c.parent_id = s.id
   {_edge_range(label, owned).replace(chr(10), chr(10) + "  ")}{name_term}
   GROUP BY +s.name{value_key}"""
+
+
+# The canned slices table's cell split: the report's parameters of a range split around its whole cells
+# (cell_split, for a range over every track), as the columns of the slice_cells CTE.
+_CANNED_SPLIT_COLUMNS = (
+    "first_cell",
+    "end_cell",
+    "before_start",
+    "before_end",
+    "before_out_start",
+    "before_out_end",
+    "after_start",
+    "after_end",
+    "after_out_start",
+    "after_out_end",
+    "counts_open",
+)
+_CANNED_SLICE_CELLS = f"""slice_cells_grid AS (
+  -- With time over every track (no flag but name, min_duration and min_count) and any sort but max, where
+  -- report_slice_name_cell was kept (large traces): the range split around its whole cells as the report splits
+  -- it (before the trace's start and past its end nothing lies); no row when no whole cell is inside it.
+  SELECT g.name_cell_dur AS cd, range_start AS rs, range_end AS re, trace_start() AS t0, trace_end() AS t1
+  FROM report_grid g, range
+  WHERE :time != '' AND {_CANNED_NO_OWNER} AND {canned_sort("self")} != 'max'
+    AND g.name_cell_dur > 0 AND EXISTS (SELECT 1 FROM {CELL_TABLES["name"][0]})
+),
+slice_cells_first AS (
+  -- The first cell starting at or after the range's start; the first not ending by its end (NULL: to the last).
+  SELECT *, CASE WHEN rs <= t0 THEN 0 ELSE (rs - t0 + cd - 1) / cd END AS f0,
+         CASE WHEN re < t1 THEN (re - t0) / cd END AS l0
+  FROM slice_cells_grid
+  WHERE re > t0 AND rs < t1
+),
+slice_cells_edges AS (
+  SELECT *, t0 + f0 * cd AS cs, t0 + l0 * cd AS ce, rs > t0 AND rs < t0 + f0 * cd AS has_before,
+         l0 IS NOT NULL AND t0 + l0 * cd < re AS has_after
+  FROM slice_cells_first
+  WHERE l0 IS NULL OR l0 > f0
+),
+slice_cells AS (
+  -- The parts before and after the whole cells (NULL where there is none): an edge longer than half a cell is
+  -- read as its whole cell less the part outside the range (an _out part, subtracted).
+  SELECT f0 - (has_before AND cs - rs > cd / 2) AS first_cell,
+         coalesce(l0 + (has_after AND re - ce > cd / 2), {MAX_INT64}) AS end_cell,
+         CASE WHEN has_before AND cs - rs <= cd / 2 THEN rs END AS before_start,
+         CASE WHEN has_before AND cs - rs <= cd / 2 THEN cs END AS before_end,
+         CASE WHEN has_before AND cs - rs > cd / 2 THEN cs - cd END AS before_out_start,
+         CASE WHEN has_before AND cs - rs > cd / 2 THEN rs END AS before_out_end,
+         CASE WHEN has_after AND re - ce <= cd / 2 THEN ce END AS after_start,
+         CASE WHEN has_after AND re - ce <= cd / 2 THEN re END AS after_end,
+         CASE WHEN has_after AND re - ce > cd / 2 THEN re END AS after_out_start,
+         CASE WHEN has_after AND re - ce > cd / 2 THEN ce + cd END AS after_out_end,
+         has_before AND cs - rs <= cd / 2 AS counts_open
+  FROM slice_cells_edges
+)"""
+
+
+def _from_slice_cells(sql: str) -> str:
+    """The report's SQL over a cell split (its parameters, an optional name glob) as the canned query's: the
+    split read from the slice_cells CTE (absent parts NULL, so they select nothing), the name glob optional."""
+    for column in sorted(_CANNED_SPLIT_COLUMNS, key=len, reverse=True):
+        sql = sql.replace(f":{column}", f"(SELECT {column} FROM slice_cells)")
+    for alias in ("s", "c"):
+        sql = sql.replace(f"{alias}.name GLOB :name", f"(:name = '' OR {alias}.name GLOB :name)")
+    return sql
+
+
+def _canned_cells_by_name() -> str:
+    """Per name, the parts of the canned slices table's range from the cells (_by_cells' for every track): its
+    whole cells and each edge there may be (before or after them, inside the range or outside it)."""
+    table = CELL_TABLES["name"][0]
+    every_track = f"\n  AND {EVERY_TRACK}"
+    whole = _whole_cells_by_name(
+        table,
+        "CASE WHEN c.cell = :first_cell AND NOT :counts_open THEN c.{} ELSE 0 END",
+        "WHERE c.cell >= :first_cell AND c.cell < :end_cell\n  AND c.name GLOB :name",
+    )
+    edges = [
+        _edge_by_name(side, Edge(0, 0, outside), True, every_track)
+        for side in ("before", "after")
+        for outside in (False, True)
+    ]
+    return _from_slice_cells("\n  UNION ALL\n".join([whole, *edges]))
+
+
+def _canned_cells_slice_time() -> str:
+    """The slice time of the canned slices table's range from the cells (_slice_time_by_cells' for every track)."""
+    every_track = f"\n  AND {EVERY_TRACK}"
+    terms = [
+        f"(SELECT coalesce(sum(c.top_covered), 0) FROM {CELL_TABLES['name'][0]} c\n"
+        "   WHERE c.cell >= :first_cell AND c.cell < :end_cell)",
+        *(
+            _edge_top_level(Edge(0, 0, outside).label(side), outside, every_track)
+            for side in ("before", "after")
+            for outside in (False, True)
+        ),
+    ]
+    return _from_slice_cells("\n  + ".join(terms))
+
+
+# A name's longest part inside the canned range, for a name counted from the cells (b.name): its instance, the
+# latest among equals (longest_in_range's). Only instances at least as long as the longest wholly inside the
+# range can be it, so the (name, dur) index reads those (and the few unfinished ones).
+_CANNED_LONGEST_IN_RANGE = f"""(SELECT id FROM (
+         SELECT s.id, {CANNED_DUR} AS d FROM slice s, range
+         WHERE s.name IS b.name AND s.dur >= coalesce(
+             (SELECT w.dur FROM slice w, range
+              WHERE w.name IS b.name AND w.dur >= 0 AND w.ts >= range_start AND w.ts + w.dur <= range_end
+              ORDER BY w.dur DESC LIMIT 1), 0)
+           AND +s.ts < range_end AND s.ts + s.dur >= range_start
+         UNION ALL
+         SELECT s.id, {CANNED_DUR} FROM slice s, range
+         WHERE s.name IS b.name AND s.dur < 0 AND +s.ts < range_end AND trace_end() >= range_start
+       ) ORDER BY d DESC, id DESC LIMIT 1)"""
+
+
+def slices_table_canned_sql(sorts: tuple[str, ...]) -> str:
+    """SlicesTableView's canned query: the report's rows for its flags, from the cells where the report reads
+    them (a time range over every track of a large trace), else from the instances in scope."""
+    order = (
+        f"CASE {canned_sort(sorts[0])} WHEN 'self' THEN -b.self_dur WHEN 'dur' THEN -b.total_dur\n"
+        "                                                WHEN 'count' THEN -b.count WHEN 'max' THEN -b.max_dur END, b.name"
+    )
+    return f"""WITH {CANNED_RANGE},
+{_CANNED_SLICE_CELLS},
+in_scope AS (
+  -- The slices in scope whatever name selects, each with its self time: its duration (clipped to the time
+  -- range) less its direct children's, stored at import for a slice wholly inside the range (traces
+  -- without cells). Not needed for the whole trace, nor where the cells are read.
+  SELECT s.id, s.name, s.parent_id, {_CANNED_TIME_DUR} AS dur,
+         {self_value(_CANNED_TIME_DUR, wholly_inside(CANNED_RANGE_START, CANNED_RANGE_END))} AS self_dur
+  {SLICE_FROM.replace(chr(10), chr(10) + "  ")}
+  WHERE NOT ({_CANNED_NO_OWNER} AND :time = '')
+    AND {_CANNED_TS_BOUNDS}
+    AND {_CANNED_TABLE_TERMS}
+),
+cells_by_name AS (
+{_canned_cells_by_name()}
+),
+by_name AS (
+  -- The whole trace: the per-name aggregates precomputed at import; the cells and the edges around them; else
+  -- the slices in scope.
+  SELECT name, count, self_dur, total_dur, max_dur, max_slice_id, 0 AS from_cells
+  FROM report_slice_name
+  WHERE {_CANNED_NO_OWNER} AND :time = '' AND (:name = '' OR name GLOB :name)
+  UNION ALL
+  SELECT name, sum(count), sum(self_dur), sum(total_dur), NULL, NULL, 1
+  FROM cells_by_name
+  GROUP BY name
+  HAVING sum(count) > 0
+  UNION ALL
+  SELECT name, count(*), sum(self_dur), sum(dur), max(dur), id, 0
+  FROM in_scope
+  WHERE :name = '' OR name GLOB :name
+  GROUP BY name
+),
+slice_time AS (
+  -- Every slice's self time summed: the time the top-level slices cover.
+  SELECT coalesce(sum(self_dur), 0) AS ns FROM report_slice_name WHERE {_CANNED_NO_OWNER} AND :time = ''
+  UNION ALL
+  SELECT {_canned_cells_slice_time()} FROM slice_cells
+  UNION ALL
+  SELECT coalesce(sum(dur), 0) FROM in_scope WHERE parent_id IS NULL AND NOT ({_CANNED_NO_OWNER} AND :time = '')
+),
+shown AS MATERIALIZED (
+  SELECT b.* FROM by_name b
+  WHERE b.count >= CAST(coalesce(nullif(:min_count, ''), 0) AS INTEGER)
+    -- min_duration hides names with less time in total.
+    AND (:min_duration = '' OR b.total_dur >= report_duration(:min_duration))
+  ORDER BY {order}
+  LIMIT {CANNED_TOP}
+),
+longest AS (
+  SELECT b.*, CASE WHEN b.from_cells THEN {_CANNED_LONGEST_IN_RANGE} ELSE b.max_slice_id END AS longest_id
+  FROM shown b
+)
+SELECT b.name, b.count, b.self_dur,
+       round(100.0 * b.self_dur / max((SELECT sum(ns) FROM slice_time), 1), 1) AS percent_of_slice_time,
+       b.total_dur,
+       round(100.0 * b.total_dur / max(coalesce((SELECT report_range_end(:time)), trace_end())
+                                       - coalesce((SELECT report_range_start(:time)), trace_start()), 1), 1)
+         AS percent_of_trace,
+       CASE WHEN b.from_cells THEN {CANNED_DUR.replace("s.", "m.")} ELSE b.max_dur END AS max_dur, m.ts AS max_ts,
+       th.name AS max_thread
+FROM longest b
+CROSS JOIN range
+LEFT JOIN slice m ON m.id = b.longest_id
+LEFT JOIN track tr ON tr.id = m.track_id
+LEFT JOIN thread th ON th.id = tr.utid
+ORDER BY {order}"""
+
+
+SlicesTableView.canned_sql = slices_table_canned_sql(SlicesTableView.sorts)
 
 
 # Instances read per name, longest first, to find the longest part inside a range (doubled while a longer

@@ -109,7 +109,9 @@ _CANNED_PIECE_COLUMNS = """max(s.ts, range_start) AS piece_start,
 # An instance's duration as the report counts it: its part inside the range (the trace without `time`; an
 # unfinished one lasts to the range's end), as CLIPPED_DUR; of the `range` CTE's columns, or of `time` itself.
 CANNED_DUR = (
-    "max(min(CASE WHEN s.dur < 0 THEN trace_end() ELSE s.ts + s.dur END, range_end) - max(s.ts, range_start), 0)"
+    "CASE WHEN s.dur >= 0 AND s.ts >= range_start AND s.ts + s.dur <= range_end THEN s.dur"
+    " ELSE max(min(CASE WHEN s.dur < 0 THEN trace_end() ELSE s.ts + s.dur END, range_end) - max(s.ts, range_start), 0)"
+    " END"
 )
 _CANNED_TIME_DUR = CANNED_DUR.replace("range_end", CANNED_RANGE_END).replace("range_start", CANNED_RANGE_START)
 
@@ -536,8 +538,11 @@ def is_narrowed(run: ReportRun) -> bool:
 # (dur -1) runs to the end of the trace (or of the range, if sooner). Bound by :range_start / :range_end, which
 # name_where and scope_where add.
 CLIPPED_DUR = (
-    "max(min(CASE WHEN s.dur < 0 THEN (SELECT end_ts FROM trace_bounds) ELSE s.ts + s.dur END, :range_end)"
-    " - max(s.ts, :range_start), 0)"
+    # Most instances of a wide range lie wholly inside it: their duration, without min() and max() calls (about
+    # half the time of a pass over a million of them).
+    "CASE WHEN s.dur >= 0 AND s.ts >= :range_start AND s.ts + s.dur <= :range_end THEN s.dur"
+    " ELSE max(min(CASE WHEN s.dur < 0 THEN (SELECT end_ts FROM trace_bounds) ELSE s.ts + s.dur END, :range_end)"
+    " - max(s.ts, :range_start), 0) END"
 )
 
 
@@ -912,16 +917,21 @@ def _canned_cells_slice_time() -> str:
 # A name's longest part inside the canned range, for a name counted from the cells (b.name): its instance, the
 # latest among equals (longest_in_range's). Only instances at least as long as the longest wholly inside the
 # range can be it, so the (name, dur) index reads those (and the few unfinished ones).
+# The range CTE's bounds as values (joined to `range` inside a correlated subquery, SQLite builds an automatic
+# index per outer row).
+_CANNED_SCALAR_START, _CANNED_SCALAR_END = "(SELECT range_start FROM range)", "(SELECT range_end FROM range)"
+_CANNED_SCALAR_DUR = CANNED_DUR.replace("range_end", _CANNED_SCALAR_END).replace("range_start", _CANNED_SCALAR_START)
 _CANNED_LONGEST_IN_RANGE = f"""(SELECT id FROM (
-         SELECT s.id, {CANNED_DUR} AS d FROM slice s, range
+         SELECT s.id, {_CANNED_SCALAR_DUR} AS d FROM slice s
          WHERE s.name IS b.name AND s.dur >= coalesce(
-             (SELECT w.dur FROM slice w, range
-              WHERE w.name IS b.name AND w.dur >= 0 AND w.ts >= range_start AND w.ts + w.dur <= range_end
+             (SELECT w.dur FROM slice w
+              WHERE w.name IS b.name AND w.dur >= 0 AND w.ts >= {_CANNED_SCALAR_START}
+                AND w.ts + w.dur <= {_CANNED_SCALAR_END}
               ORDER BY w.dur DESC LIMIT 1), 0)
-           AND +s.ts < range_end AND s.ts + s.dur >= range_start
+           AND +s.ts < {_CANNED_SCALAR_END} AND s.ts + s.dur >= {_CANNED_SCALAR_START}
          UNION ALL
-         SELECT s.id, {CANNED_DUR} FROM slice s, range
-         WHERE s.name IS b.name AND s.dur < 0 AND +s.ts < range_end AND trace_end() >= range_start
+         SELECT s.id, {_CANNED_SCALAR_DUR} FROM slice s
+         WHERE s.name IS b.name AND s.dur < 0 AND +s.ts < {_CANNED_SCALAR_END} AND trace_end() >= {_CANNED_SCALAR_START}
        ) ORDER BY d DESC, id DESC LIMIT 1)"""
 
 
@@ -1846,10 +1856,12 @@ FROM slice s
 )
 GROUP BY bucket"""
         else:
-            sql = f"""SELECT {index.format(d=dur)} AS bucket,
+            # Each instance's duration computed once (LIMIT: the subquery is not flattened into each WHEN).
+            sql = f"""SELECT {index.format(d="d")} AS bucket,
        count(*) AS count
-FROM slice s
+FROM (SELECT {dur} AS d FROM slice s
 {w.sql()}
+LIMIT -1)
 GROUP BY bucket"""
         counts = {r["bucket"]: r["count"] for r in run.query("instances per bucket", sql, {**w.params, **params})}
         if counts.get(-1):  # zero-length instances (log scale); the range counts give a row even when none

@@ -226,6 +226,12 @@ def requests(conn, db_name: str) -> list[tuple[str, str]]:
         ("slices table time= (unaligned)", f"{base}/slices?time={at(0.5)},{at(0.53)}"),
         ("slices timeline tid= time=", f"{base}/slices/timeline?name={name}&tid=1001&time={wide}"),
         ("slices inspect ts=", f"{base}/slices/inspect?name={name}&ts={at(0.5)}"),
+        # One name's instances over most of the trace: each pass reads them all.
+        ("slices histogram time=", f"{base}/slices/histogram?name={name}&time={at(0.01)},{at(0.99)}"),
+        ("slices inspect time=", f"{base}/slices/inspect?name={name}&time={at(0.01)},{at(0.99)}"),
+        # The SQL links' canned queries over a range of every track (the cells, where kept).
+        ("canned slices_table time=", f"/{db_name}/slices_table?time={wide}"),
+        ("canned slices_table time= (98%)", f"/{db_name}/slices_table?time={at(0.01)},{at(0.99)}"),
         # A range's averages are time-weighted: each track's samples in it, and the one held from before it.
         ("counters table time=", f"{base}/counters?time={wide}"),
         ("counters inspect time=", f"{base}/counters/inspect?name={counter}&time={wide}"),

@@ -9,7 +9,7 @@ import re
 import sqlite3
 
 import pytest
-from conftest import connect_with_functions, datasette_with, ingest_built, kept_and_defined
+from conftest import connect_with_functions, datasette_with, ingest_built, kept_and_defined, report_of
 
 from datasette_perfetto import report_tables, schema
 from datasette_perfetto.report.base import Linker
@@ -403,3 +403,39 @@ def test_the_canned_slices_table_reads_the_instances_where_the_report_does(cells
     finally:
         conn.close()
         skewed_conn.close()
+
+
+@pytest.mark.parametrize("view", ["histogram", "inspect"])
+def test_one_names_percentiles_in_a_range_are_the_ranked_durations(cells_db, view):
+    # A name's minimum and percentiles over a range come from the instances wholly inside it, in the (name, dur)
+    # index's order, and the few across its edges (or unfinished) merged in: the same values as ranking every
+    # instance's duration inside the range.
+    conn = sqlite3.connect(cells_db)
+    trace_end = conn.execute("SELECT end_ts FROM trace_bounds").fetchone()[0]
+    instances = conn.execute("SELECT name, ts, dur FROM slice WHERE name IS NOT NULL AND name != ''").fetchall()
+    conn.close()
+    names = sorted({name for name, _, _ in instances})
+    cell, _, _ = grid(cells_db)
+    checked = set()
+    for label, first, end in ranges(cells_db) + [("one instant", 500 * cell, 500 * cell + 1)]:
+        for name in names:
+            result = report_of(cells_db, "slices", view, {"name": name, "time": f"{first}ns,{end}ns"})
+            start, stop = result.run.time_range()
+            inside = sorted(
+                max(min(trace_end if dur < 0 else ts + dur, stop) - max(ts, start), 0)
+                for n, ts, dur in instances
+                if n == name and ts < stop and (trace_end if dur < 0 else ts + dur) >= start
+            )
+            stats = result.result_message().stats
+            assert stats.count == len(inside), (label, name)
+            if not inside:
+                continue
+            expected = [inside[0], *(inside[slices.percentile_index(len(inside), p)] for p in slices.PERCENTILES)]
+            assert [stats.min, stats.p50, stats.p95, stats.p99] == expected, (label, name)
+            in_scope = [
+                (ts, dur)
+                for n, ts, dur in instances
+                if n == name and ts < stop and (trace_end if dur < 0 else ts + dur) >= start
+            ]
+            checked.add(any(dur < 0 or ts < start or ts + dur > stop for ts, dur in in_scope))
+    assert checked == {True, False}  # names with instances across the range's edges (or unfinished), and without

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import re
@@ -537,10 +538,12 @@ def is_narrowed(run: ReportRun) -> bool:
 # An instance's duration inside the time range (the part of it there), as scheduling clips: a still-open slice
 # (dur -1) runs to the end of the trace (or of the range, if sooner). Bound by :range_start / :range_end, which
 # name_where and scope_where add.
+# An instance that lies wholly inside the time range (its duration is the part of it there).
+WHOLLY_INSIDE = "s.dur >= 0 AND s.ts >= :range_start AND s.ts + s.dur <= :range_end"
 CLIPPED_DUR = (
     # Most instances of a wide range lie wholly inside it: their duration, without min() and max() calls (about
     # half the time of a pass over a million of them).
-    "CASE WHEN s.dur >= 0 AND s.ts >= :range_start AND s.ts + s.dur <= :range_end THEN s.dur"
+    f"CASE WHEN {WHOLLY_INSIDE} THEN s.dur"
     " ELSE max(min(CASE WHEN s.dur < 0 THEN (SELECT end_ts FROM trace_bounds) ELSE s.ts + s.dur END, :range_end)"
     " - max(s.ts, :range_start), 0) END"
 )
@@ -1348,7 +1351,8 @@ def duration_stats(
 ) -> None:
     """count/total/min/avg/max and nearest-rank p50/p95/p99 of what each instance counts for (`value`, an
     expression of slice s; default its duration in scope) over `slice s` under `w` (which selects instances
-    of `name` only). A `value` other than the duration is always ranked (nothing is precomputed for it)."""
+    of `name` only). A `value` other than the duration is always ranked (nothing is precomputed for it); the
+    duration inside a time range is read in rank order where it is an instance's own (_clipped_ranks)."""
     value = value or scope_dur(run)
     if known is None:
         agg = run.query(
@@ -1360,6 +1364,10 @@ FROM slice s
             w.params,
         )[0]
         known = (agg["n"], agg["total"], agg["longest"])
+    if run.scope.time is not None and value == CLIPPED_DUR and known[0]:
+        wanted = sorted({0, *(percentile_index(known[0], p) for p in PERCENTILES)})
+        _fill_stats(out, known, _clipped_ranks(run, w, wanted))
+        return
     if narrowed or value != scope_dur(run):
         stats_in_scope(run, {name: out}, w, {name: known}, value=value)
         return
@@ -1389,6 +1397,44 @@ FROM report_slice_name_percentile WHERE name = :name""",
         {**w.params, **{f"rank_{k}": v for k, v in ranks.items()}},
     )[0]
     _fill_stats(out, known, {0: row["min"], **{ranks[f"p{p}"]: row[f"p{p}"] for p in PERCENTILES}})
+
+
+def _clipped_ranks(run: ReportRun, w: Where, ranks: list[int]) -> dict[int, int]:
+    """The durations inside the time range at `ranks` (nearest rank, from 0) of the instances under `w` (one
+    name's, with the range's terms), without ranking them all: those wholly inside the range count their own
+    duration, in order in the (name, dur) index; the others (across its edges, unfinished: few) are sorted
+    here. Of m others, the one at rank r lies among the wholly inside ones from rank r - m to r, and the
+    others: one index read of at most m + 1 durations a rank."""
+    edges = Where(list(w.terms), dict(w.params))
+    edges.add(f"NOT ({WHOLLY_INSIDE})")
+    others = sorted(
+        r["d"]
+        for r in run.query(
+            "the durations inside the range of the instances across its edges",
+            f"SELECT {CLIPPED_DUR} AS d FROM slice s {edges.sql()}",
+            edges.params,
+        )
+    )
+    inside = Where(list(w.terms), dict(w.params))
+    inside.add(WHOLLY_INSIDE)
+    m, found = len(others), {}
+    for rank in ranks:
+        base = max(rank - m, 0)
+        window = [
+            r["dur"]
+            for r in run.query(
+                f"the durations wholly inside the range from rank {base}",
+                f"SELECT s.dur FROM slice s {inside.sql()} ORDER BY s.dur LIMIT :window OFFSET :base",
+                {**inside.params, "window": rank - base + 1, "base": base},
+            )
+        ]
+        if base == 0:  # the first rank + 1 in order lie among these and the others' first rank + 1
+            found[rank] = sorted(window + others[: rank + 1])[rank]
+        elif window:
+            # The others below the window's first come before it, as the base durations wholly inside do.
+            below = bisect.bisect_left(others, window[0])
+            found[rank] = sorted(window + others[below:])[rank - base - below]
+    return found
 
 
 def stats_in_scope(

@@ -1,12 +1,14 @@
 """The slices table of a time range made of whole cells reads report_slice_name_cell (kept in large traces),
 or for a thread's, process's or track's slices report_slice_track_name_cell, instead of the instances: the
-same rows, totals and slice time as reading the instances."""
+same rows, totals and slice time as reading the instances. Its canned query reads the same cells. One name's
+percentiles over a range read the instances wholly inside it in rank order: the ranked durations."""
 
 from __future__ import annotations
 
 import random
 import re
 import sqlite3
+from contextlib import closing
 
 import pytest
 from conftest import connect_with_functions, datasette_with, ingest_built, kept_and_defined, report_of
@@ -340,69 +342,65 @@ def _canned_rows(conn: sqlite3.Connection, flags: dict[str, str]) -> list[tuple]
     return [dict(zip(columns, row)) for row in rows]
 
 
+@pytest.fixture(scope="module")
+def skewed_cells_db(cells_db, tmp_path_factory):
+    """cells_db with one nanosecond more covered time in every name cell: what a query reads from them shows."""
+    skewed = tmp_path_factory.mktemp("skewed") / "skewed.db"
+    skewed.write_bytes(cells_db.read_bytes())
+    with closing(sqlite3.connect(skewed)) as conn, conn:
+        conn.execute(f"UPDATE {CELLS} SET covered = covered + 1")
+    return skewed
+
+
+def _figures(canned: list[dict]) -> list[tuple]:
+    return [(r["name"], r["count"], r["total_dur"], r["self_dur"], r["max_dur"]) for r in canned]
+
+
+def _report_figures(msg) -> list[tuple]:
+    return [(r.name, r.count, r.total_dur, r.self_dur, r.max_dur) for r in msg.rows]
+
+
 @pytest.mark.parametrize(
     "extra",
     [{}, {"sort": "dur"}, {"sort": "count", "top": "3"}, {"name": "R*"}, {"min_count": "5"}, {"sort": "name"}],
     ids=lambda e: "&".join(f"{k}={v}" for k, v in e.items()) or "default",
 )
-def test_the_canned_slices_table_reads_the_cells_and_shows_the_reports_rows(cells_db, tmp_path, extra):
-    # A copy whose cells are off by one nanosecond of time each: what the canned query reads from them shows.
-    skewed = tmp_path / "skewed.db"
-    skewed.write_bytes(cells_db.read_bytes())
-    with sqlite3.connect(skewed) as conn:
-        conn.execute(f"UPDATE {CELLS} SET covered = covered + 1")
-    conn, skewed_conn = connect_with_functions(cells_db), connect_with_functions(skewed)
+def test_the_canned_slices_table_reads_the_cells_and_shows_the_reports_rows(cells_db, skewed_cells_db, extra):
     skews_seen = 0
-    try:
+    with closing(connect_with_functions(cells_db)) as conn, closing(connect_with_functions(skewed_cells_db)) as skewed:
         for label, first, end in ranges(cells_db):
             flags = {"time": f"{first}ns,{end}ns", **extra}
             msg, used, _ = report(cells_db, flags, cells=True)
             assert used, label
             canned = _canned_rows(conn, flags)
-            range_dur = end - first
-            assert [(r["name"], r["count"], r["total_dur"], r["self_dur"], r["max_dur"]) for r in canned] == [
-                (r.name, r.count, r.total_dur, r.self_dur, r.max_dur) for r in msg.rows
-            ], label
+            assert _figures(canned) == _report_figures(msg), label
             assert [r["max_ts"] for r in canned] == [r.max_instance.ts for r in msg.rows], label
             assert [r["percent_of_slice_time"] for r in canned] == [
                 round(100.0 * r.self_dur / msg.slice_time, 1) for r in msg.rows
             ], label
             assert [r["percent_of_trace"] for r in canned] == [
-                round(100.0 * r.total_dur / range_dur, 1) for r in msg.rows
+                round(100.0 * r.total_dur / (end - first), 1) for r in msg.rows
             ], label
-            totals = {r["name"]: r["total_dur"] for r in _canned_rows(skewed_conn, flags)}
             if canned:  # the cells were read
                 skews_seen += 1
+                totals = {r["name"]: r["total_dur"] for r in _canned_rows(skewed, flags)}
                 assert any(totals.get(r["name"]) != r["total_dur"] for r in canned), label
-        assert skews_seen >= 5
-    finally:
-        conn.close()
-        skewed_conn.close()
+    assert skews_seen >= 5
 
 
 @pytest.mark.parametrize(
     "extra", [{"sort": "max"}, {"thread": "t1"}], ids=lambda e: "&".join(f"{k}={v}" for k, v in e.items())
 )
-def test_the_canned_slices_table_reads_the_instances_where_the_report_does(cells_db, tmp_path, extra):
+def test_the_canned_slices_table_reads_the_instances_where_the_report_does(cells_db, skewed_cells_db, extra):
     # sort=max and an owner's slices: the report reads the instances (or the track cells), so does the canned
     # query, whatever the name cells hold.
-    skewed = tmp_path / "skewed.db"
-    skewed.write_bytes(cells_db.read_bytes())
-    with sqlite3.connect(skewed) as conn:
-        conn.execute(f"UPDATE {CELLS} SET covered = covered + 1")
-    conn, skewed_conn = connect_with_functions(cells_db), connect_with_functions(skewed)
-    try:
+    with closing(connect_with_functions(cells_db)) as conn, closing(connect_with_functions(skewed_cells_db)) as skewed:
         for label, first, end in ranges(cells_db)[:6]:
             flags = {"time": f"{first}ns,{end}ns", **extra}
             msg, _, _ = report(cells_db, flags, cells=True)
             canned = _canned_rows(conn, flags)
-            assert [(r["name"], r["count"], r["total_dur"], r["self_dur"], r["max_dur"]) for r in canned] == [
-                (r.name, r.count, r.total_dur, r.self_dur, r.max_dur) for r in msg.rows
-            ], label
-            assert _canned_rows(skewed_conn, flags) == canned, label
-    finally:
-        conn.close()
-        skewed_conn.close()
+            assert _figures(canned) == _report_figures(msg), label
+            assert _canned_rows(skewed, flags) == canned, label
 
 
 @pytest.mark.parametrize("view", ["histogram", "inspect"])

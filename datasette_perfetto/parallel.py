@@ -1,6 +1,7 @@
 """Several inputs parsed at once: `ingest --jobs N` (forked processes) and `--cluster ADDRESS` (Dask).
 
-Each input is imported by `import_part`, on its own: a TraceModel of its own writing a database of
+Each input but the first (the parent's own, imported as a serial ingest does while the others are
+parsed) is imported by `import_part`, on its own: a TraceModel of its own writing a database of
 its own, sent back as a merge.Part. The parent takes the parts in input order as they come
 (merge.absorb: ids offset, shared identities mapped) while later inputs are still being parsed,
 then finishes the database as a serial ingest does; the result is the serial ingest's database,
@@ -105,6 +106,18 @@ def import_part(
             temporary.release()
         if gc_was_enabled:
             gc.enable()
+
+
+class _Forwarded(Progress):
+    """The parent's own import's progress: its bytes added to the whole ingest's, the workers' taken in too."""
+
+    def __init__(self, progress: Progress, drain: Callable[[], None]) -> None:
+        self.progress = progress
+        self.drain = drain
+
+    def advanced(self, amount: int) -> None:
+        self.progress.advanced(amount)
+        self.drain()
 
 
 class _QueueReporter(Progress):
@@ -225,8 +238,14 @@ def _on_processes(
     summaries: list[TraceSummary] = []
     try:
         with signals_held():  # the workers are forked here
-            futures = [executor.submit(import_part, source, i, directory, content) for i, source in enumerate(inputs)]
-        for source, future in zip(inputs, futures):
+            futures = [
+                executor.submit(import_part, source, i, directory, content) for i, source in enumerate(inputs) if i > 0
+            ]
+        # The first input is this process's own, as in a serial ingest: it would only wait for the first part
+        # otherwise, and that input's rows go to the database once instead of through a part (written and
+        # copied). Its own tokenizer helper would be a process too many.
+        summaries.append(import_input(model, inputs[0], _Forwarded(progress, drain), False, content))
+        for source, future in zip(inputs[1:], futures):
             part = _wait(future.result, drain)
             drain()
             summaries.append(_merge(model, source, part, directory, content))

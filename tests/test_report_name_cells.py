@@ -410,21 +410,26 @@ def test_one_names_percentiles_in_a_range_are_the_ranked_durations(cells_db, vie
     # instance's duration inside the range.
     conn = sqlite3.connect(cells_db)
     trace_end = conn.execute("SELECT end_ts FROM trace_bounds").fetchone()[0]
-    instances = conn.execute("SELECT name, ts, dur FROM slice WHERE name IS NOT NULL AND name != ''").fetchall()
+    instances = conn.execute("SELECT name, ts, dur, id FROM slice WHERE name IS NOT NULL AND name != ''").fetchall()
     conn.close()
-    names = sorted({name for name, _, _ in instances})
+    names = sorted({name for name, _, _, _ in instances})
     cell, _, _ = grid(cells_db)
     checked = set()
     for label, first, end in ranges(cells_db) + [("one instant", 500 * cell, 500 * cell + 1)]:
         for name in names:
             result = report_of(cells_db, "slices", view, {"name": name, "time": f"{first}ns,{end}ns"})
             start, stop = result.run.time_range()
-            inside = sorted(
-                max(min(trace_end if dur < 0 else ts + dur, stop) - max(ts, start), 0)
-                for n, ts, dur in instances
+            counted = {
+                slice_id: max(min(trace_end if dur < 0 else ts + dur, stop) - max(ts, start), 0)
+                for n, ts, dur, slice_id in instances
                 if n == name and ts < stop and (trace_end if dur < 0 else ts + dur) >= start
-            )
-            stats = result.result_message().stats
+            }
+            inside = sorted(counted.values())
+            message = result.result_message()
+            stats = message.stats
+            if view == "inspect":  # longest first (the latest among equals)
+                longest = sorted(counted, key=lambda i: (-counted[i], -i))[: len(message.instances)]
+                assert [i.id for i in message.instances] == longest, (label, name)
             assert stats.count == len(inside), (label, name)
             if not inside:
                 continue
@@ -432,7 +437,7 @@ def test_one_names_percentiles_in_a_range_are_the_ranked_durations(cells_db, vie
             assert [stats.min, stats.p50, stats.p95, stats.p99] == expected, (label, name)
             in_scope = [
                 (ts, dur)
-                for n, ts, dur in instances
+                for n, ts, dur, _ in instances
                 if n == name and ts < stop and (trace_end if dur < 0 else ts + dur) >= start
             ]
             checked.add(any(dur < 0 or ts < start or ts + dur > stop for ts, dur in in_scope))

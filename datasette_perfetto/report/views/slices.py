@@ -601,21 +601,26 @@ def unfinished_footnote(run: ReportRun, unfinished: int, link: Link) -> None:
 
 def longest_first(run: ReportRun, w: Where) -> str:
     """The ids of the instances under `w` (with a name term), longest first by the counted duration, at most
-    :top. Over the whole trace the (name, dur) index gives the longest finished ones; the unfinished ones
-    (dur -1, first in that index) are ranked by the time they count for."""
+    :top. The (name, dur) index gives the longest of those that count their own duration: over the whole
+    trace the finished ones, in a time range the ones wholly inside it; the others (unfinished, or across the
+    range's edges: few) are ranked by the time they count for."""
+    own = Where(list(w.terms), dict(w.params))
+    rest = Where(list(w.terms), dict(w.params))
     if run.scope.time is not None:
-        return f"SELECT s.id FROM slice s\n{w.sql()}\nORDER BY {CLIPPED_DUR} DESC, s.id DESC LIMIT :top"
-    finished = Where(list(w.terms), dict(w.params))
-    finished.add("s.dur >= 0")
-    unfinished = Where(list(w.terms), dict(w.params))
-    unfinished.add("s.dur < 0")
+        own.add(WHOLLY_INSIDE)
+        rest.add(f"NOT ({WHOLLY_INSIDE})")
+        counted = CLIPPED_DUR
+    else:
+        own.add("s.dur >= 0")
+        rest.add("s.dur < 0")
+        counted = WHOLE_DUR
     return f"""SELECT id FROM (
   SELECT * FROM (SELECT s.id, s.dur AS d FROM slice s
-    {finished.sql().replace(chr(10), chr(10) + "    ")}
+    {own.sql().replace(chr(10), chr(10) + "    ")}
     ORDER BY s.dur DESC, s.id DESC LIMIT :top)
   UNION ALL
-  SELECT s.id, {WHOLE_DUR} FROM slice s
-  {unfinished.sql().replace(chr(10), chr(10) + "  ")}
+  SELECT s.id, {counted} FROM slice s
+  {rest.sql().replace(chr(10), chr(10) + "  ")}
 )
 ORDER BY d DESC, id DESC LIMIT :top"""
 

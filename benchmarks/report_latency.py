@@ -229,6 +229,8 @@ def requests(conn, db_name: str) -> list[tuple[str, str]]:
         # One name's instances over most of the trace: each pass reads them all.
         ("slices histogram time=", f"{base}/slices/histogram?name={name}&time={at(0.01)},{at(0.99)}"),
         ("slices inspect time=", f"{base}/slices/inspect?name={name}&time={at(0.01)},{at(0.99)}"),
+        # The one machine's figures over most of the trace (the dimensions page links there).
+        ("dimensions compare time=", f"{base}/dimensions/compare?by=machine&time={at(0.01)},{at(0.99)}"),
         # The SQL links' canned queries over a range of every track (the cells, where kept).
         ("canned slices_table time=", f"/{db_name}/slices_table?time={wide}"),
         ("canned slices_table time= (98%)", f"/{db_name}/slices_table?time={at(0.01)},{at(0.99)}"),

@@ -442,3 +442,31 @@ def test_one_names_percentiles_in_a_range_are_the_ranked_durations(cells_db, vie
             ]
             checked.add(any(dur < 0 or ts < start or ts + dur > stop for ts, dur in in_scope))
     assert checked == {True, False}  # names with instances across the range's edges (or unfinished), and without
+
+
+@pytest.mark.parametrize("extra", [{}, {"name": "R*"}, {"sort": "max", "top": "3"}], ids=lambda e: str(e))
+def test_comparing_the_one_machine_over_a_range_reads_the_name_cells(cells_db, monkeypatch, extra):
+    # by=machine on a one-machine trace: the per name figures of the range, as the slices table reads them.
+    def compare(time: str):
+        result = report_of(cells_db, "dimensions", "compare", {"by": "machine", "time": time, **extra})
+        rows = [
+            (
+                n.name,
+                n.count,
+                n.total_dur,
+                [(v.value, v.stats.count, v.stats.total, v.stats.max, v.self_dur) for v in n.values],
+            )
+            for n in result.result_message().names
+        ]
+        return rows, [q.purpose for q in result.run.queries]
+
+    from datasette_perfetto.report.views import dimensions
+
+    for label, first, end in ranges(cells_db)[:10]:
+        time = f"{first}ns,{end}ns"
+        from_cells, purposes = compare(time)
+        with monkeypatch.context() as m:
+            m.setattr(dimensions, "cell_split", lambda run, per="name": None)
+            from_instances, _ = compare(time)
+        assert any("in the range's cells" in p for p in purposes), label
+        assert from_cells == from_instances and from_cells, label

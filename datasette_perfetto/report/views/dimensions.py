@@ -33,7 +33,17 @@ from ..filters import (
 from ..grouping import VALUE_TEXT, Grouping, dim_params, dimension_grouping, group_stats, track_value
 from ..links import glob_escape, scoped_link, view_link
 from ..scope import ReportError, shown
-from .slices import IN_RANGE, owner_tracks, scope_dur, scope_self, scope_where
+from .slices import (
+    IN_RANGE,
+    CellSplit,
+    SlicesTableView,
+    cell_split,
+    longest_in_range,
+    owner_tracks,
+    scope_dur,
+    scope_self,
+    scope_where,
+)
 
 # Collective operations (torch.distributed, gloo, NCCL): a name with one of these words, or one of these
 # prefixes. Matched without case.
@@ -80,10 +90,10 @@ def precomputed(run: ReportRun, group: Grouping) -> bool:
 
 
 def one_value_on_every_track(run: ReportRun, group: Grouping) -> bool:
-    """Whether, with no time range or track flag (whole_trace), the dimension has one value and every track with
-    slices has it (a single machine's trace, by=machine): then that value's per name figures are
-    report_slice_name's (a name filter applies to those as well)."""
-    if not whole_trace(run) or len(group.order) != 1:
+    """Whether, with no track flag, the dimension has one value and every track with slices has it (a single
+    machine's trace, by=machine): then that value's per name figures are every slice's, per name (over the
+    whole trace report_slice_name's; a name filter applies to those as well)."""
+    if any(getattr(run.scope, f) is not None for f in TRACK_FLAGS) or len(group.order) != 1:
         return False
     return not run.value(
         f"are there tracks with slices and not this {group.name}",
@@ -260,6 +270,41 @@ class NameValues:
         return self.per_value.get(value, {}).get("total", 0)
 
 
+def _name_cell_figures(run: ReportRun, group: Grouping, cells: CellSplit) -> tuple[dict[str, NameValues], set[str]]:
+    """_per_value over a time range holding whole cells (large traces) for a dimension with one value on every
+    track: the slices table's rows per name from the name cells and the edges around them
+    (SlicesTableView._by_cells), each name's longest instance in the range (longest_in_range)."""
+    grouped, params = SlicesTableView._by_cells(run, cells, None, None)
+    found = run.query("count, total and self time per slice name in the range's cells", grouped, params)
+    return _name_values(
+        {
+            "name": r["name"],
+            "value": group.order[0],
+            "count": r["count"],
+            "total": r["total_dur"],
+            "self": r["self_dur"],
+            "longest": r["max_dur"],
+        }
+        for r in longest_in_range(run, found)
+    )
+
+
+def _name_values(rows: Iterable[Any]) -> tuple[dict[str, NameValues], set[str]]:
+    """Rows of (name, value, count, total, self, longest) as NameValues by name, and the values seen."""
+    names: dict[str, NameValues] = {}
+    seen: set[str] = set()
+    for r in rows:
+        nv = names.setdefault(r["name"] or "", NameValues(r["name"] or ""))
+        nv.per_value[r["value"]] = {
+            "count": r["count"],
+            "total": r["total"] or 0,
+            "self": r["self"] or 0,
+            "max": max(r["longest"] or 0, 0),
+        }
+        seen.add(r["value"])
+    return names, seen
+
+
 def _spread(totals: list[int]) -> tuple[float, float, int | None]:
     """(median, max / median, index of the value furthest from the median: the larger total on a tie; None
     when every value has the same total)."""
@@ -381,7 +426,7 @@ class DimensionsCompareView(View):
             sql = f"""SELECT r.name, r.value, r.count, r.total_dur AS total, r.self_dur AS self, r.max_dur AS longest
 FROM report_slice_dimension r
 {w.sql()}"""
-        elif one_value_on_every_track(run, group):
+        elif s.time is None and one_value_on_every_track(run, group):
             # That value's figures are the whole trace's per name ones, precomputed at import.
             w = Where()
             if s.name is not None:
@@ -404,6 +449,11 @@ FROM report_slice_track_name t
 JOIN track_dimension g ON g.track_id = t.track_id AND g.name = :group_dim
 {w.sql()}
 GROUP BY t.name, value"""
+        elif s.time is not None and one_value_on_every_track(run, group) and (cells := cell_split(run)) is not None:
+            # That value's figures over the range are the slices table's per name ones, from the name cells.
+            # (Per value the track cells would give the counts and totals, but each name and value's longest
+            # instance is a lookup of its own: thousands of them for a dimension such as thread.)
+            return _name_cell_figures(run, group, cells)
         else:
             w = scope_where(run, min_duration=False)
             dur = scope_dur(run)
@@ -414,18 +464,9 @@ JOIN track_dimension g ON g.track_id = s.track_id AND g.name = :group_dim
 {w.sql()}
 GROUP BY +s.name, value"""
         params.update(w.params)
-        names: dict[str, NameValues] = {}
-        seen: set[str] = set()
-        for r in run.query(f"count, total, self time and longest per slice name and {group.name}", sql, params):
-            nv = names.setdefault(r["name"] or "", NameValues(r["name"] or ""))
-            nv.per_value[r["value"]] = {
-                "count": r["count"],
-                "total": r["total"] or 0,
-                "self": r["self"] or 0,
-                "max": max(r["longest"] or 0, 0),
-            }
-            seen.add(r["value"])
-        return names, seen
+        return _name_values(
+            run.query(f"count, total, self time and longest per slice name and {group.name}", sql, params)
+        )
 
     @staticmethod
     def _name(

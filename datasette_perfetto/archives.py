@@ -43,6 +43,16 @@ def one_line(error: BaseException) -> str:
     return " ".join(str(error).split())
 
 
+def member_label(path: str, members: Sequence[str]) -> str:
+    """How messages name a file or an archive member (`archive.zip:member`): on one line, a member name's
+    control characters (an archive may name a member anything) escaped."""
+    return ":".join((path, *(_printable(m) for m in members)))
+
+
+def _printable(name: str) -> str:
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in name)
+
+
 class ArchiveError(Exception):
     """An archive that cannot be read; str() is the one-line reason (the caller names the file)."""
 
@@ -81,8 +91,8 @@ class TraceInput:
 
     @property
     def label(self) -> str:
-        """How messages name it: the file, or `archive.zip:member`."""
-        return ":".join((self.path, *self.members))
+        """How messages name it: the file, or `archive.zip:member` (member_label)."""
+        return member_label(self.path, self.members)
 
     def open(self) -> BinaryIO:
         """Its raw bytes as a stream, from the start: a fresh one each time (a forked helper may read too), but
@@ -144,14 +154,16 @@ def _plan_archive(  # noqa: PLR0913 (an archive's place in the plan, all of it)
 ) -> None:
     name = members[-1] if members else os.path.basename(path)
     plan.containers.append((trace_id, parent_id, name, size, kind, _next_order(plan), 1))
-    label = ":".join((path, *members))
+    label = member_label(path, members)
     try:
         with open_member(path, members, locations) as stream:
             gzipped = kind == "tar" and stream.read(2) == GZIP_MAGIC
             stream.seek(0)
             entries = _entries(stream, kind, sniff)
     except _UnreadableMember as e:
-        raise ArchiveError(f"{label}:{e.member}: unreadable {kind} archive member: {e.reason}") from None
+        raise ArchiveError(
+            f"{member_label(label, [e.member])}: unreadable {kind} archive member: {_printable(e.reason)}"
+        ) from None
     except (*READ_ERRORS, NotImplementedError) as e:  # zipfile: an archive needing a later zip version
         raise ArchiveError(f"{label}: unreadable {kind} archive: {one_line(e)}") from None
     # Shares of the archive's bytes on disk, so progress adds up to its size.

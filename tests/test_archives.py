@@ -176,6 +176,8 @@ def test_real_trace_in_a_zip_imports_as_the_file_does(tmp_path):
         ("words.zip", {"notes.txt": b"hello\n"}, "the zip archive holds no trace in a known format"),
         ("cut.zip", "cut", "unreadable zip archive"),
         ("locked.zip", "encrypted", "is encrypted, password required"),
+        # Found by the fuzzer: a member named with a newline, unreadable: its name and zipfile's reason escaped.
+        ("newline.zip", "encrypted newline", "a\\n.pb: unreadable zip archive member: File 'a\\n.pb' is encrypted"),
         # Found by the fuzzer: zipfile raises NotImplementedError for it.
         ("future.zip", "version", "unreadable zip archive: zip file version 12.7"),
         ("bad.tar", "tar", "unreadable tar archive"),
@@ -186,8 +188,9 @@ def test_unusable_archive_fails_in_one_line_and_writes_nothing(tmp_path, name, d
     if data == "cut":
         whole = write_zip(tmp_path / "whole.zip", {"a.pb": proto_with_slice("x") * 50}).read_bytes()
         path.write_bytes(whole[: len(whole) // 2])
-    elif data == "encrypted":  # the encryption flag set on the member (local header and central directory)
-        whole = bytearray(write_zip(tmp_path / "whole.zip", {"a.pb": proto_with_slice("x")}).read_bytes())
+    elif data in ("encrypted", "encrypted newline"):  # the member's encryption flag (local header, central directory)
+        member = "a\n.pb" if data == "encrypted newline" else "a.pb"
+        whole = bytearray(write_zip(tmp_path / "whole.zip", {member: proto_with_slice("x")}).read_bytes())
         whole[6] |= 1
         whole[whole.rfind(b"PK\x01\x02") + 8] |= 1
         path.write_bytes(whole)

@@ -21,3 +21,8 @@ _READ_REPORTED = 0.99
 def read_progress(position: int, size: int) -> float:
     """The progress to report while reading: position (of size bytes) within READ_SHARE, short of it."""
     return READ_SHARE * min(position / size, _READ_REPORTED)
+
+
+def parse_progress(parsed: int, total: int) -> float:
+    """The progress to report while parsing: `parsed` of `total` sorted events, after READ_SHARE."""
+    return READ_SHARE + (1 - READ_SHARE) * parsed / total

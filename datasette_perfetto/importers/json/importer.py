@@ -41,7 +41,7 @@ from ..common.json_args import add_json_args, add_json_args_deep, big_int_as_dou
 from ..common.options import ImportOptions
 from ..common.sorter import Sorter
 from ..common.split_helper import Helper, HelperSide, SplitFailed, split_wanted
-from ..common.streams import READ_SHARE, file_position, read_progress
+from ..common.streams import READ_SHARE, file_position, parse_progress, read_progress
 from ..common.values import INT64_MAX, INT64_MIN, UINT32_MAX
 from .lenient import JsonError, number_value
 from .reader import (
@@ -358,7 +358,7 @@ class JsonImporter:
             else:
                 parse_sample(ts, event)
             if i & 0x3FFF == 0:
-                progress(READ_SHARE + (1 - READ_SHARE) * i / total)
+                progress(parse_progress(i, total))
         progress(1.0)
         if self._systrace is not None:
             self._systrace.ftrace.finish()

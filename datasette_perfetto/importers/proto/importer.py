@@ -34,7 +34,7 @@ from ..common.event_kinds import (
 )
 from ..common.options import ImportOptions
 from ..common.sorter import Sorter
-from ..common.streams import READ_SHARE, file_position, read_progress
+from ..common.streams import READ_SHARE, file_position, parse_progress, read_progress
 from ..common.values import string_map_items, text
 from .atrace import AtraceParser
 from .clock_tracker import BOOTTIME, ClockTracker, clock_key, remote_clock_offsets
@@ -285,7 +285,7 @@ class ProtoImporter:
             elif kind == EV_PROFILE:
                 self.profile_parser.parse(ts, event)
             if i & 0x3FFF == 0:
-                progress(READ_SHARE + (1 - READ_SHARE) * i / total)
+                progress(parse_progress(i, total))
         progress(1.0)
         for importer in (self, *machines):
             importer.finish_parsing()

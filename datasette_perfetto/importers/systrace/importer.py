@@ -36,7 +36,7 @@ from ...model import TraceContext
 from ...trackers.process_tracker import THREAD_NAME_PRIORITY_FTRACE
 from ..common.options import ImportOptions
 from ..common.sorter import Sorter
-from ..common.streams import READ_SHARE, file_position, read_progress
+from ..common.streams import READ_SHARE, file_position, parse_progress, read_progress
 from ..proto.atrace import c_int32, c_int64, c_uint32
 from ..proto.ftrace import FtraceParser
 
@@ -407,7 +407,7 @@ class SystraceImporter:
         for i, (ts, event) in enumerate(self.sorter.drain()):
             self.parse(ts if convert is None else convert(ts), event)
             if i & 0x3FFF == 0:
-                progress(READ_SHARE + (1 - READ_SHARE) * i / total)
+                progress(parse_progress(i, total))
         self.ftrace.finish()
         progress(1.0)
 

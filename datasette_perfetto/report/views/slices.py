@@ -107,13 +107,25 @@ _CANNED_PIECE_COLUMNS = """max(s.ts, range_start) AS piece_start,
          min(n - 1, (max(s.ts, range_start) - range_start) / bucket_dur) AS bucket"""
 
 
+def wholly_inside(start: str, end: str) -> str:
+    """Whether instance s finished within [start, end]."""
+    return f"s.dur >= 0 AND s.ts >= {start} AND s.ts + s.dur <= {end}"
+
+
+def clipped_dur(start: str, end: str, trace_end: str) -> str:
+    """Instance s's part inside [start, end] (SQL expressions); a still-open one (dur -1) runs to `trace_end`.
+    Most instances of a wide range lie wholly inside it: their duration, without min() and max() calls (about
+    half the time of a pass over a million of them)."""
+    return (
+        f"CASE WHEN {wholly_inside(start, end)} THEN s.dur"
+        f" ELSE max(min(CASE WHEN s.dur < 0 THEN {trace_end} ELSE s.ts + s.dur END, {end}) - max(s.ts, {start}), 0)"
+        " END"
+    )
+
+
 # An instance's duration as the report counts it: its part inside the range (the trace without `time`; an
 # unfinished one lasts to the range's end), as CLIPPED_DUR; of the `range` CTE's columns, or of `time` itself.
-CANNED_DUR = (
-    "CASE WHEN s.dur >= 0 AND s.ts >= range_start AND s.ts + s.dur <= range_end THEN s.dur"
-    " ELSE max(min(CASE WHEN s.dur < 0 THEN trace_end() ELSE s.ts + s.dur END, range_end) - max(s.ts, range_start), 0)"
-    " END"
-)
+CANNED_DUR = clipped_dur("range_start", "range_end", "trace_end()")
 _CANNED_TIME_DUR = CANNED_DUR.replace("range_end", CANNED_RANGE_END).replace("range_start", CANNED_RANGE_START)
 
 
@@ -128,11 +140,6 @@ def self_value(dur: str, inside: str | None = None) -> str:
     if inside is None:
         return summed
     return f"coalesce(CASE WHEN {inside} THEN (SELECT x.self_dur FROM report_slice_self x WHERE x.id = s.id) END, {summed})"
-
-
-def wholly_inside(start: str, end: str) -> str:
-    """Whether instance s finished within [start, end]."""
-    return f"s.dur >= 0 AND s.ts >= {start} AND s.ts + s.dur <= {end}"
 
 
 def canned_instances(columns: str, range_table: str = "range", unless: str = "", near_ts: bool = False) -> str:
@@ -535,18 +542,12 @@ def is_narrowed(run: ReportRun) -> bool:
     return any(getattr(s, f) is not None for f in (*TRACK_FLAGS, "time", "min_duration"))
 
 
+# An instance that lies wholly inside the time range (its duration is the part of it there); bound by
+# :range_start / :range_end, which name_where and scope_where add.
+WHOLLY_INSIDE = wholly_inside(":range_start", ":range_end")
 # An instance's duration inside the time range (the part of it there), as scheduling clips: a still-open slice
-# (dur -1) runs to the end of the trace (or of the range, if sooner). Bound by :range_start / :range_end, which
-# name_where and scope_where add.
-# An instance that lies wholly inside the time range (its duration is the part of it there).
-WHOLLY_INSIDE = "s.dur >= 0 AND s.ts >= :range_start AND s.ts + s.dur <= :range_end"
-CLIPPED_DUR = (
-    # Most instances of a wide range lie wholly inside it: their duration, without min() and max() calls (about
-    # half the time of a pass over a million of them).
-    f"CASE WHEN {WHOLLY_INSIDE} THEN s.dur"
-    " ELSE max(min(CASE WHEN s.dur < 0 THEN (SELECT end_ts FROM trace_bounds) ELSE s.ts + s.dur END, :range_end)"
-    " - max(s.ts, :range_start), 0) END"
-)
+# (dur -1) runs to the end of the trace (or of the range, if sooner).
+CLIPPED_DUR = clipped_dur(":range_start", ":range_end", "(SELECT end_ts FROM trace_bounds)")
 
 
 # An instance's duration over the whole trace: an unfinished one lasts to the end of the trace (as in
@@ -839,14 +840,14 @@ _CANNED_SPLIT_COLUMNS = (
     "after_out_end",
     "counts_open",
 )
-_CANNED_SLICE_CELLS = f"""slice_cells_grid AS (
+_CANNED_SLICE_CELLS = """slice_cells_grid AS (
   -- With time over every track (no flag but name, min_duration and min_count) and any sort but max, where
   -- report_slice_name_cell was kept (large traces): the range split around its whole cells as the report splits
   -- it (before the trace's start and past its end nothing lies); no row when no whole cell is inside it.
   SELECT g.name_cell_dur AS cd, range_start AS rs, range_end AS re, trace_start() AS t0, trace_end() AS t1
   FROM report_grid g, range
-  WHERE :time != '' AND {_CANNED_NO_OWNER} AND {canned_sort("self")} != 'max'
-    AND g.name_cell_dur > 0 AND EXISTS (SELECT 1 FROM {CELL_TABLES["name"][0]})
+  WHERE :time != '' AND {no_owner} AND {sort} != 'max'
+    AND g.name_cell_dur > 0 AND EXISTS (SELECT 1 FROM {cells})
 ),
 slice_cells_first AS (
   -- The first cell starting at or after the range's start; the first not ending by its end (NULL: to the last).
@@ -865,7 +866,7 @@ slice_cells AS (
   -- The parts before and after the whole cells (NULL where there is none): an edge longer than half a cell is
   -- read as its whole cell less the part outside the range (an _out part, subtracted).
   SELECT f0 - (has_before AND cs - rs > cd / 2) AS first_cell,
-         coalesce(l0 + (has_after AND re - ce > cd / 2), {MAX_INT64}) AS end_cell,
+         coalesce(l0 + (has_after AND re - ce > cd / 2), {max_int64}) AS end_cell,
          CASE WHEN has_before AND cs - rs <= cd / 2 THEN rs END AS before_start,
          CASE WHEN has_before AND cs - rs <= cd / 2 THEN cs END AS before_end,
          CASE WHEN has_before AND cs - rs > cd / 2 THEN cs - cd END AS before_out_start,
@@ -889,35 +890,30 @@ def _from_slice_cells(sql: str) -> str:
     return sql
 
 
+# Every edge the canned range may have, as (side, an Edge of its kind: inside the range or outside it); its
+# bounds are the slice_cells columns, NULL where there is no such edge. And the owner terms for every track.
+_CANNED_EDGES = [(side, Edge(0, 0, outside)) for side in ("before", "after") for outside in (False, True)]
+_EVERY_TRACK_OWNED = f"\n  AND {EVERY_TRACK}"
+
+
 def _canned_cells_by_name() -> str:
     """Per name, the parts of the canned slices table's range from the cells (_by_cells' for every track): its
     whole cells and each edge there may be (before or after them, inside the range or outside it)."""
-    table = CELL_TABLES["name"][0]
-    every_track = f"\n  AND {EVERY_TRACK}"
     whole = _whole_cells_by_name(
-        table,
+        CELL_TABLES["name"][0],
         "CASE WHEN c.cell = :first_cell AND NOT :counts_open THEN c.{} ELSE 0 END",
         "WHERE c.cell >= :first_cell AND c.cell < :end_cell\n  AND c.name GLOB :name",
     )
-    edges = [
-        _edge_by_name(side, Edge(0, 0, outside), True, every_track)
-        for side in ("before", "after")
-        for outside in (False, True)
-    ]
+    edges = [_edge_by_name(side, edge, True, _EVERY_TRACK_OWNED) for side, edge in _CANNED_EDGES]
     return _from_slice_cells("\n  UNION ALL\n".join([whole, *edges]))
 
 
 def _canned_cells_slice_time() -> str:
     """The slice time of the canned slices table's range from the cells (_slice_time_by_cells' for every track)."""
-    every_track = f"\n  AND {EVERY_TRACK}"
     terms = [
         f"(SELECT coalesce(sum(c.top_covered), 0) FROM {CELL_TABLES['name'][0]} c\n"
         "   WHERE c.cell >= :first_cell AND c.cell < :end_cell)",
-        *(
-            _edge_top_level(Edge(0, 0, outside).label(side), outside, every_track)
-            for side in ("before", "after")
-            for outside in (False, True)
-        ),
+        *(_edge_top_level(edge.label(side), edge.outside, _EVERY_TRACK_OWNED) for side, edge in _CANNED_EDGES),
     ]
     return _from_slice_cells("\n  + ".join(terms))
 
@@ -925,21 +921,19 @@ def _canned_cells_slice_time() -> str:
 # A name's longest part inside the canned range, for a name counted from the cells (b.name): its instance, the
 # latest among equals (longest_in_range's). Only instances at least as long as the longest wholly inside the
 # range can be it, so the (name, dur) index reads those (and the few unfinished ones).
-# The range CTE's bounds as values (joined to `range` inside a correlated subquery, SQLite builds an automatic
-# index per outer row).
-_CANNED_SCALAR_START, _CANNED_SCALAR_END = "(SELECT range_start FROM range)", "(SELECT range_end FROM range)"
-_CANNED_SCALAR_DUR = CANNED_DUR.replace("range_end", _CANNED_SCALAR_END).replace("range_start", _CANNED_SCALAR_START)
+# The range's bounds as values, not the range CTE joined: inside a correlated subquery that join made SQLite build
+# an automatic index per outer row.
 _CANNED_LONGEST_IN_RANGE = f"""(SELECT id FROM (
-         SELECT s.id, {_CANNED_SCALAR_DUR} AS d FROM slice s
+         SELECT s.id, {_CANNED_TIME_DUR} AS d FROM slice s
          WHERE s.name IS b.name AND s.dur >= coalesce(
              (SELECT w.dur FROM slice w
-              WHERE w.name IS b.name AND w.dur >= 0 AND w.ts >= {_CANNED_SCALAR_START}
-                AND w.ts + w.dur <= {_CANNED_SCALAR_END}
+              WHERE w.name IS b.name AND w.dur >= 0 AND w.ts >= {CANNED_RANGE_START}
+                AND w.ts + w.dur <= {CANNED_RANGE_END}
               ORDER BY w.dur DESC LIMIT 1), 0)
-           AND +s.ts < {_CANNED_SCALAR_END} AND s.ts + s.dur >= {_CANNED_SCALAR_START}
+           AND +s.ts < {CANNED_RANGE_END} AND s.ts + s.dur >= {CANNED_RANGE_START}
          UNION ALL
-         SELECT s.id, {_CANNED_SCALAR_DUR} FROM slice s
-         WHERE s.name IS b.name AND s.dur < 0 AND +s.ts < {_CANNED_SCALAR_END} AND trace_end() >= {_CANNED_SCALAR_START}
+         SELECT s.id, {_CANNED_TIME_DUR} FROM slice s
+         WHERE s.name IS b.name AND s.dur < 0 AND +s.ts < {CANNED_RANGE_END} AND trace_end() >= {CANNED_RANGE_START}
        ) ORDER BY d DESC, id DESC LIMIT 1)"""
 
 
@@ -950,8 +944,11 @@ def slices_table_canned_sql(sorts: tuple[str, ...]) -> str:
         f"CASE {canned_sort(sorts[0])} WHEN 'self' THEN -b.self_dur WHEN 'dur' THEN -b.total_dur\n"
         "                                                WHEN 'count' THEN -b.count WHEN 'max' THEN -b.max_dur END, b.name"
     )
+    slice_cells = _CANNED_SLICE_CELLS.format(
+        no_owner=_CANNED_NO_OWNER, sort=canned_sort(sorts[0]), cells=CELL_TABLES["name"][0], max_int64=MAX_INT64
+    )
     return f"""WITH {CANNED_RANGE},
-{_CANNED_SLICE_CELLS},
+{slice_cells},
 in_scope AS (
   -- The slices in scope whatever name selects, each with its self time: its duration (clipped to the time
   -- range) less its direct children's, stored at import for a slice wholly inside the range (traces

@@ -30,10 +30,9 @@ TABLES_READ: set[str] = set()
 LONGEST_READ: set[str] = set()  # the purposes of the queries that found each name's longest instance
 
 
-@pytest.fixture(scope="module")
-def cells_db(tmp_path_factory):
+def cells_trace() -> TraceBuilder:
     """One second of nested slices on four threads, with slices across cell edges, ending exactly on one,
-    instants on one, unfinished ones, an unnamed one; ingested with cells kept whatever its size."""
+    instants on one, unfinished ones, an unnamed one."""
     rng = random.Random(3)
     builder = TraceBuilder()
     seq = builder.sequence(1)
@@ -65,13 +64,26 @@ def cells_db(tmp_path_factory):
     seq.slice_begin(500 * ms, threads[0], "Forever")  # unfinished: open to the end of the trace
     seq.slice_begin(600 * ms + 1, threads[0], "Run")
     seq.instant(950 * ms, threads[1], "Last")
-    original = report_tables.REPORT_NAME_CELL_MIN_SLICES
-    report_tables.REPORT_NAME_CELL_MIN_SLICES = 0
-    try:
-        db = ingest_built(tmp_path_factory.mktemp("cells"), builder).path
-    finally:
-        report_tables.REPORT_NAME_CELL_MIN_SLICES = original
-    return db
+    return builder
+
+
+@pytest.fixture(scope="module")
+def cells_db(tmp_path_factory):
+    """cells_trace ingested with cells kept whatever its size."""
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(report_tables, "REPORT_NAME_CELL_MIN_SLICES", 0)
+        return ingest_built(tmp_path_factory.mktemp("cells"), cells_trace()).path
+
+
+@pytest.fixture(scope="module")
+def sampled_db(tmp_path_factory):
+    """cells_trace ingested with every name's durations sampled (report_slice_name_dur_rank), every 4th, as a
+    large trace's frequent names are every REPORT_RANK_STEP-th."""
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(report_tables, "REPORT_NAME_CELL_MIN_SLICES", 0)
+        m.setattr(report_tables, "REPORT_CELL_MIN_COUNT", 1)
+        m.setattr(report_tables, "REPORT_RANK_STEP", 4)
+        return ingest_built(tmp_path_factory.mktemp("sampled"), cells_trace()).path
 
 
 def grid(db, by_track: bool = False) -> tuple[int, int, int]:
@@ -442,6 +454,40 @@ def test_one_names_percentiles_in_a_range_are_the_ranked_durations(cells_db, vie
             ]
             checked.add(any(dur < 0 or ts < start or ts + dur > stop for ts, dur in in_scope))
     assert checked == {True, False}  # names with instances across the range's edges (or unfinished), and without
+
+
+@pytest.mark.parametrize("view", ["histogram", "inspect"])
+@pytest.mark.parametrize("buckets", ["20", "3", "1"])
+def test_one_names_range_read_through_what_lies_outside_it_is_the_same_page(sampled_db, monkeypatch, view, buckets):
+    # Over most of the trace, a name's instances in range are its finished ones less the few outside, and those
+    # across the range's edges: the same figures, percentiles, buckets, longest instances and footnotes as
+    # reading the instances in range.
+    conn = sqlite3.connect(sampled_db)
+    names = [n for (n,) in conn.execute("SELECT name FROM report_slice_name WHERE name != '' ORDER BY name")]
+    assert conn.execute("SELECT count(DISTINCT name) FROM report_slice_name_dur_rank").fetchone()[0] == len(names) + 1
+    conn.close()
+    monkeypatch.setattr(slices, "REPORT_CELL_MIN_COUNT", 1)
+    cell, _, _ = grid(sampled_db)
+    flags = {"buckets": buckets} if view == "histogram" else {"top": "7"}
+
+    def page(name: str, first: int, end: int, share: float):
+        monkeypatch.setattr(slices, "COMPLEMENT_SHARE", share)
+        result = report_of(sampled_db, "slices", view, {"name": name, "time": f"{first}ns,{end}ns", **flags})
+        complement = any("what lies outside it" in q.purpose for q in result.run.queries)
+        report = result.report
+        return complement, (result.result_message(), list(report.footnotes), list(report.next_steps))
+
+    checked = 0
+    ms = 1_000_000  # the edges thread's Mark at 220 ms: an instant on the range's end, then on its start
+    at_mark = [("ending on an instant", 150 * ms, 220 * ms), ("starting on an instant", 220 * ms, 700 * ms)]
+    for label, first, end in ranges(sampled_db) + at_mark + [("one instant", 500 * cell, 500 * cell + 1)]:
+        for name in names:
+            read_outside, outside = page(name, first, end, float("inf"))
+            read_inside, inside = page(name, first, end, -1)
+            assert (read_outside, read_inside) == (True, False), (label, name)
+            assert outside == inside, (label, name)
+            checked += outside[0].stats.count > 0
+    assert checked > 80
 
 
 @pytest.mark.parametrize("extra", [{}, {"name": "R*"}, {"sort": "max", "top": "3"}], ids=lambda e: str(e))

@@ -600,14 +600,18 @@ def unfinished_footnote(run: ReportRun, unfinished: int, link: Link) -> None:
         )
 
 
-def longest_first(run: ReportRun, w: Where) -> str:
+def longest_first(run: ReportRun, w: Where, complement: RangeComplement | None = None) -> str:
     """The ids of the instances under `w` (with a name term), longest first by the counted duration, at most
     :top. The (name, dur) index gives the longest of those that count their own duration: over the whole
     trace the finished ones, in a time range the ones wholly inside it; the others (unfinished, or across the
-    range's edges: few) are ranked by the time they count for."""
+    range's edges: few; given the range's `complement`, its :edge_ids) are ranked by the time they count for."""
     own = Where(list(w.terms), dict(w.params))
     rest = Where(list(w.terms), dict(w.params))
-    if run.scope.time is not None:
+    if complement is not None:
+        own.add(WHOLLY_INSIDE)
+        rest = Where(["s.id IN (SELECT value FROM json_each(:edge_ids))"])
+        counted = CLIPPED_DUR
+    elif run.scope.time is not None:
         own.add(WHOLLY_INSIDE)
         rest.add(f"NOT ({WHOLLY_INSIDE})")
         counted = CLIPPED_DUR
@@ -1350,11 +1354,13 @@ def duration_stats(
     known: tuple[int, int, int] | None = None,
     narrowed: bool = True,
     value: str | None = None,
+    complement: RangeComplement | None = None,
 ) -> None:
     """count/total/min/avg/max and nearest-rank p50/p95/p99 of what each instance counts for (`value`, an
     expression of slice s; default its duration in scope) over `slice s` under `w` (which selects instances
     of `name` only). A `value` other than the duration is always ranked (nothing is precomputed for it); the
-    duration inside a time range is read in rank order where it is an instance's own (_clipped_ranks)."""
+    duration inside a time range is read in rank order where it is an instance's own (_clipped_ranks, through
+    the range's `complement` when given)."""
     value = value or scope_dur(run)
     if known is None:
         agg = run.query(
@@ -1368,7 +1374,7 @@ FROM slice s
         known = (agg["n"], agg["total"], agg["longest"])
     if run.scope.time is not None and value == CLIPPED_DUR and known[0]:
         wanted = sorted({0, *(percentile_index(known[0], p) for p in PERCENTILES)})
-        _fill_stats(out, known, _clipped_ranks(run, w, wanted))
+        _fill_stats(out, known, _clipped_ranks(run, w, wanted, complement))
         return
     if narrowed or value != scope_dur(run):
         stats_in_scope(run, {name: out}, w, {name: known}, value=value)
@@ -1401,42 +1407,240 @@ FROM report_slice_name_percentile WHERE name = :name""",
     _fill_stats(out, known, {0: row["min"], **{ranks[f"p{p}"]: row[f"p{p}"] for p in PERCENTILES}})
 
 
-def _clipped_ranks(run: ReportRun, w: Where, ranks: list[int]) -> dict[int, int]:
+def _clipped_ranks(
+    run: ReportRun, w: Where, ranks: list[int], complement: RangeComplement | None = None
+) -> dict[int, int]:
     """The durations inside the time range at `ranks` (nearest rank, from 0) of the instances under `w` (one
     name's, with the range's terms), without ranking them all: those wholly inside the range count their own
-    duration, in order in the (name, dur) index; the others (across its edges, unfinished: few) are sorted
-    here. Of m others, the one at rank r lies among the wholly inside ones from rank r - m to r, and the
-    others: one index read of at most m + 1 durations a rank."""
-    edges = Where(list(w.terms), dict(w.params))
-    edges.add(f"NOT ({WHOLLY_INSIDE})")
-    others = sorted(
-        r["d"]
-        for r in run.query(
-            "the durations inside the range of the instances across its edges",
-            f"SELECT {CLIPPED_DUR} AS d FROM slice s {edges.sql()}",
-            edges.params,
+    duration, in order in the (name, dur) index (or, given the range's `complement`, that index less the few
+    outside); the others (across its edges, unfinished: few) are sorted here. Of m others, the one at rank r
+    lies among the wholly inside ones from rank r - m to r, and the others: one index read of at most m + 1
+    durations a rank."""
+    if complement is not None:
+        others = sorted(counted for _, counted in complement.edges)
+        window = complement.window
+    else:
+        edges = Where(list(w.terms), dict(w.params))
+        edges.add(f"NOT ({WHOLLY_INSIDE})")
+        others = sorted(
+            r["d"]
+            for r in run.query(
+                "the durations inside the range of the instances across its edges",
+                f"SELECT {CLIPPED_DUR} AS d FROM slice s {edges.sql()}",
+                edges.params,
+            )
         )
-    )
-    inside = Where(list(w.terms), dict(w.params))
-    inside.add(WHOLLY_INSIDE)
+        inside = Where(list(w.terms), dict(w.params))
+        inside.add(WHOLLY_INSIDE)
+
+        def window(base: int, size: int) -> list[int]:
+            return [
+                r["dur"]
+                for r in run.query(
+                    f"the durations wholly inside the range from rank {base}",
+                    f"SELECT s.dur FROM slice s {inside.sql()} ORDER BY s.dur LIMIT :window OFFSET :base",
+                    {**inside.params, "window": size, "base": base},
+                )
+            ]
+
     m, found = len(others), {}
     for rank in ranks:
         base = max(rank - m, 0)
-        window = [
-            r["dur"]
-            for r in run.query(
-                f"the durations wholly inside the range from rank {base}",
-                f"SELECT s.dur FROM slice s {inside.sql()} ORDER BY s.dur LIMIT :window OFFSET :base",
-                {**inside.params, "window": rank - base + 1, "base": base},
-            )
-        ]
+        durations = window(base, rank - base + 1)
         if base == 0:  # the first rank + 1 in order lie among these and the others' first rank + 1
-            found[rank] = sorted(window + others[: rank + 1])[rank]
-        elif window:
+            found[rank] = sorted(durations + others[: rank + 1])[rank]
+        elif durations:
             # The others below the window's first come before it, as the base durations wholly inside do.
-            below = bisect.bisect_left(others, window[0])
-            found[rank] = sorted(window + others[below:])[rank - base - below]
+            below = bisect.bisect_left(others, durations[0])
+            found[rank] = sorted(durations + others[below:])[rank - base - below]
     return found
+
+
+# A name's instances in a time range are read through what lies outside it when the slices (of any name)
+# starting outside it number less than this many times the name's instances: most of the trace is in range.
+# Reading the instances takes several passes over them, the complement one over the slices outside (measured
+# on the 100 MB trace of benchmarks/big_trace.py: even at 2-7x, by name and view).
+COMPLEMENT_SHARE = 2
+
+
+def _finished_below(x: str) -> str:
+    """SQL: how many finished instances of :slice_name last less than `x`: the nearest report_slice_name_dur_rank
+    sample below it (how many last at most that long) plus the (name, dur) index entries between the two, fewer
+    than REPORT_RANK_STEP."""
+    sample = f"FROM report_slice_name_dur_rank r WHERE r.name = :slice_name AND r.dur < {x}"
+    return (
+        f"coalesce((SELECT r.at_most {sample} ORDER BY r.dur DESC LIMIT 1), 0)\n"
+        f"      + (SELECT count(*) FROM slice s WHERE s.name = :slice_name AND s.dur < {x}\n"
+        f"           AND s.dur > coalesce((SELECT max(r.dur) {sample}), -1))"
+    )
+
+
+def _outside_part(terms: str) -> str:
+    return f"""SELECT s.id, s.dur, {WHOLE_DUR} AS whole,
+       CASE WHEN {IN_RANGE.replace(chr(10), " ")} THEN {CLIPPED_DUR} END AS counted
+FROM slice s
+WHERE {terms}"""
+
+
+# The instances of :slice_name not wholly inside the range (each with the duration it counts for over the whole
+# trace, and inside the range if it has a part there): those starting before it, those starting in it or after
+# that end after it (no earlier than its end less the name's longest finished instance), and the unfinished
+# ones starting in it. The first two are read in each track's ts order (every track, with the name beside ts
+# in the index), so their cost is the slices outside the range, not the name's instances.
+_OUTSIDE_RANGE = "\nUNION ALL\n".join(
+    _outside_part(terms)
+    for terms in (
+        f"{EVERY_TRACK} AND s.ts < :range_start AND +s.name = :slice_name",
+        f"{EVERY_TRACK} AND s.ts >= max(:range_start, :range_end - :longest_finished) AND +s.name = :slice_name\n"
+        "  AND s.dur >= 0 AND (s.ts >= :range_end OR s.ts + s.dur > :range_end)",
+        "s.name = :slice_name AND s.dur < 0 AND +s.ts >= :range_start",
+    )
+)
+
+
+@dataclass
+class RangeComplement:
+    """One name's instances in a time range over most of the trace, known from the few outside it.
+
+    Those wholly inside the range (W) are the name's finished instances (report_slice_name, the samples of
+    report_slice_name_dur_rank, the (name, dur) index) less the finished ones that are not (`finished_outside`);
+    of the instances not wholly inside, those with a part in the range count that part (`edges`). So no pass
+    reads every instance in range: at a gigabyte trace's most frequent name, millions."""
+
+    run: ReportRun
+    name: str
+    count: int  # instances with a part in the range
+    total: int  # their durations inside it
+    wholly_inside: int
+    finished_outside: list[int]  # sorted
+    edges: list[tuple[int, int]]  # (id, duration inside the range) of those across its edges or unfinished
+    unfinished: int  # unfinished instances in the range
+    samples: list[tuple[int, int]]  # (dur, W at most that long) of report_slice_name_dur_rank
+
+    @property
+    def params(self) -> dict[str, str]:
+        return {"edge_ids": json.dumps([i for i, _ in self.edges])}
+
+    def window(self, base: int, size: int) -> list[int]:
+        """The durations of W from rank `base` (from 0, in order), at most `size`: the (name, dur) index read
+        from the last sample below that rank, less the finished instances outside the range."""
+        size = min(size, self.wholly_inside - base)
+        if size <= 0 or base < 0:
+            return []
+        # The first sample with more than `base` of W at or below it: W's rank `base` lies after the sample before
+        # it, at most at its duration (fewer than REPORT_RANK_STEP durations lie between the two).
+        k = bisect.bisect_right([at_most for _, at_most in self.samples], base)
+        lower, rank = (self.samples[k - 1][0], self.samples[k - 1][1]) if k else (-1, 0)
+        upper = self.samples[k][0] if k < len(self.samples) and base + size <= self.samples[k][1] else MAX_INT64
+        skip: dict[int, int] = {}
+        outside = self.finished_outside
+        for dur in outside[bisect.bisect_right(outside, lower) : bisect.bisect_right(outside, upper)]:
+            skip[dur] = skip.get(dur, 0) + 1
+        rows = self.run.query(
+            f"the durations wholly inside the range from rank {base} (the name's, less those outside it)",
+            "SELECT s.dur FROM slice s WHERE s.name = :slice_name AND s.dur > :lower AND s.dur <= :upper\n"
+            "ORDER BY s.dur LIMIT :limit",
+            {"slice_name": self.name, "lower": lower, "upper": upper, "limit": base - rank + size + sum(skip.values())},
+        )
+        found = []
+        for (dur,) in rows:
+            if skip.get(dur):
+                skip[dur] -= 1
+            elif rank >= base:
+                found.append(dur)
+                if len(found) == size:
+                    break
+            else:
+                rank += 1
+        return found
+
+    def below(self, xs: list[float]) -> list[int]:
+        """How many of W last less than each of `xs`."""
+        values = ", ".join(f"({i}, :x_{i})" for i in range(len(xs)))
+        rows = self.run.query(
+            "finished instances of the name lasting less than each bucket edge",
+            f"WITH edge(i, x) AS (VALUES {values})\nSELECT i, {_finished_below('e.x')} AS n\nFROM edge e ORDER BY i",
+            {"slice_name": self.name, **{f"x_{i}": x for i, x in enumerate(xs)}},
+        )
+        return [r["n"] - bisect.bisect_left(self.finished_outside, x) for r, x in zip(rows, xs)]
+
+    def longest(self) -> int:
+        inside = self.window(self.wholly_inside - 1, 1)
+        return max([*inside, *(counted for _, counted in self.edges)], default=0)
+
+    def shortest_positive(self) -> int | None:
+        zero = self.below([1])[0]
+        inside = self.window(zero, 1)
+        return min([*inside, *(counted for _, counted in self.edges if counted > 0)], default=None)
+
+    def bucket_counts(self, edges: list[float], log_scale: bool) -> dict[int, int]:
+        """Instances per histogram bucket (as the view's CASE over `edges` buckets them; -1: zero, log scale)."""
+        buckets = len(edges) - 1
+        xs = ([1] if log_scale else []) + list(edges[1:buckets])
+        below = self.below(xs) if xs else []
+        zero = below.pop(0) if log_scale else 0
+        cuts = [zero, *below, self.wholly_inside]
+        counts = {i: cuts[i + 1] - cuts[i] for i in range(buckets)}
+        if log_scale:
+            counts[-1] = zero
+        for _, counted in self.edges:
+            bucket = -1 if log_scale and counted <= 0 else bisect.bisect_right(edges, counted, 1, buckets) - 1
+            counts[bucket] = counts.get(bucket, 0) + 1
+        return counts
+
+
+def range_complement(run: ReportRun, sn: SliceName) -> RangeComplement | None:
+    """The RangeComplement of `sn` in the run's time range, when only that range narrows the scope, the name has
+    duration samples and the slices outside the range are few beside its instances (else None)."""
+    s = run.scope
+    if (
+        s.time is None
+        or s.min_duration is not None
+        or s.ts is not None
+        or any(getattr(s, flag) is not None for flag in TRACK_FLAGS)
+    ):
+        return None
+    if sn.count - sn.unfinished < REPORT_CELL_MIN_COUNT or not run.has_tables("report_slice_name_dur_rank"):
+        return None
+    start, end = run.time_range()
+    params: dict[str, Any] = {"slice_name": sn.name, "range_start": start, "range_end": end}
+    longest = run.value(
+        "the longest finished instance",
+        "SELECT s.dur FROM slice s WHERE s.name = :slice_name AND s.dur >= 0 ORDER BY s.dur DESC LIMIT 1",
+        params,
+    )
+    slices = run.value("slices in the trace", "SELECT coalesce(sum(count), 0) FROM report_slice_name") or 0
+    outside = max(start - run.trace.start, 0) + max(run.trace.end - max(start, end - (longest or 0)), 0)
+    if slices * outside / max(run.trace.dur, 1) > sn.count * COMPLEMENT_SHARE:
+        return None
+    params["longest_finished"] = longest or 0
+    rows = run.query(
+        "the instances not wholly inside the range (read through what lies outside it)", _OUTSIDE_RANGE, params
+    )
+    samples = [
+        (r["dur"], r["at_most"])
+        for r in run.query(
+            "the name's finished durations, every REPORT_RANK_STEP-th",
+            "SELECT dur, at_most FROM report_slice_name_dur_rank WHERE name = :slice_name ORDER BY dur",
+            {"slice_name": sn.name},
+        )
+    ]
+    finished_outside = sorted(r["dur"] for r in rows if r["dur"] >= 0)
+    # At most so long, W: the name's finished instances less those outside.
+    samples = [(dur, at_most - bisect.bisect_right(finished_outside, dur)) for dur, at_most in samples]
+    edges = [(r["id"], r["counted"]) for r in rows if r["counted"] is not None]
+    wholly_inside = sn.count - sn.unfinished - len(finished_outside)
+    return RangeComplement(
+        run,
+        sn.name,
+        count=wholly_inside + len(edges),
+        total=sn.total_dur - sum(r["whole"] for r in rows) + sum(counted for _, counted in edges),
+        wholly_inside=wholly_inside,
+        finished_outside=finished_outside,
+        edges=edges,
+        unfinished=sum(1 for r in rows if r["dur"] < 0 and r["counted"] is not None),
+        samples=samples,
+    )
 
 
 def stats_in_scope(
@@ -1691,13 +1895,10 @@ def _ranked_bucket_counts_sql(unfinished_bucket: str, unfinished_where: str, buc
     report_slice_name, by the time they last to the end of the trace."""
     lower = "1" if log_scale else "0"
     edges = ", ".join([f"(0, {lower})", *(f"({i}, :edge_{i})" for i in range(1, buckets)), f"({buckets}, NULL)"])
-    sample = "FROM report_slice_name_dur_rank r WHERE r.name = :slice_name AND r.dur < e.x"
     return f"""WITH edge(i, x) AS (VALUES {edges}),
 below(i, n) AS (
   SELECT i, CASE WHEN x IS NULL THEN (SELECT count - unfinished FROM report_slice_name WHERE name = :slice_name)
-    ELSE coalesce((SELECT r.at_most {sample} ORDER BY r.dur DESC LIMIT 1), 0)
-      + (SELECT count(*) FROM slice s WHERE s.name = :slice_name AND s.dur < e.x
-           AND s.dur > coalesce((SELECT max(r.dur) {sample}), -1)) END
+    ELSE {_finished_below("e.x")} END
   FROM edge e
 )
 SELECT bucket, sum(n) AS count FROM (
@@ -1811,7 +2012,12 @@ ORDER BY i"""
         by_self = out.measure == "self"
         dur = scope_self(run) if by_self else f"({scope_dur(run)})"
         ranked = is_narrowed(run) or by_self  # nothing precomputed applies
-        if ranked:
+        complement = None if by_self else range_complement(run, sn)
+        if complement is not None:
+            known = (complement.count, complement.total, complement.longest())
+            positive = complement.shortest_positive()
+            unfinished = complement.unfinished
+        elif ranked:
             agg = run.query(
                 "count, total, longest and shortest non-zero",
                 f"""SELECT count(*) AS n,
@@ -1840,7 +2046,7 @@ FROM slice s
             )
             unfinished = sn.unfinished
         # Durations over the whole trace: their percentiles are precomputed (a self time never is).
-        duration_stats(run, out.stats, w, name, known, ranked, value=dur if by_self else None)
+        duration_stats(run, out.stats, w, name, known, ranked, value=dur if by_self else None, complement=complement)
         group = grouping(run, self)
         if group is not None:
             out.group_by = group.name
@@ -1871,47 +2077,11 @@ FROM slice s
             f"WHEN {{d}} < :edge_{i} THEN {i - 1} " for i in range(1, buckets)
         )
         index = f"CASE {whens}ELSE {buckets - 1} END" if whens else "0"
-        unfinished_w = Where(list(w.terms), dict(w.params))
-        unfinished_w.add("s.dur < 0")
-        if not ranked and sn.count - sn.unfinished >= REPORT_CELL_MIN_COUNT:  # the whole trace, a frequent name
-            sql = _ranked_bucket_counts_sql(
-                index.format(d=dur), unfinished_w.sql().replace(chr(10), chr(10) + "  "), buckets, out.scale == "log"
-            )
-        elif run.scope.time is None and not by_self:
-            # Finished instances by dur alone: each bucket's count is a range of the (name, dur) index, counted
-            # without reading a row or sorting; the few unfinished ones (dur -1) by the time they count for,
-            # which needs their start.
-            # One lower and one upper bound per range (with two lower bounds SQLite seeks to the wrong one).
-            # Bucket 0 starts at the shortest (linear) or above zero (log, where zero has a bucket of its own).
-            ranges = [(-1, ["s.dur = 0"])] if out.scale == "log" else []
-            for i in range(buckets):
-                terms = [f"s.dur >= :edge_{i}" if i else ("s.dur > 0" if out.scale == "log" else "s.dur >= 0")]
-                if i < buckets - 1:
-                    terms.append(f"s.dur < :edge_{i + 1}")
-                ranges.append((i, terms))
-            finished = "\n  UNION ALL\n".join(
-                f"  SELECT {i} AS bucket, count(*) AS n\n  FROM slice s\n  {w.sql().replace(chr(10), chr(10) + '  ')}"
-                + "".join(f"\n    AND {t}" for t in terms)
-                for i, terms in ranges
-            )
-            sql = f"""SELECT bucket, sum(n) AS count FROM (
-{finished}
-  UNION ALL
-  SELECT {index.format(d=dur)} AS bucket, count(*)
-  FROM slice s
-  {unfinished_w.sql().replace(chr(10), chr(10) + "  ")}
-  GROUP BY bucket
-)
-GROUP BY bucket"""
+        if complement is not None:
+            counts = complement.bucket_counts(edges, out.scale == "log")
         else:
-            # Each instance's duration computed once (LIMIT: the subquery is not flattened into each WHEN).
-            sql = f"""SELECT {index.format(d="d")} AS bucket,
-       count(*) AS count
-FROM (SELECT {dur} AS d FROM slice s
-{w.sql()}
-LIMIT -1)
-GROUP BY bucket"""
-        counts = {r["bucket"]: r["count"] for r in run.query("instances per bucket", sql, {**w.params, **params})}
+            sql = self._bucket_sql(run, sn, w, dur, index, buckets, out.scale == "log", ranked, by_self)
+            counts = {r["bucket"]: r["count"] for r in run.query("instances per bucket", sql, {**w.params, **params})}
         if counts.get(-1):  # zero-length instances (log scale); the range counts give a row even when none
             out.buckets.add(low=0, high=0, count=counts[-1])
         for i in range(buckets):
@@ -1919,14 +2089,14 @@ GROUP BY bucket"""
         top_ids = (
             f"SELECT s.id FROM slice s\n{w.sql()}\nORDER BY {dur} DESC, s.id DESC LIMIT :top"
             if by_self
-            else longest_first(run, w)
+            else longest_first(run, w, complement)
         )
         longest = run.query(
             "the instance with the most self time" if by_self else "the longest instance",
             f"""SELECT {INSTANCE_COLUMNS}
 {SLICE_FROM}
 WHERE s.id IN ({top_ids})""",
-            {**w.params, "top": 1},
+            {**w.params, "top": 1, **(complement.params if complement else {})},
         )
         clipped_footnote(run)
         unfinished_footnote(run, unfinished, view_link(run, "slices", "inspect", name=name))
@@ -1943,6 +2113,59 @@ WHERE s.id IN ({top_ids})""",
             fill_instance(inst, longest[0])
             what = f"The {name} with the most self time" if by_self else f"The longest {name}"
             run.next_step(f"{what} ({instance_dur(inst)})", inspect_link(run, inst))
+
+    @staticmethod
+    def _bucket_sql(
+        run: ReportRun,
+        sn: SliceName,
+        w: Where,
+        dur: str,
+        index: str,
+        buckets: int,
+        log_scale: bool,
+        ranked: bool,
+        by_self: bool,
+    ) -> str:
+        """SQL: the instances under `w` per bucket (`index`, a CASE over {d}, the duration `dur` counts)."""
+        unfinished_w = Where(list(w.terms), dict(w.params))
+        unfinished_w.add("s.dur < 0")
+        if not ranked and sn.count - sn.unfinished >= REPORT_CELL_MIN_COUNT:  # the whole trace, a frequent name
+            return _ranked_bucket_counts_sql(
+                index.format(d=dur), unfinished_w.sql().replace(chr(10), chr(10) + "  "), buckets, log_scale
+            )
+        if run.scope.time is None and not by_self:
+            # Finished instances by dur alone: each bucket's count is a range of the (name, dur) index, counted
+            # without reading a row or sorting; the few unfinished ones (dur -1) by the time they count for,
+            # which needs their start.
+            # One lower and one upper bound per range (with two lower bounds SQLite seeks to the wrong one).
+            # Bucket 0 starts at the shortest (linear) or above zero (log, where zero has a bucket of its own).
+            ranges = [(-1, ["s.dur = 0"])] if log_scale else []
+            for i in range(buckets):
+                terms = [f"s.dur >= :edge_{i}" if i else ("s.dur > 0" if log_scale else "s.dur >= 0")]
+                if i < buckets - 1:
+                    terms.append(f"s.dur < :edge_{i + 1}")
+                ranges.append((i, terms))
+            finished = "\n  UNION ALL\n".join(
+                f"  SELECT {i} AS bucket, count(*) AS n\n  FROM slice s\n  {w.sql().replace(chr(10), chr(10) + '  ')}"
+                + "".join(f"\n    AND {t}" for t in terms)
+                for i, terms in ranges
+            )
+            return f"""SELECT bucket, sum(n) AS count FROM (
+{finished}
+  UNION ALL
+  SELECT {index.format(d=dur)} AS bucket, count(*)
+  FROM slice s
+  {unfinished_w.sql().replace(chr(10), chr(10) + "  ")}
+  GROUP BY bucket
+)
+GROUP BY bucket"""
+        # Each instance's duration computed once (LIMIT: the subquery is not flattened into each WHEN).
+        return f"""SELECT {index.format(d="d")} AS bucket,
+       count(*) AS count
+FROM (SELECT {dur} AS d FROM slice s
+{w.sql()}
+LIMIT -1)
+GROUP BY bucket"""
 
     def charts(self, msg: pb.SlicesHistogram, run: ReportRun) -> list[Chart]:
         total = max(msg.stats.count, 1)
@@ -2261,22 +2484,28 @@ ORDER BY longest.dur DESC, s.id DESC"""
             if not starting:
                 w = name_where(run, sn, at)
         narrowed = is_narrowed(run) or run.scope.ts is not None
+        complement = range_complement(run, sn)
         # Every instance of the name: its count, total and longest are report_slice_name's.
         known = None if narrowed else (sn.count, sn.total_dur, sn.max_dur)
-        duration_stats(run, out.stats, w, name, known, narrowed=narrowed)
+        if complement is not None:
+            known = (complement.count, complement.total, complement.longest())
+        duration_stats(run, out.stats, w, name, known, narrowed=narrowed, complement=complement)
         clipped_footnote(run)
         out.matched = out.stats.count
         rows = run.query(
             "the longest instances (an unfinished one by the time it counts for)",
             f"""SELECT {INSTANCE_COLUMNS}, s.arg_set_id, s.parent_id, {scope_dur(run)} AS counted
 {SLICE_FROM}
-WHERE s.id IN ({longest_first(run, w)})
+WHERE s.id IN ({longest_first(run, w, complement)})
 ORDER BY counted DESC, s.id DESC""",
-            {**w.params, "top": run.scope.top},
+            {**w.params, "top": run.scope.top, **(complement.params if complement else {})},
         )
-        unfinished = run.value(
-            "unfinished instances", f"SELECT count(*) FROM slice s\n{w.sql()} AND s.dur < 0", w.params
-        )
+        if complement is not None:
+            unfinished = complement.unfinished
+        else:
+            unfinished = run.value(
+                "unfinished instances", f"SELECT count(*) FROM slice s\n{w.sql()} AND s.dur < 0", w.params
+            )
         unfinished_footnote(run, unfinished or 0, run.link(run.noun, run.view))
         for r in rows:
             fill_instance(out.instances.add(), r)

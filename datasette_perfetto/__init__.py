@@ -53,6 +53,14 @@ def render_cell(value, column, table, database, datasette):
 
 
 @hookimpl
+def asgi_wrapper(datasette):
+    # The report canned queries' flags checked as the report checks them, after Datasette has answered.
+    from .report.canned import checked_flags
+
+    return lambda app: checked_flags(datasette, app)
+
+
+@hookimpl
 def canned_queries(datasette, database, actor):
     # The report views' SQL as shareable canned queries on trace databases (Datasette 0.65;
     # 1.0 ignores this hook: see startup).

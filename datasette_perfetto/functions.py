@@ -176,10 +176,13 @@ def _report_time(text: Any, trace_start: Callable[[], Any]) -> int | None:
 def _report_range(text: Any, trace_start: Callable[[], Any], index: int) -> int | None:
     if text is None or str(text).strip() == "":
         return None
-    parts = str(text).split(",")
-    if len(parts) != 2:
-        raise ValueError(f"time: expected START,END (e.g. 2.7s,3.1s), got {text!r}")
-    return _report_time(parts[index], trace_start)
+    from .report.scope import ReportError, parse_flag, resolve_range
+
+    try:  # as the report parses it: a range that does not end after it starts is refused, not empty
+        time = parse_flag("time", str(text))
+        return resolve_range(time, trace_start() or 0)[index]  # type: ignore[arg-type]
+    except ReportError as e:
+        raise ValueError(e.message) from None
 
 
 def _report_duration(text: Any) -> int | None:

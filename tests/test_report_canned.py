@@ -7,8 +7,9 @@ same query string drives both the report and the canned query here.
 from __future__ import annotations
 
 import pytest
-from conftest import served
+from conftest import datasette_with, served
 from datasette.app import Datasette
+from markupsafe import escape
 
 from datasette_perfetto.report.canned import canned_queries
 from datasette_perfetto.report.format import offset
@@ -222,3 +223,49 @@ async def test_scheduling_inspect_state_at_ts(sched, query):
     if here["state"] in ("S", "D"):  # a sleep: the kernel function it blocked in
         assert (here["blocked_function"] or "") == report.get("blocked_function", "")
     assert [r["ts"] for r in canned] == sorted(r["ts"] for r in canned) and len(canned) >= 3
+
+
+# -- flags the report refuses ---------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "query, param, message",
+    [
+        ("slices_table?time=2s,1s", "time", "time: the end (1s) must be after the start (2s)"),
+        ("slices_table?time=oops", "time", "time: expected START,END"),
+        ("slices_table?top=abc", "top", "top: expected a whole number, got 'abc'"),
+        ("slices_histogram?name=Raster&buckets=0", "buckets", "buckets: "),
+        ("slices_inspect?name=Raster&ts=abc", "ts", "ts: expected a time such as"),
+        ("slices_table?min_duration=5parsecs", "min_duration", "min_duration: unknown unit 'parsecs'"),
+        # A time range whose end, absolute ns, lies before its start, an offset: the trace's start decides.
+        ("slices_table?time=1s,5", "time", "time: the end (5) must be after the start (1s)"),
+    ],
+)
+async def test_a_flag_the_report_refuses_is_refused_as_the_report_refuses_it(demo, query, param, message):
+    # Not SQLite's "user-defined function raised exception" (nor rows for a flag no function reads, such as
+    # buckets=0): the report's message naming the flag, in each format.
+    name, _, flags = query.partition("?")
+    report = await demo.client.get(f"/demo/-/report/{name.replace('_', '/')}.json?{flags}")
+    assert report.status_code == 400 and report.json()["error"].startswith(message), report.text
+    page = await demo.client.get(f"/demo/{name}.json?{flags}")
+    assert page.status_code == 400
+    assert page.json() == {**report.json(), "status": 400}
+    html = await demo.client.get(f"/demo/{query}")
+    assert html.status_code == 400 and html.headers["content-type"].startswith("text/html")
+    assert escape(report.json()["error"]) in html.text
+    csv = await demo.client.get(f"/demo/{name}.csv?{flags}")
+    assert (csv.status_code, csv.text) == (400, f"error: {report.json()['error']}\n")
+    good = await demo.client.get(f"/demo/{name}.json?{flags.replace(param, 'unused')}&_shape=array")
+    assert good.status_code == 200, good.text
+
+
+@pytest.mark.asyncio
+async def test_flags_are_checked_only_once_datasette_lets_the_actor_run_the_query(demo_db):
+    # A database the actor may not see answers 403 whatever the flags say (no 400 telling it exists).
+    ds = datasette_with([demo_db.path], {"databases": {"demo": {"allow": {"id": "root"}}}})
+    assert (await ds.client.get("/demo/slices_table.json?time=2s,1s")).status_code == 403
+    root = {"ds_actor": ds.sign({"a": {"id": "root"}}, "actor")}
+    refused = await ds.client.get("/demo/slices_table.json?time=2s,1s", cookies=root)
+    assert refused.status_code == 400 and refused.json()["parameter"] == "time"
+    assert (await ds.client.get("/nothing/slices_table.json?time=2s,1s")).status_code == 404

@@ -21,7 +21,7 @@ from urllib.parse import urlencode
 from ..report_tables import nearest_rank
 from . import format as fmt
 from . import report_pb2 as pb
-from .scope import FLAGS, ReportError, Scope, shown
+from .scope import FLAGS, ReportError, Scope, resolve_range, shown
 
 # Nearest-rank index into n sorted values: the rule the import's precomputed percentiles follow.
 percentile_index = nearest_rank
@@ -365,11 +365,7 @@ ORDER BY value_type, int_value, string_value""",
         """The [start, end) the report covers: --time, else the whole trace."""
         if self.scope.time is None:
             return self.trace.start, self.trace.end
-        start, end = (t.resolve(self.trace.start) for t in self.scope.time)
-        if end <= start:
-            first, last = (shown(t.text, quote=False) for t in self.scope.time)
-            raise ReportError(f"time: the end ({last}) must be after the start ({first})", "time")
-        return start, end
+        return resolve_range(self.scope.time, self.trace.start)
 
     def range_dur(self) -> int:
         start, end = self.time_range()

@@ -298,7 +298,7 @@ class Scope:
                     assert isinstance(dims, tuple)
                     values["dim"] = (*dims, parse_dim(_text(text, key)))
                 else:
-                    values[key] = _parse_value(key, text)
+                    values[key] = parse_flag(key, text)
         return cls(**values, given=tuple(given))  # type: ignore[arg-type]
 
     def to_params(self) -> dict[str, str | list[str]]:
@@ -331,7 +331,7 @@ class Scope:
         )
 
 
-def _parse_value(key: str, text: str) -> object:
+def parse_flag(key: str, text: str) -> object:
     """One flag's value, validated (ReportError naming the flag otherwise)."""
     if key in ("pid", "tid", "cpu"):
         return _int(text, key, -(1 << 31), (1 << 32) - 1)
@@ -361,6 +361,15 @@ def _parse_value(key: str, text: str) -> object:
         return (start, end)
     else:
         return _text(text, key)
+
+
+def resolve_range(time: tuple[TimeValue, TimeValue], trace_start: int) -> tuple[int, int]:
+    """A time flag's [start, end) in ns; a ReportError when it does not end after it starts."""
+    start, end = (t.resolve(trace_start) for t in time)
+    if end <= start:
+        first, last = (shown(t.text, quote=False) for t in time)
+        raise ReportError(f"time: the end ({last}) must be after the start ({first})", "time")
+    return start, end
 
 
 def with_changes(

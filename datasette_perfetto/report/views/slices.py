@@ -727,13 +727,15 @@ def _whole_cells_by_name(
     table: str, opened: str, where: str, value: str = "", value_key: str = "", by_value: str = ""
 ) -> str:
     """Per name (and `value`) over the whole cells of cell table c that the `where` terms select: a slice open at
-    the first cell's start counted as `opened` says (a template of the cell's column: its open count, or 0)."""
+    the first cell's start counted as `opened` says (a template of the cell's column: its open count, or 0).
+    Grouped by +c.name: the rows are read through their cells (stored in cell order), not name by name through
+    the (name, cell) index, a lookup each (over 98% of a gigabyte trace's cells, 300 -> 68 ms)."""
     return f"""  SELECT c.name AS name{value}, sum(c.starting) + sum({opened.format("open")}) AS count,
          sum(c.covered) AS total_dur, sum(c.unfinished_starting) + sum({opened.format("unfinished_open")})
            AS unfinished, sum(c.self_covered) AS self_dur
   FROM {table} c{by_value}
   {where.replace(chr(10), chr(10) + "  ")}
-  GROUP BY c.name{value_key}"""
+  GROUP BY +c.name{value_key}"""
 
 
 def _by_process_cells(cells: CellSplit, by_name: bool) -> str:
@@ -1486,8 +1488,10 @@ WHERE {terms}"""
 # trace, and inside the range if it has a part there): those starting before it, those starting in it or after
 # that end after it (no earlier than its end less the name's longest finished instance), and the unfinished
 # ones starting in it. The first two are read in each track's ts order (every track, with the name beside ts
-# in the index), so their cost is the slices outside the range, not the name's instances.
-_OUTSIDE_RANGE = "\nUNION ALL\n".join(
+# in the index), so their cost is the slices outside the range, not the name's instances. Returned as one row
+# (JSON arrays): the finished ones' durations, their whole durations' sum and those with a part in the range
+# (tens of thousands of rows in a gigabyte trace would cost twice the query).
+_OUTSIDE_PARTS = "\nUNION ALL\n".join(
     _outside_part(terms)
     for terms in (
         f"{EVERY_TRACK} AND s.ts < :range_start AND +s.name = :slice_name",
@@ -1496,6 +1500,12 @@ _OUTSIDE_RANGE = "\nUNION ALL\n".join(
         "s.name = :slice_name AND s.dur < 0 AND +s.ts >= :range_start",
     )
 )
+_OUTSIDE_RANGE = f"""WITH outside AS MATERIALIZED (
+{_OUTSIDE_PARTS}
+)
+SELECT (SELECT json_group_array(dur) FROM outside WHERE dur >= 0) AS finished,
+       (SELECT coalesce(sum(whole), 0) FROM outside) AS whole,
+       (SELECT json_group_array(json_array(id, counted, dur < 0)) FROM outside WHERE counted IS NOT NULL) AS edges"""
 
 
 @dataclass
@@ -1610,13 +1620,13 @@ def range_complement(run: ReportRun, sn: SliceName) -> RangeComplement | None:
         params,
     )
     slices = run.value("slices in the trace", "SELECT coalesce(sum(count), 0) FROM report_slice_name") or 0
-    outside = max(start - run.trace.start, 0) + max(run.trace.end - max(start, end - (longest or 0)), 0)
-    if slices * outside / max(run.trace.dur, 1) > sn.count * COMPLEMENT_SHARE:
+    outside_ns = max(start - run.trace.start, 0) + max(run.trace.end - max(start, end - (longest or 0)), 0)
+    if slices * outside_ns / max(run.trace.dur, 1) > sn.count * COMPLEMENT_SHARE:
         return None
     params["longest_finished"] = longest or 0
-    rows = run.query(
+    outside = run.query(
         "the instances not wholly inside the range (read through what lies outside it)", _OUTSIDE_RANGE, params
-    )
+    )[0]
     samples = [
         (r["dur"], r["at_most"])
         for r in run.query(
@@ -1625,20 +1635,21 @@ def range_complement(run: ReportRun, sn: SliceName) -> RangeComplement | None:
             {"slice_name": sn.name},
         )
     ]
-    finished_outside = sorted(r["dur"] for r in rows if r["dur"] >= 0)
+    finished_outside = sorted(json.loads(outside["finished"]))
     # At most so long, W: the name's finished instances less those outside.
     samples = [(dur, at_most - bisect.bisect_right(finished_outside, dur)) for dur, at_most in samples]
-    edges = [(r["id"], r["counted"]) for r in rows if r["counted"] is not None]
+    in_range = json.loads(outside["edges"])
+    edges = [(slice_id, counted) for slice_id, counted, _ in in_range]
     wholly_inside = sn.count - sn.unfinished - len(finished_outside)
     return RangeComplement(
         run,
         sn.name,
         count=wholly_inside + len(edges),
-        total=sn.total_dur - sum(r["whole"] for r in rows) + sum(counted for _, counted in edges),
+        total=sn.total_dur - outside["whole"] + sum(counted for _, counted in edges),
         wholly_inside=wholly_inside,
         finished_outside=finished_outside,
         edges=edges,
-        unfinished=sum(1 for r in rows if r["dur"] < 0 and r["counted"] is not None),
+        unfinished=sum(unfinished for _, _, unfinished in in_range),
         samples=samples,
     )
 

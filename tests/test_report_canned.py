@@ -238,6 +238,7 @@ async def test_scheduling_inspect_state_at_ts(sched, query):
         ("slices_histogram?name=Raster&buckets=0", "buckets", "buckets: "),
         ("slices_inspect?name=Raster&ts=abc", "ts", "ts: expected a time such as"),
         ("slices_table?min_duration=5parsecs", "min_duration", "min_duration: unknown unit 'parsecs'"),
+        ("slices_table?dim=rank", "dim", "dim: expected NAME=VALUE"),
         # A time range whose end, absolute ns, lies before its start, an offset: the trace's start decides.
         ("slices_table?time=1s,5", "time", "time: the end (5) must be after the start (1s)"),
     ],

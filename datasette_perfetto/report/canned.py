@@ -7,11 +7,12 @@ needs the flags it uses.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import sqlite3
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qsl
 
-from .scope import FLAGS, ReportError, parse_flag, resolve_range
+from .scope import FLAGS, ReportError, Scope, resolve_range
 from .views import NOUNS
 
 
@@ -32,21 +33,18 @@ def canned_queries() -> dict[str, dict]:
     return out
 
 
-def flag_error(query: str, params: Sequence[tuple[str, str]], trace_start: Callable[[], int]) -> ReportError | None:
-    """The first of a canned query's flags (`params`, the request's) the report would refuse, as it refuses it;
-    None when all parse, or `query` is none of the report's."""
+def flag_error(query: str, params: Sequence[tuple[str, str]], trace_start: int) -> ReportError | None:
+    """What the report would say of a canned query's flags (those of the request's `params` it takes) that it
+    refuses; None when it takes them all, or `query` is none of the report's."""
     used = _CANNED_FLAGS.get(query)
     if used is None:
         return None
-    for key, text in params:
-        if key not in used or not text.strip():
-            continue
-        try:
-            value = parse_flag(key, text)
-            if key == "time":
-                resolve_range(value, trace_start())  # type: ignore[arg-type]
-        except ReportError as e:
-            return e
+    try:
+        scope = Scope.parse([(key, text) for key, text in params if key in used])
+        if scope.time is not None:
+            resolve_range(scope.time, trace_start)
+    except ReportError as e:
+        return e
     return None
 
 
@@ -118,7 +116,8 @@ async def _request_flag_error(datasette: Any, scope: dict, route: str, query: st
     if any(key == "time" for key, _ in params):
         try:
             db = datasette.get_database(route=tilde_decode(route))
-            start = (await db.execute("SELECT start_ts FROM trace_bounds")).first()[0] or 0
-        except Exception:  # not a trace database: Datasette's answer stands
+            row = (await db.execute("SELECT start_ts FROM trace_bounds")).first()
+        except (KeyError, sqlite3.Error):  # not a trace database: Datasette's answer stands
             return None
-    return flag_error(query, params, lambda: start)
+        start = row[0] if row is not None and row[0] is not None else 0
+    return flag_error(query, params, start)

@@ -1911,12 +1911,19 @@ REPORT_GRID = Table(
     "cell_dur divides the bucket width of a 20-bucket timeline of the whole trace, so those buckets are "
     "whole cells.",
     (
-        C("cell_dur", "INTEGER", "Cell width of report_slice_track_cell and report_sched_cell.", unit=TS),
+        C("cell_dur", "INTEGER", "Cell width of report_slice_track_cell and report_counter_cell.", unit=TS),
         C(
             "name_cell_dur",
             "INTEGER",
             "Cell width of report_slice_name_cell: a tenth of cell_dur (1 ns at least), so a time range's parts "
             "outside whole cells are short.",
+            unit=TS,
+        ),
+        C(
+            "sched_cell_dur",
+            "INTEGER",
+            "Cell width of report_sched_cell: name_cell_dur, so timelines of many more buckets than the default are "
+            "whole cells too (a row per thread and cell is little beside the scheduling slices).",
             unit=TS,
         ),
     ),
@@ -2051,10 +2058,10 @@ REPORT_SLICE_PROCESS_NAME = Table(
 
 REPORT_SCHED_CELL = Table(
     "report_sched_cell",
-    "Per thread and cell of time (report_grid.cell_dur) CPU time, precomputed at import for the scheduling "
+    "Per thread and cell of time (report_grid.sched_cell_dur) CPU time, precomputed at import for the scheduling "
     "timeline (not a trace_processor table). Rows still open at the end (dur -1) last to the end of the trace.",
     (
-        C("cell", "INTEGER", "(ts - trace start) / cell_dur."),
+        C("cell", "INTEGER", "(ts - trace start) / sched_cell_dur."),
         C("utid", "INTEGER", "→ thread.utid (never 0, the idle task).", ref="thread"),
         C("busy", "INTEGER", "Time the thread ran inside the cell, on any CPU.", unit=TS),
     ),
@@ -2062,11 +2069,12 @@ REPORT_SCHED_CELL = Table(
 )
 
 
-def _cell_split(keys: str, rows: str) -> str:
+def _cell_split(keys: str, rows: str, width: str = "cell_dur") -> str:
     """Per (keys, cell): how many rows start in the cell and how much of them lies inside it. `rows` is a
-    query of (keys..., row_start, row_end, cell); a row crossing cell edges is split at each (few do)."""
+    query of (keys..., row_start, row_end, cell); a row crossing cell edges is split at each (few do). Cells are
+    report_grid's `width` wide."""
     return f"""WITH RECURSIVE grid AS (
-  SELECT cell_dur AS g, (SELECT start_ts FROM trace_bounds) AS t0, (SELECT end_ts FROM trace_bounds) AS t1
+  SELECT {width} AS g, (SELECT start_ts FROM trace_bounds) AS t0, (SELECT end_ts FROM trace_bounds) AS t1
   FROM report_grid
 ),
 source AS ({rows}),
@@ -2272,13 +2280,13 @@ DERIVED: tuple[Derived, ...] = (
     # the trace (a default timeline's bucket width, report/views/slices.py bucket_range).
     Derived(
         REPORT_GRID,
-        "INSERT INTO report_grid (cell_dur, name_cell_dur) "
+        "INSERT INTO report_grid (cell_dur, name_cell_dur, sched_cell_dur) "
         "WITH RECURSIVE power(v) AS (SELECT 1 UNION ALL SELECT v * 10 FROM power WHERE v < 100000000000000000), "
         "span AS (SELECT max(coalesce((SELECT end_ts - start_ts FROM trace_bounds), 1), 1) AS ns), "
         "bucket AS (SELECT min(p.v * m.c / 10) AS ns FROM power p, span, "
         "(SELECT 10 AS c UNION ALL SELECT 20 UNION ALL SELECT 25 UNION ALL SELECT 50) m "
         "WHERE p.v * m.c % 10 = 0 AND p.v * m.c / 10 >= span.ns / 20.0) "
-        "SELECT max(v), max(max(v) / 10, 1) FROM power, bucket WHERE bucket.ns % power.v = 0",
+        "SELECT max(v), max(max(v) / 10, 1), max(max(v) / 10, 1) FROM power, bucket WHERE bucket.ns % power.v = 0",
     ),
     Derived(
         REPORT_SLICE_TRACK_NAME,
@@ -2337,6 +2345,7 @@ DERIVED: tuple[Derived, ...] = (
                 "min(CASE WHEN sc.dur < 0 THEN t1 ELSE sc.ts + sc.dur END, t1) AS row_end, "
                 "(max(sc.ts, t0) - t0) / g AS cell FROM sched sc, grid WHERE sc.utid != 0"
             ),
+            "sched_cell_dur",
         )
         + ") WHERE inside > 0",
     ),

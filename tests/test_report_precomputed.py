@@ -102,9 +102,13 @@ async def test_slices_timeline_reads_slices_when_buckets_are_not_whole_cells(hea
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize("query", ["", "&buckets=3", "&buckets=60", "&buckets=1"])
-async def test_slices_histogram_from_duration_ranks_is_the_histogram_from_slices(heavy, query):
+async def test_slices_histogram_from_duration_ranks_is_the_histogram_from_slices(heavy, query, monkeypatch):
     """Tick's durations repeat (runs far longer than a rank step), include zeros (a bucket of their own on a
-    log scale) and one unfinished instance."""
+    log scale) and one unfinished instance. (The rows read over the whole trace as a time range, not through
+    its complement, which reads the ranks too.)"""
+    from datasette_perfetto.report.views import slices
+
+    monkeypatch.setattr(slices, "COMPLEMENT_SHARE", -1)
     ranks, rows = await tick_view(heavy, "histogram", query, "report_slice_name_dur_rank")
     assert ranks["buckets"] == rows["buckets"] and ranks["scale"] == rows["scale"]
     assert sum(int(b.get("count", 0)) for b in ranks["buckets"]) == 24_001
@@ -152,6 +156,34 @@ async def test_scheduling_timeline_from_cells_is_the_timeline_from_sched(sched_d
         ds, f"/sched/-/report/scheduling/timeline.json{query}", bounds, "report_sched_cell", "scheduling_timeline"
     )
     assert cells["buckets"] == rows["buckets"] and any(b.get("total_dur") for b in cells["buckets"])
+
+
+@pytest.mark.asyncio
+async def test_scheduling_timelines_of_many_buckets_read_the_finer_sched_cells(sched_db):
+    # report_sched_cell is sched_cell_dur wide (a tenth of cell_dur): timelines of more buckets than the default
+    # are whole cells too, with the buckets read from sched.
+    from datasette_perfetto.report.views.slices import nice_ceil
+
+    ds = served(sched_db.path)
+    start, end, cell, sched_cell = sched_db.rows(
+        "SELECT start_ts, end_ts, cell_dur, sched_cell_dur FROM trace_bounds, report_grid"
+    )[0]
+    assert sched_cell * 10 == cell
+    read_cells = []
+    for buckets in (20, 50, 100, 200, 300, 500):
+        width = nice_ceil(max(end - start, 1) / buckets)
+        if width % sched_cell:
+            continue
+        cells, rows = await cells_and_rows(
+            ds,
+            f"/sched/-/report/scheduling/timeline.json?buckets={buckets}",
+            (start, end),
+            "report_sched_cell",
+            "scheduling_timeline",
+        )
+        assert cells["buckets"] == rows["buckets"], buckets
+        read_cells.append(width % cell != 0)
+    assert True in read_cells  # a bucket width of whole sched cells that cell_dur does not divide
 
 
 def test_the_cell_grid_divides_a_default_timeline_bucket(demo_db, sched_db, heavy):

@@ -539,7 +539,7 @@ ORDER BY i"""
             return  # no buckets, cpu_count 0: the trace has no scheduling data
         out.cpu_count = cpu_count(run)
         threads = thread_filter(run)
-        per_bucket_cells = cells_per_bucket(run, bucket_dur) if run.scope.cpu is None else 0
+        per_bucket_cells = cells_per_bucket(run, bucket_dur, "sched_cell_dur") if run.scope.cpu is None else 0
         if per_bucket_cells:
             # The whole trace in buckets of whole cells: the per thread and cell CPU time precomputed at import.
             w = Where()

@@ -1766,13 +1766,17 @@ def bucket_range(run: ReportRun) -> tuple[int, int, int, int]:
     return start, end, -(-span // bucket_dur), bucket_dur
 
 
-def cells_per_bucket(run: ReportRun, bucket_dur: int) -> int:
-    """How many cells of the grid precomputed at import (report_grid) make one timeline bucket: the whole
-    trace in buckets of whole cells; 0 when the buckets are not (a time range, a width the grid does not
-    divide) or min_duration leaves instances out."""
+def cells_per_bucket(run: ReportRun, bucket_dur: int, width: str = "cell_dur") -> int:
+    """How many cells of the grid precomputed at import (report_grid's `width`) make one timeline bucket: the
+    whole trace in buckets of whole cells; 0 when the buckets are not (a time range, a width the grid does not
+    divide) or min_duration leaves instances out. A database from before a width existed has its cells
+    cell_dur wide."""
     if run.scope.time is not None or run.scope.min_duration is not None:
         return 0
-    cell = run.value("the grid of the per-cell aggregates", "SELECT cell_dur FROM report_grid") or 0
+    grid = run.query("the grid of the per-cell aggregates", "SELECT * FROM report_grid")
+    if not grid:
+        return 0
+    cell = grid[0][width] if width in grid[0].keys() else grid[0]["cell_dur"]
     return bucket_dur // cell if cell and bucket_dur % cell == 0 else 0
 
 

@@ -55,7 +55,7 @@ def render_cell(value, column, table, database, datasette):
 @hookimpl
 def asgi_wrapper(datasette):
     # The report canned queries' flags checked as the report checks them, after Datasette has answered.
-    from .report.canned import checked_flags
+    from .report.canned_web import checked_flags
 
     return lambda app: checked_flags(datasette, app)
 

@@ -284,7 +284,7 @@ def slice_process_cells(conn: sqlite3.Connection) -> None:
             lambda k: (text_order_key(k[0]), text_order_key(k[1])),
             _itself,
             running_totals=True,
-            rollup=lambda rows: _name_cells(conn, rows),
+            rollup=functools.partial(_name_cells, conn, {}),
         ),
         lambda track_id, name: (process_of.get(track_id), name),
     )
@@ -334,9 +334,10 @@ def _slice_cells(
     cells.write_until(None)
 
 
-def _name_cells(conn: sqlite3.Connection, rows: list[tuple]) -> None:
+def _name_cells(conn: sqlite3.Connection, totals: dict[str | None, list[int]], rows: list[tuple]) -> None:
     """report_slice_name_cell's rows for whole cells of report_slice_process_name_cell rows: summed over processes
-    (in Python: a sum beyond int64 is kept at its limit, where SQL's sum() would fail), in (cell, name) order."""
+    (in Python: a sum beyond int64 is kept at its limit, where SQL's sum() would fail), in (cell, name) order,
+    with each name's running totals (`totals`, carried from one batch of cells to the next)."""
     sums: dict[tuple, list[int]] = {}
     for row in rows:
         key = (row[2], row[1])  # (cell, name)
@@ -347,7 +348,19 @@ def _name_cells(conn: sqlite3.Connection, rows: list[tuple]) -> None:
             for i, v in enumerate(row[3:10]):
                 acc[i] += v
     order = sorted(sums, key=lambda k: (k[0], text_order_key(k[1])))
-    _insert(conn, schema.REPORT_SLICE_NAME_CELL, [(name, cell, *sums[cell, name]) for cell, name in order])
+    out = []
+    for cell, name in order:
+        figures = sums[cell, name]
+        running = totals.setdefault(name, [0, 0, 0, 0])
+        for i, column in enumerate(_TOTALLED):
+            running[i] += figures[column]
+        out.append((name, cell, *figures, *running))
+    _insert(conn, schema.REPORT_SLICE_NAME_CELL, out)
+
+
+# The positions, among a slice cell's figures (starting, open, unfinished_starting, ...), of those with running
+# totals (schema.PROCESS_CELL_TOTALS).
+_TOTALLED = [[c.name for c in schema.REPORT_SLICE_NAME_CELL.columns[2:]].index(t) for t in schema.PROCESS_CELL_TOTALS]
 
 
 def _itself(key: tuple) -> tuple:

@@ -1979,28 +1979,42 @@ REPORT_SLICE_SELF = Table(
 
 # The columns of report_slice_process_name_cell kept as running totals too: what a range's slices table adds up.
 PROCESS_CELL_TOTALS = ("starting", "unfinished_starting", "covered", "self_covered")
+# A slice cell's figures (report_slice_name_cell, _track_name_cell and _process_name_cell after their keys).
+_SLICE_CELL_FIGURES = (
+    C("starting", "INTEGER", "Slices starting in the cell."),
+    C("open", "INTEGER", "Slices started before the cell and not ended before it starts."),
+    C("unfinished_starting", "INTEGER", "Of the starting ones, slices never ended."),
+    C("unfinished_open", "INTEGER", "Of the open ones, slices never ended."),
+    C("covered", "INTEGER", "Time inside the cell covered by the slices (summed per slice).", unit=TS),
+    C(
+        "self_covered",
+        "INTEGER",
+        "covered less the time inside the cell of their direct children (of any name).",
+        unit=TS,
+    ),
+    C("top_covered", "INTEGER", "Of covered, the part of top-level slices (no parent).", unit=TS),
+)
+
+
+def _running_totals(key: str) -> tuple[Column, ...]:
+    return tuple(
+        C(f"cum_{c}", "INTEGER", f"{c} summed over this cell and the earlier cells of its {key}.")
+        for c in PROCESS_CELL_TOTALS
+    )
+
 
 REPORT_SLICE_NAME_CELL = Table(
     "report_slice_name_cell",
     "In traces with many slices: per slice name and cell of time (report_grid.name_cell_dur), what the "
     "slices table of a time range adds up over the whole cells inside it (not a trace_processor table). A slice is in every "
     "cell from the one it starts in to the one holding its end (also when it ends exactly where that cell "
-    "starts); an unfinished slice (dur -1) lasts to the end of the trace.",
+    "starts); an unfinished slice (dur -1) lasts to the end of the trace. With running totals over the cells: "
+    "whole cells [a, b) are the difference of two rows' totals.",
     (
         C("name", "TEXT", "Slice name."),
         C("cell", "INTEGER", "(ts - trace start) / name_cell_dur."),
-        C("starting", "INTEGER", "Slices starting in the cell."),
-        C("open", "INTEGER", "Slices started before the cell and not ended before it starts."),
-        C("unfinished_starting", "INTEGER", "Of the starting ones, slices never ended."),
-        C("unfinished_open", "INTEGER", "Of the open ones, slices never ended."),
-        C("covered", "INTEGER", "Time inside the cell covered by the slices (summed per slice).", unit=TS),
-        C(
-            "self_covered",
-            "INTEGER",
-            "covered less the time inside the cell of their direct children (of any name).",
-            unit=TS,
-        ),
-        C("top_covered", "INTEGER", "Of covered, the part of top-level slices (no parent).", unit=TS),
+        *_SLICE_CELL_FIGURES,
+        *_running_totals("name"),
     ),
     indexes=(("name", "cell"), ("cell",)),
 )
@@ -2016,7 +2030,7 @@ REPORT_SLICE_TRACK_NAME_CELL = Table(
         C("track_id", "INTEGER", "→ track.id.", ref="track"),
         C("name", "TEXT", "Slice name."),
         C("cell", "INTEGER", "(ts - trace start) / cell_dur."),
-        *REPORT_SLICE_NAME_CELL.columns[2:],
+        *_SLICE_CELL_FIGURES,
     ),
     indexes=(("track_id", "cell"),),
 )
@@ -2037,11 +2051,8 @@ REPORT_SLICE_PROCESS_NAME_CELL = Table(
         ),
         C("name", "TEXT", "Slice name."),
         C("cell", "INTEGER", "(ts - trace start) / name_cell_dur."),
-        *REPORT_SLICE_NAME_CELL.columns[2:],
-        *(
-            C(f"cum_{c}", "INTEGER", f"{c} summed over this cell and the earlier cells of its process and name.")
-            for c in PROCESS_CELL_TOTALS
-        ),
+        *_SLICE_CELL_FIGURES,
+        *_running_totals("process and name"),
     ),
     indexes=(("process", "name", "cell"),),
 )
@@ -2144,9 +2155,9 @@ _SLICE_DIMENSION_POPULATE = (
 
 
 def _slice_cells_sql(table: Table, grid_column: str, per: str) -> str:
-    """The definition of report_slice_name_cell (`per` "name"), report_slice_track_name_cell ("track": per track
-    and name) or report_slice_process_name_cell ("process": per process dimension value and name, with running
-    totals): a slice's pieces in the cells it reaches, their time; children's time subtracted from their
+    """The definition of report_slice_name_cell (`per` "name", with running totals), report_slice_track_name_cell
+    ("track": per track and name) or report_slice_process_name_cell ("process": per process dimension value and
+    name, with running totals): a slice's pieces in the cells it reaches, their time; children's time subtracted from their
     parent's (track or process and) name's self time, cell by cell."""
     key = {"name": "", "track": "track_id, ", "process": "process, "}[per]
     own_key = {
@@ -2166,12 +2177,12 @@ def _slice_cells_sql(table: Table, grid_column: str, per: str) -> str:
         "unfinished_open, covered, covered - coalesce(children.time, 0) AS self_covered, top_covered FROM own "
         f"LEFT JOIN children ON {same_key}children.name IS own.name AND children.cell = own.cell"
     )
-    if per == "process":
+    if per in ("process", "name"):
         totals = ", ".join(f"sum({c}) OVER key_cells" for c in PROCESS_CELL_TOTALS)
         columns += ", " + ", ".join(f"cum_{c}" for c in PROCESS_CELL_TOTALS)
         select = (
             f"SELECT *, {totals} FROM ({select}) "
-            "WINDOW key_cells AS (PARTITION BY process, name ORDER BY cell ROWS UNBOUNDED PRECEDING)"
+            f"WINDOW key_cells AS (PARTITION BY {key}name ORDER BY cell ROWS UNBOUNDED PRECEDING)"
         )
     return (
         f"INSERT INTO {table.name} ({key}name, cell, {columns}) "

@@ -300,6 +300,29 @@ def test_databases_without_the_track_cells_read_the_instances(cells_db, tmp_path
     assert table_figures(from_old) == table_figures(from_cells)
 
 
+def test_name_cells_without_running_totals_are_summed(cells_db, tmp_path):
+    """A database from before report_slice_name_cell's running totals: a range's whole cells are summed, with
+    the same rows as through the running totals (two rows per name)."""
+    copy = tmp_path / "old.db"
+    copy.write_bytes(cells_db.read_bytes())
+    conn = sqlite3.connect(copy)
+    for column in schema.PROCESS_CELL_TOTALS:
+        conn.execute(f"ALTER TABLE {CELLS} DROP COLUMN cum_{column}")
+    conn.commit()
+    conn.close()
+    read = 0
+    for label, first, end in ranges(cells_db):
+        flags = {"time": f"{first}ns,{end}ns", "sort": "name", "top": "50"}
+        totals = report_of(cells_db, "slices", "table", flags)
+        summed = report_of(copy, "slices", "table", flags)
+        assert table_figures(summed.result_message()) == table_figures(totals.result_message()), label
+        read_totals = any("hi.cum_covered" in q.sql for q in totals.run.queries)
+        assert read_totals == any("range's cells" in q.purpose for q in totals.run.queries), label
+        assert not any("hi.cum_covered" in q.sql for q in summed.run.queries), label
+        read += read_totals
+    assert read >= 10
+
+
 @pytest.mark.web
 @pytest.mark.asyncio
 async def test_the_page_shows_the_sql_it_ran_over_the_track_cells(cells_db):

@@ -338,6 +338,15 @@ ORDER BY value_type, int_value, string_value""",
         self._tables[names] = found == len(names)
         return self._tables[names]
 
+    def has_columns(self, table: str, *columns: str) -> bool:
+        """Whether `table` has these columns (a database from an older import may lack the newer ones)."""
+        found = self.value(
+            "are the columns there",
+            "SELECT count(*) FROM pragma_table_info(:table) WHERE name IN (SELECT value FROM json_each(:columns))",
+            {"table": table, "columns": json.dumps(list(columns))},
+        )
+        return found == len(columns)
+
     def _trace_info(self) -> TraceInfo:
         row = self.query(
             "trace context",

@@ -386,7 +386,9 @@ LIMIT :top""",
             by_cell.add("c.name GLOB :name", name=name)
         params.update(by_cell.params)
         if cells.table == CELL_TABLES["process"][0]:
-            parts = [_by_process_cells(cells, name is not None)]
+            parts = [_by_running_totals(cells, name is not None, per_process=True)]
+        elif cells.table == CELL_TABLES["name"][0] and run.has_columns(cells.table, "cum_covered"):
+            parts = [_by_running_totals(cells, name is not None, per_process=False)]
         else:
             opened = "0" if _counts_open(cells) else "CASE WHEN c.cell = :first_cell THEN c.{} ELSE 0 END"
             parts = [_whole_cells_by_name(cells.table, opened, by_cell.sql(), value, value_key, by_value)]
@@ -738,32 +740,34 @@ def _whole_cells_by_name(
   GROUP BY +c.name{value_key}"""
 
 
-def _by_process_cells(cells: CellSplit, by_name: bool) -> str:
-    """Per process and name (report_slice_process_name), the whole cells [:first_cell, :end_cell) of
-    report_slice_process_name_cell: the running totals of the key's last row before :end_cell less those of
-    its last row before :first_cell (a few index lookups per key, however many cells the range holds); a slice
-    open at the range's start is counted by the first cell's `open`, unless a part of the range lies before the
-    cells (which counts it). Keys with no row among the cells had nothing there. `by_name`: only the names
-    matching :name."""
+def _by_running_totals(cells: CellSplit, by_name: bool, per_process: bool) -> str:
+    """Per name (report_slice_name), or per process and name (report_slice_process_name), the whole cells
+    [:first_cell, :end_cell) of the cell table with running totals: those of the key's last row before :end_cell
+    less those of its last row before :first_cell (a few index lookups per key, however many cells the range
+    holds); a slice open at the range's start is counted by the first cell's `open`, unless a part of the range
+    lies before the cells (which counts it). Keys with no row among the cells had nothing there. `by_name`: only
+    the names matching :name."""
     table = cells.table
+    process = "c.process IS k.process AND " if per_process else ""
 
     def last_row(alias: str, before: str) -> str:
-        # Found by its rowid, which the (process, name, cell) index holds: one lookup fewer than by its cell.
+        # Found by its rowid, which the ((process,) name, cell) index holds: one lookup fewer than by its cell.
         return (
-            f"{table} {alias} ON {alias}.rowid = (SELECT c.rowid FROM {table} c WHERE c.process IS k.process "
-            f"AND c.name IS k.name AND c.cell < {before} ORDER BY c.cell DESC LIMIT 1)"
+            f"{table} {alias} ON {alias}.rowid = (SELECT c.rowid FROM {table} c WHERE {process}"
+            f"c.name IS k.name AND c.cell < {before} ORDER BY c.cell DESC LIMIT 1)"
         )
 
     opened = not _counts_open(cells)
-    first = f"\n  LEFT JOIN {table} f ON f.process IS k.process AND f.name IS k.name AND f.cell = :first_cell"
-    return f"""  SELECT k.name AS name, k.process AS group_value,
+    first = f"\n  LEFT JOIN {table} f ON {process.replace('c.', 'f.')}f.name IS k.name AND f.cell = :first_cell"
+    keys = "report_slice_process_name" if per_process else "report_slice_name"
+    return f"""  SELECT k.name AS name{", k.process AS group_value" if per_process else ""},
          hi.cum_starting - coalesce(lo.cum_starting, 0){" + coalesce(f.open, 0)" if opened else ""} AS count,
          hi.cum_covered - coalesce(lo.cum_covered, 0) AS total_dur,
          hi.cum_unfinished_starting - coalesce(lo.cum_unfinished_starting, 0){
         " + coalesce(f.unfinished_open, 0)" if opened else ""
     } AS unfinished,
          hi.cum_self_covered - coalesce(lo.cum_self_covered, 0) AS self_dur
-  FROM report_slice_process_name k
+  FROM {keys} k
   JOIN {last_row("hi", ":end_cell")}
   LEFT JOIN {last_row("lo", ":first_cell")}{first if opened else ""}
   WHERE hi.cell >= :first_cell{" AND k.name GLOB :name" if by_name else ""}"""

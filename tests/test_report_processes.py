@@ -297,3 +297,40 @@ async def test_threads_without_a_process_are_counted_in_a_footnote(tmp_path_fact
     assert note["text"] == (
         f"2 threads with no known process ran for {fmt.duration(cpu_time)} (not in this table); see them by thread"
     )
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "share", [(0.2, 0.35), (0.01, 0.99), (0.0, 1.0), (0.3, 1.5), (0.0001, 0.9), (0.4, 0.4001), "on slices"]
+)
+async def test_time_ranges_over_most_of_the_trace_count_what_lies_outside(demo_db, share):
+    # A range longer than the trace outside it counts each track's events (and each process's slices) as the
+    # whole trace's less those outside it: the same counts as in the range ("on slices": from a slice's start to
+    # another's, at a tenth and nine tenths of them).
+    start, end = demo_db.rows("SELECT start_ts, end_ts FROM trace_bounds")[0]
+    if share == "on slices":
+        at = "SELECT ts FROM slice ORDER BY ts LIMIT 1 OFFSET (SELECT count(*) * {} / 10 FROM slice)"
+        lo, hi = demo_db.one(at.format(1)), demo_db.one(at.format(9))
+    else:
+        lo, hi = (start + int((end - start) * f) for f in share)
+    time = f"{lo},{hi}"  # absolute ns
+    outside = (max(lo - start, 0) + max(end - hi, 0)) < min(hi, end) - max(lo, start)
+    ds = served(demo_db.path)
+    tracks = await get_json(ds, f"/demo/-/report/tracks.json?time={time}&top=500&sort=count")
+    got = {int(r["id"]): int(r.get("event_count", 0)) for r in tracks["tracks_table"]["rows"]}
+    expected = dict(
+        demo_db.rows(
+            "SELECT t.id, (SELECT count(*) FROM slice s WHERE s.track_id = t.id AND s.ts >= ?1 AND s.ts < ?2)"
+            " + (SELECT count(*) FROM counter c WHERE c.track_id = t.id AND c.ts >= ?1 AND c.ts < ?2) FROM track t",
+            (lo, hi),
+        )
+    )
+    assert got == {i: expected[i] for i in got} and len(got) == len(expected)
+    assert any(n for n in got.values()) or hi - lo < (end - start) / 100
+    assert ("- CASE tr.event_type" in str(tracks["queries"])) == outside
+    processes = await get_json(ds, f"/demo/-/report/processes.json?time={time}&top=500")
+    got = {int(r["pid"]): int(r.get("slice_count", 0)) for r in processes["processes_table"]["rows"]}
+    overlapping = "AND s.ts < ? AND (s.dur < 0 AND (SELECT end_ts FROM trace_bounds) >= ? OR s.ts + s.dur >= ?)"
+    expected = dict(demo_db.rows(PROCESS_SLICES.format(where=overlapping), (hi, lo, lo)))
+    assert got == {pid: expected[pid] for pid in got}
+    assert ("st.event_count\\n         - (SELECT" in str(processes["queries"])) == outside

@@ -133,22 +133,39 @@ class TrackQuery:
     offset: int = 0
     count_range: tuple[int, int] | None = None  # count only the events that start in [start, end)
     min_count: int | None = None  # only tracks with at least this many events (counted as above)
+    count_outside: bool = False  # count_range's events as the track's total less those outside it
 
 
-def _event_count_sql(schema: Schema, count_range: tuple[int, int] | None = None) -> tuple[str, str]:
+def _event_count_sql(
+    schema: Schema, count_range: tuple[int, int] | None = None, outside: bool = False
+) -> tuple[str, str]:
     """(expression, join) for a track's event count: precomputed when the report's table exists and the whole
-    trace is counted, else counted on the (track_id, ts) indexes (:range_start/:range_end bound for a range)."""
+    trace is counted, else counted on the (track_id, ts) indexes (:range_start/:range_end bound for a range);
+    with `outside` (a range over most of the trace), the precomputed count less those before and after it."""
+    stats = "\nLEFT JOIN report_track_stats st ON st.track_id = tr.id"
     if count_range is None and schema.has_track_stats:
-        return "coalesce(st.event_count, 0)", "\nLEFT JOIN report_track_stats st ON st.track_id = tr.id"
-    in_range = " AND {a}.ts >= :range_start AND {a}.ts < :range_end" if count_range is not None else ""
-    return (
-        f"""CASE tr.event_type
-    WHEN 'slice' THEN (SELECT count(*) FROM slice s WHERE s.track_id = tr.id{in_range.format(a="s")})
-    WHEN 'counter' THEN (SELECT count(*) FROM counter c WHERE c.track_id = tr.id{in_range.format(a="c")})
-    WHEN 'state' THEN (SELECT count(*) FROM state x WHERE x.track_id = tr.id{in_range.format(a="x")})
-    ELSE 0 END""",
-        "",
-    )
+        return "coalesce(st.event_count, 0)", stats
+    if outside and schema.has_track_stats:
+        counts = [
+            f"(SELECT count(*) FROM {table} {a} WHERE {a}.track_id = tr.id AND {a}.ts < :range_start)"
+            f" + (SELECT count(*) FROM {table} {a} WHERE {a}.track_id = tr.id AND {a}.ts >= :range_end)"
+            for table, a in _EVENT_TABLES
+        ]
+    else:
+        in_range = " AND {a}.ts >= :range_start AND {a}.ts < :range_end" if count_range is not None else ""
+        counts = [
+            f"(SELECT count(*) FROM {table} {a} WHERE {a}.track_id = tr.id{in_range.format(a=a)})"
+            for table, a in _EVENT_TABLES
+        ]
+    whens = "".join(f"\n    WHEN '{table}' THEN {count}" for (table, _), count in zip(_EVENT_TABLES, counts))
+    case = f"CASE tr.event_type{whens}\n    ELSE 0 END"
+    if outside and schema.has_track_stats:
+        return f"coalesce(st.event_count, 0) - {case}", stats
+    return case, ""
+
+
+# A track's events by its event_type: the table and its alias.
+_EVENT_TABLES = (("slice", "s"), ("counter", "c"), ("state", "x"))
 
 
 def track_rows(
@@ -166,7 +183,7 @@ def track_rows(
         return [dict(r) for r in found]
 
     params = dict(query.params or {})
-    count_sql, stats_join = _event_count_sql(schema, query.count_range)
+    count_sql, stats_join = _event_count_sql(schema, query.count_range, query.count_outside)
     if query.count_range is not None:
         params.update(range_start=query.count_range[0], range_end=query.count_range[1])
     terms = [query.where] if query.where else []

@@ -376,6 +376,13 @@ ORDER BY value_type, int_value, string_value""",
             return self.trace.start, self.trace.end
         return resolve_range(self.scope.time, self.trace.start)
 
+    def outside_is_shorter(self) -> bool:
+        """Whether the trace outside the time range is shorter than the range: counting what lies outside it and
+        subtracting from the whole trace's figures then reads less."""
+        start, end = self.time_range()
+        inside = min(end, self.trace.end) - max(start, self.trace.start)
+        return self.scope.time is not None and max(start - self.trace.start, 0) + max(self.trace.end - end, 0) < inside
+
     def range_dur(self) -> int:
         start, end = self.time_range()
         return max(end - start, 1)

@@ -23,6 +23,7 @@ from ..filters import (
 from ..grouping import dim_params, grouping, process_value
 from ..links import glob_escape, scoped_link
 from ..subtitles import owner_dims, process_subtitles, with_dims, with_subtitle
+from .slices import OVERLAPS_START
 
 TOP_THREADS = 3
 
@@ -61,10 +62,21 @@ def _slice_counts(run: ReportRun, params: dict) -> str:
   WHERE tr.event_type = 'slice'"""
     start, end = run.time_range()
     params.update(range_start=start, range_end=end)
-    return """SELECT tr.id AS track_id, tr.utid, tr.upid,
+    if run.outside_is_shorter() and run.has_tables("report_track_stats"):
+        # Over most of the trace, fewer slices lie outside the range: each track's total less those starting
+        # from its end on and those before it that end before it (slices starting inside it all count).
+        return f"""SELECT tr.id AS track_id, tr.utid, tr.upid,
+         st.event_count
+         - (SELECT count(*) FROM slice s WHERE s.track_id = tr.id AND s.ts >= :range_end)
+         - (SELECT count(*) FROM slice s WHERE s.track_id = tr.id AND s.ts < :range_start
+              AND NOT ({OVERLAPS_START}))
+           AS slice_count
+  FROM track tr JOIN report_track_stats st ON st.track_id = tr.id
+  WHERE tr.event_type = 'slice'"""
+    return f"""SELECT tr.id AS track_id, tr.utid, tr.upid,
          (SELECT count(*) FROM slice s WHERE s.track_id = tr.id AND s.ts < :range_end
             AND s.ts >= :range_start - (SELECT max(max_dur) FROM report_slice_name)
-            AND (s.dur < 0 AND (SELECT end_ts FROM trace_bounds) >= :range_start OR s.ts + s.dur >= :range_start))
+            AND ({OVERLAPS_START}))
            AS slice_count
   FROM track tr
   WHERE tr.event_type = 'slice'"""

@@ -557,11 +557,10 @@ CLIPPED_DUR = clipped_dur(":range_start", ":range_end", "(SELECT end_ts FROM tra
 WHOLE_DUR = "CASE WHEN s.dur < 0 THEN max((SELECT end_ts FROM trace_bounds) - s.ts, 0) ELSE s.dur END"
 # Instances at least min_duration long, an unfinished one to the end of the trace.
 MIN_DURATION = f"(s.dur >= :min_duration OR s.dur < 0 AND {WHOLE_DUR} >= :min_duration)"
-# Slices with a part in the range (an unfinished one is open from its start on).
-IN_RANGE = (
-    "s.ts < :range_end\n"
-    "  AND (s.dur < 0 AND (SELECT end_ts FROM trace_bounds) >= :range_start OR s.ts + s.dur >= :range_start)"
-)
+# Slices not over by the range's start (an unfinished one is open from its start on).
+OVERLAPS_START = "s.dur < 0 AND (SELECT end_ts FROM trace_bounds) >= :range_start OR s.ts + s.dur >= :range_start"
+# Slices with a part in the range.
+IN_RANGE = f"s.ts < :range_end\n  AND ({OVERLAPS_START})"
 
 
 # Every track, as a term on slice s: a time range over all of them is then read from the (track_id, ts, ...)

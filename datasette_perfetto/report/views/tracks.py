@@ -132,6 +132,7 @@ LIMIT {CANNED_TOP}"""
                 limit=s.top,
                 count_range=run.time_range() if s.time is not None else None,
                 min_count=s.min_count,
+                count_outside=run.outside_is_shorter(),
             ),
             run.query,
         )
@@ -172,6 +173,7 @@ LIMIT {CANNED_TOP}"""
                 order=SORT_COLUMNS["count"],
                 limit=MAX_TOP,
                 count_range=run.time_range() if s.time is not None else None,
+                count_outside=run.outside_is_shorter(),
             ),
             run.query,
         )

@@ -145,7 +145,8 @@ def _event_count_sql(
     stats = "\nLEFT JOIN report_track_stats st ON st.track_id = tr.id"
     if count_range is None and schema.has_track_stats:
         return "coalesce(st.event_count, 0)", stats
-    if outside and schema.has_track_stats:
+    outside = outside and count_range is not None and schema.has_track_stats
+    if outside:
         counts = [
             f"(SELECT count(*) FROM {table} {a} WHERE {a}.track_id = tr.id AND {a}.ts < :range_start)"
             f" + (SELECT count(*) FROM {table} {a} WHERE {a}.track_id = tr.id AND {a}.ts >= :range_end)"
@@ -159,7 +160,7 @@ def _event_count_sql(
         ]
     whens = "".join(f"\n    WHEN '{table}' THEN {count}" for (table, _), count in zip(_EVENT_TABLES, counts))
     case = f"CASE tr.event_type{whens}\n    ELSE 0 END"
-    if outside and schema.has_track_stats:
+    if outside:
         return f"coalesce(st.event_count, 0) - {case}", stats
     return case, ""
 

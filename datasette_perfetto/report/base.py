@@ -376,12 +376,19 @@ ORDER BY value_type, int_value, string_value""",
             return self.trace.start, self.trace.end
         return resolve_range(self.scope.time, self.trace.start)
 
+    def outside_range_ns(self, reach: int = 0) -> int:
+        """How much of the trace lies before the time range and after its end less `reach` (what lies outside it,
+        for instances up to `reach` long)."""
+        start, end = self.time_range()
+        return max(start - self.trace.start, 0) + max(self.trace.end - max(start, end - reach), 0)
+
     def outside_is_shorter(self) -> bool:
         """Whether the trace outside the time range is shorter than the range: counting what lies outside it and
         subtracting from the whole trace's figures then reads less."""
+        if self.scope.time is None:
+            return False
         start, end = self.time_range()
-        inside = min(end, self.trace.end) - max(start, self.trace.start)
-        return self.scope.time is not None and max(start - self.trace.start, 0) + max(self.trace.end - end, 0) < inside
+        return self.outside_range_ns() < min(end, self.trace.end) - max(start, self.trace.start)
 
     def range_dur(self) -> int:
         start, end = self.time_range()

@@ -7,6 +7,7 @@ import json
 import math
 import re
 import sqlite3
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -1530,6 +1531,9 @@ class RangeComplement:
     unfinished: int  # unfinished instances in the range
     samples: list[tuple[int, int]]  # (dur, W at most that long) of report_slice_name_dur_rank
 
+    def __post_init__(self) -> None:
+        self._at_most = [at_most for _, at_most in self.samples]
+
     @property
     def params(self) -> dict[str, str]:
         return {"edge_ids": json.dumps([i for i, _ in self.edges])}
@@ -1542,13 +1546,11 @@ class RangeComplement:
             return []
         # The first sample with more than `base` of W at or below it: W's rank `base` lies after the sample before
         # it, at most at its duration (fewer than REPORT_RANK_STEP durations lie between the two).
-        k = bisect.bisect_right([at_most for _, at_most in self.samples], base)
+        k = bisect.bisect_right(self._at_most, base)
         lower, rank = (self.samples[k - 1][0], self.samples[k - 1][1]) if k else (-1, 0)
         upper = self.samples[k][0] if k < len(self.samples) and base + size <= self.samples[k][1] else MAX_INT64
-        skip: dict[int, int] = {}
         outside = self.finished_outside
-        for dur in outside[bisect.bisect_right(outside, lower) : bisect.bisect_right(outside, upper)]:
-            skip[dur] = skip.get(dur, 0) + 1
+        skip = Counter(outside[bisect.bisect_right(outside, lower) : bisect.bisect_right(outside, upper)])
         rows = self.run.query(
             f"the durations wholly inside the range from rank {base} (the name's, less those outside it)",
             "SELECT s.dur FROM slice s WHERE s.name = :slice_name AND s.dur > :lower AND s.dur <= :upper\n"
@@ -1623,8 +1625,7 @@ def range_complement(run: ReportRun, sn: SliceName) -> RangeComplement | None:
         params,
     )
     slices = run.value("slices in the trace", "SELECT coalesce(sum(count), 0) FROM report_slice_name") or 0
-    outside_ns = max(start - run.trace.start, 0) + max(run.trace.end - max(start, end - (longest or 0)), 0)
-    if slices * outside_ns / max(run.trace.dur, 1) > sn.count * COMPLEMENT_SHARE:
+    if slices * run.outside_range_ns(longest or 0) / max(run.trace.dur, 1) > sn.count * COMPLEMENT_SHARE:
         return None
     params["longest_finished"] = longest or 0
     outside = run.query(
@@ -1776,10 +1777,9 @@ def cells_per_bucket(run: ReportRun, bucket_dur: int, width: str = "cell_dur") -
     cell_dur wide."""
     if run.scope.time is not None or run.scope.min_duration is not None:
         return 0
-    grid = run.query("the grid of the per-cell aggregates", "SELECT * FROM report_grid")
-    if not grid:
-        return 0
-    cell = grid[0][width] if width in grid[0].keys() else grid[0]["cell_dur"]
+    if not run.has_columns("report_grid", width):
+        width = "cell_dur"
+    cell = run.value("the grid of the per-cell aggregates", f"SELECT {width} FROM report_grid") or 0
     return bucket_dur // cell if cell and bucket_dur % cell == 0 else 0
 
 

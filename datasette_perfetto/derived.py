@@ -42,6 +42,7 @@ _ROWS_SQL = "SELECT " + " + ".join(
 _LONGEST = (
     "report_slice_process_name_cell",
     "report_slice_track_name_cell",
+    "report_track_event_cell",
     "report_counter_integral",
     "report_slice_dimension",
     "report_thread_sched",

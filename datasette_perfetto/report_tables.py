@@ -29,8 +29,11 @@ from .schema import (
     REPORT_NAME_CELL_MIN_SLICES,
     REPORT_PERCENTILES,
     REPORT_RANK_STEP,
+    REPORT_TRACK_CELL_MIN_EVENTS,
     SHOWN_DIMENSIONS_SQL,
     SLICE_DUR,
+    TRACK_EVENT_CELLS_SQL,
+    TRACK_EVENTS_SQL,
 )
 
 # Groups at most this large are read whole; larger ones pick their ranks with OFFSET in the index.
@@ -572,6 +575,13 @@ def _insert_grouped(conn: sqlite3.Connection, table: schema.Table, rows: list) -
         conn.executemany(table.insert_sql(), rest)
 
 
+def track_event_cells(conn: sqlite3.Connection) -> None:
+    """report_track_event_cell: its definition, the trace's size tested here (so a test can lower
+    REPORT_TRACK_CELL_MIN_EVENTS)."""
+    if conn.execute(f"SELECT {TRACK_EVENTS_SQL}").fetchone()[0] >= REPORT_TRACK_CELL_MIN_EVENTS:
+        conn.execute(TRACK_EVENT_CELLS_SQL.format(large="SELECT 1"))
+
+
 COMPUTE: dict[str, Callable[[sqlite3.Connection], None]] = {
     "report_slice_name_percentile": slice_name_percentiles,
     "report_track_stats": track_stats,
@@ -580,6 +590,7 @@ COMPUTE: dict[str, Callable[[sqlite3.Connection], None]] = {
     "report_slice_name_dur_rank": slice_name_dur_ranks,
     "report_slice_track_name_cell": slice_track_cells,
     "report_slice_process_name_cell": slice_process_cells,
+    "report_track_event_cell": track_event_cells,
 }
 # Derived tables filled by another one's computation, in the same pass: table -> the one whose COMPUTE fills it.
 FILLED_WITH: dict[str, str] = {

@@ -2080,6 +2080,67 @@ REPORT_SCHED_CELL = Table(
 )
 
 
+# Traces with at least this many slices, counter values and states together get per track and cell event counts
+# (report_track_event_cell): below it, a time range's per-track counts read the events fast enough.
+REPORT_TRACK_CELL_MIN_EVENTS = 500_000
+
+REPORT_TRACK_EVENT_CELL = Table(
+    "report_track_event_cell",
+    f"In traces with at least {REPORT_TRACK_CELL_MIN_EVENTS:,} events: per track and cell of time "
+    "(report_grid.name_cell_dur) with any, the events of the track's event_type (slices, counter values or "
+    "states) starting in it and the finished slices ending in it, with running totals over the cells, so the "
+    "tracks and processes tables count a time range's events per track from two rows and the few events in "
+    "the range's edge cells (not a trace_processor table).",
+    (
+        C("track_id", "INTEGER", "→ track.id.", ref="track"),
+        C("cell", "INTEGER", "(ts - trace start) / name_cell_dur."),
+        C("starting", "INTEGER", "Events starting in the cell."),
+        C("cum_starting", "INTEGER", "starting summed over this cell and the track's earlier cells."),
+        C("ending", "INTEGER", "Finished slices whose end (ts + dur) lies in the cell."),
+        C("cum_ending", "INTEGER", "ending summed over this cell and the track's earlier cells."),
+        C(
+            "end_reach",
+            "INTEGER",
+            "The longest of the slices ending in the cell: those ending in a part of it started at most this "
+            "long before the cell.",
+            unit=TS,
+        ),
+    ),
+    indexes=(("track_id", "cell"),),
+)
+
+
+# Slices, counter values and states in the trace (ids are dense from 0, so a table's last id is its count).
+TRACK_EVENTS_SQL = " + ".join(f"(SELECT coalesce(max(id) + 1, 0) FROM {t})" for t in ("slice", "counter", "state"))
+# report_track_event_cell's rows; {large}: a query with a row when the trace is large enough. A track's events
+# are those of its event_type's table.
+TRACK_EVENT_CELLS_SQL = """INSERT INTO report_track_event_cell
+  (track_id, cell, starting, cum_starting, ending, cum_ending, end_reach)
+WITH grid AS (
+  SELECT name_cell_dur AS w, (SELECT start_ts FROM trace_bounds) AS t0 FROM report_grid, ({large})
+),
+event(track_id, cell, starting, ending, reach) AS (
+  SELECT e.track_id, (e.ts - t0) / w, 1, 0, 0 FROM grid, slice e JOIN track t ON t.id = e.track_id
+  WHERE t.event_type = 'slice'
+  UNION ALL
+  SELECT e.track_id, (e.ts + e.dur - t0) / w, 0, 1, e.dur FROM grid, slice e JOIN track t ON t.id = e.track_id
+  WHERE t.event_type = 'slice' AND e.dur >= 0
+  UNION ALL
+  SELECT e.track_id, (e.ts - t0) / w, 1, 0, 0 FROM grid, counter e JOIN track t ON t.id = e.track_id
+  WHERE t.event_type = 'counter'
+  UNION ALL
+  SELECT e.track_id, (e.ts - t0) / w, 1, 0, 0 FROM grid, state e JOIN track t ON t.id = e.track_id
+  WHERE t.event_type = 'state'
+),
+per_cell AS (
+  SELECT track_id, cell, sum(starting) AS starting, sum(ending) AS ending, max(reach) AS reach
+  FROM event GROUP BY track_id, cell
+)
+SELECT track_id, cell, starting, sum(starting) OVER running, ending, sum(ending) OVER running, reach
+FROM per_cell
+WINDOW running AS (PARTITION BY track_id ORDER BY cell ROWS UNBOUNDED PRECEDING)"""
+
+
 def _cell_split(keys: str, rows: str, width: str = "cell_dur") -> str:
     """Per (keys, cell): how many rows start in the cell and how much of them lies inside it. `rows` is a
     query of (keys..., row_start, row_end, cell); a row crossing cell edges is split at each (few do). Cells are
@@ -2361,6 +2422,10 @@ DERIVED: tuple[Derived, ...] = (
         + ") WHERE inside > 0",
     ),
     Derived(REPORT_SLICE_DIMENSION, _SLICE_DIMENSION_POPULATE),
+    Derived(
+        REPORT_TRACK_EVENT_CELL,
+        TRACK_EVENT_CELLS_SQL.format(large=f"SELECT 1 WHERE {TRACK_EVENTS_SQL} >= {REPORT_TRACK_CELL_MIN_EVENTS}"),
+    ),
 )
 
 

@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import TraceDB, get_json, ingest_case, served
+from conftest import TraceDB, get_json, ingest_case, ingest_named, served
 from shared_data import CASES
 
 from datasette_perfetto.report import format as fmt
@@ -299,38 +299,114 @@ async def test_threads_without_a_process_are_counted_in_a_footnote(tmp_path_fact
     )
 
 
+def share_range(db: TraceDB, share) -> tuple[int, int]:
+    """A time range of the trace as shares of it, or "on slices": from a slice's start to another's, at a tenth
+    and nine tenths of them; "on ends": from the end of one slice to another's (absolute ns)."""
+    start, end = db.rows("SELECT start_ts, end_ts FROM trace_bounds")[0]
+    if share in ("on slices", "on ends"):
+        point = "ts" if share == "on slices" else "ts + dur"
+        at = f"SELECT {point} FROM slice WHERE dur >= 0 ORDER BY ts LIMIT 1 OFFSET (SELECT count(*) * {{}} / 10 FROM slice)"
+        return db.one(at.format(1)), db.one(at.format(9))
+    return tuple(start + int((end - start) * f) for f in share)
+
+
+async def range_counts_match_sql(db: TraceDB, lo: int, hi: int) -> tuple[str, str]:
+    """Each track's events starting in [lo, hi) (tracks table) and each process's slices with a part in it
+    (processes table) as the report counts them must equal SQL over the range; returns both pages' queries."""
+    ds = served(db.path)
+    tracks = await get_json(ds, f"/demo/-/report/tracks.json?time={lo},{hi}&top=500&sort=count")
+    got = {int(r["id"]): int(r.get("event_count", 0)) for r in tracks["tracks_table"]["rows"]}
+    expected = dict(
+        db.rows(
+            "SELECT t.id, CASE t.event_type"
+            " WHEN 'slice' THEN (SELECT count(*) FROM slice s WHERE s.track_id = t.id AND s.ts >= ?1 AND s.ts < ?2)"
+            " WHEN 'counter' THEN (SELECT count(*) FROM counter c WHERE c.track_id = t.id AND c.ts >= ?1 AND c.ts < ?2)"
+            " WHEN 'state' THEN (SELECT count(*) FROM state x WHERE x.track_id = t.id AND x.ts >= ?1 AND x.ts < ?2)"
+            " ELSE 0 END FROM track t",
+            (lo, hi),
+        )
+    )
+    assert got == {i: expected[i] for i in got} and len(got) == len(expected)
+    start, end = db.rows("SELECT start_ts, end_ts FROM trace_bounds")[0]
+    assert any(n for n in got.values()) or hi - lo < (end - start) / 100 or lo >= end or hi <= start
+    processes = await get_json(ds, f"/demo/-/report/processes.json?time={lo},{hi}&top=500")
+    got = {int(r["pid"]): int(r.get("slice_count", 0)) for r in processes["processes_table"]["rows"]}
+    overlapping = "AND s.ts < ? AND (s.dur < 0 AND (SELECT end_ts FROM trace_bounds) >= ? OR s.ts + s.dur >= ?)"
+    expected = dict(db.rows(PROCESS_SLICES.format(where=overlapping), (hi, lo, lo)))
+    assert got == {pid: expected[pid] for pid in got}
+    return str(tracks["queries"]), str(processes["queries"])
+
+
 @pytest.mark.asyncio
 @pytest.mark.parametrize(
     "share", [(0.2, 0.35), (0.01, 0.99), (0.0, 1.0), (0.3, 1.5), (0.0001, 0.9), (0.4, 0.4001), "on slices"]
 )
 async def test_time_ranges_over_most_of_the_trace_count_what_lies_outside(demo_db, share):
     # A range longer than the trace outside it counts each track's events (and each process's slices) as the
-    # whole trace's less those outside it: the same counts as in the range ("on slices": from a slice's start to
-    # another's, at a tenth and nine tenths of them).
+    # whole trace's less those outside it: the same counts as in the range.
+    lo, hi = share_range(demo_db, share)
     start, end = demo_db.rows("SELECT start_ts, end_ts FROM trace_bounds")[0]
-    if share == "on slices":
-        at = "SELECT ts FROM slice ORDER BY ts LIMIT 1 OFFSET (SELECT count(*) * {} / 10 FROM slice)"
-        lo, hi = demo_db.one(at.format(1)), demo_db.one(at.format(9))
-    else:
-        lo, hi = (start + int((end - start) * f) for f in share)
-    time = f"{lo},{hi}"  # absolute ns
     outside = (max(lo - start, 0) + max(end - hi, 0)) < min(hi, end) - max(lo, start)
-    ds = served(demo_db.path)
-    tracks = await get_json(ds, f"/demo/-/report/tracks.json?time={time}&top=500&sort=count")
-    got = {int(r["id"]): int(r.get("event_count", 0)) for r in tracks["tracks_table"]["rows"]}
-    expected = dict(
-        demo_db.rows(
-            "SELECT t.id, (SELECT count(*) FROM slice s WHERE s.track_id = t.id AND s.ts >= ?1 AND s.ts < ?2)"
-            " + (SELECT count(*) FROM counter c WHERE c.track_id = t.id AND c.ts >= ?1 AND c.ts < ?2) FROM track t",
-            (lo, hi),
-        )
+    tracks, processes = await range_counts_match_sql(demo_db, lo, hi)
+    assert ("- CASE tr.event_type" in tracks) == outside
+    assert ("st.event_count\\n         - (SELECT" in processes) == outside
+
+
+@pytest.fixture(scope="module", params=["demo", "cells"])
+def track_cells_db(request, tmp_path_factory, demo_trace):
+    """The demo, or test_report_name_cells' trace (nested slices across cells, an unfinished one), ingested with
+    report_track_event_cell kept whatever its size (served as `demo`)."""
+    from test_report_name_cells import cells_trace
+
+    from datasette_perfetto import report_tables
+
+    trace = demo_trace if request.param == "demo" else cells_trace().to_bytes()
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(report_tables, "REPORT_TRACK_CELL_MIN_EVENTS", 0)
+        return TraceDB(ingest_named(tmp_path_factory, trace, "demo"))
+
+
+def cell_points(db: TraceDB) -> list[tuple[int, int]]:
+    """Ranges whose ends lie on cell edges, just beside them, in a cell's first and second halves (either part
+    read), before the trace and past it, and just after an unfinished slice's start."""
+    width, t0, t1 = db.rows("SELECT name_cell_dur, start_ts, end_ts FROM report_grid, trace_bounds")[0]
+    cells = (t1 - t0) // width
+    at = [t0 + (cells * k // 8) * width for k in range(1, 8)]  # on edges
+    ranges = [(at[0], at[6]), (at[1] - 1, at[5] + 1), (at[2] + 1, at[3] - 1)]
+    ranges += [(at[1] + width // 4, at[5] + width * 3 // 4), (at[1] + width * 3 // 4, at[5] + width // 4)]
+    ranges += [(t0 - 10 * width, t1 + 10 * width), (t0 - 5, at[2] + width // 3), (at[4] + width // 5, t1 + 1)]
+    ranges += [(t0, t1), (t0, t0 + 1), (at[3], at[3] + 1), (t1 + 1, t1 + 2 * width)]
+    # Just after an unfinished slice's start (dur -1: never ended, though its ts + dur lies before the start).
+    ranges += [(ts + 1, t1) for (ts,) in db.rows("SELECT ts FROM slice WHERE dur < 0 LIMIT 3")]
+    return ranges
+
+
+@pytest.mark.asyncio
+async def test_time_ranges_count_from_the_per_track_cells(track_cells_db):
+    # With report_track_event_cell kept, any range's counts come from two running totals per track and the
+    # events in its end cells: the same counts as in the range.
+    db = track_cells_db
+    assert db.count("report_track_event_cell") > 20
+    ranges = cell_points(db) + [share_range(db, "on slices"), share_range(db, "on ends")]
+    ranges += [share_range(db, share) for share in [(0.2, 0.35), (0.01, 0.99), (0.4, 0.4001)]]
+    t1 = db.one("SELECT end_ts FROM trace_bounds")
+    for lo, hi in ranges:
+        tracks, processes = await range_counts_match_sql(db, lo, hi)
+        assert "report_track_event_cell" in tracks
+        assert ("report_track_event_cell" in processes) == (lo <= t1)
+
+
+def test_track_cells_hold_each_tracks_events(track_cells_db):
+    # Per track, the running totals end at its event count, and the finished slices ending counted once.
+    db = track_cells_db
+    last = db.rows(
+        "SELECT c.track_id, c.cum_starting, c.cum_ending FROM report_track_event_cell c "
+        "WHERE c.cell = (SELECT max(cell) FROM report_track_event_cell k WHERE k.track_id = c.track_id)"
     )
-    assert got == {i: expected[i] for i in got} and len(got) == len(expected)
-    assert any(n for n in got.values()) or hi - lo < (end - start) / 100
-    assert ("- CASE tr.event_type" in str(tracks["queries"])) == outside
-    processes = await get_json(ds, f"/demo/-/report/processes.json?time={time}&top=500")
-    got = {int(r["pid"]): int(r.get("slice_count", 0)) for r in processes["processes_table"]["rows"]}
-    overlapping = "AND s.ts < ? AND (s.dur < 0 AND (SELECT end_ts FROM trace_bounds) >= ? OR s.ts + s.dur >= ?)"
-    expected = dict(demo_db.rows(PROCESS_SLICES.format(where=overlapping), (hi, lo, lo)))
-    assert got == {pid: expected[pid] for pid in got}
-    assert ("st.event_count\\n         - (SELECT" in str(processes["queries"])) == outside
+    stats = dict(db.rows("SELECT track_id, event_count FROM report_track_stats"))
+    finished = dict(db.rows("SELECT track_id, count(*) FROM slice WHERE dur >= 0 GROUP BY track_id"))
+    types = dict(db.rows("SELECT id, event_type FROM track"))
+    assert len(last) > 5
+    for track_id, starting, ending in last:
+        assert starting == stats[track_id] or types[track_id] != "slice"
+        assert ending == (finished.get(track_id, 0) if types[track_id] == "slice" else 0)

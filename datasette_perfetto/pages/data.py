@@ -3,7 +3,7 @@
 Everything here reads one connection and returns plain dicts, so each page's
 result is both its JSON and its template's input. Tables that only newer
 databases have (`track_dimension`, `dimension`, `track_subtitle`,
-`report_track_stats`) are looked up first and used only when present: a page on
+`report_track_stats`, `report_track_event_cell`) are looked up first and used only when present: a page on
 an older database shows everything else.
 """
 
@@ -136,17 +136,98 @@ class TrackQuery:
     count_outside: bool = False  # count_range's events as the track's total less those outside it
 
 
+@dataclass(frozen=True)
+class TrackCells:
+    """report_track_event_cell's grid where it was filled (large traces): cells `width` wide from the trace start
+    `t0`. A track's events before a point x are the running total of the cells before x's cell plus its events
+    in that cell before x, or the total through x's cell less its events there from x on, whichever part of the
+    cell is shorter: two index lookups and at most half a cell of events, however long the range."""
+
+    t0: int
+    width: int
+
+    def _cell(self, x: int) -> tuple[int, int]:
+        """(the cell holding x, its start); before the trace, the first cell."""
+        cell = max(x - self.t0, 0) // self.width
+        return cell, self.t0 + cell * self.width
+
+    def params(self, label: str, x: int) -> dict[str, int]:
+        """The point x as the SQL below reads it, its parameters prefixed with `label`."""
+        cell, start = self._cell(x)
+        return {label: x, f"{label}_cell": cell, f"{label}_cell_start": start, f"{label}_cell_end": start + self.width}
+
+    def starting_before(self, label: str, x: int, table: str, alias: str) -> str:
+        """The events of track tr (of its event_type's `table`) starting before the point `label` (at x)."""
+        a = alias
+        in_table = f"(SELECT count(*) FROM {table} {a} WHERE {a}.track_id = tr.id AND {a}.ts >= {{}} AND {a}.ts < {{}})"
+        if x - self._cell(x)[1] <= self.width // 2:
+            cells, rest = f":{label}_cell", "+ " + in_table.format(f":{label}_cell_start", f":{label}")
+        else:
+            cells, rest = f":{label}_cell + 1", "- " + in_table.format(f":{label}", f":{label}_cell_end")
+        return f"({_running_total('cum_starting', cells)} {rest})"
+
+    @staticmethod
+    def finished_before(label: str) -> str:
+        """The finished slices of track tr ending before the point `label` (ts + dur < it): those of the cells
+        before its cell, and those ending in that cell before it (found from the cell's start less the longest
+        of its slices that end in it)."""
+        reach = (
+            "coalesce((SELECT c.end_reach FROM report_track_event_cell c "
+            f"WHERE c.track_id = tr.id AND c.cell = :{label}_cell), 0)"
+        )
+        return (
+            f"({_running_total('cum_ending', f':{label}_cell')} + (SELECT count(*) FROM slice s "
+            f"WHERE s.track_id = tr.id AND s.ts >= :{label}_cell_start - {reach} AND s.ts < :{label} "
+            f"AND s.dur >= 0 AND s.ts + s.dur >= :{label}_cell_start AND s.ts + s.dur < :{label}))"
+        )
+
+
+def _running_total(column: str, before: str) -> str:
+    """report_track_event_cell's running total `column` of track tr over the cells before `before`."""
+    return (
+        f"coalesce((SELECT c.{column} FROM report_track_event_cell c WHERE c.track_id = tr.id "
+        f"AND c.cell < {before} ORDER BY c.cell DESC LIMIT 1), 0)"
+    )
+
+
+def track_cells(schema: Schema, execute: Execute) -> TrackCells | None:
+    """report_track_event_cell's grid, when the database has the table and it was filled."""
+    if "report_track_event_cell" not in schema.names:
+        return None
+    found = list(
+        execute(
+            "the per track event cells, where kept",
+            "SELECT g.name_cell_dur AS width, b.start_ts AS t0 FROM report_grid g, trace_bounds b "
+            "WHERE EXISTS (SELECT 1 FROM report_track_event_cell)",
+            {},
+        )
+    )
+    return TrackCells(found[0]["t0"], found[0]["width"]) if found and found[0]["width"] else None
+
+
 def _event_count_sql(
-    schema: Schema, count_range: tuple[int, int] | None = None, outside: bool = False
+    schema: Schema,
+    count_range: tuple[int, int] | None = None,
+    outside: bool = False,
+    cells: TrackCells | None = None,
 ) -> tuple[str, str]:
     """(expression, join) for a track's event count: precomputed when the report's table exists and the whole
-    trace is counted, else counted on the (track_id, ts) indexes (:range_start/:range_end bound for a range);
-    with `outside` (a range over most of the trace), the precomputed count less those before and after it."""
+    trace is counted, else for a range (:range_start/:range_end bound) from the per track cells where kept
+    (`cells`: TrackCells.params bound as range_start and range_end), else counted on the (track_id, ts)
+    indexes; with `outside` (a range over most of the trace), the precomputed count less those before and
+    after it."""
     stats = "\nLEFT JOIN report_track_stats st ON st.track_id = tr.id"
     if count_range is None and schema.has_track_stats:
         return "coalesce(st.event_count, 0)", stats
-    outside = outside and count_range is not None and schema.has_track_stats
-    if outside:
+    outside = outside and count_range is not None and schema.has_track_stats and cells is None
+    if cells is not None and count_range is not None:
+        start, end = count_range
+        counts = [
+            f"{cells.starting_before('range_end', end, table, a)}"
+            f" - {cells.starting_before('range_start', start, table, a)}"
+            for table, a in _EVENT_TABLES
+        ]
+    elif outside:
         counts = [
             f"(SELECT count(*) FROM {table} {a} WHERE {a}.track_id = tr.id AND {a}.ts < :range_start)"
             f" + (SELECT count(*) FROM {table} {a} WHERE {a}.track_id = tr.id AND {a}.ts >= :range_end)"
@@ -184,9 +265,15 @@ def track_rows(
         return [dict(r) for r in found]
 
     params = dict(query.params or {})
-    count_sql, stats_join = _event_count_sql(schema, query.count_range, query.count_outside)
+    cells = track_cells(schema, run) if query.count_range is not None else None
+    count_sql, stats_join = _event_count_sql(schema, query.count_range, query.count_outside, cells)
+    range_params: dict[str, int] = {}
     if query.count_range is not None:
-        params.update(range_start=query.count_range[0], range_end=query.count_range[1])
+        start, end = query.count_range
+        range_params = {"range_start": start, "range_end": end}
+        if cells is not None:
+            range_params.update({**cells.params("range_start", start), **cells.params("range_end", end)})
+    params.update(range_params)
     terms = [query.where] if query.where else []
     if query.min_count is not None:
         terms.append(f"{count_sql} >= :min_count")
@@ -209,9 +296,7 @@ LIMIT :page_limit OFFSET :page_offset""",
     ]
     if not page_ids:
         return [], total
-    ids: dict[str, Any] = {"ids": _json_ids(page_ids)}
-    if query.count_range is not None:
-        ids.update(range_start=query.count_range[0], range_end=query.count_range[1])
+    ids: dict[str, Any] = {"ids": _json_ids(page_ids), **range_params}
     found = run(
         "their titles, owners and event counts",
         f"""SELECT tr.id, tr.name, coalesce(tr.name, th.name, p.name) AS title, tr.type, tr.event_type,

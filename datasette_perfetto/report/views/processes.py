@@ -6,6 +6,7 @@ import json
 import sqlite3
 from typing import Any
 
+from ...pages import data
 from .. import format as fmt
 from .. import report_pb2 as pb
 from ..base import REAL_PROCESS, Cell, Link, ReportRun, Table, View, count_cell
@@ -62,6 +63,16 @@ def _slice_counts(run: ReportRun, params: dict) -> str:
   WHERE tr.event_type = 'slice'"""
     start, end = run.time_range()
     params.update(range_start=start, range_end=end)
+    cells = data.track_cells(data.Schema(run.conn), run.query) if start <= run.trace.end else None
+    if cells is not None:
+        # From the per track cells: the slices starting before the range's end less the finished ones ending
+        # before its start (the rest have a part inside it).
+        params.update({**cells.params("range_start", start), **cells.params("range_end", end)})
+        return f"""SELECT tr.id AS track_id, tr.utid, tr.upid,
+         {cells.starting_before("range_end", end, "slice", "s")} - {cells.finished_before("range_start")}
+           AS slice_count
+  FROM track tr
+  WHERE tr.event_type = 'slice'"""
     if run.outside_is_shorter() and run.has_tables("report_track_stats"):
         # Over most of the trace, fewer slices lie outside the range: each track's total less those starting
         # from its end on and those before it that end before it (slices starting inside it all count).

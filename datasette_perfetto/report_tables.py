@@ -286,7 +286,6 @@ def slice_process_cells(conn: sqlite3.Connection) -> None:
             t0,
             lambda k: (text_order_key(k[0]), text_order_key(k[1])),
             _itself,
-            running_totals=True,
             rollup=functools.partial(_name_cells, conn, {}),
         ),
         lambda track_id, name: (process_of.get(track_id), name),
@@ -298,7 +297,12 @@ def slice_track_cells(conn: sqlite3.Connection) -> None:
     _slice_cells(
         conn,
         lambda name_g, track_g, t0: _Cells(
-            conn, schema.REPORT_SLICE_TRACK_NAME_CELL, track_g, t0, lambda k: (k[0], text_order_key(k[1])), _itself
+            conn,
+            schema.REPORT_SLICE_TRACK_NAME_CELL,
+            track_g,
+            t0,
+            lambda k: (k[0], text_order_key(k[1])),
+            _itself,
         ),
         lambda track_id, name: (track_id, name),
     )
@@ -362,8 +366,8 @@ def _name_cells(conn: sqlite3.Connection, totals: dict[str | None, list[int]], r
 
 
 # The positions, among a slice cell's figures (starting, open, unfinished_starting, ...), of those with running
-# totals (schema.PROCESS_CELL_TOTALS).
-_TOTALLED = [[c.name for c in schema.REPORT_SLICE_NAME_CELL.columns[2:]].index(t) for t in schema.PROCESS_CELL_TOTALS]
+# totals (schema.SLICE_CELL_TOTALS).
+_TOTALLED = [[c.name for c in schema.REPORT_SLICE_NAME_CELL.columns[2:]].index(t) for t in schema.SLICE_CELL_TOTALS]
 
 
 def _itself(key: tuple) -> tuple:
@@ -383,7 +387,6 @@ class _Cells:
         t0: int,
         order: Callable[[Any], tuple],
         columns: Callable[[Any], tuple],
-        running_totals: bool = False,
         rollup: Callable[[list[tuple]], None] | None = None,
     ) -> None:
         self.conn = conn
@@ -396,8 +399,8 @@ class _Cells:
         self.running: dict[Any, list[int]] = {}  # keys with a slice open over the cells being written
         self.done = -1  # cells up to this one are written
         self.rows: list[tuple] = []
-        # With running_totals, each row also carries its key's schema.PROCESS_CELL_TOTALS summed so far.
-        self.totals: dict[Any, list[int]] | None = {} if running_totals else None
+        # Each row also carries its key's schema.SLICE_CELL_TOTALS summed so far.
+        self.totals: dict[Any, list[int]] = {}
         self.rollup = rollup  # given each batch of rows written (whole cells), to write a coarser table's
 
     def add(self, ts: int, end: int, unfinished: bool, top: bool, key, parent_key) -> None:
@@ -524,8 +527,6 @@ class _Cells:
             self_covered,
             kept[_TOP_TIME] + top_whole * g,
         )
-        if self.totals is None:
-            return row
         totals = self.totals.get(key)
         if totals is None:
             totals = self.totals[key] = [0, 0, 0, 0]

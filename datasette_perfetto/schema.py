@@ -1977,8 +1977,8 @@ REPORT_SLICE_SELF = Table(
     ),
 )
 
-# The columns of report_slice_process_name_cell kept as running totals too: what a range's slices table adds up.
-PROCESS_CELL_TOTALS = ("starting", "unfinished_starting", "covered", "self_covered")
+# The columns the slice cell tables keep as running totals too: what a range's slices table adds up.
+SLICE_CELL_TOTALS = ("starting", "unfinished_starting", "covered", "self_covered")
 # A slice cell's figures (report_slice_name_cell, _track_name_cell and _process_name_cell after their keys).
 _SLICE_CELL_FIGURES = (
     C("starting", "INTEGER", "Slices starting in the cell."),
@@ -1999,7 +1999,7 @@ _SLICE_CELL_FIGURES = (
 def _running_totals(key: str) -> tuple[Column, ...]:
     return tuple(
         C(f"cum_{c}", "INTEGER", f"{c} summed over this cell and the earlier cells of its {key}.")
-        for c in PROCESS_CELL_TOTALS
+        for c in SLICE_CELL_TOTALS
     )
 
 
@@ -2025,14 +2025,16 @@ REPORT_SLICE_TRACK_NAME_CELL = Table(
     "report_slice_name_cell holds per name, for the slices table of threads, processes or tracks, or per "
     "dimension value (group_by), over a time range (not a trace_processor table). Its cells are ten of "
     "report_slice_name_cell's: an owner's tracks hold a share of the slices, so a range's parts outside "
-    "whole cells stay short.",
+    "whole cells stay short. With running totals over the cells: whole cells [a, b) are the difference of two "
+    "rows' totals.",
     (
         C("track_id", "INTEGER", "→ track.id.", ref="track"),
         C("name", "TEXT", "Slice name."),
         C("cell", "INTEGER", "(ts - trace start) / cell_dur."),
         *_SLICE_CELL_FIGURES,
+        *_running_totals("track and name"),
     ),
-    indexes=(("track_id", "cell"),),
+    indexes=(("track_id", "cell"), ("track_id", "name", "cell")),
 )
 
 REPORT_SLICE_PROCESS_NAME_CELL = Table(
@@ -2216,9 +2218,9 @@ _SLICE_DIMENSION_POPULATE = (
 
 
 def _slice_cells_sql(table: Table, grid_column: str, per: str) -> str:
-    """The definition of report_slice_name_cell (`per` "name", with running totals), report_slice_track_name_cell
-    ("track": per track and name) or report_slice_process_name_cell ("process": per process dimension value and
-    name, with running totals): a slice's pieces in the cells it reaches, their time; children's time subtracted from their
+    """The definition of report_slice_name_cell (`per` "name"), report_slice_track_name_cell ("track": per track
+    and name) or report_slice_process_name_cell ("process": per process dimension value and name), each with
+    running totals per key: a slice's pieces in the cells it reaches, their time; children's time subtracted from their
     parent's (track or process and) name's self time, cell by cell."""
     key = {"name": "", "track": "track_id, ", "process": "process, "}[per]
     own_key = {
@@ -2238,13 +2240,12 @@ def _slice_cells_sql(table: Table, grid_column: str, per: str) -> str:
         "unfinished_open, covered, covered - coalesce(children.time, 0) AS self_covered, top_covered FROM own "
         f"LEFT JOIN children ON {same_key}children.name IS own.name AND children.cell = own.cell"
     )
-    if per in ("process", "name"):
-        totals = ", ".join(f"sum({c}) OVER key_cells" for c in PROCESS_CELL_TOTALS)
-        columns += ", " + ", ".join(f"cum_{c}" for c in PROCESS_CELL_TOTALS)
-        select = (
-            f"SELECT *, {totals} FROM ({select}) "
-            f"WINDOW key_cells AS (PARTITION BY {key}name ORDER BY cell ROWS UNBOUNDED PRECEDING)"
-        )
+    totals = ", ".join(f"sum({c}) OVER key_cells" for c in SLICE_CELL_TOTALS)
+    columns += ", " + ", ".join(f"cum_{c}" for c in SLICE_CELL_TOTALS)
+    select = (
+        f"SELECT *, {totals} FROM ({select}) "
+        f"WINDOW key_cells AS (PARTITION BY {key}name ORDER BY cell ROWS UNBOUNDED PRECEDING)"
+    )
     return (
         f"INSERT INTO {table.name} ({key}name, cell, {columns}) "
         f"WITH RECURSIVE grid AS (SELECT {grid_column} AS g, (SELECT start_ts FROM trace_bounds) AS t0, "

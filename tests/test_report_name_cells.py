@@ -300,19 +300,22 @@ def test_databases_without_the_track_cells_read_the_instances(cells_db, tmp_path
     assert table_figures(from_old) == table_figures(from_cells)
 
 
-def test_name_cells_without_running_totals_are_summed(cells_db, tmp_path):
-    """A database from before report_slice_name_cell's running totals: a range's whole cells are summed, with
-    the same rows as through the running totals (two rows per name)."""
+@pytest.mark.parametrize("scope", [{}, {"thread": "t*"}, {"group_by": "thread"}])
+def test_cells_without_running_totals_are_summed(cells_db, tmp_path, scope):
+    """A database from before the name (or per track) cells' running totals: a range's whole cells are summed,
+    with the same rows as through the running totals (two rows per name, or per track and name)."""
+    table = CELLS if not scope else TRACK_CELLS
     copy = tmp_path / "old.db"
     copy.write_bytes(cells_db.read_bytes())
     conn = sqlite3.connect(copy)
-    for column in schema.PROCESS_CELL_TOTALS:
-        conn.execute(f"ALTER TABLE {CELLS} DROP COLUMN cum_{column}")
+    conn.execute(f"DROP INDEX {TRACK_CELLS}_track_id_name_cell")
+    for column in schema.SLICE_CELL_TOTALS:
+        conn.execute(f"ALTER TABLE {table} DROP COLUMN cum_{column}")
     conn.commit()
     conn.close()
     read = 0
-    for label, first, end in ranges(cells_db):
-        flags = {"time": f"{first}ns,{end}ns", "sort": "name", "top": "50"}
+    for label, first, end in ranges(cells_db, by_track=bool(scope)):
+        flags = {"time": f"{first}ns,{end}ns", "sort": "name", "top": "50", **scope}
         totals = report_of(cells_db, "slices", "table", flags)
         summed = report_of(copy, "slices", "table", flags)
         assert table_figures(summed.result_message()) == table_figures(totals.result_message()), label

@@ -386,10 +386,8 @@ LIMIT :top""",
         if name is not None:
             by_cell.add("c.name GLOB :name", name=name)
         params.update(by_cell.params)
-        if cells.table == CELL_TABLES["process"][0]:
-            parts = [_by_running_totals(cells, name is not None, per_process=True)]
-        elif cells.table == CELL_TABLES["name"][0] and run.has_columns(cells.table, "cum_covered"):
-            parts = [_by_running_totals(cells, name is not None, per_process=False)]
+        if run.has_columns(cells.table, "cum_covered"):
+            parts = [_by_running_totals(cells, name is not None, owner, group is not None)]
         else:
             opened = "0" if _counts_open(cells) else "CASE WHEN c.cell = :first_cell THEN c.{} ELSE 0 END"
             parts = [_whole_cells_by_name(cells.table, opened, by_cell.sql(), value, value_key, by_value)]
@@ -740,27 +738,45 @@ def _whole_cells_by_name(
   GROUP BY +c.name{value_key}"""
 
 
-def _by_running_totals(cells: CellSplit, by_name: bool, per_process: bool) -> str:
-    """Per name (report_slice_name), or per process and name (report_slice_process_name), the whole cells
-    [:first_cell, :end_cell) of the cell table with running totals: those of the key's last row before :end_cell
-    less those of its last row before :first_cell (a few index lookups per key, however many cells the range
-    holds); a slice open at the range's start is counted by the first cell's `open`, unless a part of the range
-    lies before the cells (which counts it). Keys with no row among the cells had nothing there. `by_name`: only
-    the names matching :name."""
+# Per cell table: the table of its keys (every key with a row in it), and the key columns before the name.
+_RUNNING_TOTAL_KEYS = {
+    "report_slice_name_cell": ("report_slice_name", ()),
+    "report_slice_process_name_cell": ("report_slice_process_name", ("process",)),
+    "report_slice_track_name_cell": ("report_slice_track_name", ("track_id",)),
+}
+
+
+def _by_running_totals(cells: CellSplit, by_name: bool, owner: Where | None = None, by_value: bool = False) -> str:
+    """Per key of the cell table (name; process and name; track and name: _RUNNING_TOTAL_KEYS), the whole cells
+    [:first_cell, :end_cell) from its running totals: those of the key's last row before :end_cell less those
+    of its last row before :first_cell (a few index lookups per key, however many cells the range holds); a
+    slice open at the range's start is counted by the first cell's `open`, unless a part of the range lies
+    before the cells (which counts it). Keys with no row among the cells had nothing there. `by_name`: only the
+    names matching :name; `owner`: only the owner's tracks (per track); `by_value`: each track's value of the
+    group_by dimension as group_value (per track; per process the process is the group_value)."""
     table = cells.table
-    process = "c.process IS k.process AND " if per_process else ""
+    keys, key_columns = _RUNNING_TOTAL_KEYS[table]
+    same = "".join(f"c.{k} IS k.{k} AND " for k in key_columns)
 
     def last_row(alias: str, before: str) -> str:
-        # Found by its rowid, which the ((process,) name, cell) index holds: one lookup fewer than by its cell.
+        # Found by its rowid, which the (key, name, cell) index holds: one lookup fewer than by its cell.
         return (
-            f"{table} {alias} ON {alias}.rowid = (SELECT c.rowid FROM {table} c WHERE {process}"
+            f"{table} {alias} ON {alias}.rowid = (SELECT c.rowid FROM {table} c WHERE {same}"
             f"c.name IS k.name AND c.cell < {before} ORDER BY c.cell DESC LIMIT 1)"
         )
 
     opened = not _counts_open(cells)
-    first = f"\n  LEFT JOIN {table} f ON {process.replace('c.', 'f.')}f.name IS k.name AND f.cell = :first_cell"
-    keys = "report_slice_process_name" if per_process else "report_slice_name"
-    return f"""  SELECT k.name AS name{", k.process AS group_value" if per_process else ""},
+    first = f"\n  LEFT JOIN {table} f ON {same.replace('c.', 'f.')}f.name IS k.name AND f.cell = :first_cell"
+    value, value_join = "", ""
+    if key_columns == ("process",):
+        value = ", k.process AS group_value"
+    elif by_value:
+        value = f", {VALUE_TEXT.format(d='g')} AS group_value"
+        value_join = "\n  LEFT JOIN track_dimension g ON g.track_id = k.track_id AND g.name = :group_dim"
+    terms = [" AND k.name GLOB :name" if by_name else ""]
+    if owner is not None:
+        terms.append(f" AND k.track_id IN {owner.terms[0]}")
+    return f"""  SELECT k.name AS name{value},
          hi.cum_starting - coalesce(lo.cum_starting, 0){" + coalesce(f.open, 0)" if opened else ""} AS count,
          hi.cum_covered - coalesce(lo.cum_covered, 0) AS total_dur,
          hi.cum_unfinished_starting - coalesce(lo.cum_unfinished_starting, 0){
@@ -769,8 +785,8 @@ def _by_running_totals(cells: CellSplit, by_name: bool, per_process: bool) -> st
          hi.cum_self_covered - coalesce(lo.cum_self_covered, 0) AS self_dur
   FROM {keys} k
   JOIN {last_row("hi", ":end_cell")}
-  LEFT JOIN {last_row("lo", ":first_cell")}{first if opened else ""}
-  WHERE hi.cell >= :first_cell{" AND k.name GLOB :name" if by_name else ""}"""
+  LEFT JOIN {last_row("lo", ":first_cell")}{first if opened else ""}{value_join}
+  WHERE hi.cell >= :first_cell{"".join(terms)}"""
 
 
 def _edge_dur(label: str) -> str:
@@ -818,13 +834,9 @@ def _edge_by_name(side: str, edge: Edge, by_name: bool, owned: str = "", by_valu
     else:
         count, unfinished = "count(*)", "sum(s.dur < 0)"
     name_term = "\n    AND s.name GLOB :name" if by_name else ""
-    value, value_key, value_join = "", "", ""
-    if by_value:
-        value, value_key = f", {VALUE_TEXT.format(d='g')} AS group_value", ", group_value"
-        value_join = "\n  LEFT JOIN track_dimension g ON g.track_id = s.track_id AND g.name = :group_dim"
-    return f"""  SELECT s.name AS name{value}, {count} AS count, {sign}sum({d}) AS total_dur, {unfinished} AS unfinished,
-         {sign}sum({d} - coalesce(c.dur, 0)) AS self_dur
-  FROM slice s{value_join}
+    per_name = f"""  SELECT s.name AS name{", s.track_id AS track_id" if by_value else ""}, {count} AS count,
+         {sign}sum({d}) AS total_dur, {unfinished} AS unfinished, {sign}sum({d} - coalesce(c.dur, 0)) AS self_dur
+  FROM slice s
   LEFT JOIN (
     SELECT s.parent_id, sum({d}) AS dur FROM slice s
     {_edge_range(label, owned).replace(chr(10), chr(10) + "    ")}
@@ -832,7 +844,15 @@ def _edge_by_name(side: str, edge: Edge, by_name: bool, owned: str = "", by_valu
     GROUP BY s.parent_id
   ) c ON c.parent_id = s.id
   {_edge_range(label, owned).replace(chr(10), chr(10) + "  ")}{name_term}
-  GROUP BY +s.name{value_key}"""
+  GROUP BY +s.name{", s.track_id" if by_value else ""}"""
+    if not by_value:
+        return per_name
+    # Per name and track first, then each track's value: one dimension lookup a track and name, not a slice.
+    return f"""  SELECT e.name, {VALUE_TEXT.format(d="g")} AS group_value, e.count, e.total_dur, e.unfinished, e.self_dur
+  FROM (
+  {per_name.replace(chr(10), chr(10) + "  ")}
+  ) e
+  LEFT JOIN track_dimension g ON g.track_id = e.track_id AND g.name = :group_dim"""
 
 
 # The canned slices table's cell split: the report's parameters of a range split around its whole cells

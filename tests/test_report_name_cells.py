@@ -16,6 +16,7 @@ from conftest import connect_with_functions, datasette_with, ingest_built, kept_
 from datasette_perfetto import report_tables, schema
 from datasette_perfetto.report.base import Linker
 from datasette_perfetto.report.engine import run_report
+from datasette_perfetto.report.scope import ReportError
 from datasette_perfetto.report.views import slices
 from datasette_perfetto.trace_builder import TraceBuilder
 
@@ -324,6 +325,80 @@ def test_cells_without_running_totals_are_summed(cells_db, tmp_path, scope):
         assert not any("hi.cum_covered" in q.sql for q in summed.run.queries), label
         read += read_totals
     assert read >= 10
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"by": "thread"},
+        {"by": "process"},
+        {"by": "thread", "sort": "total", "top": "3"},
+        {"by": "thread", "name": "R*", "baseline_value": "t0"},
+        {"by": "process", "thread": "t*", "sort": "count"},
+    ],
+)
+def test_comparing_many_values_over_a_range_reads_the_track_cells(cells_db, monkeypatch, extra):
+    # by=thread or process over a range: per name and value the slices table's figures from the track (or
+    # process) cells and the range's edges, and the longest of each value for the names shown; the same page as
+    # from the instances.
+    def compare(time: str):
+        try:
+            result = report_of(cells_db, "dimensions", "compare", {"time": time, **extra})
+        except ReportError as e:  # no slices of the baseline's thread there: refused alike
+            return str(e), []
+        msg = result.result_message()
+        rows = [
+            (
+                n.name,
+                n.count,
+                n.total_dur,
+                n.spread,
+                n.straggler,
+                [
+                    (v.value, v.stats.count, v.stats.total, v.stats.max, v.self_dur, v.stats.p50, v.max_dur_delta)
+                    for v in n.values
+                ],
+            )
+            for n in msg.names
+        ]
+        totals = [(t.value, t.slice_count, t.slice_time) for t in msg.totals]
+        return (rows, msg.total_rows, totals), [q.purpose for q in result.run.queries]
+
+    from datasette_perfetto.report.views import dimensions
+
+    read = 0
+    for label, first, end in ranges(cells_db, by_track=True):
+        time = f"{first}ns,{end}ns"
+        from_cells, purposes = compare(time)
+        with monkeypatch.context() as m:
+            m.setattr(dimensions, "cell_split", lambda run, per="name": None)
+            # The names shown read through the other index (name, or track and time) than the range would pick.
+            few = dimensions._few_instances
+            m.setattr(dimensions, "_few_instances", lambda run, names: not few(run, names))
+            from_instances, slow = compare(time)
+        assert not any("in the range's cells" in p for p in slow), label
+        read += any("in the range's cells" in p for p in purposes)
+        assert from_cells == from_instances and from_cells[0], label
+    assert read >= 8
+
+
+@pytest.mark.parametrize("time", [None, "range"])
+@pytest.mark.parametrize("sort", ["spread", "total", "count", "max", "name"])
+def test_compare_orders_names_by_the_sort_key(cells_db, sort, time):
+    cell, start, end = grid(cells_db, by_track=True)
+    flags = {"by": "thread", "sort": sort, "top": "100"}
+    if time:
+        flags["time"] = f"{3 * cell + 7}ns,{(end - start) * 2 // 3}ns"
+    names = report_of(cells_db, "dimensions", "compare", flags).result_message().names
+    keys = {
+        "spread": lambda n: (any(not v.stats.count for v in n.values), -n.spread, -n.total_dur, n.name),
+        "total": lambda n: (-n.total_dur, n.name),
+        "count": lambda n: (-n.count, n.name),
+        "max": lambda n: (-max(v.stats.max for v in n.values), n.name),
+        "name": lambda n: (n.name,),
+    }
+    assert len(names) > 3 and len({keys[sort](n)[0] for n in names}) > 1  # not all alike
+    assert [n.name for n in names] == [n.name for n in sorted(names, key=keys[sort])]
 
 
 @pytest.mark.web

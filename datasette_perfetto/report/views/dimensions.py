@@ -38,6 +38,7 @@ from .slices import (
     CellSplit,
     SlicesTableView,
     cell_split,
+    cell_table,
     longest_in_range,
     owner_tracks,
     scope_dur,
@@ -289,6 +290,30 @@ def _name_cell_figures(run: ReportRun, group: Grouping, cells: CellSplit) -> tup
     )
 
 
+def _value_cell_figures(
+    run: ReportRun, group: Grouping, owner: Where | None, cells: CellSplit
+) -> tuple[dict[str, NameValues], set[str]]:
+    """_per_value over a time range holding whole cells (large traces) for a dimension with many values: the
+    slices table's rows per name and value, from the per track (or process) cells and the edges around them
+    (SlicesTableView._by_cells); the longest left at 0, for the names shown only (_longest)."""
+    grouped, params = SlicesTableView._by_cells(run, cells, owner, group)
+    found = run.query(
+        f"count, total and self time per slice name and {group.name} in the range's cells", grouped, params
+    )
+    return _name_values(
+        {
+            "name": r["name"],
+            "value": r["group_value"],
+            "count": r["count"],
+            "total": r["total_dur"],
+            "self": r["self_dur"],
+            "longest": 0,
+        }
+        for r in found
+        if r["group_value"] is not None  # tracks without the dimension are not compared
+    )
+
+
 def _name_values(rows: Iterable[Any]) -> tuple[dict[str, NameValues], set[str]]:
     """Rows of (name, value, count, total, self, longest) as NameValues by name, and the values seen."""
     names: dict[str, NameValues] = {}
@@ -303,6 +328,39 @@ def _name_values(rows: Iterable[Any]) -> tuple[dict[str, NameValues], set[str]]:
         }
         seen.add(r["value"])
     return names, seen
+
+
+def _few_instances(run: ReportRun, names: str) -> bool:
+    """Whether the names (a JSON list) have fewer instances in the whole trace than the time range holds slices:
+    their instances are then read through the name index (scope_where's names_first)."""
+    if run.scope.time is None:
+        return False
+    row = run.query(
+        "instances of the names shown, and of every name",
+        "SELECT (SELECT coalesce(sum(count), 0) FROM report_slice_name WHERE name IN (SELECT value FROM "
+        "json_each(:names))) AS shown, (SELECT coalesce(sum(count), 0) FROM report_slice_name) AS every",
+        {"names": names},
+    )[0]
+    start, end = run.time_range()
+    inside = max(min(end, run.trace.end) - max(start, run.trace.start), 0)
+    return row["shown"] < row["every"] * inside / max(run.trace.dur, 1)
+
+
+def _order(key: str, nv: NameValues, count: int, values: list[str]) -> tuple:
+    """A name's place in the compare by the sort `key`, from its figures (only the names shown become
+    messages). By spread, the names every value has first: a name missing on some values (an address in it, one
+    rank's own work) disagrees trivially."""
+    if key == "name":
+        return (nv.name,)
+    if key == "count":
+        return (-count, nv.name)
+    if key == "max":
+        return (-max(nv.per_value.get(v, {}).get("max", 0) for v in values), nv.name)
+    totals = [nv.total(v) for v in values]
+    if key == "total":
+        return (-sum(totals), nv.name)
+    missing = any(not nv.per_value.get(v, {}).get("count", 0) for v in values)
+    return (missing, -_spread(totals)[1], -sum(totals), nv.name)
 
 
 def _spread(totals: list[int]) -> tuple[float, float, int | None]:
@@ -381,42 +439,54 @@ class DimensionsCompareView(View):
         s = run.scope
         group = by_dimension(run, self)
         out.by = group.name
-        names, order = self._per_value(run, group)
+        key = self.sort_key(s)
+        names, order, longest_pending = self._per_value(run, group, key != "max")
         values = [v for v in group.order if v in order]
         self._totals(run, group, names, values, out)
-        rows = []
+        counts = {}
         for nv in names.values():
             count = sum(v.get("count", 0) for v in nv.per_value.values())
             if s.min_count is not None and count < s.min_count:
                 continue
-            rows.append((nv, count))
+            counts[nv.name] = count
         baseline = self._baseline_value(run, group, values) if s.baseline_value is not None else None
-        built = [self._name(nv, count, group, values, baseline) for nv, count in rows]
-        key = self.sort_key(s)
-        # By spread, the names every value has first: a name missing on some values (an address in it, one
-        # rank's own work) disagrees trivially.
-        sorters = {
-            "spread": lambda n: (any(not v.stats.count for v in n.values), -n.spread, -n.total_dur, n.name),
-            "total": lambda n: (-n.total_dur, n.name),
-            "count": lambda n: (-n.count, n.name),
-            "max": lambda n: (-max(v.stats.max for v in n.values), n.name),
-            "name": lambda n: (n.name,),
-        }
-        built.sort(key=sorters[key])
-        out.total_rows = len(built)
-        out.names.extend(built[: s.top])
+        ordered = sorted(counts, key=lambda name: _order(key, names[name], counts[name], values))
+        out.total_rows = len(ordered)
+        shown = ordered[: s.top]
+        ranked = None
+        if longest_pending:  # the order does not depend on the longest: looked up for the names shown only
+            if "" not in shown and sum(counts[name] for name in shown) <= PERCENTILE_BUDGET:
+                # Their instances ranked for the percentiles give the longest too: read once.
+                ranked = self._ranked(run, group, json.dumps(shown))
+                longest = {key: stats.max for key, stats in ranked.items()}
+            else:
+                longest = self._longest(run, group, shown)
+            for (name, value), most in longest.items():
+                figures = names[name].per_value.get(value)
+                if figures is not None:
+                    figures["max"] = most
+        out.names.extend(self._name(names[name], counts[name], group, values, baseline) for name in shown)
         if baseline is not None:
             out.baseline_value, out.baseline_label = baseline, group.label(baseline)
-        self._percentiles(run, group, out)
+        self._percentiles(run, group, out, ranked)
         run.truncation(len(out.names), out.total_rows, "slice names")
         self._collectives(run, group, names, out)
         self._steps(run, out, values)
 
     @staticmethod
-    def _per_value(run: ReportRun, group: Grouping) -> tuple[dict[str, NameValues], set[str]]:
+    def _per_value(
+        run: ReportRun, group: Grouping, longest_later: bool = False
+    ) -> tuple[dict[str, NameValues], set[str], bool]:
         """Per slice name and value: count, total, self time and longest, of the slices in scope on tracks with
-        the dimension (the per track aggregates precomputed at import, unless a time range clips them)."""
+        the dimension (the per track aggregates precomputed at import, unless a time range clips them), and
+        whether the longest were left for _longest (`longest_later`: allowed; a time range holding whole cells
+        of a large trace: the slices table's rows per value, from the cells and the range's edges)."""
         s = run.scope
+        owner = owner_tracks(run)
+        if s.time is not None and longest_later and not one_value_on_every_track(run, group):
+            cells = cell_split(run, cell_table(owner, group))
+            if cells is not None:
+                return (*_value_cell_figures(run, group, owner, cells), True)
         params: dict[str, Any] = dict(group.params)
         if precomputed(run, group):
             w = Where()
@@ -438,7 +508,6 @@ FROM report_slice_name n
 {w.sql()}"""
         elif s.time is None:
             w = Where()
-            owner = owner_tracks(run)
             if owner is not None:
                 w.add(f"t.track_id IN {owner.terms[0]}", **owner.params)
             if s.name is not None:
@@ -450,10 +519,9 @@ JOIN track_dimension g ON g.track_id = t.track_id AND g.name = :group_dim
 {w.sql()}
 GROUP BY t.name, value"""
         elif s.time is not None and one_value_on_every_track(run, group) and (cells := cell_split(run)) is not None:
-            # That value's figures over the range are the slices table's per name ones, from the name cells.
-            # (Per value the track cells would give the counts and totals, but each name and value's longest
-            # instance is a lookup of its own: thousands of them for a dimension such as thread.)
-            return _name_cell_figures(run, group, cells)
+            # That value's figures over the range are the slices table's per name ones, from the name cells
+            # (finer than the track cells the first branch reads).
+            return (*_name_cell_figures(run, group, cells), False)
         else:
             w = scope_where(run, min_duration=False)
             dur = scope_dur(run)
@@ -464,9 +532,36 @@ JOIN track_dimension g ON g.track_id = s.track_id AND g.name = :group_dim
 {w.sql()}
 GROUP BY +s.name, value"""
         params.update(w.params)
-        return _name_values(
-            run.query(f"count, total, self time and longest per slice name and {group.name}", sql, params)
+        return (
+            *_name_values(
+                run.query(f"count, total, self time and longest per slice name and {group.name}", sql, params)
+            ),
+            False,
         )
+
+    @staticmethod
+    def _longest(run: ReportRun, group: Grouping, names: list[str]) -> dict[tuple[str, str], int]:
+        """(name, value) -> the longest instance in scope (its part inside the time range) of each of `names`
+        on the value's tracks: their instances read once (as _ranked reads them); "" also matches NULL names
+        (NameValues shows them as "")."""
+        if not names:
+            return {}
+        w = scope_where(run, name=False, min_duration=False, names_first=_few_instances(run, json.dumps(names)))
+        w.add(
+            "(s.name IN (SELECT value FROM json_each(:names)) OR :any_null AND s.name IS NULL)",
+            names=json.dumps(names),
+            any_null="" in names,
+        )
+        rows = run.query(
+            f"the longest instance per slice name shown and {group.name} value",
+            f"""SELECT s.name, {VALUE_TEXT.format(d="g")} AS value, max({scope_dur(run)}) AS longest
+FROM slice s
+JOIN track_dimension g ON g.track_id = s.track_id AND g.name = :group_dim
+{w.sql()}
+GROUP BY +s.name, value""",
+            {**w.params, **group.params},
+        )
+        return {(r["name"] or "", r["value"]): max(r["longest"] or 0, 0) for r in rows}
 
     @staticmethod
     def _name(
@@ -537,18 +632,25 @@ GROUP BY value""",
                 {**group.params, **w.params},
             )
         }
+        counts: dict[str, int] = {}
+        times: dict[str, int] = {}
+        for nv in names.values():
+            for value, figures in nv.per_value.items():
+                counts[value] = counts.get(value, 0) + figures["count"]
+                times[value] = times.get(value, 0) + figures["self"]
         for value in values:
             out.totals.add(
                 value=value,
                 label=group.label(value),
-                slice_count=sum(nv.per_value.get(value, {}).get("count", 0) for nv in names.values()),
-                slice_time=sum(nv.per_value.get(value, {}).get("self", 0) for nv in names.values()),
+                slice_count=counts.get(value, 0),
+                slice_time=times.get(value, 0),
                 track_count=tracks.get(value, 0),
             )
 
     @staticmethod
-    def _percentiles(run: ReportRun, group: Grouping, out: pb.DimensionsCompare) -> None:
-        """p50/p95/p99 and minimum per value of the names shown: their instances ranked (within a budget)."""
+    def _percentiles(run: ReportRun, group: Grouping, out: pb.DimensionsCompare, ranked: dict | None = None) -> None:
+        """p50/p95/p99 and minimum per value of the names shown: their instances ranked (within a budget;
+        `ranked`: already, by _ranked)."""
         if not out.names:
             return
         instances = sum(n.count for n in out.names)
@@ -575,7 +677,7 @@ WHERE dimension = :group_dim AND name IN (SELECT value FROM json_each(:names))""
                 for r in rows
             }
         else:
-            stats = DimensionsCompareView._ranked(run, group, names)
+            stats = ranked if ranked is not None else DimensionsCompareView._ranked(run, group, names)
         for n in out.names:
             for v in n.values:
                 found = stats.get((n.name, v.value))
@@ -584,7 +686,7 @@ WHERE dimension = :group_dim AND name IN (SELECT value FROM json_each(:names))""
 
     @staticmethod
     def _ranked(run: ReportRun, group: Grouping, names: str) -> dict:
-        w = scope_where(run, name=False, min_duration=False)
+        w = scope_where(run, name=False, min_duration=False, names_first=_few_instances(run, names))
         w.add("s.name IN (SELECT value FROM json_each(:names))", names=names)
         dur = scope_dur(run)
         return group_stats(

@@ -1198,23 +1198,28 @@ LEFT JOIN process p ON p.id = coalesce(tr.upid, th.upid)""",
     )
 
 
-def scope_where(run: ReportRun, name: bool = True, min_duration: bool = True) -> Where:
+def scope_where(run: ReportRun, name: bool = True, min_duration: bool = True, names_first: bool = False) -> Where:
     """WHERE terms on `slice s` alone for the run's scope, for queries over many names.
 
     Owner flags become the set of tracks they select, so the (track_id, ts) index stays usable; a
     time range overlaps slices (an unfinished one counts as an instant at its start), bounded below
-    by the longest slice so the ts index applies too.
+    by the longest slice so the ts index applies too. `names_first`: the caller's terms on the name select
+    fewer instances than the range holds, so the time terms are kept from choosing the index (the
+    (name, dur, ts, track_id) one is read).
     """
     s = run.scope
     w = Where()
     owner = owner_tracks(run)
     if owner is not None:
         w.add(f"s.track_id IN {owner.terms[0]}", **owner.params)
-    elif s.time is not None:
+    elif s.time is not None and not names_first:
         w.add(EVERY_TRACK)
     if s.time is not None:
         start, end = run.time_range()
-        w.add(f"{IN_RANGE}\n  AND {REACH_BACK}", range_start=start, range_end=end)
+        terms = f"{IN_RANGE}\n  AND {REACH_BACK}"
+        if names_first:
+            terms = re.sub(r"(?<![\w.+])s\.ts\b", "+s.ts", terms)
+        w.add(terms, range_start=start, range_end=end)
     if name and s.name is not None:
         w.add("s.name GLOB :name", name=s.name)
     if min_duration and s.min_duration is not None:

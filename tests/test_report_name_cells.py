@@ -366,6 +366,7 @@ def test_comparing_many_values_over_a_range_reads_the_track_cells(cells_db, monk
 
     from datasette_perfetto.report.views import dimensions
 
+    few_instances = dimensions._few_instances
     read = 0
     for label, first, end in ranges(cells_db, by_track=True):
         time = f"{first}ns,{end}ns"
@@ -373,8 +374,7 @@ def test_comparing_many_values_over_a_range_reads_the_track_cells(cells_db, monk
         with monkeypatch.context() as m:
             m.setattr(dimensions, "cell_split", lambda run, per="name": None)
             # The names shown read through the other index (name, or track and time) than the range would pick.
-            few = dimensions._few_instances
-            m.setattr(dimensions, "_few_instances", lambda run, names: not few(run, names))
+            m.setattr(dimensions, "_few_instances", lambda run, names, few=few_instances: not few(run, names))
             from_instances, slow = compare(time)
         assert not any("in the range's cells" in p for p in slow), label
         read += any("in the range's cells" in p for p in purposes)

@@ -231,6 +231,13 @@ def requests(conn, db_name: str) -> list[tuple[str, str]]:
         ("slices inspect time=", f"{base}/slices/inspect?name={name}&time={at(0.01)},{at(0.99)}"),
         # The one machine's figures over most of the trace (the dimensions page links there).
         ("dimensions compare time=", f"{base}/dimensions/compare?by=machine&time={at(0.01)},{at(0.99)}"),
+        # Many values over a range: per track (or process) cells, the longest for the names shown.
+        ("dimensions compare process time=", f"{base}/dimensions/compare?by=process&time={wide}"),
+        ("dimensions compare thread time=", f"{base}/dimensions/compare?by=thread&time={wide}"),
+        ("slices table group_by=thread time=", f"{base}/slices?group_by=thread&time={wide}"),
+        # Each track's events in a range (report_track_event_cell, where kept).
+        ("tracks table time=", f"{base}/tracks?time={wide}"),
+        ("processes table time=", f"{base}/processes?time={wide}"),
         # The SQL links' canned queries over a range of every track (the cells, where kept).
         ("canned slices_table time=", f"/{db_name}/slices_table?time={wide}"),
         ("canned slices_table time= (98%)", f"/{db_name}/slices_table?time={at(0.01)},{at(0.99)}"),

@@ -458,7 +458,7 @@ class DimensionsCompareView(View):
             if "" not in shown and sum(counts[name] for name in shown) <= PERCENTILE_BUDGET:
                 # Their instances ranked for the percentiles give the longest too: read once.
                 ranked = self._ranked(run, group, json.dumps(shown))
-                longest = {key: stats.max for key, stats in ranked.items()}
+                longest = {pair: stats.max for pair, stats in ranked.items()}
             else:
                 longest = self._longest(run, group, shown)
             for (name, value), most in longest.items():

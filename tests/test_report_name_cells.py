@@ -256,16 +256,31 @@ def test_min_duration_hides_the_same_names(cells_db):
     assert used and table_figures(from_cells) == table_figures(from_instances)
 
 
+@pytest.mark.parametrize("longest_by_time", [True, False])
+@pytest.mark.parametrize("extra", [{}, {"thread": "t1"}, {"name": "R*", "top": "2"}])
+def test_ranked_by_the_longest_every_names_longest_is_looked_up(cells_db, extra, longest_by_time):
+    # sort=max over a range with whole cells: each name's figures from the cells, its longest in the range
+    # looked up before the names are ranked; the same table as from the instances.
+    checked = 0
+    for label, first, end in ranges(cells_db, by_track="thread" in extra):
+        flags = {"time": f"{first}ns,{end}ns", "sort": "max", **extra}
+        from_cells, used, longest = report(cells_db, flags, cells=True, longest_by_time=longest_by_time)
+        from_instances, _, longest_read = report(cells_db, flags, cells=False)
+        assert table_figures(from_cells) == table_figures(from_instances), label
+        assert longest == longest_read, label
+        checked += used
+    assert checked >= 10
+
+
 @pytest.mark.parametrize(
     "start, end, extra",
     [
-        (20, 90, {"sort": "max"}),
-        (20, 90, {"thread": "t1", "sort": "max"}),
+        (20, 90, {"group_by": "thread", "sort": "max"}),
         (20.5, 29.5, {"thread": "t1"}),
         (20.5, 21.4, {}),
         (20.1, 20.9, {}),
     ],
-    ids=["sort=max", "thread sort=max", "thread, no whole track cell", "no whole cell", "inside one cell"],
+    ids=["group_by sort=max", "thread, no whole track cell", "no whole cell", "inside one cell"],
 )
 def test_other_ranges_and_scopes_read_the_instances(cells_db, start, end, extra):
     cell, _, _ = grid(cells_db)
@@ -335,6 +350,7 @@ def test_cells_without_running_totals_are_summed(cells_db, tmp_path, scope):
         {"by": "thread", "sort": "total", "top": "3"},
         {"by": "thread", "name": "R*", "baseline_value": "t0"},
         {"by": "process", "thread": "t*", "sort": "count"},
+        {"by": "thread", "sort": "max", "top": "3"},
     ],
 )
 def test_comparing_many_values_over_a_range_reads_the_track_cells(cells_db, monkeypatch, extra):

@@ -330,6 +330,14 @@ def _name_values(rows: Iterable[Any]) -> tuple[dict[str, NameValues], set[str]]:
     return names, seen
 
 
+def _set_longest(names: dict[str, NameValues], longest: dict[tuple[str, str], int]) -> None:
+    """Each (name, value)'s longest, as _longest or _ranked found it, into the names' figures."""
+    for (name, value), most in longest.items():
+        figures = names[name].per_value.get(value) if name in names else None
+        if figures is not None:
+            figures["max"] = most
+
+
 def _few_instances(run: ReportRun, names: str) -> bool:
     """Whether the names (a JSON list) have fewer instances in the whole trace than the time range holds slices:
     their instances are then read through the name index (scope_where's names_first)."""
@@ -440,7 +448,7 @@ class DimensionsCompareView(View):
         group = by_dimension(run, self)
         out.by = group.name
         key = self.sort_key(s)
-        names, order, longest_pending = self._per_value(run, group, key != "max")
+        names, order, longest_pending = self._per_value(run, group)
         values = [v for v in group.order if v in order]
         self._totals(run, group, names, values, out)
         counts = {}
@@ -450,6 +458,9 @@ class DimensionsCompareView(View):
                 continue
             counts[nv.name] = count
         baseline = self._baseline_value(run, group, values) if s.baseline_value is not None else None
+        if longest_pending and key == "max":  # ranked by the longest: every name's first
+            _set_longest(names, self._longest(run, group, list(counts)))
+            longest_pending = False
         ordered = sorted(counts, key=lambda name: _order(key, names[name], counts[name], values))
         out.total_rows = len(ordered)
         shown = ordered[: s.top]
@@ -458,13 +469,9 @@ class DimensionsCompareView(View):
             if "" not in shown and sum(counts[name] for name in shown) <= PERCENTILE_BUDGET:
                 # Their instances ranked for the percentiles give the longest too: read once.
                 ranked = self._ranked(run, group, json.dumps(shown))
-                longest = {pair: stats.max for pair, stats in ranked.items()}
+                _set_longest(names, {pair: stats.max for pair, stats in ranked.items()})
             else:
-                longest = self._longest(run, group, shown)
-            for (name, value), most in longest.items():
-                figures = names[name].per_value.get(value)
-                if figures is not None:
-                    figures["max"] = most
+                _set_longest(names, self._longest(run, group, shown))
         out.names.extend(self._name(names[name], counts[name], group, values, baseline) for name in shown)
         if baseline is not None:
             out.baseline_value, out.baseline_label = baseline, group.label(baseline)
@@ -474,16 +481,14 @@ class DimensionsCompareView(View):
         self._steps(run, out, values)
 
     @staticmethod
-    def _per_value(
-        run: ReportRun, group: Grouping, longest_later: bool = False
-    ) -> tuple[dict[str, NameValues], set[str], bool]:
+    def _per_value(run: ReportRun, group: Grouping) -> tuple[dict[str, NameValues], set[str], bool]:
         """Per slice name and value: count, total, self time and longest, of the slices in scope on tracks with
         the dimension (the per track aggregates precomputed at import, unless a time range clips them), and
-        whether the longest were left for _longest (`longest_later`: allowed; a time range holding whole cells
-        of a large trace: the slices table's rows per value, from the cells and the range's edges)."""
+        whether the longest were left for _longest (a time range holding whole cells of a large trace: the
+        slices table's rows per value, from the cells and the range's edges)."""
         s = run.scope
         owner = owner_tracks(run)
-        if s.time is not None and longest_later and not one_value_on_every_track(run, group):
+        if s.time is not None and not one_value_on_every_track(run, group):
             cells = cell_split(run, cell_table(owner, group))
             if cells is not None:
                 return (*_value_cell_figures(run, group, owner, cells), True)
@@ -552,13 +557,18 @@ GROUP BY +s.name, value"""
             names=json.dumps(names),
             any_null="" in names,
         )
+        # Per name and track first, then each track's value: one dimension lookup a track and name, not a slice.
         rows = run.query(
             f"the longest instance per slice name shown and {group.name} value",
-            f"""SELECT s.name, {VALUE_TEXT.format(d="g")} AS value, max({scope_dur(run)}) AS longest
-FROM slice s
-JOIN track_dimension g ON g.track_id = s.track_id AND g.name = :group_dim
-{w.sql()}
-GROUP BY +s.name, value""",
+            f"""SELECT t.name, {VALUE_TEXT.format(d="g")} AS value, max(t.longest) AS longest
+FROM (
+  SELECT s.name, s.track_id, max({scope_dur(run)}) AS longest
+  FROM slice s
+  {w.sql().replace(chr(10), chr(10) + "  ")}
+  GROUP BY +s.name, s.track_id
+) t
+JOIN track_dimension g ON g.track_id = t.track_id AND g.name = :group_dim
+GROUP BY t.name, value""",
             {**w.params, **group.params},
         )
         return {(r["name"] or "", r["value"]): max(r["longest"] or 0, 0) for r in rows}

@@ -231,13 +231,13 @@ class SlicesTableView(View):
         # min_duration hides names with less time in total (the RFC's row filter), as min_count those with fewer
         # instances: it selects no instances.
         narrowed = owner is not None or s.time is not None
-        cells = cell_split(run, cell_table(owner, group)) if self.sort_key(s) != "max" else None
+        by_max = self.sort_key(s) == "max"
+        # Ranked by the longest, every row's longest is looked up first: from the cells per name only (rows per
+        # dimension value are too many lookups).
+        cells = cell_split(run, cell_table(owner, group)) if not by_max or group is None else None
         if cells is not None:
             w = scope_where(run, min_duration=False)
-            grouped, grouped_params = self._by_cells(run, cells, owner, group)
-            # Every track's slice time (group_by alone) is the per name cells', finer: shorter parts to read.
-            every_track = cell_split(run) if owner is None and group is not None else None
-            slice_time = self._slice_time_by_cells(run, every_track or cells, owner)
+            grouped, grouped_params, slice_time = self._from_cells(run, cells, owner, group, by_max)
         elif s.time is None and (owner is not None or group is not None):
             # A thread's, process's or track's slices, or slices per dimension value: the per track and name
             # aggregates precomputed at import.
@@ -325,7 +325,7 @@ ORDER BY {order}, name{", length(group_value), group_value" if group is not None
 LIMIT :top""",
             {**grouped_params, **having.params, **shown.params, "top": s.top},
         )
-        if cells is not None:
+        if cells is not None and not by_max:
             rows = longest_in_range(run, rows, owner, group)
         out.total_rows = rows[0]["total_names"] if rows else 0
         out.total_slices = rows[0]["total_slices"] if rows else 0
@@ -365,6 +365,20 @@ LIMIT :top""",
             top = out.rows[0]
             run.next_step(f"Distribution of {top.name} durations", view_link(run, "slices", "histogram", name=top.name))
             run.next_step(f"The longest {top.name} instance", inspect_link(run, top.max_instance))
+
+    @staticmethod
+    def _from_cells(
+        run: ReportRun, cells: CellSplit, owner: Where | None, group: Grouping | None, by_max: bool
+    ) -> tuple[str, dict, int]:
+        """(the rows per name SQL, its parameters, the slice time in scope) of a range holding whole cells;
+        `by_max`: every name's longest in the range looked up (longest_in_range) before they are ranked."""
+        grouped, params = SlicesTableView._by_cells(run, cells, owner, group)
+        if by_max:
+            found = run.query("slice names in the range's cells", grouped, params)
+            grouped, params = _rows_sql(longest_in_range(run, found, owner))
+        # Every track's slice time (group_by alone) is the per name cells', finer: shorter parts to read.
+        every_track = cell_split(run) if owner is None and group is not None else None
+        return grouped, params, SlicesTableView._slice_time_by_cells(run, every_track or cells, owner)
 
     @staticmethod
     def _by_cells(run: ReportRun, cells: CellSplit, owner: Where | None, group: Grouping | None) -> tuple[str, dict]:
@@ -787,6 +801,18 @@ def _by_running_totals(cells: CellSplit, by_name: bool, owner: Where | None = No
   JOIN {last_row("hi", ":end_cell")}
   LEFT JOIN {last_row("lo", ":first_cell")}{first if opened else ""}{value_join}
   WHERE hi.cell >= :first_cell{"".join(terms)}"""
+
+
+# The columns of a slices table's rows per name before they are ranked (what _by_cells and the other sources give).
+_ROW_COLUMNS = ("name", "count", "total_dur", "max_dur", "max_id", "unfinished", "self_dur")
+
+
+def _rows_sql(rows: list) -> tuple[str, dict]:
+    """Rows per name already read (with their longest) as a query of _ROW_COLUMNS, and its parameters: the rows
+    as a JSON array bound to :rows."""
+    columns = ", ".join(f"value ->> '$.{c}' AS {c}" for c in _ROW_COLUMNS)
+    data = json.dumps([{c: row[c] for c in _ROW_COLUMNS} for row in rows])
+    return f"SELECT {columns} FROM json_each(:rows)", {"rows": data}
 
 
 def _edge_dur(label: str) -> str:

@@ -257,16 +257,12 @@ def test_min_duration_hides_the_same_names(cells_db):
 
 
 @pytest.mark.parametrize("longest_by_time", [True, False])
-@pytest.mark.parametrize(
-    "extra",
-    [{}, {"thread": "t1"}, {"name": "R*", "top": "2"}, {"group_by": "thread", "top": "6"}, {"group_by": "process"}],
-)
+@pytest.mark.parametrize("extra", [{}, {"thread": "t1"}, {"name": "R*", "top": "2"}])
 def test_ranked_by_the_longest_every_names_longest_is_looked_up(cells_db, extra, longest_by_time):
-    # sort=max over a range with whole cells: each name's (and value's) figures from the cells, its longest in
-    # the range looked up (per value: one pass over the range) before the rows are ranked; the same table as
-    # from the instances.
+    # sort=max over a range with whole cells: each name's figures from the cells, its longest in the range
+    # looked up before the names are ranked; the same table as from the instances.
     checked = 0
-    for label, first, end in ranges(cells_db, by_track="thread" in extra or extra.get("group_by") == "thread"):
+    for label, first, end in ranges(cells_db, by_track="thread" in extra):
         flags = {"time": f"{first}ns,{end}ns", "sort": "max", **extra}
         from_cells, used, longest = report(cells_db, flags, cells=True, longest_by_time=longest_by_time)
         from_instances, _, longest_read = report(cells_db, flags, cells=False)
@@ -279,11 +275,12 @@ def test_ranked_by_the_longest_every_names_longest_is_looked_up(cells_db, extra,
 @pytest.mark.parametrize(
     "start, end, extra",
     [
+        (20, 90, {"group_by": "thread", "sort": "max"}),
         (20.5, 29.5, {"thread": "t1"}),
         (20.5, 21.4, {}),
         (20.1, 20.9, {}),
     ],
-    ids=["thread, no whole track cell", "no whole cell", "inside one cell"],
+    ids=["group_by sort=max", "thread, no whole track cell", "no whole cell", "inside one cell"],
 )
 def test_other_ranges_and_scopes_read_the_instances(cells_db, start, end, extra):
     cell, _, _ = grid(cells_db)

@@ -232,7 +232,9 @@ class SlicesTableView(View):
         # instances: it selects no instances.
         narrowed = owner is not None or s.time is not None
         by_max = self.sort_key(s) == "max"
-        cells = cell_split(run, cell_table(owner, group))
+        # Ranked by the longest, every row's longest is looked up first: from the cells per name only (rows per
+        # dimension value are too many lookups).
+        cells = cell_split(run, cell_table(owner, group)) if not by_max or group is None else None
         if cells is not None:
             w = scope_where(run, min_duration=False)
             grouped, grouped_params, slice_time = self._from_cells(run, cells, owner, group, by_max)
@@ -323,7 +325,7 @@ ORDER BY {order}, name{", length(group_value), group_value" if group is not None
 LIMIT :top""",
             {**grouped_params, **having.params, **shown.params, "top": s.top},
         )
-        if cells is not None and not (by_max and group is None):
+        if cells is not None and not by_max:
             rows = longest_in_range(run, rows, owner, group)
         out.total_rows = rows[0]["total_names"] if rows else 0
         out.total_slices = rows[0]["total_slices"] if rows else 0
@@ -369,18 +371,11 @@ LIMIT :top""",
         run: ReportRun, cells: CellSplit, owner: Where | None, group: Grouping | None, by_max: bool
     ) -> tuple[str, dict, int]:
         """(the rows per name SQL, its parameters, the slice time in scope) of a range holding whole cells;
-        `by_max`: every row's longest in the range found before they are ranked."""
+        `by_max`: every name's longest in the range looked up (longest_in_range) before they are ranked."""
         grouped, params = SlicesTableView._by_cells(run, cells, owner, group)
         if by_max:
-            # Ranked by the longest: every row's longest in the range first (per name, looked up; per name and
-            # value, too many rows for lookups: one pass over the range), the instances of those shown after.
             found = run.query("slice names in the range's cells", grouped, params)
-            if group is None:
-                rows = longest_in_range(run, found, owner)
-            else:
-                longest = _longest_per_value(run, group)
-                rows = [{**row, "max_dur": longest.get((row["name"], row["group_value"]))} for row in found]
-            grouped, params = _rows_sql(rows, group is not None)
+            grouped, params = _rows_sql(longest_in_range(run, found, owner))
         # Every track's slice time (group_by alone) is the per name cells', finer: shorter parts to read.
         every_track = cell_split(run) if owner is None and group is not None else None
         return grouped, params, SlicesTableView._slice_time_by_cells(run, every_track or cells, owner)
@@ -812,33 +807,12 @@ def _by_running_totals(cells: CellSplit, by_name: bool, owner: Where | None = No
 _ROW_COLUMNS = ("name", "count", "total_dur", "max_dur", "max_id", "unfinished", "self_dur")
 
 
-def _rows_sql(rows: list, by_value: bool = False) -> tuple[str, dict]:
-    """Rows per name (`by_value`: and group_value) already read, with their longest, as a query of _ROW_COLUMNS,
-    and its parameters: the rows as a JSON array bound to :rows."""
-    names = (*_ROW_COLUMNS[:1], "group_value", *_ROW_COLUMNS[1:]) if by_value else _ROW_COLUMNS
-    columns = ", ".join(f"value ->> '$.{c}' AS {c}" for c in names)
-    data = json.dumps([{c: row[c] for c in names} for row in rows])
+def _rows_sql(rows: list) -> tuple[str, dict]:
+    """Rows per name already read (with their longest) as a query of _ROW_COLUMNS, and its parameters: the rows
+    as a JSON array bound to :rows."""
+    columns = ", ".join(f"value ->> '$.{c}' AS {c}" for c in _ROW_COLUMNS)
+    data = json.dumps([{c: row[c] for c in _ROW_COLUMNS} for row in rows])
     return f"SELECT {columns} FROM json_each(:rows)", {"rows": data}
-
-
-def _longest_per_value(run: ReportRun, group: Grouping) -> dict[tuple[Any, Any], int]:
-    """(name, group_value) -> the longest part inside the range of the slices in scope: one pass over the range,
-    the longest per name and track first, then each track's value (a dimension lookup a track and name)."""
-    w = scope_where(run, min_duration=False)
-    rows = run.query(
-        "the longest part inside the range per name and value",
-        f"""SELECT t.name, {VALUE_TEXT.format(d="g")} AS group_value, max(t.longest) AS longest
-FROM (
-  SELECT s.name, s.track_id, max({CLIPPED_DUR}) AS longest
-  FROM slice s
-  {w.sql().replace(chr(10), chr(10) + "  ")}
-  GROUP BY +s.name, s.track_id
-) t
-LEFT JOIN track_dimension g ON g.track_id = t.track_id AND g.name = :group_dim
-GROUP BY t.name, group_value""",
-        {**w.params, **group.params},
-    )
-    return {(r["name"], r["group_value"]): r["longest"] for r in rows}
 
 
 def _edge_dur(label: str) -> str:

@@ -33,9 +33,7 @@ from .scratch import OwnedFile, create_temp_database, die_with_parent, remove_da
 # With split None, traces with fewer rows than this in the tables the tasks read build their derived tables
 # in one process: forking and copying cost more than the helper saves.
 SPLIT_MIN_ROWS = 100_000
-_ROWS_SQL = "SELECT " + " + ".join(
-    f"(SELECT coalesce(max(id) + 1, 0) FROM [{table}])" for table in ("slice", "counter", "sched", "thread_state")
-)
+_ROWS_SQL = "SELECT " + schema.row_count_sql("slice", "counter", "sched", "thread_state")
 
 # Taken first, longest first, measured (a gigabyte trace's cells take minutes, a 16-rank PyTorch job's
 # dimensions half a second): the last task to end is then a short one.

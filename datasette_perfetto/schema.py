@@ -2112,8 +2112,14 @@ REPORT_TRACK_EVENT_CELL = Table(
 )
 
 
-# Slices, counter values and states in the trace (ids are dense from 0, so a table's last id is its count).
-TRACK_EVENTS_SQL = " + ".join(f"(SELECT coalesce(max(id) + 1, 0) FROM {t})" for t in ("slice", "counter", "state"))
+def row_count_sql(*tables: str) -> str:
+    """An expression: the rows of `tables` together (ids are dense from 0, so a table's last id is its count: a
+    lookup, where count(*) reads a whole index)."""
+    return " + ".join(f"(SELECT coalesce(max(id) + 1, 0) FROM [{t}])" for t in tables)
+
+
+# Slices, counter values and states in the trace.
+TRACK_EVENTS_SQL = row_count_sql("slice", "counter", "state")
 # report_track_event_cell's rows; {large}: a query with a row when the trace is large enough. A track's events
 # are those of its event_type's table.
 TRACK_EVENT_CELLS_SQL = """INSERT INTO report_track_event_cell

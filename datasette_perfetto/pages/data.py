@@ -190,9 +190,10 @@ def _running_total(column: str, before: str) -> str:
     )
 
 
-def track_cells(schema: Schema, execute: Execute) -> TrackCells | None:
-    """report_track_event_cell's grid, when the database has the table and it was filled."""
-    if "report_track_event_cell" not in schema.names:
+def track_cells(has_table: bool, execute: Execute) -> TrackCells | None:
+    """report_track_event_cell's grid, when the database has the table (`has_table`, as the caller knows it) and
+    it was filled."""
+    if not has_table:
         return None
     found = list(
         execute(
@@ -265,7 +266,7 @@ def track_rows(
         return [dict(r) for r in found]
 
     params = dict(query.params or {})
-    cells = track_cells(schema, run) if query.count_range is not None else None
+    cells = track_cells("report_track_event_cell" in schema.names, run) if query.count_range is not None else None
     count_sql, stats_join = _event_count_sql(schema, query.count_range, query.count_outside, cells)
     range_params: dict[str, int] = {}
     if query.count_range is not None:

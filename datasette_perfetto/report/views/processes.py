@@ -63,7 +63,9 @@ def _slice_counts(run: ReportRun, params: dict) -> str:
   WHERE tr.event_type = 'slice'"""
     start, end = run.time_range()
     params.update(range_start=start, range_end=end)
-    cells = data.track_cells(data.Schema(run.conn), run.query) if start <= run.trace.end else None
+    # Not for a range starting past the trace's end: unfinished slices have no part in it, and the cells would
+    # count them.
+    cells = data.track_cells(run.has_tables("report_track_event_cell"), run.query) if start <= run.trace.end else None
     if cells is not None:
         # From the per track cells: the slices starting before the range's end less the finished ones ending
         # before its start (the rest have a part inside it).

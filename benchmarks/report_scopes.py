@@ -1,10 +1,11 @@
 """Every report view under many scopes, on the big synthetic trace: no page over Datasette's 1 s limit.
 
 benchmarks/report_latency.py times one page per view (and a few scoped ones) against p50/p95 targets; this
-one requests each view of the slices, processes, tracks, scheduling and counters nouns under every
-combination of a time range (none, 40% of the trace, 0.3% of it) and a flag (none, group_by process or
-thread, a process, a thread glob, a sort, min_duration, a name glob), through Datasette's ASGI client with
-the default 1 s limit, and prints how many answered 200, the slowest, and any that did not.
+one requests each view of the slices, processes, tracks, scheduling and counters nouns, and dimensions compare
+by thread, under every combination of a time range (none, 40% of the trace, 0.3% of it) and a flag (none,
+group_by process or thread, a process, a thread glob, a sort, group_by thread ranked by the longest,
+min_duration, a name glob), through Datasette's ASGI client with the default 1 s limit, and prints how many
+answered 200, the slowest, and any that did not.
 
 Usage: python benchmarks/report_scopes.py [--repeat 1] [--db PATH] [--rebuild] [--slices 1000000]
 """
@@ -31,6 +32,7 @@ VIEWS = [
     ("scheduling", "summary"),
     ("scheduling", "timeline"),
     ("counters", "list"),
+    ("dimensions", "compare"),  # by=thread, the dimension with the most values
 ]
 FLAGS = [
     {},
@@ -40,6 +42,7 @@ FLAGS = [
     {"thread": "thread1*"},
     {"sort": "count"},
     {"sort": "max"},
+    {"group_by": "thread", "sort": "max"},
     {"min_duration": "1ms"},
     {"name": "Task1*"},
 ]
@@ -63,6 +66,8 @@ def paths(db: str) -> list[tuple[str, str]]:
                 params = dict(flags)
                 if noun == "slices" and view != "table":
                     params.setdefault("name", top_name)  # one series: the most frequent name
+                if noun == "dimensions":
+                    params.setdefault("by", "thread")
                 if time is not None:
                     params["time"] = time
                 query = "&".join(f"{k}={v}" for k, v in params.items())

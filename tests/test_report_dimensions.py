@@ -573,13 +573,15 @@ def sql_compare(db: TraceDB, by: str) -> dict[str, dict[str, dict]]:
     return out
 
 
-@pytest.mark.parametrize("which", ["job", "ddp"])
-def test_compare_figures_are_sql(which, job, ddp):
+# By rank the figures are precomputed at import; by thread they are summed per track and the percentiles ranked
+# from the instances (grouping.group_stats).
+@pytest.mark.parametrize("which, by", [("job", "rank"), ("ddp", "rank"), ("job", "thread"), ("ddp", "thread")])
+def test_compare_figures_are_sql(which, by, job, ddp):
     import statistics
 
     db = {"job": job, "ddp": ddp}[which]
-    msg = report(db, "dimensions", "compare", by="rank", top="10000")["dimensions_compare"]
-    expected = sql_compare(db, "rank")
+    msg = report(db, "dimensions", "compare", by=by, top="10000")["dimensions_compare"]
+    expected = sql_compare(db, by)
     values = sorted({v for per in expected.values() for v in per}, key=int)
     assert [t["value"] for t in msg["totals"]] == values
     assert msg["total_rows"] == len(expected) == len(msg["names"])

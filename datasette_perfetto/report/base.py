@@ -13,7 +13,7 @@ import json
 import shlex
 import sqlite3
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlencode
@@ -311,6 +311,16 @@ ORDER BY value_type, int_value, string_value""",
         return ReportRun(self.conn, scope, self.linker, noun, view, parent=self)
 
     def query(self, purpose: str, sql: str, params: dict[str, Any] | None = None) -> list[sqlite3.Row]:
+        cursor = self._execute(purpose, sql, params)
+        cursor.row_factory = sqlite3.Row
+        return cursor.fetchall()
+
+    def rows(self, purpose: str, sql: str, params: dict[str, Any] | None = None) -> Iterator[tuple]:
+        """query() as plain tuples, read as they come: for many rows that Python goes through once."""
+        return self._execute(purpose, sql, params)
+
+    def _execute(self, purpose: str, sql: str, params: dict[str, Any] | None) -> sqlite3.Cursor:
+        """Runs a query of this report and records it (the SQL shown is the SQL run)."""
         params = params or {}
         q = pb.Query(purpose=purpose, sql=sql.strip())
         for key, value in params.items():
@@ -318,9 +328,7 @@ ORDER BY value_type, int_value, string_value""",
         if self.linker.sql_url is not None:
             q.url = self.linker.sql_url(q.sql, params)
         self.queries.append(q)
-        cursor = self.conn.execute(sql, params)
-        cursor.row_factory = sqlite3.Row
-        return cursor.fetchall()
+        return self.conn.execute(sql, params)
 
     def value(self, purpose: str, sql: str, params: dict[str, Any] | None = None) -> Any:
         rows = self.query(purpose, sql, params)

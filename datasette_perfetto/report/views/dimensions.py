@@ -30,7 +30,7 @@ from ..filters import (
     dim_terms,
     optional_terms,
 )
-from ..grouping import VALUE_TEXT, Grouping, dim_params, dimension_grouping, group_stats, track_value
+from ..grouping import VALUE_TEXT, Grouping, dim_params, dimension_grouping, group_stats
 from ..links import glob_escape, scoped_link, view_link
 from ..scope import ReportError, shown
 from .slices import (
@@ -44,6 +44,7 @@ from .slices import (
     scope_dur,
     scope_self,
     scope_where,
+    top_longest_per_value,
 )
 
 # Collective operations (torch.distributed, gloo, NCCL): a name with one of these words, or one of these
@@ -458,10 +459,19 @@ class DimensionsCompareView(View):
                 continue
             counts[nv.name] = count
         baseline = self._baseline_value(run, group, values) if s.baseline_value is not None else None
-        if longest_pending and key == "max":  # ranked by the longest: every name's first
-            _set_longest(names, self._longest(run, group, list(counts)))
-            longest_pending = False
-        ordered = sorted(counts, key=lambda name: _order(key, names[name], counts[name], values))
+        if longest_pending and key == "max":
+            # Ranked by the longest: the names that rank first by their longest on the tracks with a value (the
+            # per value ones of those shown are looked up below), then the rest.
+            # ("" stands for NULL names too, as in NameValues.)
+            wanted = {(name, None) for name in counts} | ({(None, None)} if "" in counts else set())
+            first = list(
+                dict.fromkeys(
+                    name or "" for name, _ in top_longest_per_value(run, owner_tracks(run), group, wanted, True)
+                )
+            )
+            ordered = first + sorted(set(counts) - set(first))
+        else:
+            ordered = sorted(counts, key=lambda name: _order(key, names[name], counts[name], values))
         out.total_rows = len(ordered)
         shown = ordered[: s.top]
         ranked = None
@@ -701,10 +711,11 @@ WHERE dimension = :group_dim AND name IN (SELECT value FROM json_each(:names))""
         dur = scope_dur(run)
         return group_stats(
             run,
+            group,
             f"minimum and percentiles per slice name and {group.name} value (nearest rank)",
-            f"""SELECT {track_value("s.track_id")} AS g, s.name, {dur} AS d FROM slice s
+            f"""SELECT s.track_id, s.name, {dur} AS d FROM slice s
   {w.sql().replace(chr(10), chr(10) + "  ")}""",
-            {**w.params, **group.params},
+            w.params,
         )
 
     @staticmethod

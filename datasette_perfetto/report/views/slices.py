@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import heapq
 import json
 import math
 import re
@@ -32,7 +33,7 @@ from ..filters import (
     subquery,
     unset,
 )
-from ..grouping import VALUE_TEXT, Grouping, group_stats, grouping, track_value
+from ..grouping import VALUE_TEXT, Grouping, group_stats, grouping
 from ..links import glob_escape, view_link
 from ..scope import MAX_INT64, ReportError
 from ..scope import shown as quoted
@@ -232,9 +233,7 @@ class SlicesTableView(View):
         # instances: it selects no instances.
         narrowed = owner is not None or s.time is not None
         by_max = self.sort_key(s) == "max"
-        # Ranked by the longest, every row's longest is looked up first: from the cells per name only (rows per
-        # dimension value are too many lookups).
-        cells = cell_split(run, cell_table(owner, group)) if not by_max or group is None else None
+        cells = cell_split(run, cell_table(owner, group))
         if cells is not None:
             w = scope_where(run, min_duration=False)
             grouped, grouped_params, slice_time = self._from_cells(run, cells, owner, group, by_max)
@@ -371,11 +370,15 @@ LIMIT :top""",
         run: ReportRun, cells: CellSplit, owner: Where | None, group: Grouping | None, by_max: bool
     ) -> tuple[str, dict, int]:
         """(the rows per name SQL, its parameters, the slice time in scope) of a range holding whole cells;
-        `by_max`: every name's longest in the range looked up (longest_in_range) before they are ranked."""
+        `by_max`: the rows' longest in the range found before they are ranked (every name's, longest_in_range;
+        per name and dimension value, those that rank: top_longest_per_value)."""
         grouped, params = SlicesTableView._by_cells(run, cells, owner, group)
         if by_max:
-            found = run.query("slice names in the range's cells", grouped, params)
-            grouped, params = _rows_sql(longest_in_range(run, found, owner))
+            if group is None:
+                found = run.query("slice names in the range's cells", grouped, params)
+                grouped, params = _rows_sql(longest_in_range(run, found, owner))
+            else:
+                grouped, params = _with_longest(run, grouped, params, owner, group)
         # Every track's slice time (group_by alone) is the per name cells', finer: shorter parts to read.
         every_track = cell_split(run) if owner is None and group is not None else None
         return grouped, params, SlicesTableView._slice_time_by_cells(run, every_track or cells, owner)
@@ -1097,21 +1100,21 @@ def longest_in_range(
         return []
     start, end = run.time_range()
     range_dur = end - start
-    owned_all, owner_params = ("", {}) if owner is None else (f" AND +s.track_id IN {owner.terms[0]}", owner.params)
-    # The names shown, for IN (json_each(:names)); a NULL name is matched apart.
-    shown: dict[str, Any] = {
-        "names": json.dumps(sorted({row["name"] for row in rows if row["name"] is not None})),
-        "any_null": any(row["name"] is None for row in rows),
-    }
-    reach = run.query(
-        "how far back the longest instance of the names shown reaches, and the slices per ns",
-        "SELECT (SELECT max(max_dur) FROM report_slice_name WHERE name IN (SELECT value FROM json_each(:names))"
-        " OR (:any_null AND name IS NULL)) AS longest, (SELECT sum(count) FROM report_slice_name) AS slices",
-        shown,
-    )[0]
-    per_ns = (reach["slices"] or 0) / max(run.trace.dur, 1)
-    if per_ns * (range_dur + max(reach["longest"] or 0, 0)) <= LONGEST_BY_TIME_MAX:
-        return _longest_by_time(run, rows, shown, reach["longest"] or 0, owned_all, owner_params, group)
+    owned_all, owner_params = _owned(owner)
+    shown, by_time = _longest_reads(run, rows)
+    if by_time is not None:
+        per_row = {
+            (r["name"], r["group_value"]): r
+            for r in _longest_by_time(run, shown, by_time, owned_all, owner_params, group)
+        }
+        out = []
+        for row in rows:
+            row = dict(row)
+            hit = per_row.get((row["name"], row["group_value"] if group is not None else None))
+            if hit is not None:
+                row["max_dur"], row["max_id"] = hit["d"], hit["id"]
+            out.append(row)
+        return out
     out = []
     for row in rows:
         row = dict(row)
@@ -1158,19 +1161,168 @@ WHERE s.name IS :name AND s.dur < 0 AND +s.ts < :range_end AND (SELECT end_ts FR
     return out
 
 
+def _owned(owner: Where | None) -> tuple[str, dict]:
+    """The term (after AND) keeping the slices on the owner's tracks, and its parameters."""
+    return ("", {}) if owner is None else (f" AND +s.track_id IN {owner.terms[0]}", owner.params)
+
+
+def _longest_reads(run: ReportRun, rows: list) -> tuple[dict, int | None]:
+    """(the :names and :any_null parameters of the rows' names, how far back the longest of them reaches when one
+    pass over the range's instances by time reads few enough (_longest_by_time), else None)."""
+    start, end = run.time_range()
+    # The names shown, for IN (json_each(:names)); a NULL name is matched apart.
+    shown: dict[str, Any] = {
+        "names": json.dumps(sorted({row["name"] for row in rows if row["name"] is not None})),
+        "any_null": any(row["name"] is None for row in rows),
+    }
+    reach = run.query(
+        "how far back the longest instance of the names shown reaches, and the slices per ns",
+        "SELECT (SELECT max(max_dur) FROM report_slice_name WHERE name IN (SELECT value FROM json_each(:names))"
+        " OR (:any_null AND name IS NULL)) AS longest, (SELECT sum(count) FROM report_slice_name) AS slices",
+        shown,
+    )[0]
+    per_ns = (reach["slices"] or 0) / max(run.trace.dur, 1)
+    longest = max(reach["longest"] or 0, 0)
+    return shown, longest if per_ns * (end - start + longest) <= LONGEST_BY_TIME_MAX else None
+
+
+def _with_longest(run: ReportRun, grouped: str, params: dict, owner: Where | None, group: Grouping) -> tuple[str, dict]:
+    """The rows per name and value of `grouped` (a range's, from the cell tables) with max_dur and max_id for the
+    :top rows ranked first by them (top_longest_per_value), bound as a JSON array; the other rows' are NULL, so
+    they rank after (looking up every row's longest would take a query each, or a pass over the whole range)."""
+    s = run.scope
+    wanted = None
+    if s.min_count is not None or s.min_duration is not None:  # the rows the ranking query can show
+        wanted = {
+            (r["name"], r["group_value"])
+            for r in run.query(
+                "the rows min_count and min_duration keep",
+                f"""SELECT name, group_value FROM (
+{grouped}
+) WHERE (:min_count IS NULL OR count >= :min_count) AND (:min_duration IS NULL OR total_dur >= :min_duration)""",
+                {**params, "min_count": s.min_count, "min_duration": s.min_duration},
+            )
+        }
+    longest = top_longest_per_value(run, owner, group, wanted)
+    return (
+        f"""SELECT c.name, c.group_value, c.count, c.total_dur, l.max_dur, l.max_id, c.unfinished, c.self_dur
+FROM (
+{grouped}
+) c
+LEFT JOIN (
+  WITH shown AS MATERIALIZED (
+    SELECT value ->> '$[0]' AS name, value ->> '$[1]' AS group_value, value ->> '$[2]' AS max_dur,
+           value ->> '$[3]' AS max_id
+    FROM json_each(:longest)
+  )
+  SELECT * FROM shown
+) l ON l.name IS c.name AND l.group_value IS c.group_value""",
+        {**params, "longest": json.dumps([[*key, *found] for key, found in longest.items()])},
+    )
+
+
+def top_longest_per_value(
+    run: ReportRun, owner: Where | None, group: Grouping, wanted: set | None = None, per_name: bool = False
+) -> dict[tuple[Any, Any], tuple[int, int]]:
+    """(name, value of `group`) -> (its longest part inside the range, that instance's id: the highest among
+    equals) in scope, as longest_in_range finds them, for the :top rows that rank first by it (`wanted`: among
+    those); `per_name`: (name, None), of the tracks with a value. In a short range, one pass by time gives every
+    row's. Else the names by their longest over the whole trace (report_slice_name: a bound on their parts inside
+    the range), each one's instances in the range by the (name, dur) index, longest first, counted for their
+    track's value: a name's reading stops at an instance shorter than the :top-th row's longest found so far, and
+    the names bound below it are not read."""
+    s = run.scope
+    w = Where()
+    if s.name is not None:
+        w.add("name GLOB :name", name=s.name)
+    names = [
+        {"name": r["name"]}
+        for r in run.query("the names in scope", f"SELECT name FROM report_slice_name {w.sql()}", w.params)
+    ]
+    if not names:
+        return {}
+    shown, by_time = _longest_reads(run, names)
+    owned, owner_params = _owned(owner)
+    best: dict[tuple[Any, Any], tuple[int, int]] = {}
+    if by_time is not None:
+        for hit in _longest_by_time(run, shown, by_time, owned, owner_params, group):
+            if not per_name:
+                best[(hit["name"], hit["group_value"])] = (hit["d"], hit["id"])
+            elif hit["group_value"] is not None:
+                best[(hit["name"], None)] = max(best.get((hit["name"], None), (-1, -1)), (hit["d"], hit["id"]))
+    else:
+        values = {
+            r["track_id"]: r["value"]
+            for r in run.query(
+                f"the {group.name} of every track",
+                f"SELECT g.track_id, {VALUE_TEXT.format(d='g')} AS value FROM track_dimension g WHERE g.name = :group_dim",
+                group.params,
+            )
+        }
+        start, end = run.time_range()
+        params = {"range_start": start, "range_end": end, **owner_params}
+        threshold = -1  # the :top-th row's longest found so far
+
+        def found(name: Any, track_id: int, d: int, slice_id: int) -> None:
+            nonlocal threshold
+            if per_name and track_id not in values:
+                return
+            key = (name, None if per_name else values.get(track_id))
+            if (wanted is not None and key not in wanted) or best.get(key, (-1, -1)) >= (d, slice_id):
+                return
+            best[key] = (d, slice_id)
+            if d > threshold and len(best) >= s.top:
+                threshold = heapq.nlargest(s.top, (v[0] for v in best.values()))[-1]
+
+        # Unfinished instances (to the range's end): few, read first, whole.
+        for unfinished in run.rows(
+            "the unfinished instances of the names in the range",
+            f"""SELECT s.name, s.track_id, {CLIPPED_DUR} AS d, s.id FROM slice s
+WHERE (s.name IN (SELECT value FROM json_each(:names)) OR :any_null AND s.name IS NULL) AND s.dur < 0
+  AND +s.ts < :range_end AND (SELECT end_ts FROM trace_bounds) >= :range_start{owned}""",
+            {**params, **shown},
+        ):
+            found(*unfinished)
+        bounds = run.query(
+            "the longest instance of each name over the whole trace",
+            f"SELECT name, max_dur FROM report_slice_name {w.sql()} ORDER BY max_dur DESC",
+            w.params,
+        )
+        for bound in bounds:
+            if (bound["max_dur"] or 0) < threshold:
+                break
+            for slice_id, track_id, d, dur in run.rows(
+                f"the longest parts of a {bound['name']} inside the range, longest first",
+                f"""SELECT s.id, s.track_id, {CLIPPED_DUR} AS d, s.dur FROM slice s
+WHERE s.name IS :name AND s.dur >= 0 AND +s.ts < :range_end AND s.ts + s.dur >= :range_start{owned}
+ORDER BY s.dur DESC, s.id DESC""",
+                {**params, "name": bound["name"]},
+            ):
+                # Nothing unread can rank; per name, nor beat the name's own longest so far.
+                if dur < threshold or per_name and dur < best.get((bound["name"], None), (-1, -1))[0]:
+                    break
+                found(bound["name"], track_id, d, slice_id)
+    # The ranking query's order (max_dur DESC, name, length(group_value), group_value; NULL first), its first :top.
+    ranked = sorted(
+        (key for key in best if wanted is None or key in wanted),
+        key=lambda k: (-best[k][0], k[0] is not None, k[0] or "", k[1] is not None, len(k[1] or ""), k[1] or ""),
+    )
+    return {key: best[key] for key in ranked[: s.top]}
+
+
 def _longest_by_time(
-    run: ReportRun, rows: list, shown: dict, longest: int, owned: str, owner_params: dict, group: Grouping | None
-) -> list[dict]:
+    run: ReportRun, shown: dict, longest: int, owned: str, owner_params: dict, group: Grouping | None
+) -> list[sqlite3.Row]:
     """longest_in_range in one pass over the range's instances by the ts index (reaching back by `longest`;
-    `shown`: the :names and :any_null parameters of the rows' names), the longest per name (and value of the
-    group's dimension) ranked as the probe ranks them."""
+    `shown`: the :names and :any_null parameters of the names): rows of (name, group_value, id, d), the longest
+    per name (and value of the group's dimension) ranked as the probe ranks them."""
     start, end = run.time_range()
     value, value_join, params = "NULL", "", {}
     if group is not None:
         value = VALUE_TEXT.format(d="g")
         value_join = "\n  LEFT JOIN track_dimension g ON g.track_id = s.track_id AND g.name = :group_dim"
         params = group.params
-    found = run.query(
+    return run.query(
         "the longest part of each name shown inside the range",
         f"""SELECT name, group_value, id, d FROM (
   SELECT s.name, {value} AS group_value, s.id, {CLIPPED_DUR} AS d,
@@ -1190,15 +1342,6 @@ WHERE rank = 1""",
             **params,
         },
     )
-    best = {(r["name"], r["group_value"]): r for r in found}
-    out = []
-    for row in rows:
-        row = dict(row)
-        hit = best.get((row["name"], row["group_value"] if group is not None else None))
-        if hit is not None:
-            row["max_dur"], row["max_id"] = hit["d"], hit["id"]
-        out.append(row)
-    return out
 
 
 def clipped_footnote(run: ReportRun) -> None:
@@ -2121,9 +2264,10 @@ FROM slice s
             out.group_by = group.name
             per_value = group_stats(
                 run,
+                group,
                 f"count, total and percentiles per {group.name} value",
-                f"SELECT {track_value('s.track_id')} AS g, '' AS name, {dur} AS d FROM slice s\n  {w.sql()}",
-                {**w.params, **group.params},
+                f"SELECT s.track_id, '' AS name, {dur} AS d FROM slice s\n  {w.sql()}",
+                w.params,
             )
             for (_, value), stats in sorted(per_value.items(), key=lambda kv: group.rank(kv[0][1])):
                 out.groups.add(value=value or "", label=group.label(value), stats=stats)

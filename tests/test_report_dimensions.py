@@ -644,6 +644,29 @@ def test_compare_of_a_dimension_with_one_value(tmp_path_factory, inputs, by, sho
     assert ("FROM report_slice_name n" in to_sql(result)) == shortcut
 
 
+def test_compare_charts_keep_both_ends_and_the_straggler_of_many_values(job, monkeypatch):
+    from datasette_perfetto.report.views import dimensions
+
+    monkeypatch.setattr(dimensions, "CHART_VALUES", 2)
+    result = report_of(job.path, "dimensions", "compare", {"by": "thread", "top": "100"})
+    msg = result.result_message()
+    charts = result.view.charts(msg, result.run)
+    assert len(charts) == len(msg.names) > 0
+    for name, chart in zip(msg.names, charts):
+        values = list(name.values)
+        totals = [v.stats.total for v in values]
+        labels = [bar.label for bar in chart.bars]
+        assert len(values) > 2 and len(labels) <= 3
+        # In the values' order, with their totals: the largest, the smallest and the straggler.
+        assert [(bar.label, bar.value) for bar in chart.bars] == [
+            (v.label, v.stats.total) for v in values if v.label in labels
+        ]
+        assert max(bar.value for bar in chart.bars) == max(totals)
+        assert min(bar.value for bar in chart.bars) == min(totals)
+        assert {v.label for v in values if v.straggler} <= set(labels)
+        assert chart.title.endswith(f"the 1 largest and smallest of {len(values)} values (all in the table)")
+
+
 def test_compare_finds_the_injected_straggler(job):
     msg = report(job, "dimensions", "compare", by="rank")["dimensions_compare"]
     computing = [n for n in msg["names"] if n["name"] in ("forward", "backward") or n["name"].startswith("aten::")]

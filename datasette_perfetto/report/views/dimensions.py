@@ -67,6 +67,8 @@ STEP_GLOBS = ("ProfilerStep#*", "train_step*")
 # Ranking every instance of the names shown (their p50 and p95 per value) stops beyond this many instances.
 PERCENTILE_BUDGET = 300_000
 SORTS = ("spread", "total", "count", "max", "name")
+# A name's chart draws at most this many values (half the largest totals, half the smallest; and the straggler).
+CHART_VALUES = 24
 # The likely straggler waits in collectives for less than this share of the median value's waiting share.
 LIKELY_STRAGGLER = 0.8
 
@@ -879,15 +881,20 @@ ORDER BY value, s.ts""",
     def charts(self, msg: pb.DimensionsCompare, run: ReportRun) -> list[Chart]:
         charts = []
         for n in msg.names:
+            values = list(n.values)
+            title = f"{n.name}: total per {msg.by} (spread {spread_text(n.spread)})"
+            if len(values) > CHART_VALUES:
+                # Both ends of the spread and the straggler, in the values' order; every value is in the table.
+                by_total = sorted(range(len(values)), key=lambda i: values[i].stats.total)
+                half = CHART_VALUES // 2
+                kept = {*by_total[:half], *by_total[-half:], *(i for i, v in enumerate(values) if v.straggler)}
+                title += f": the {half} largest and smallest of {len(values)} values (all in the table)"
+                values = [v for i, v in enumerate(values) if i in kept]
             bars = [
                 Bar(v.label, v.stats.total, fmt.duration(v.stats.total) + ("  straggler" if v.straggler else ""))
-                for v in n.values
+                for v in values
             ]
-            charts.append(
-                Chart(
-                    f"{n.name}: total per {msg.by} (spread {spread_text(n.spread)})", "linear", "total duration", bars
-                )
-            )
+            charts.append(Chart(title, "linear", "total duration", bars))
         return charts
 
 

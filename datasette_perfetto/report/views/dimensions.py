@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -281,14 +281,7 @@ def _name_cell_figures(run: ReportRun, group: Grouping, cells: CellSplit) -> tup
     grouped, params = SlicesTableView._by_cells(run, cells, None, None)
     found = run.query("count, total and self time per slice name in the range's cells", grouped, params)
     return _name_values(
-        {
-            "name": r["name"],
-            "value": group.order[0],
-            "count": r["count"],
-            "total": r["total_dur"],
-            "self": r["self_dur"],
-            "longest": r["max_dur"],
-        }
+        (r["name"], group.order[0], r["count"], r["total_dur"], r["self_dur"], r["max_dur"])
         for r in longest_in_range(run, found)
     )
 
@@ -304,32 +297,22 @@ def _value_cell_figures(
         f"count, total and self time per slice name and {group.name} in the range's cells", grouped, params
     )
     return _name_values(
-        {
-            "name": r["name"],
-            "value": r["group_value"],
-            "count": r["count"],
-            "total": r["total_dur"],
-            "self": r["self_dur"],
-            "longest": 0,
-        }
+        (r["name"], r["group_value"], r["count"], r["total_dur"], r["self_dur"], 0)
         for r in found
         if r["group_value"] is not None  # tracks without the dimension are not compared
     )
 
 
-def _name_values(rows: Iterable[Any]) -> tuple[dict[str, NameValues], set[str]]:
+def _name_values(rows: Iterable[Sequence[Any]]) -> tuple[dict[str, NameValues], set[str]]:
     """Rows of (name, value, count, total, self, longest) as NameValues by name, and the values seen."""
     names: dict[str, NameValues] = {}
     seen: set[str] = set()
-    for r in rows:
-        nv = names.setdefault(r["name"] or "", NameValues(r["name"] or ""))
-        nv.per_value[r["value"]] = {
-            "count": r["count"],
-            "total": r["total"] or 0,
-            "self": r["self"] or 0,
-            "max": max(r["longest"] or 0, 0),
-        }
-        seen.add(r["value"])
+    for name, value, count, total, self_dur, longest in rows:
+        nv = names.get(name or "")
+        if nv is None:
+            nv = names[name or ""] = NameValues(name or "")
+        nv.per_value[value] = {"count": count, "total": total or 0, "self": self_dur or 0, "max": max(longest or 0, 0)}
+        seen.add(value)
     return names, seen
 
 
@@ -551,7 +534,7 @@ GROUP BY +s.name, value"""
         params.update(w.params)
         return (
             *_name_values(
-                run.query(f"count, total, self time and longest per slice name and {group.name}", sql, params)
+                run.rows(f"count, total, self time and longest per slice name and {group.name}", sql, params)
             ),
             False,
         )

@@ -44,7 +44,7 @@ from .slices import (
     scope_dur,
     scope_self,
     scope_where,
-    top_longest_per_value,
+    top_longest,
 )
 
 # Collective operations (torch.distributed, gloo, NCCL): a name with one of these words, or one of these
@@ -450,9 +450,7 @@ class DimensionsCompareView(View):
             # ("" stands for NULL names too, as in NameValues.)
             wanted = {(name, None) for name in counts} | ({(None, None)} if "" in counts else set())
             first = list(
-                dict.fromkeys(
-                    name or "" for name, _ in top_longest_per_value(run, owner_tracks(run), group, wanted, True)
-                )
+                dict.fromkeys(name or "" for name, _ in top_longest(run, owner_tracks(run), group, wanted, True))
             )
             ordered = first + sorted(set(counts) - set(first))
         else:

@@ -370,15 +370,10 @@ LIMIT :top""",
         run: ReportRun, cells: CellSplit, owner: Where | None, group: Grouping | None, by_max: bool
     ) -> tuple[str, dict, int]:
         """(the rows per name SQL, its parameters, the slice time in scope) of a range holding whole cells;
-        `by_max`: the rows' longest in the range found before they are ranked (every name's, longest_in_range;
-        per name and dimension value, those that rank: top_longest_per_value)."""
+        `by_max`: the longest in the range of the rows that rank found before they are ranked (top_longest)."""
         grouped, params = SlicesTableView._by_cells(run, cells, owner, group)
         if by_max:
-            if group is None:
-                found = run.query("slice names in the range's cells", grouped, params)
-                grouped, params = _rows_sql(longest_in_range(run, found, owner))
-            else:
-                grouped, params = _with_longest(run, grouped, params, owner, group)
+            grouped, params = _with_longest(run, grouped, params, owner, group)
         # Every track's slice time (group_by alone) is the per name cells', finer: shorter parts to read.
         every_track = cell_split(run) if owner is None and group is not None else None
         return grouped, params, SlicesTableView._slice_time_by_cells(run, every_track or cells, owner)
@@ -806,18 +801,6 @@ def _by_running_totals(cells: CellSplit, by_name: bool, owner: Where | None = No
   WHERE hi.cell >= :first_cell{"".join(terms)}"""
 
 
-# The columns of a slices table's rows per name before they are ranked (what _by_cells and the other sources give).
-_ROW_COLUMNS = ("name", "count", "total_dur", "max_dur", "max_id", "unfinished", "self_dur")
-
-
-def _rows_sql(rows: list) -> tuple[str, dict]:
-    """Rows per name already read (with their longest) as a query of _ROW_COLUMNS, and its parameters: the rows
-    as a JSON array bound to :rows."""
-    columns = ", ".join(f"value ->> '$.{c}' AS {c}" for c in _ROW_COLUMNS)
-    data = json.dumps([{c: row[c] for c in _ROW_COLUMNS} for row in rows])
-    return f"SELECT {columns} FROM json_each(:rows)", {"rows": data}
-
-
 def _edge_dur(label: str) -> str:
     """CLIPPED_DUR for the part of a range named `label` (:{label}_start, :{label}_end)."""
     return CLIPPED_DUR.replace(":range_end", f":{label}_end").replace(":range_start", f":{label}_start")
@@ -1186,26 +1169,32 @@ def _longest_reads(run: ReportRun, rows: list) -> tuple[dict, int | None]:
     return shown, longest if per_ns * (end - start + longest) <= LONGEST_BY_TIME_MAX else None
 
 
-def _with_longest(run: ReportRun, grouped: str, params: dict, owner: Where | None, group: Grouping) -> tuple[str, dict]:
-    """The rows per name and value of `grouped` (a range's, from the cell tables) with max_dur and max_id for the
-    :top rows ranked first by them (top_longest_per_value), bound as a JSON array; the other rows' are NULL, so
-    they rank after (looking up every row's longest would take a query each, or a pass over the whole range)."""
+def _with_longest(
+    run: ReportRun, grouped: str, params: dict, owner: Where | None, group: Grouping | None
+) -> tuple[str, dict]:
+    """The rows per name (and value of `group`) of `grouped` (a range's, from the cell tables) with max_dur and
+    max_id for the :top rows ranked first by them (top_longest), bound as a JSON array; the other rows' are NULL,
+    so they rank after (looking up every row's longest would take a query each, or a pass over the whole
+    range)."""
     s = run.scope
+    value = "group_value" if group is not None else "NULL"
     wanted = None
     if s.min_count is not None or s.min_duration is not None:  # the rows the ranking query can show
         wanted = {
-            (r["name"], r["group_value"])
+            (r["name"], r["value"])
             for r in run.query(
                 "the rows min_count and min_duration keep",
-                f"""SELECT name, group_value FROM (
+                f"""SELECT name, {value} AS value FROM (
 {grouped}
 ) WHERE (:min_count IS NULL OR count >= :min_count) AND (:min_duration IS NULL OR total_dur >= :min_duration)""",
                 {**params, "min_count": s.min_count, "min_duration": s.min_duration},
             )
         }
-    longest = top_longest_per_value(run, owner, group, wanted)
+    longest = top_longest(run, owner, group, wanted)
+    by_value = " AND l.group_value IS c.group_value" if group is not None else ""
     return (
-        f"""SELECT c.name, c.group_value, c.count, c.total_dur, l.max_dur, l.max_id, c.unfinished, c.self_dur
+        f"""SELECT c.name{", c.group_value" if group is not None else ""}, c.count, c.total_dur, l.max_dur, l.max_id,
+       c.unfinished, c.self_dur
 FROM (
 {grouped}
 ) c
@@ -1216,21 +1205,21 @@ LEFT JOIN (
     FROM json_each(:longest)
   )
   SELECT * FROM shown
-) l ON l.name IS c.name AND l.group_value IS c.group_value""",
+) l ON l.name IS c.name{by_value}""",
         {**params, "longest": json.dumps([[*key, *found] for key, found in longest.items()])},
     )
 
 
-def top_longest_per_value(
-    run: ReportRun, owner: Where | None, group: Grouping, wanted: set | None = None, per_name: bool = False
+def top_longest(
+    run: ReportRun, owner: Where | None, group: Grouping | None, wanted: set | None = None, per_name: bool = False
 ) -> dict[tuple[Any, Any], tuple[int, int]]:
-    """(name, value of `group`) -> (its longest part inside the range, that instance's id: the highest among
-    equals) in scope, as longest_in_range finds them, for the :top rows that rank first by it (`wanted`: among
-    those); `per_name`: (name, None), of the tracks with a value. In a short range, one pass by time gives every
-    row's. Else the names by their longest over the whole trace (report_slice_name: a bound on their parts inside
-    the range), each one's instances in the range by the (name, dur) index, longest first, counted for their
-    track's value: a name's reading stops at an instance shorter than the :top-th row's longest found so far, and
-    the names bound below it are not read."""
+    """(name, value of `group`, or None without one) -> (its longest part inside the range, that instance's id:
+    the highest among equals) in scope, as longest_in_range finds them, for the :top rows that rank first by it
+    (`wanted`: among those); `per_name`: (name, None), of the tracks with a value of `group`. In a short range,
+    one pass by time gives every row's. Else the names by their longest over the whole trace (report_slice_name:
+    a bound on their parts inside the range), each one's instances in the range by the (name, dur) index, longest
+    first, counted for their track's value: a name's reading stops at an instance shorter than the :top-th row's
+    longest found so far (or, one row a name, than its own), and the names bound below it are not read."""
     s = run.scope
     w = Where()
     if s.name is not None:
@@ -1243,6 +1232,7 @@ def top_longest_per_value(
         return {}
     shown, by_time = _longest_reads(run, names)
     owned, owner_params = _owned(owner)
+    one_per_name = per_name or group is None  # a name's longest so far is its row's: its reading can stop there
     best: dict[tuple[Any, Any], tuple[int, int]] = {}
     if by_time is not None:
         for hit in _longest_by_time(run, shown, by_time, owned, owner_params, group):
@@ -1251,14 +1241,17 @@ def top_longest_per_value(
             elif hit["group_value"] is not None:
                 best[(hit["name"], None)] = max(best.get((hit["name"], None), (-1, -1)), (hit["d"], hit["id"]))
     else:
-        values = {
-            r["track_id"]: r["value"]
-            for r in run.query(
-                f"the {group.name} of every track",
-                f"SELECT g.track_id, {VALUE_TEXT.format(d='g')} AS value FROM track_dimension g WHERE g.name = :group_dim",
-                group.params,
-            )
-        }
+        values: dict[int, Any] = {}
+        if group is not None:
+            values = {
+                r["track_id"]: r["value"]
+                for r in run.query(
+                    f"the {group.name} of every track",
+                    f"SELECT g.track_id, {VALUE_TEXT.format(d='g')} AS value FROM track_dimension g "
+                    "WHERE g.name = :group_dim",
+                    group.params,
+                )
+            }
         start, end = run.time_range()
         params = {"range_start": start, "range_end": end, **owner_params}
         threshold = -1  # the :top-th row's longest found so far
@@ -1267,7 +1260,7 @@ def top_longest_per_value(
             nonlocal threshold
             if per_name and track_id not in values:
                 return
-            key = (name, None if per_name else values.get(track_id))
+            key = (name, None if one_per_name else values.get(track_id))
             if (wanted is not None and key not in wanted) or best.get(key, (-1, -1)) >= (d, slice_id):
                 return
             best[key] = (d, slice_id)
@@ -1299,7 +1292,7 @@ ORDER BY s.dur DESC, s.id DESC""",
                 {**params, "name": bound["name"]},
             ):
                 # Nothing unread can rank; per name, nor beat the name's own longest so far.
-                if dur < threshold or per_name and dur < best.get((bound["name"], None), (-1, -1))[0]:
+                if dur < threshold or one_per_name and dur < best.get((bound["name"], None), (-1, -1))[0]:
                     break
                 found(bound["name"], track_id, d, slice_id)
     # The ranking query's order (max_dur DESC, name, length(group_value), group_value; NULL first), its first :top.

@@ -40,6 +40,7 @@ from .slices import (
     cell_split,
     cell_table,
     longest_in_range,
+    longest_per_value,
     owner_tracks,
     scope_dur,
     scope_self,
@@ -464,7 +465,7 @@ class DimensionsCompareView(View):
                 ranked = self._ranked(run, group, json.dumps(shown))
                 _set_longest(names, {pair: stats.max for pair, stats in ranked.items()})
             else:
-                _set_longest(names, self._longest(run, group, shown))
+                _set_longest(names, self._longest(run, group, names, shown))
         out.names.extend(self._name(names[name], counts[name], group, values, baseline) for name in shown)
         if baseline is not None:
             out.baseline_value, out.baseline_label = baseline, group.label(baseline)
@@ -538,33 +539,20 @@ GROUP BY +s.name, value"""
         )
 
     @staticmethod
-    def _longest(run: ReportRun, group: Grouping, names: list[str]) -> dict[tuple[str, str], int]:
-        """(name, value) -> the longest instance in scope (its part inside the time range) of each of `names`
-        on the value's tracks: their instances read once (as _ranked reads them); "" also matches NULL names
+    def _longest(run: ReportRun, group: Grouping, names: dict[str, NameValues], shown: list[str]) -> dict:
+        """(name, value) -> the longest instance in scope (its part inside the time range) of each of the `shown`
+        names on each value's tracks it has instances on (longest_per_value); "" also matches NULL names
         (NameValues shows them as "")."""
-        if not names:
-            return {}
-        w = scope_where(run, name=False, min_duration=False, names_first=_few_instances(run, json.dumps(names)))
-        w.add(
-            "(s.name IN (SELECT value FROM json_each(:names)) OR :any_null AND s.name IS NULL)",
-            names=json.dumps(names),
-            any_null="" in names,
-        )
-        # Per name and track first, then each track's value: one dimension lookup a track and name, not a slice.
-        rows = run.query(
-            f"the longest instance per slice name shown and {group.name} value",
-            f"""SELECT t.name, {VALUE_TEXT.format(d="g")} AS value, max(t.longest) AS longest
-FROM (
-  SELECT s.name, s.track_id, max({scope_dur(run)}) AS longest
-  FROM slice s
-  {w.sql().replace(chr(10), chr(10) + "  ")}
-  GROUP BY +s.name, s.track_id
-) t
-JOIN track_dimension g ON g.track_id = t.track_id AND g.name = :group_dim
-GROUP BY t.name, value""",
-            {**w.params, **group.params},
-        )
-        return {(r["name"] or "", r["value"]): max(r["longest"] or 0, 0) for r in rows}
+        expected: dict[Any, set] = {}
+        for name in shown:
+            values = {v for v, figures in names[name].per_value.items() if figures.get("count")}
+            expected[name] = values
+            if name == "":
+                expected[None] = values
+        longest: dict[tuple[str, str], int] = {}
+        for (name, value), (d, _) in longest_per_value(run, owner_tracks(run), group, expected).items():
+            longest[(name or "", value)] = max(longest.get((name or "", value), 0), d, 0)
+        return longest
 
     @staticmethod
     def _name(

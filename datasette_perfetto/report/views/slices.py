@@ -9,7 +9,7 @@ import math
 import re
 import sqlite3
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -1241,17 +1241,7 @@ def top_longest(
             elif hit["group_value"] is not None:
                 best[(hit["name"], None)] = max(best.get((hit["name"], None), (-1, -1)), (hit["d"], hit["id"]))
     else:
-        values: dict[int, Any] = {}
-        if group is not None:
-            values = {
-                r["track_id"]: r["value"]
-                for r in run.query(
-                    f"the {group.name} of every track",
-                    f"SELECT g.track_id, {VALUE_TEXT.format(d='g')} AS value FROM track_dimension g "
-                    "WHERE g.name = :group_dim",
-                    group.params,
-                )
-            }
+        values = _track_values(run, group) if group is not None else {}
         start, end = run.time_range()
         params = {"range_start": start, "range_end": end, **owner_params}
         threshold = -1  # the :top-th row's longest found so far
@@ -1267,14 +1257,7 @@ def top_longest(
             if d > threshold and len(best) >= s.top:
                 threshold = heapq.nlargest(s.top, (v[0] for v in best.values()))[-1]
 
-        # Unfinished instances (to the range's end): few, read first, whole.
-        for unfinished in run.rows(
-            "the unfinished instances of the names in the range",
-            f"""SELECT s.name, s.track_id, {CLIPPED_DUR} AS d, s.id FROM slice s
-WHERE (s.name IN (SELECT value FROM json_each(:names)) OR :any_null AND s.name IS NULL) AND s.dur < 0
-  AND +s.ts < :range_end AND (SELECT end_ts FROM trace_bounds) >= :range_start{owned}""",
-            {**params, **shown},
-        ):
+        for unfinished in _unfinished_in_range(run, shown, owned, params):
             found(*unfinished)
         bounds = run.query(
             "the longest instance of each name over the whole trace",
@@ -1284,13 +1267,7 @@ WHERE (s.name IN (SELECT value FROM json_each(:names)) OR :any_null AND s.name I
         for bound in bounds:
             if (bound["max_dur"] or 0) < threshold:
                 break
-            for slice_id, track_id, d, dur in run.rows(
-                f"the longest parts of a {bound['name']} inside the range, longest first",
-                f"""SELECT s.id, s.track_id, {CLIPPED_DUR} AS d, s.dur FROM slice s
-WHERE s.name IS :name AND s.dur >= 0 AND +s.ts < :range_end AND s.ts + s.dur >= :range_start{owned}
-ORDER BY s.dur DESC, s.id DESC""",
-                {**params, "name": bound["name"]},
-            ):
+            for slice_id, track_id, d, dur in _longest_first(run, bound["name"], owned, params):
                 # Nothing unread can rank; per name, nor beat the name's own longest so far.
                 if dur < threshold or one_per_name and dur < best.get((bound["name"], None), (-1, -1))[0]:
                     break
@@ -1301,6 +1278,87 @@ ORDER BY s.dur DESC, s.id DESC""",
         key=lambda k: (-best[k][0], k[0] is not None, k[0] or "", k[1] is not None, len(k[1] or ""), k[1] or ""),
     )
     return {key: best[key] for key in ranked[: s.top]}
+
+
+def longest_per_value(
+    run: ReportRun, owner: Where | None, group: Grouping, expected: dict[Any, set]
+) -> dict[tuple[Any, Any], tuple[int, int]]:
+    """(name, value of `group`) -> (its longest part inside the range, that instance's id: the highest among
+    equals) on the `owner`'s tracks, for each name of `expected` (None: the NULL name) and its values there (on the
+    tracks with one). In a short range, one pass by time; else each name's instances longest first by the (name,
+    dur) index, its reading stopping once each value `expected` for it has been found with a longest part no
+    unread instance exceeds (instead of reading all the names' instances in the range)."""
+    names = [{"name": name} for name in expected]
+    if not names:
+        return {}
+    shown, by_time = _longest_reads(run, names)
+    owned, owner_params = _owned(owner)
+    best: dict[tuple[Any, Any], tuple[int, int]] = {}
+    if by_time is not None:
+        for hit in _longest_by_time(run, shown, by_time, owned, owner_params, group):
+            if hit["group_value"] is not None:
+                best[(hit["name"], hit["group_value"])] = (hit["d"], hit["id"])
+        return best
+    values = _track_values(run, group)
+    start, end = run.time_range()
+    params = {"range_start": start, "range_end": end, **owner_params}
+
+    def found(name: Any, track_id: int, d: int, slice_id: int) -> bool:
+        """Keeps the instance if it is its row's longest so far; whether it was."""
+        value = values.get(track_id)
+        if value is None or best.get((name, value), (-1, -1)) >= (d, slice_id):
+            return False
+        best[(name, value)] = (d, slice_id)
+        return True
+
+    for unfinished in _unfinished_in_range(run, shown, owned, params):
+        found(*unfinished)
+    for name, wanted in expected.items():
+        floor = None  # the shortest longest among the wanted values, once each has one
+        for slice_id, track_id, d, dur in _longest_first(run, name, owned, params):
+            if found(name, track_id, d, slice_id):
+                floor = None
+            if floor is None and all((name, value) in best for value in wanted):
+                floor = min(best[(name, value)][0] for value in wanted)
+            if floor is not None and dur < floor:
+                break
+    return best
+
+
+def _track_values(run: ReportRun, group: Grouping) -> dict[int, Any]:
+    """track id -> its value of the grouping's dimension, for every track with one."""
+    return {
+        r["track_id"]: r["value"]
+        for r in run.query(
+            f"the {group.name} of every track",
+            f"SELECT g.track_id, {VALUE_TEXT.format(d='g')} AS value FROM track_dimension g WHERE g.name = :group_dim",
+            group.params,
+        )
+    }
+
+
+def _unfinished_in_range(run: ReportRun, shown: dict, owned: str, params: dict) -> Iterator[tuple]:
+    """The unfinished instances (lasting to the range's end) of the names `shown` names in the range:
+    (name, track_id, d, id). Few: read whole."""
+    return run.rows(
+        "the unfinished instances of the names in the range",
+        f"""SELECT s.name, s.track_id, {CLIPPED_DUR} AS d, s.id FROM slice s
+WHERE (s.name IN (SELECT value FROM json_each(:names)) OR :any_null AND s.name IS NULL) AND s.dur < 0
+  AND +s.ts < :range_end AND (SELECT end_ts FROM trace_bounds) >= :range_start{owned}""",
+        {**params, **shown},
+    )
+
+
+def _longest_first(run: ReportRun, name: Any, owned: str, params: dict) -> Iterator[tuple]:
+    """A name's finished instances in the range, longest first (the (name, dur) index, read as far as the caller
+    goes): (id, track_id, d, dur)."""
+    return run.rows(
+        f"the longest parts of a {name} inside the range, longest first",
+        f"""SELECT s.id, s.track_id, {CLIPPED_DUR} AS d, s.dur FROM slice s
+WHERE s.name IS :name AND s.dur >= 0 AND +s.ts < :range_end AND s.ts + s.dur >= :range_start{owned}
+ORDER BY s.dur DESC, s.id DESC""",
+        {**params, "name": name},
+    )
 
 
 def _longest_by_time(

@@ -1216,23 +1216,21 @@ def top_longest(
     """(name, value of `group`, or None without one) -> (its longest part inside the range, that instance's id:
     the highest among equals) in scope, as longest_in_range finds them, for the :top rows that rank first by it
     (`wanted`: among those); `per_name`: (name, None), of the tracks with a value of `group`. In a short range,
-    one pass by time gives every row's. Else the names by their longest over the whole trace (report_slice_name:
-    a bound on their parts inside the range), each one's instances in the range by the (name, dur) index, longest
-    first, counted for their track's value: a name's reading stops at an instance shorter than the :top-th row's
-    longest found so far (or, one row a name, than its own), and the names bound below it are not read."""
-    s = run.scope
-    w = Where()
-    if s.name is not None:
-        w.add("name GLOB :name", name=s.name)
-    names = [
-        {"name": r["name"]}
-        for r in run.query("the names in scope", f"SELECT name FROM report_slice_name {w.sql()}", w.params)
-    ]
-    if not names:
+    one pass by time gives every row's. Else the names by their longest over the whole trace on the tracks in
+    scope (a bound on their parts inside the range), each one's instances in the range by the (name, dur) index,
+    longest first, counted for their track's value: a name's reading stops at an instance shorter than the
+    :top-th row's longest found so far, or than the longest of each of its rows (one a name; `wanted`: those),
+    and the names bound below the :top-th are not read."""
+    rows_of: dict[Any, set] | None = None  # of the rows wanted, each name's
+    if wanted is not None:
+        rows_of = {}
+        for key in wanted:
+            rows_of.setdefault(key[0], set()).add(key)
+    bounds = _name_bounds(run, owner, rows_of)
+    if not bounds:
         return {}
-    shown, by_time = _longest_reads(run, names)
+    shown, by_time = _longest_reads(run, bounds)
     owned, owner_params = _owned(owner)
-    one_per_name = per_name or group is None  # a name's longest so far is its row's: its reading can stop there
     best: dict[tuple[Any, Any], tuple[int, int]] = {}
     if by_time is not None:
         for hit in _longest_by_time(run, shown, by_time, owned, owner_params, group):
@@ -1241,43 +1239,85 @@ def top_longest(
             elif hit["group_value"] is not None:
                 best[(hit["name"], None)] = max(best.get((hit["name"], None), (-1, -1)), (hit["d"], hit["id"]))
     else:
-        values = _track_values(run, group) if group is not None else {}
-        start, end = run.time_range()
-        params = {"range_start": start, "range_end": end, **owner_params}
-        threshold = -1  # the :top-th row's longest found so far
-
-        def found(name: Any, track_id: int, d: int, slice_id: int) -> None:
-            nonlocal threshold
-            if per_name and track_id not in values:
-                return
-            key = (name, None if one_per_name else values.get(track_id))
-            if (wanted is not None and key not in wanted) or best.get(key, (-1, -1)) >= (d, slice_id):
-                return
-            best[key] = (d, slice_id)
-            if d > threshold and len(best) >= s.top:
-                threshold = heapq.nlargest(s.top, (v[0] for v in best.values()))[-1]
-
-        for unfinished in _unfinished_in_range(run, shown, owned, params):
-            found(*unfinished)
-        bounds = run.query(
-            "the longest instance of each name over the whole trace",
-            f"SELECT name, max_dur FROM report_slice_name {w.sql()} ORDER BY max_dur DESC",
-            w.params,
-        )
-        for bound in bounds:
-            if (bound["max_dur"] or 0) < threshold:
-                break
-            for slice_id, track_id, d, dur in _longest_first(run, bound["name"], owned, params):
-                # Nothing unread can rank; per name, nor beat the name's own longest so far.
-                if dur < threshold or one_per_name and dur < best.get((bound["name"], None), (-1, -1))[0]:
-                    break
-                found(bound["name"], track_id, d, slice_id)
+        best = _top_longest_first(run, bounds, shown, owned, owner_params, group, rows_of, per_name)
     # The ranking query's order (max_dur DESC, name, length(group_value), group_value; NULL first), its first :top.
     ranked = sorted(
         (key for key in best if wanted is None or key in wanted),
         key=lambda k: (-best[k][0], k[0] is not None, k[0] or "", k[1] is not None, len(k[1] or ""), k[1] or ""),
     )
-    return {key: best[key] for key in ranked[: s.top]}
+    return {key: best[key] for key in ranked[: run.scope.top]}
+
+
+def _name_bounds(run: ReportRun, owner: Where | None, rows_of: dict | None) -> list[sqlite3.Row]:
+    """The names in scope (of `rows_of`, if given) with their longest over the whole trace on the owner's tracks
+    (an unfinished one's to the trace's end): a bound on their parts inside the range; longest first."""
+    w = Where()
+    if run.scope.name is not None:
+        w.add("t.name GLOB :name", name=run.scope.name)
+    if owner is None:
+        sql = f"SELECT t.name, t.max_dur FROM report_slice_name t {w.sql()} ORDER BY t.max_dur DESC"
+    else:
+        w.add(f"t.track_id IN {owner.terms[0]}", **owner.params)
+        sql = f"""SELECT t.name, max(t.max_dur) AS max_dur FROM report_slice_track_name t
+{w.sql()}
+GROUP BY t.name ORDER BY max_dur DESC"""
+    rows = run.query("the longest instance of each name in scope over the whole trace", sql, w.params)
+    return [r for r in rows if rows_of is None or r["name"] in rows_of]
+
+
+def _top_longest_first(
+    run: ReportRun,
+    bounds: list,
+    shown: dict,
+    owned: str,
+    owner_params: dict,
+    group: Grouping | None,
+    rows_of: dict | None,
+    per_name: bool,
+) -> dict[tuple[Any, Any], tuple[int, int]]:
+    """top_longest's reading of the names' instances longest first (`bounds`: the names, longest first)."""
+    top = run.scope.top
+    values = _track_values(run, group) if group is not None else {}
+    one_per_name = per_name or group is None
+    start, end = run.time_range()
+    params = {"range_start": start, "range_end": end, **owner_params}
+    best: dict[tuple[Any, Any], tuple[int, int]] = {}
+    threshold = -1  # the :top-th row's longest found so far
+
+    def found(name: Any, track_id: int, d: int, slice_id: int) -> tuple | None:
+        """Keeps the instance if it is its row's longest so far: that row's key, else None."""
+        nonlocal threshold
+        if per_name and track_id not in values:
+            return None
+        key = (name, None if one_per_name else values.get(track_id))
+        if (rows_of is not None and key not in rows_of.get(name, ())) or best.get(key, (-1, -1)) >= (d, slice_id):
+            return None
+        best[key] = (d, slice_id)
+        if d > threshold and len(best) >= top:
+            threshold = heapq.nlargest(top, (v[0] for v in best.values()))[-1]
+        return key
+
+    for unfinished in _unfinished_in_range(run, shown, owned, params):
+        found(*unfinished)
+    for bound in bounds:
+        if (bound["max_dur"] or 0) < threshold:
+            break
+        name = bound["name"]
+        mine = {(name, None)} if one_per_name else rows_of[name] if rows_of is not None else set()
+        unseen = {key for key in mine if key not in best}
+        floor = None  # the shortest longest among the name's rows, once each has one
+        for slice_id, track_id, d, dur in _longest_first(run, name, owned, params):
+            if dur < threshold:  # nothing unread can rank
+                break
+            key = found(name, track_id, d, slice_id)
+            if key is not None:
+                unseen.discard(key)
+                floor = None
+            if mine and not unseen:
+                floor = min(best[k][0] for k in mine) if floor is None else floor
+                if dur < floor:  # nothing unread is the longest of any of its rows
+                    break
+    return best
 
 
 def longest_per_value(

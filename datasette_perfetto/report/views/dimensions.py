@@ -40,7 +40,6 @@ from .slices import (
     cell_split,
     cell_table,
     longest_in_range,
-    longest_per_value,
     owner_tracks,
     scope_dur,
     scope_self,
@@ -541,16 +540,17 @@ GROUP BY +s.name, value"""
     @staticmethod
     def _longest(run: ReportRun, group: Grouping, names: dict[str, NameValues], shown: list[str]) -> dict:
         """(name, value) -> the longest instance in scope (its part inside the time range) of each of the `shown`
-        names on each value's tracks it has instances on (longest_per_value); "" also matches NULL names
+        names on each value's tracks it has instances on (top_longest, every one); "" also matches NULL names
         (NameValues shows them as "")."""
-        expected: dict[Any, set] = {}
+        wanted: set[tuple[str | None, str]] = set()
         for name in shown:
-            values = {v for v, figures in names[name].per_value.items() if figures.get("count")}
-            expected[name] = values
-            if name == "":
-                expected[None] = values
+            for value, figures in names[name].per_value.items():
+                if figures.get("count"):
+                    wanted.add((name, value))
+                    if name == "":
+                        wanted.add((None, value))
         longest: dict[tuple[str, str], int] = {}
-        for (name, value), (d, _) in longest_per_value(run, owner_tracks(run), group, expected).items():
+        for (name, value), (d, _) in top_longest(run, owner_tracks(run), group, wanted, every=True).items():
             longest[(name or "", value)] = max(longest.get((name or "", value), 0), d, 0)
         return longest
 

@@ -1211,11 +1211,17 @@ LEFT JOIN (
 
 
 def top_longest(
-    run: ReportRun, owner: Where | None, group: Grouping | None, wanted: set | None = None, per_name: bool = False
+    run: ReportRun,
+    owner: Where | None,
+    group: Grouping | None,
+    wanted: set | None = None,
+    per_name: bool = False,
+    every: bool = False,
 ) -> dict[tuple[Any, Any], tuple[int, int]]:
     """(name, value of `group`, or None without one) -> (its longest part inside the range, that instance's id:
     the highest among equals) in scope, as longest_in_range finds them, for the :top rows that rank first by it
-    (`wanted`: among those); `per_name`: (name, None), of the tracks with a value of `group`. In a short range,
+    (`wanted`: among those; `every`: all of those); `per_name`: (name, None), of the tracks with a value of
+    `group`. In a short range,
     one pass by time gives every row's. Else the names by their longest over the whole trace on the tracks in
     scope (a bound on their parts inside the range), each one's instances in the range by the (name, dur) index,
     longest first, counted for their track's value: a name's reading stops at an instance shorter than the
@@ -1239,13 +1245,14 @@ def top_longest(
             elif hit["group_value"] is not None:
                 best[(hit["name"], None)] = max(best.get((hit["name"], None), (-1, -1)), (hit["d"], hit["id"]))
     else:
-        best = _top_longest_first(run, bounds, shown, owned, owner_params, group, rows_of, per_name)
+        top = None if every else run.scope.top
+        best = _top_longest_first(run, bounds, shown, owned, owner_params, group, rows_of, per_name, top)
     # The ranking query's order (max_dur DESC, name, length(group_value), group_value; NULL first), its first :top.
     ranked = sorted(
         (key for key in best if wanted is None or key in wanted),
         key=lambda k: (-best[k][0], k[0] is not None, k[0] or "", k[1] is not None, len(k[1] or ""), k[1] or ""),
     )
-    return {key: best[key] for key in ranked[: run.scope.top]}
+    return {key: best[key] for key in ranked[: None if every else run.scope.top]}
 
 
 def _name_bounds(run: ReportRun, owner: Where | None, rows_of: dict | None) -> list[sqlite3.Row]:
@@ -1274,9 +1281,10 @@ def _top_longest_first(
     group: Grouping | None,
     rows_of: dict | None,
     per_name: bool,
+    top: int | None,
 ) -> dict[tuple[Any, Any], tuple[int, int]]:
-    """top_longest's reading of the names' instances longest first (`bounds`: the names, longest first)."""
-    top = run.scope.top
+    """top_longest's reading of the names' instances longest first (`bounds`: the names, longest first; `top`:
+    how many rows rank, None for every one)."""
     values = _track_values(run, group) if group is not None else {}
     one_per_name = per_name or group is None
     start, end = run.time_range()
@@ -1293,7 +1301,7 @@ def _top_longest_first(
         if (rows_of is not None and key not in rows_of.get(name, ())) or best.get(key, (-1, -1)) >= (d, slice_id):
             return None
         best[key] = (d, slice_id)
-        if d > threshold and len(best) >= top:
+        if top is not None and d > threshold and len(best) >= top:
             threshold = heapq.nlargest(top, (v[0] for v in best.values()))[-1]
         return key
 
@@ -1317,51 +1325,6 @@ def _top_longest_first(
                 floor = min(best[k][0] for k in mine) if floor is None else floor
                 if dur < floor:  # nothing unread is the longest of any of its rows
                     break
-    return best
-
-
-def longest_per_value(
-    run: ReportRun, owner: Where | None, group: Grouping, expected: dict[Any, set]
-) -> dict[tuple[Any, Any], tuple[int, int]]:
-    """(name, value of `group`) -> (its longest part inside the range, that instance's id: the highest among
-    equals) on the `owner`'s tracks, for each name of `expected` (None: the NULL name) and its values there (on the
-    tracks with one). In a short range, one pass by time; else each name's instances longest first by the (name,
-    dur) index, its reading stopping once each value `expected` for it has been found with a longest part no
-    unread instance exceeds (instead of reading all the names' instances in the range)."""
-    names = [{"name": name} for name in expected]
-    if not names:
-        return {}
-    shown, by_time = _longest_reads(run, names)
-    owned, owner_params = _owned(owner)
-    best: dict[tuple[Any, Any], tuple[int, int]] = {}
-    if by_time is not None:
-        for hit in _longest_by_time(run, shown, by_time, owned, owner_params, group):
-            if hit["group_value"] is not None:
-                best[(hit["name"], hit["group_value"])] = (hit["d"], hit["id"])
-        return best
-    values = _track_values(run, group)
-    start, end = run.time_range()
-    params = {"range_start": start, "range_end": end, **owner_params}
-
-    def found(name: Any, track_id: int, d: int, slice_id: int) -> bool:
-        """Keeps the instance if it is its row's longest so far; whether it was."""
-        value = values.get(track_id)
-        if value is None or best.get((name, value), (-1, -1)) >= (d, slice_id):
-            return False
-        best[(name, value)] = (d, slice_id)
-        return True
-
-    for unfinished in _unfinished_in_range(run, shown, owned, params):
-        found(*unfinished)
-    for name, wanted in expected.items():
-        floor = None  # the shortest longest among the wanted values, once each has one
-        for slice_id, track_id, d, dur in _longest_first(run, name, owned, params):
-            if found(name, track_id, d, slice_id):
-                floor = None
-            if floor is None and all((name, value) in best for value in wanted):
-                floor = min(best[(name, value)][0] for value in wanted)
-            if floor is not None and dur < floor:
-                break
     return best
 
 

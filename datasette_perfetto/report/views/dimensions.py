@@ -293,14 +293,15 @@ def _value_cell_figures(
     slices table's rows per name and value, from the per track (or process) cells and the edges around them
     (SlicesTableView._by_cells); the longest left at 0, for the names shown only (_longest)."""
     grouped, params = SlicesTableView._by_cells(run, cells, owner, group)
-    found = run.query(
-        f"count, total and self time per slice name and {group.name} in the range's cells", grouped, params
+    # Tracks without the dimension are not compared.
+    found = run.rows(
+        f"count, total and self time per slice name and {group.name} in the range's cells",
+        f"""SELECT name, group_value, count, total_dur, self_dur, 0 FROM (
+{grouped}
+) WHERE group_value IS NOT NULL""",
+        params,
     )
-    return _name_values(
-        (r["name"], r["group_value"], r["count"], r["total_dur"], r["self_dur"], 0)
-        for r in found
-        if r["group_value"] is not None  # tracks without the dimension are not compared
-    )
+    return _name_values(found)
 
 
 def _name_values(rows: Iterable[Sequence[Any]]) -> tuple[dict[str, NameValues], set[str]]:

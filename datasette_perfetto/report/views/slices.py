@@ -1221,12 +1221,11 @@ def top_longest(
     """(name, value of `group`, or None without one) -> (its longest part inside the range, that instance's id:
     the highest among equals) in scope, as longest_in_range finds them, for the :top rows that rank first by it
     (`wanted`: among those; `every`: all of those); `per_name`: (name, None), of the tracks with a value of
-    `group`. In a short range,
-    one pass by time gives every row's. Else the names by their longest over the whole trace on the tracks in
-    scope (a bound on their parts inside the range), each one's instances in the range by the (name, dur) index,
-    longest first, counted for their track's value: a name's reading stops at an instance shorter than the
-    :top-th row's longest found so far, or than the longest of each of its rows (one a name; `wanted`: those),
-    and the names bound below the :top-th are not read."""
+    `group`. In a short range, one pass by time gives every row's. Else the names by their longest over the whole
+    trace on the tracks in scope (a bound on their parts inside the range), each one's instances in the range by
+    the (name, dur) index, longest first, counted for their track's value: a name's reading stops at an instance
+    shorter than the :top-th row's longest found so far, or than the longest of each of its rows (one a name;
+    `wanted`: those), and the names bound below the :top-th are not read."""
     rows_of: dict[Any, set] | None = None  # of the rows wanted, each name's
     if wanted is not None:
         rows_of = {}
@@ -1341,7 +1340,7 @@ def _track_values(run: ReportRun, group: Grouping) -> dict[int, Any]:
 
 
 def _unfinished_in_range(run: ReportRun, shown: dict, owned: str, params: dict) -> Iterator[tuple]:
-    """The unfinished instances (lasting to the range's end) of the names `shown` names in the range:
+    """The unfinished instances (lasting to the range's end) in the range of the names `shown` holds:
     (name, track_id, d, id). Few: read whole."""
     return run.rows(
         "the unfinished instances of the names in the range",

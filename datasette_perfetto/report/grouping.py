@@ -10,6 +10,7 @@ histogram and `dimensions compare` share.
 from __future__ import annotations
 
 import json
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -108,26 +109,28 @@ def group_stats(run: ReportRun, group: Grouping, purpose: str, source: str, para
     """Duration statistics per group of `source`, a query of (track_id, name, d): per name and value of the
     grouping's dimension (a track's: track_values; None for tracks without it) the count, total, minimum, maximum
     and nearest-rank percentiles of d, as DurationStats. The rows are ranked here, each group's durations sorted:
-    SQLite's window functions (row_number per group) took four times as long, its value lookup per row twice."""
-    per_track: dict[tuple[str, int], list[int]] = {}
+    SQLite's window functions (row_number per group) took four times as long, its value lookup per row twice.
+    Durations are kept as arrays of int64 (8 bytes each: a name's 3.4M instances in 27 MB), one group sorted at
+    a time."""
+    per_track: dict[tuple[str, int], array[int]] = {}
     for track_id, name, d in run.rows(purpose, source, params):
         found = per_track.get((name, track_id))
         if found is None:
-            per_track[(name, track_id)] = [d]
-        else:
-            found.append(d)
+            found = per_track[(name, track_id)] = array("q")
+        found.append(d)
     values = track_values(run, group, [track_id for _, track_id in per_track])
-    durations: dict[tuple[str, str | None], list[int]] = {}
+    durations: dict[tuple[str, str | None], array[int]] = {}
     for (name, track_id), ds in per_track.items():
         found = durations.setdefault((name, values.get(track_id)), ds)
         if found is not ds:
             found.extend(ds)
+    per_track.clear()
     out: dict[tuple[str, str | None], pb.DurationStats] = {}
-    for key, ds in durations.items():
-        ds.sort()
-        n, total = len(ds), sum(ds)
-        stats = pb.DurationStats(count=n, total=total, min=ds[0], max=max(ds[-1], 0), avg=total // n)
-        stats.p50, stats.p95, stats.p99 = (ds[percentile_index(n, p)] for p in REPORT_PERCENTILES)
+    for key in list(durations):
+        ordered = sorted(durations.pop(key))
+        n, total = len(ordered), sum(ordered)
+        stats = pb.DurationStats(count=n, total=total, min=ordered[0], max=max(ordered[-1], 0), avg=total // n)
+        stats.p50, stats.p95, stats.p99 = (ordered[percentile_index(n, p)] for p in REPORT_PERCENTILES)
         out[key] = stats
     return out
 

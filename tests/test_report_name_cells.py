@@ -311,6 +311,25 @@ def test_bad_time_ranges_are_refused_on_a_database_with_cells(cells_db, time):
     assert caught.value.param == "time" and "\n" not in caught.value.message
 
 
+@pytest.mark.parametrize(
+    "flag, value",
+    [("min_count", "abc"), ("min_count", "-1"), ("min_duration", "1 parsec"), ("top", "0"), ("top", "9" * 30)],
+)
+@pytest.mark.parametrize("extra", [{"group_by": "thread"}, {}])
+def test_bad_flags_of_a_range_ranked_by_the_longest_are_refused(cells_db, extra, flag, value):
+    """Ranked by the longest over whole cells (top_longest): a bad min_count, min_duration or top is a 400
+    naming it, as on every other path, before anything is read."""
+    from datasette_perfetto.report.scope import ReportError
+
+    cell, _, _ = grid(cells_db, by_track=True)
+    flags = {"time": f"{20 * cell}ns,{90 * cell}ns", "sort": "max", **extra, flag: value}
+    with pytest.raises(ReportError) as caught:
+        report(cells_db, flags, cells=True)
+    assert caught.value.param == flag and "\n" not in caught.value.message
+    _, used, _ = report(cells_db, {k: v for k, v in flags.items() if k != flag}, cells=True)
+    assert used  # the same range without the bad flag reads the cells: the path the flag would have taken
+
+
 def test_databases_without_the_track_cells_read_the_instances(cells_db, tmp_path):
     """A database from before report_slice_track_name_cell: an owner's time range reads the instances."""
     copy = tmp_path / "old.db"

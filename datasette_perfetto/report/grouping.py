@@ -140,8 +140,19 @@ def dim_params(run: ReportRun, name: str, value: str) -> list[str]:
     return [f"{n}={v}" for n, v in run.scope.dim or () if n != name] + [f"{name}={value}"]
 
 
-def track_values(run: ReportRun, group: Grouping, track_ids: Sequence[int]) -> dict[int, str]:
-    """track id -> its value of the grouping's dimension (tracks without it left out)."""
+def track_values(run: ReportRun, group: Grouping, track_ids: Sequence[int] | None = None) -> dict[int, str]:
+    """track id -> its value of the grouping's dimension, for `track_ids` (None: every track) (tracks without it
+    left out)."""
+    if track_ids is None:
+        return {
+            r["track_id"]: r["value"]
+            for r in run.query(
+                f"the {group.name} of every track",
+                f"SELECT d.track_id, {VALUE_TEXT.format(d='d')} AS value FROM track_dimension d "
+                "WHERE d.name = :group_dim",
+                group.params,
+            )
+        }
     if not track_ids:
         return {}
     rows = run.query(

@@ -317,6 +317,11 @@ def _name_values(rows: Iterable[Sequence[Any]]) -> tuple[dict[str, NameValues], 
     return names, seen
 
 
+def _stored_names(name: str) -> tuple[str | None, ...]:
+    """The slice names a NameValues name stands for: "" is NULL names too."""
+    return (name, None) if name == "" else (name,)
+
+
 def _set_longest(names: dict[str, NameValues], longest: dict[tuple[str, str], int]) -> None:
     """Each (name, value)'s longest, as _longest or _ranked found it, into the names' figures."""
     for (name, value), most in longest.items():
@@ -448,8 +453,7 @@ class DimensionsCompareView(View):
         if longest_pending and key == "max":
             # Ranked by the longest: the names that rank first by their longest on the tracks with a value (the
             # per value ones of those shown are looked up below), then the rest.
-            # ("" stands for NULL names too, as in NameValues.)
-            wanted = {(name, None) for name in counts} | ({(None, None)} if "" in counts else set())
+            wanted = {(stored, None) for name in counts for stored in _stored_names(name)}
             first = list(
                 dict.fromkeys(name or "" for name, _ in top_longest(run, owner_tracks(run), group, wanted, True))
             )
@@ -543,13 +547,13 @@ GROUP BY +s.name, value"""
         """(name, value) -> the longest instance in scope (its part inside the time range) of each of the `shown`
         names on each value's tracks it has instances on (top_longest, every one); "" also matches NULL names
         (NameValues shows them as "")."""
-        wanted: set[tuple[str | None, str]] = set()
-        for name in shown:
-            for value, figures in names[name].per_value.items():
-                if figures.get("count"):
-                    wanted.add((name, value))
-                    if name == "":
-                        wanted.add((None, value))
+        wanted = {
+            (stored, value)
+            for name in shown
+            for value, figures in names[name].per_value.items()
+            if figures.get("count")
+            for stored in _stored_names(name)
+        }
         longest: dict[tuple[str, str], int] = {}
         for (name, value), (d, _) in top_longest(run, owner_tracks(run), group, wanted, every=True).items():
             longest[(name or "", value)] = max(longest.get((name or "", value), 0), d, 0)

@@ -33,7 +33,7 @@ from ..filters import (
     subquery,
     unset,
 )
-from ..grouping import VALUE_TEXT, Grouping, group_stats, grouping
+from ..grouping import VALUE_TEXT, Grouping, group_stats, grouping, track_values
 from ..links import glob_escape, view_link
 from ..scope import MAX_INT64, ReportError
 from ..scope import shown as quoted
@@ -1284,7 +1284,7 @@ def _top_longest_first(
 ) -> dict[tuple[Any, Any], tuple[int, int]]:
     """top_longest's reading of the names' instances longest first (`bounds`: the names, longest first; `top`:
     how many rows rank, None for every one)."""
-    values = _track_values(run, group) if group is not None else {}
+    values = track_values(run, group) if group is not None else {}
     one_per_name = per_name or group is None
     start, end = run.time_range()
     params = {"range_start": start, "range_end": end, **owner_params}
@@ -1325,18 +1325,6 @@ def _top_longest_first(
                 if dur < floor:  # nothing unread is the longest of any of its rows
                     break
     return best
-
-
-def _track_values(run: ReportRun, group: Grouping) -> dict[int, Any]:
-    """track id -> its value of the grouping's dimension, for every track with one."""
-    return {
-        r["track_id"]: r["value"]
-        for r in run.query(
-            f"the {group.name} of every track",
-            f"SELECT g.track_id, {VALUE_TEXT.format(d='g')} AS value FROM track_dimension g WHERE g.name = :group_dim",
-            group.params,
-        )
-    }
 
 
 def _unfinished_in_range(run: ReportRun, shown: dict, owned: str, params: dict) -> Iterator[tuple]:

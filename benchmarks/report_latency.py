@@ -8,7 +8,7 @@ default 1 s query limit, and prints p50/p95 per view.
 
 Targets (issue 5): p50 under 250 ms and p95 under 1 s for every view.
 
-Usage: python benchmarks/report_latency.py [--repeat 7] [--rebuild] [--slices 1000000] [--only LABEL]
+Usage: python benchmarks/report_latency.py [--repeat 7] [--rebuild] [--slices 1000000] [--only LABEL] [--db PATH]
 """
 
 from __future__ import annotations

@@ -408,7 +408,7 @@ def test_spark_reads_the_export(exported, fleet_dbs, tmp_path):
     try:
         import pyspark  # noqa: F401
     except ImportError:
-        pytest.skip("pyspark is not installed (it is large and in no requirements: pip install pyspark)")
+        pytest.skip("pyspark is not installed (the test extra has it: pip install -e '.[test]')")
     if shutil.which("java") is None:
         pytest.skip("no java on PATH for Spark")
     script = tmp_path / "spark_fleet.py"

@@ -410,3 +410,22 @@ def test_track_cells_hold_each_tracks_events(track_cells_db):
     for track_id, starting, ending in last:
         assert starting == stats[track_id] or types[track_id] != "slice"
         assert ending == (finished.get(track_id, 0) if types[track_id] == "slice" else 0)
+
+
+def test_counts_take_the_singular_for_one():
+    assert fmt.plural(1, "process", many="processes") == "1 process"
+    assert fmt.plural(2, "process", many="processes") == "2 processes"
+    assert (fmt.plural(1, "dump"), fmt.plural(0, "dump")) == ("1 dump", "0 dumps")
+    assert fmt.plural(1200, "sample", "1,200") == "1,200 samples"
+
+
+@pytest.mark.asyncio
+async def test_a_one_process_trace_says_one_process(tmp_path, demo_db):
+    path = tmp_path / "demo.db"
+    shutil.copy(demo_db.path, path)
+    conn = sqlite3.connect(path)
+    conn.execute("DELETE FROM process WHERE pid IS NOT NULL AND pid != 100 AND upid != 0")
+    conn.commit()
+    conn.close()
+    text = (await get(path, "/demo/-/report/processes.txt")).text
+    assert "| 1 process]" in text.splitlines()[0], text.splitlines()[0]

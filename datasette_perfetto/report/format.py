@@ -45,9 +45,10 @@ def count(n: float | None) -> str:
     return str(int(n)) if float(n).is_integer() else f"{n:.3g}"
 
 
-def plural(n: float, word: str, shown: str | None = None) -> str:
-    """`n word`, with an s unless n is 1; `shown` is n as displayed (default: as is)."""
-    return f"{n if shown is None else shown} {word}{'' if n == 1 else 's'}"
+def plural(n: float, word: str, shown: str | None = None, many: str | None = None) -> str:
+    """`n word`, with an s unless n is 1 (or `many`, the word's plural, when it is not word + s); `shown` is n
+    as displayed (default: as is)."""
+    return f"{n if shown is None else shown} {word if n == 1 else many or word + 's'}"
 
 
 def percent(p: float | None) -> str:

@@ -36,9 +36,11 @@ def context_line(result: ReportResult) -> str:
     if c.machine:
         parts.append(c.machine)
     if result.report.HasField("baseline") and result.report.baseline.process_count != c.process_count:
-        parts.append(f"{c.process_count} processes (baseline {result.report.baseline.process_count})")
+        parts.append(
+            f"{fmt.plural(c.process_count, 'process', many='processes')} (baseline {result.report.baseline.process_count})"
+        )
     else:
-        parts.append(f"{c.process_count} processes")
+        parts.append(fmt.plural(c.process_count, "process", many="processes"))
     order = list(FLAGS)
     scope = [f"{k}={c.scope[k]}" for k in sorted(c.scope, key=order.index) if k not in ("time", "baseline")]
     if scope:
@@ -222,7 +224,7 @@ def _is_synthetic(oneof: OneofDescriptor) -> bool:
 
 def to_sql(result: ReportResult) -> str:
     """The queries the view ran, with their bound values, ready to paste."""
-    out = [f"-- {result.view.label()}: {len(result.report.queries)} queries", ""]
+    out = [f"-- {result.view.label()}: {fmt.plural(len(result.report.queries), 'query', many='queries')}", ""]
     for q in result.report.queries:
         out.append(f"-- {q.purpose}")
         for key, value in q.params.items():

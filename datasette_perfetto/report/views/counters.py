@@ -1299,7 +1299,7 @@ ORDER BY ts, id""",
         value_header = f"Value at {at}" if msg.ts else "Value at ts"
         out.append(
             Table(
-                f"{msg.name}: {len(msg.tracks)} tracks",
+                f"{msg.name}: {fmt.plural(len(msg.tracks), 'track')}",
                 ("Scope", value_header, "Samples", "Min", "Avg", "Max", "Delta"),
                 rows,
                 align="lrrrrrr",

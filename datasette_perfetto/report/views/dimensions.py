@@ -849,7 +849,10 @@ ORDER BY value, s.ts""",
         else:
             headers = ("Name", "Spread", by, "Count", "Total", "Self", "Avg", "p50", "p95", "Max", "")
             align = "lrlrrrrrrrl"
-        title = f"Slice names by {msg.by} ({msg.total_rows} names; spread: max / median of the per-{msg.by} totals)"
+        title = (
+            f"Slice names by {msg.by} ({fmt.plural(msg.total_rows, 'name')}; "
+            f"spread: max / median of the per-{msg.by} totals)"
+        )
         return Table(title, headers, rows, align=align, empty="(no slices on tracks with this dimension in scope)")
 
     def charts(self, msg: pb.DimensionsCompare, run: ReportRun) -> list[Chart]:

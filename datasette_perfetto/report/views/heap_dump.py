@@ -180,8 +180,8 @@ WHERE value GLOB :name""",
             for r in msg.rows
         ]
         title = (
-            f"Heap Dump ({fmt.number(msg.total_objects)} live objects, {byte_size(msg.total_size)}, "
-            f"{msg.dump_count} dumps, {msg.total_rows} types)"
+            f"Heap Dump ({fmt.plural(msg.total_objects, 'live object', fmt.number(msg.total_objects))}, "
+            f"{byte_size(msg.total_size)}, {fmt.plural(msg.dump_count, 'dump')}, {fmt.plural(msg.total_rows, 'type')})"
         )
         return [
             Table(

@@ -221,7 +221,7 @@ LIMIT {CANNED_TOP}"""
             Table(
                 f"Heap Profile ({byte_size(msg.total_bytes)} in "
                 f"{fmt.plural(msg.total_count, 'allocation', fmt.number(msg.total_count))}, "
-                f"{msg.total_rows} functions)",
+                f"{fmt.plural(msg.total_rows, 'function')})",
                 (
                     "Function",
                     *([msg.group_by.capitalize()] if msg.group_by else []),

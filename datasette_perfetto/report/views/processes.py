@@ -393,7 +393,7 @@ WHERE th.upid IS NULL AND tc.cpu_time > 0""",
         by = "CPU time" if has_sched else "slices; no scheduling data"
         title = f"Processes ({msg.total_rows} in scope)"
         if msg.group_by:
-            title = f"Processes by {msg.group_by} ({msg.total_rows} values)"
+            title = f"Processes by {msg.group_by} ({fmt.plural(msg.total_rows, 'value')})"
         return [
             Table(
                 title,

@@ -492,7 +492,7 @@ SELECT count(*) AS names, coalesce(sum(count), 0) AS slices FROM by_name {having
         if names:
             run.footnote(
                 f"min_duration={fmt.duration(run.scope.min_duration or 0)} hid {names} slice name"
-                f"{'s' if names != 1 else ''} ({fmt.count(slices)} slices) with less time in total; "
+                f"{'s' if names != 1 else ''} ({fmt.plural(slices, 'slice', fmt.count(slices))}) with less time in total; "
                 "rerun without it",
                 run.link(run.noun, run.view, min_duration=None),
             )
@@ -530,7 +530,7 @@ SELECT count(*) AS names, coalesce(sum(count), 0) AS slices FROM by_name {having
         if msg.group_by:
             title = f"Slices ({fmt.count(msg.total_slices)} total, {msg.total_rows} names and {msg.group_by} values)"
         else:
-            title = f"Slices ({fmt.count(msg.total_slices)} total, {msg.total_rows} names)"
+            title = f"Slices ({fmt.count(msg.total_slices)} total, {fmt.plural(msg.total_rows, 'name')})"
         group = (msg.group_by.capitalize(),) if msg.group_by else ()
         return [
             Table(

@@ -197,7 +197,7 @@ LIMIT {CANNED_TOP}"""
             cs,
             totals,
             self_samples,
-            lambda hidden: f"fewer than {s.min_count} self samples: {sum(t.self_value for t in hidden):,} samples",
+            lambda hidden: f"fewer than {s.min_count} self samples: {_samples(sum(t.self_value for t in hidden))}",
         )
         self.functions_steps(run, out.rows, len(rows), "The call tree, top-down")
 
@@ -214,7 +214,7 @@ LIMIT {CANNED_TOP}"""
         ]
         return [
             Table(
-                f"Stack Samples ({fmt.number(msg.total_samples)} total, {msg.total_rows} functions)",
+                f"Stack Samples ({fmt.number(msg.total_samples)} total, {fmt.plural(msg.total_rows, 'function')})",
                 ("Function", *([msg.group_by.capitalize()] if msg.group_by else []), "Self%", "Total%", "Samples"),
                 rows,
                 empty=self.empty_text(msg),
@@ -235,7 +235,7 @@ class TreeView(StackSamplesView, CallTreeView):
         return load_samples(run)
 
     def total_text(self, total_value: int) -> str:
-        return f"{fmt.number(total_value)} samples"
+        return fmt.plural(total_value, "sample", fmt.number(total_value))
 
     def value_cells(self, n: pb.CallTree.Node) -> list[Cell]:
         return [
@@ -246,7 +246,7 @@ class TreeView(StackSamplesView, CallTreeView):
 
     def describe(self, n: pb.CallTree.Node) -> str:
         return (
-            f"{n.name or UNNAMED}: {n.total_value} samples ({n.total_percent:.1f}%), "
+            f"{n.name or UNNAMED}: {fmt.plural(n.total_value, 'sample')} ({n.total_percent:.1f}%), "
             f"self {n.self_value} ({n.self_percent:.1f}%)"
         )
 
@@ -311,3 +311,7 @@ class BottomUpDiff(CallTreeDiff):
 
 VIEWS = [FunctionsView(), TopDownView(), BottomUpView()]
 DIFFS: list[DiffSpec] = [FunctionsDiff(), TopDownDiff(), BottomUpDiff()]
+
+
+def _samples(n: int) -> str:
+    return fmt.plural(n, "sample", f"{n:,}")

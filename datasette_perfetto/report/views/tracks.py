@@ -10,6 +10,7 @@ from typing import Any
 
 from ...pages import data
 from ...pages.data import CPU_SQL, GPU_SQL, TRACK_FROM  # noqa: F401 (GPU_SQL: counters.py imports it from here)
+from .. import format as fmt
 from .. import report_pb2 as pb
 from ..base import Cell, Link, ReportRun, Table, View, count_cell
 from ..diff_spec import DiffSpec, Measure, diff_link, optional_field, owner_key
@@ -225,7 +226,7 @@ LIMIT {CANNED_TOP}"""
                 ]
                 for r in msg.rows
             ]
-            title = f"Tracks by {msg.group_by} ({msg.total_rows} values)"
+            title = f"Tracks by {msg.group_by} ({fmt.plural(msg.total_rows, 'value')})"
             return [Table(title, (msg.group_by.capitalize(), "Tracks", "Events"), rows, empty="(no tracks in scope)")]
         rows = []
         for r in msg.rows:

@@ -7,7 +7,9 @@ Each difference is found by testing for the feature (never by version string):
 * the report's canned queries: 0.65 asks the `canned_queries` hook on each request, 1.0 stores queries
   once (`add_query`, from the `startup` hook) and checks `view-query` on them;
 * table and column documentation: 0.65 asks the `get_metadata` hook, 1.0 stores it at startup
-  (metadata.store_metadata).
+  (metadata.store_metadata);
+* the template loader (for the report's synchronous table rendering): 0.65's `jinja_env`, 1.0's
+  `get_jinja_environment()`.
 
 The report's queries are for actors allowed `execute-sql` on the database, on both versions: anyone else
 gets a 403 on them and does not see them listed (database page, 1.0's `/-/queries`), as a database the
@@ -23,6 +25,13 @@ import json
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
+
+
+def template_loader(datasette) -> Any:
+    """The jinja2 loader Datasette finds templates with: --template-dir, the plugins' folders, its own."""
+    if hasattr(datasette, "get_jinja_environment"):  # 1.0
+        return datasette.get_jinja_environment().loader
+    return datasette.jinja_env.loader
 
 
 def is_datasette_1(datasette) -> bool:

@@ -274,3 +274,21 @@ async def test_canned_query_min_count_is_numeric(demo_ds, demo_db):
     rows = (await demo_ds.client.get("/demo/slices_table.json?_shape=array&min_count=40&top=50")).json()
     expected = demo_db.rows("SELECT name FROM slice GROUP BY name HAVING count(*) >= 40")
     assert sorted(r["name"] for r in rows) == sorted(r[0] for r in expected) and len(rows) == 4
+
+
+@pytest.mark.asyncio
+async def test_template_dir_overrides_the_report_table_partial(demo_db, tmp_path):
+    # The report's tables are rendered outside Datasette's (asynchronous) environment, but found where it
+    # finds templates: a --template-dir copy of the partial is the one used.
+    templates = tmp_path / "templates"
+    templates.mkdir()
+    (templates / "_report_table.html").write_text(
+        '<section class="site-table">{{ table.title }}: {{ table.rows|length }} rows</section>'
+    )
+    ds = datasette_with([demo_db.path], template_dir=str(templates))
+    page = await ds.client.get("/demo/-/report/slices")
+    assert page.status_code == 200
+    assert re.search(r'<section class="site-table">Slices \(743 total, 47 names\): 10 rows</section>', page.text)
+    assert "perfetto-report-table" not in page.text
+    default = await served(demo_db.path).client.get("/demo/-/report/slices")
+    assert "site-table" not in default.text and 'class="rows-and-columns perfetto-report-table"' in default.text

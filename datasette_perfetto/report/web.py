@@ -3,14 +3,15 @@
 
 from __future__ import annotations
 
-import os
+import weakref
 from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlencode
 
 import jinja2
 from markupsafe import Markup
 
-from ..compat import sql_editor_url
+from ..compat import sql_editor_url, template_loader
 from ..metadata import trace_database_names
 from ..web import FORMAT_SUFFIX, Page, PageError, serve
 from .base import Link, Linker, ReportRun
@@ -75,7 +76,7 @@ async def _respond(page: Page, base: str):
             "flames": result.view.flames(msg, result.run),
             "tables": result.view.tables(msg, result.run),
             "url_for": result.run.linker.url,  # a diff's also resolves links to the baseline
-            "table_html": _table_html(result.run.linker.url),
+            "table_html": _table_html(page.datasette, result.run.linker.url),
             "context_line": _context_parts(result),
             "sql_allowed": sql_allowed,
             "base": base,
@@ -92,17 +93,19 @@ async def _respond(page: Page, base: str):
     )
 
 
-# The report's tables, rendered by a synchronous Jinja environment over the same templates: Datasette's is
-# asynchronous, which takes twice as long over a table of thousands of cells (dimensions compare by thread).
-_TABLES = jinja2.Environment(
-    loader=jinja2.FileSystemLoader(os.path.join(os.path.dirname(os.path.dirname(__file__)), "templates")),
-    autoescape=True,
-)
+# The report's tables, rendered by a synchronous Jinja environment: Datasette's is asynchronous, which takes
+# twice as long over a table of thousands of cells (dimensions compare by thread). One per Datasette, over
+# its environment's loader, so the templates are found where Datasette finds them (--template-dir first).
+_TABLE_ENVIRONMENTS: weakref.WeakKeyDictionary[Any, jinja2.Environment] = weakref.WeakKeyDictionary()
 
 
-def _table_html(url_for: Callable[[Link], str]) -> Callable[[object], Markup]:
-    """table -> its HTML (_report_table.html), links resolved by `url_for`."""
-    template = _TABLES.get_template("_report_table.html")
+def _table_html(datasette, url_for: Callable[[Link], str]) -> Callable[[object], Markup]:
+    """table -> its HTML (_report_table.html, as `datasette` finds it), links resolved by `url_for`."""
+    environment = _TABLE_ENVIRONMENTS.get(datasette)
+    if environment is None:
+        environment = jinja2.Environment(loader=template_loader(datasette), autoescape=True)
+        _TABLE_ENVIRONMENTS[datasette] = environment
+    template = environment.get_template("_report_table.html")
     return lambda table: Markup(template.render(table=table, url_for=url_for))
 
 

@@ -143,23 +143,19 @@ def dim_params(run: ReportRun, name: str, value: str) -> list[str]:
 def track_values(run: ReportRun, group: Grouping, track_ids: Sequence[int] | None = None) -> dict[int, str]:
     """track id -> its value of the grouping's dimension, for `track_ids` (None: every track) (tracks without it
     left out)."""
+    params = dict(group.params)
     if track_ids is None:
-        return {
-            r["track_id"]: r["value"]
-            for r in run.query(
-                f"the {group.name} of every track",
-                f"SELECT d.track_id, {VALUE_TEXT.format(d='d')} AS value FROM track_dimension d "
-                "WHERE d.name = :group_dim",
-                group.params,
-            )
-        }
-    if not track_ids:
+        which, among = "every track", ""
+    elif not track_ids:
         return {}
+    else:
+        which, among = "those tracks", " AND d.track_id IN (SELECT value FROM json_each(:ids))"
+        params["ids"] = json.dumps(sorted(set(track_ids)))
     rows = run.query(
-        f"the {group.name} of those tracks",
+        f"the {group.name} of {which}",
         f"""SELECT d.track_id, {VALUE_TEXT.format(d="d")} AS value FROM track_dimension d
-WHERE d.name = :group_dim AND d.track_id IN (SELECT value FROM json_each(:ids))""",
-        {**group.params, "ids": json.dumps(sorted(set(track_ids)))},
+WHERE d.name = :group_dim{among}""",
+        params,
     )
     return {r["track_id"]: r["value"] for r in rows}
 

@@ -35,12 +35,10 @@ def context_line(result: ReportResult) -> str:
         parts.append(c.os)
     if c.machine:
         parts.append(c.machine)
+    processes = fmt.plural(c.process_count, "process", many="processes")
     if result.report.HasField("baseline") and result.report.baseline.process_count != c.process_count:
-        parts.append(
-            f"{fmt.plural(c.process_count, 'process', many='processes')} (baseline {result.report.baseline.process_count})"
-        )
-    else:
-        parts.append(fmt.plural(c.process_count, "process", many="processes"))
+        processes += f" (baseline {result.report.baseline.process_count})"
+    parts.append(processes)
     order = list(FLAGS)
     scope = [f"{k}={c.scope[k]}" for k in sorted(c.scope, key=order.index) if k not in ("time", "baseline")]
     if scope:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .. import format as fmt
 from .. import report_pb2 as pb
 from ..base import NOT_PRESENT, Cell, Flame, FlameBox, Link, ReportRun, Table, View
 from ..diff_spec import DiffSpec, Filled, change_cell, diff_link, direction, show, signed
@@ -579,8 +580,7 @@ class CallstackView(View):
         ]
         if hidden:
             run.footnote(
-                f"min_count={s.min_count} hid {len(hidden)} function{'' if len(hidden) == 1 else 's'} "
-                f"({removed(hidden)}); without it",
+                f"min_count={s.min_count} hid {fmt.plural(len(hidden), 'function')} ({removed(hidden)}); without it",
                 run.link(self.noun, self.name, min_count=None),
             )
 

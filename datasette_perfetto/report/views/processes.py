@@ -325,7 +325,7 @@ WHERE th.upid IS NULL AND tc.cpu_time > 0""",
         if first_row["orphan_threads"]:
             n = first_row["orphan_threads"]
             run.footnote(
-                f"{n} thread{'' if n == 1 else 's'} with no known process ran for "
+                f"{fmt.plural(n, 'thread')} with no known process ran for "
                 f"{fmt.duration(first_row['orphan_cpu_time'])} (not in this table); see them by thread",
                 scoped_link(run, "scheduling", "summary"),
             )

@@ -451,7 +451,7 @@ LIMIT 1""",
         if not msg.cpu_count:
             return [Table("Scheduling: (no scheduling data in this trace)", (), [])]
         noun = "threads" if by_thread else f"{msg.group_by} values" if by_value else "processes"
-        title = f"Scheduling ({msg.total_rows} {noun}, {msg.cpu_count} CPU{'s' if msg.cpu_count != 1 else ''})"
+        title = f"Scheduling ({msg.total_rows} {noun}, {fmt.plural(msg.cpu_count, 'CPU')})"
         return [
             Table(
                 title,
@@ -643,7 +643,7 @@ per_thread AS (
             bars.append(Bar(run.offset(b.start_ts), 100 * b.value, note))
         if not msg.cpu_count:
             return [Chart("CPU load: no scheduling data in this trace", "linear", "% of CPU capacity busy", [])]
-        cpus = f"{msg.cpu_count} CPU{'s' if msg.cpu_count != 1 else ''}"
+        cpus = fmt.plural(msg.cpu_count, "CPU")
         return [
             Chart(
                 f"CPU load per {fmt.duration(msg.bucket_dur)} ({cpus})",

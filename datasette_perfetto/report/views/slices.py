@@ -491,8 +491,8 @@ SELECT count(*) AS names, coalesce(sum(count), 0) AS slices FROM by_name {having
             names, slices = hidden["names"], hidden["slices"]
         if names:
             run.footnote(
-                f"min_duration={fmt.duration(run.scope.min_duration or 0)} hid {names} slice name"
-                f"{'s' if names != 1 else ''} ({fmt.plural(slices, 'slice', fmt.count(slices))}) with less time in total; "
+                f"min_duration={fmt.duration(run.scope.min_duration or 0)} hid {fmt.plural(names, 'slice name')} "
+                f"({fmt.plural(slices, 'slice', fmt.count(slices))}) with less time in total; "
                 "rerun without it",
                 run.link(run.noun, run.view, min_duration=None),
             )
@@ -606,7 +606,7 @@ def unfinished_footnote(run: ReportRun, unfinished: int, link: Link) -> None:
             else "the end of the trace"
         )
         run.footnote(
-            f"{unfinished} unfinished slice{'s' if unfinished != 1 else ''} (never ended: dur -1) "
+            f"{fmt.plural(unfinished, 'unfinished slice')} (never ended: dur -1) "
             f"{'are' if unfinished != 1 else 'is'} counted up to {to}",
             link,
         )
@@ -1921,8 +1921,8 @@ def stats_in_scope(
             _fill_stats(outs[name], known[name], {}, with_ranks=False)
         if skipped:
             run.footnote(
-                f"Minimum and percentiles are left out for {len(skipped)} name"
-                f"{'s' if len(skipped) != 1 else ''} with too many instances in scope to rank on this page "
+                f"Minimum and percentiles are left out for {fmt.plural(len(skipped), 'name')} "
+                f"with too many instances in scope to rank on this page "
                 f"({', '.join(skipped[:3])}{', ...' if len(skipped) > 3 else ''}); the histogram of one "
                 "name has them",
                 view_link(run, "slices", "histogram", name=glob_escape(skipped[0])),
@@ -2842,7 +2842,7 @@ LIMIT :top""",
         run.next_step(f"Distribution of {out.name} durations", view_link(run, "slices", "histogram", name=out.name))
 
     def tables(self, msg: pb.SlicesInspect, run: ReportRun) -> list[Table]:
-        out = [stats_table(f"{msg.name}: {msg.matched} matching instance{'s' if msg.matched != 1 else ''}", msg.stats)]
+        out = [stats_table(f"{msg.name}: {fmt.plural(msg.matched, 'matching instance')}", msg.stats)]
         if msg.matched != 1:
             title = "Longest instances" if msg.matched > 1 else "Instances"
             out.append(

@@ -279,10 +279,11 @@ def slice_process_cells(conn: sqlite3.Connection) -> None:
     )
     _slice_cells(
         conn,
-        lambda name_g, track_g, t0: _Cells(
+        "name_cell_dur",
+        lambda g, t0: _Cells(
             conn,
             schema.REPORT_SLICE_PROCESS_NAME_CELL,
-            name_g,
+            g,
             t0,
             lambda k: (text_order_key(k[0]), text_order_key(k[1])),
             _itself,
@@ -296,10 +297,11 @@ def slice_track_cells(conn: sqlite3.Connection) -> None:
     """report_slice_track_name_cell: _slice_cells per track and name."""
     _slice_cells(
         conn,
-        lambda name_g, track_g, t0: _Cells(
+        "track_name_cell_dur",
+        lambda g, t0: _Cells(
             conn,
             schema.REPORT_SLICE_TRACK_NAME_CELL,
-            track_g,
+            g,
             t0,
             lambda k: (k[0], text_order_key(k[1])),
             _itself,
@@ -310,25 +312,25 @@ def slice_track_cells(conn: sqlite3.Connection) -> None:
 
 def _slice_cells(
     conn: sqlite3.Connection,
-    make_cells: Callable[[int, int, int], _Cells],
+    width: str,
+    make_cells: Callable[[int, int], _Cells],
     key: Callable[[int, str | None], tuple],
 ) -> None:
     """A cell table of slices keyed by `key(track_id, name)`, in traces with at least
     REPORT_NAME_CELL_MIN_SLICES slices: one pass over the slices in time order (each with its parent's name),
     noting per key what each slice adds in its first and last cell and over the cells between (open there,
     covering every whole one); a cell's rows are written as soon as no slice can start in it any more, so memory
-    holds the cells still open, not the trace. `make_cells(name cell, track cell, trace start)` gives the
-    table's _Cells."""
+    holds the cells still open, not the trace. `make_cells(cell width, trace start)` gives the table's _Cells,
+    its cells report_grid's `width` wide."""
     if conn.execute("SELECT count(*) >= ? FROM slice", (REPORT_NAME_CELL_MIN_SLICES,)).fetchone()[0] == 0:
         return
     grid = conn.execute(
-        "SELECT name_cell_dur, cell_dur, (SELECT start_ts FROM trace_bounds), (SELECT end_ts FROM trace_bounds) "
-        "FROM report_grid"
+        f"SELECT {width}, (SELECT start_ts FROM trace_bounds), (SELECT end_ts FROM trace_bounds) FROM report_grid"
     ).fetchone()
     if grid is None:
         return
-    name_g, track_g, t0, t1 = grid
-    cells = make_cells(name_g, track_g, t0)
+    g, t0, t1 = grid
+    cells = make_cells(g, t0)
     add = cells.add
     # A slice's parent is on its track (slices nest per track), so under the same key's track and process.
     for ts, dur, name, parent_name, top, track_id in conn.execute(

@@ -1905,6 +1905,9 @@ REPORT_SLICE_NAME_DUR_RANK = Table(
     indexes=(("name", "dur"),),
 )
 
+# Slices per cell_dur cell (on average) above which report_slice_track_name_cell takes name_cell_dur cells.
+TRACK_NAME_FINE_CELL_SLICES = 100_000
+
 REPORT_GRID = Table(
     "report_grid",
     "The time grid of the report's cell aggregates, from the trace start (not a trace_processor table). "
@@ -1924,6 +1927,15 @@ REPORT_GRID = Table(
             "INTEGER",
             "Cell width of report_sched_cell: name_cell_dur, so timelines of many more buckets than the default are "
             "whole cells too (a row per thread and cell is little beside the scheduling slices).",
+            unit=TS,
+        ),
+        C(
+            "track_name_cell_dur",
+            "INTEGER",
+            f"Cell width of report_slice_track_name_cell: cell_dur, or name_cell_dur where a cell_dur cell holds "
+            f"over {TRACK_NAME_FINE_CELL_SLICES:,} slices on average (per dimension value a range's parts outside "
+            "whole cells read every track's slices there; finer cells make more rows to look up). A database "
+            "without this column has them cell_dur wide.",
             unit=TS,
         ),
     ),
@@ -2021,16 +2033,16 @@ REPORT_SLICE_NAME_CELL = Table(
 
 REPORT_SLICE_TRACK_NAME_CELL = Table(
     "report_slice_track_name_cell",
-    "In traces with many slices: per track, slice name and cell of time (report_grid.cell_dur), what "
+    "In traces with many slices: per track, slice name and cell of time (report_grid.track_name_cell_dur), what "
     "report_slice_name_cell holds per name, for the slices table of threads, processes or tracks, or per "
     "dimension value (group_by), over a time range (not a trace_processor table). Its cells are ten of "
-    "report_slice_name_cell's: an owner's tracks hold a share of the slices, so a range's parts outside "
-    "whole cells stay short. With running totals over the cells: whole cells [a, b) are the difference of two "
-    "rows' totals.",
+    "report_slice_name_cell's (an owner's tracks hold a share of the slices, so a range's parts outside whole "
+    "cells stay short), or as many where that would put many slices in such a part (track_name_cell_dur). With "
+    "running totals over the cells: whole cells [a, b) are the difference of two rows' totals.",
     (
         C("track_id", "INTEGER", "→ track.id.", ref="track"),
         C("name", "TEXT", "Slice name."),
-        C("cell", "INTEGER", "(ts - trace start) / cell_dur."),
+        C("cell", "INTEGER", "(ts - trace start) / track_name_cell_dur."),
         *_SLICE_CELL_FIGURES,
         *_running_totals("track and name"),
     ),
@@ -2356,16 +2368,19 @@ DERIVED: tuple[Derived, ...] = (
         "GROUP BY utid",
     ),
     # cell_dur: the largest power of ten dividing the smallest 1, 2, 2.5 or 5 x 10^k not below a 20th of
-    # the trace (a default timeline's bucket width, report/views/slices.py bucket_range).
+    # the trace (a default timeline's bucket width, report/views/slices.py bucket_range). Slice ids are dense
+    # from 0: the last one is the count.
     Derived(
         REPORT_GRID,
-        "INSERT INTO report_grid (cell_dur, name_cell_dur, sched_cell_dur) "
+        "INSERT INTO report_grid (cell_dur, name_cell_dur, sched_cell_dur, track_name_cell_dur) "
         "WITH RECURSIVE power(v) AS (SELECT 1 UNION ALL SELECT v * 10 FROM power WHERE v < 100000000000000000), "
         "span AS (SELECT max(coalesce((SELECT end_ts - start_ts FROM trace_bounds), 1), 1) AS ns), "
         "bucket AS (SELECT min(p.v * m.c / 10) AS ns FROM power p, span, "
         "(SELECT 10 AS c UNION ALL SELECT 20 UNION ALL SELECT 25 UNION ALL SELECT 50) m "
         "WHERE p.v * m.c % 10 = 0 AND p.v * m.c / 10 >= span.ns / 20.0) "
-        "SELECT max(v), max(max(v) / 10, 1), max(max(v) / 10, 1) FROM power, bucket WHERE bucket.ns % power.v = 0",
+        "SELECT cell, fine, fine, CASE WHEN coalesce((SELECT max(id) + 1 FROM slice), 0) * cell "
+        f"> {TRACK_NAME_FINE_CELL_SLICES} * span.ns THEN fine ELSE cell END "
+        "FROM (SELECT max(v) AS cell, max(max(v) / 10, 1) AS fine FROM power, bucket WHERE bucket.ns % power.v = 0), span",
     ),
     Derived(
         REPORT_SLICE_TRACK_NAME,
@@ -2403,7 +2418,9 @@ DERIVED: tuple[Derived, ...] = (
         f"CROSS JOIN slice s NOT INDEXED LEFT JOIN (SELECT parent_id, sum({SLICE_DUR}) AS dur FROM slice "
         "WHERE parent_id IS NOT NULL GROUP BY parent_id) c ON c.parent_id = s.id WHERE s.dur >= 0",
     ),
-    Derived(REPORT_SLICE_TRACK_NAME_CELL, _slice_cells_sql(REPORT_SLICE_TRACK_NAME_CELL, "cell_dur", "track")),
+    Derived(
+        REPORT_SLICE_TRACK_NAME_CELL, _slice_cells_sql(REPORT_SLICE_TRACK_NAME_CELL, "track_name_cell_dur", "track")
+    ),
     Derived(
         REPORT_SLICE_PROCESS_NAME_CELL,
         _slice_cells_sql(REPORT_SLICE_PROCESS_NAME_CELL, "name_cell_dur", "process"),

@@ -76,6 +76,27 @@ def cells_db(tmp_path_factory):
         return ingest_built(tmp_path_factory.mktemp("cells"), cells_trace()).path
 
 
+def with_track_cells(source, path, width: str) -> None:
+    """A copy of `source` at `path` with report_slice_track_name_cell on report_grid's `width` (cell_dur or
+    name_cell_dur), filled as the import fills it (report_tables.slice_track_cells)."""
+    path.write_bytes(source.read_bytes())
+    with closing(sqlite3.connect(path)) as conn, pytest.MonkeyPatch.context() as m:
+        m.setattr(report_tables, "REPORT_NAME_CELL_MIN_SLICES", 0)
+        conn.execute(f"UPDATE report_grid SET track_name_cell_dur = {width}")
+        conn.execute(f"DELETE FROM {TRACK_CELLS}")
+        report_tables.slice_track_cells(conn)
+        conn.commit()
+
+
+@pytest.fixture(scope="module")
+def fine_track_cells_db(cells_db, tmp_path_factory):
+    """cells_db with track cells as fine as its name cells, as a trace dense in slices has them
+    (schema.TRACK_NAME_FINE_CELL_SLICES)."""
+    path = tmp_path_factory.mktemp("fine") / "fine.db"
+    with_track_cells(cells_db, path, "name_cell_dur")
+    return path
+
+
 @pytest.fixture(scope="module")
 def sampled_db(tmp_path_factory):
     """cells_trace ingested with every name's durations sampled (report_slice_name_dur_rank), every 4th, as a
@@ -88,7 +109,8 @@ def sampled_db(tmp_path_factory):
 
 
 def grid(db, by_track: bool = False) -> tuple[int, int, int]:
-    """(report_slice_name_cell's cell width, or report_slice_track_name_cell's, trace start, trace end)."""
+    """(report_slice_name_cell's cell width, or for an owner's tracks ten of it (report_grid.cell_dur: ranges as
+    long as before track cells were as fine), trace start, trace end)."""
     width = "cell_dur" if by_track else "name_cell_dur"
     conn = sqlite3.connect(db)
     try:
@@ -163,7 +185,7 @@ def ranges(db, by_track: bool = False) -> list[tuple[str, int, int]]:
     cell, start, end = grid(db, by_track)
     last = (end - start) // cell
     rng = random.Random(11)
-    # In name cells (1 ms); track cells are ten of them.
+    # In name cells (1 ms); for an owner's tracks, in ten of them (their share of the slices is smaller).
     scale = 10 if by_track else 1
     whole = [
         ("one cell", 30 // scale, 30 // scale + 1),
@@ -223,7 +245,12 @@ def test_whole_cell_ranges_read_the_cells_and_agree_with_the_instances(cells_db,
     ],
     ids=lambda e: "&".join(f"{k}={v}" for k, v in e.items()),
 )
-def test_an_owners_or_per_value_whole_cell_ranges_read_the_track_cells_and_agree_with_the_instances(cells_db, extra):
+@pytest.mark.parametrize("fine", [False, True], ids=["track cells of cell_dur", "of name_cell_dur"])
+def test_an_owners_or_per_value_whole_cell_ranges_read_the_track_cells_and_agree_with_the_instances(
+    cells_db, fine_track_cells_db, extra, fine
+):
+    if fine:
+        cells_db = fine_track_cells_db
     PARTS_SEEN.clear()
     TABLES_READ.clear()
     values: set[str] = set()
@@ -287,11 +314,11 @@ def test_ranked_by_the_longest_every_names_longest_is_looked_up(cells_db, extra,
 @pytest.mark.parametrize(
     "start, end, extra",
     [
-        (20.5, 29.5, {"thread": "t1"}),
+        (20.2, 20.8, {"thread": "t1"}),
         (20.5, 21.4, {}),
         (20.1, 20.9, {}),
     ],
-    ids=["thread, no whole track cell", "no whole cell", "inside one cell"],
+    ids=["thread, inside one track cell", "no whole cell", "inside one cell"],
 )
 def test_other_ranges_and_scopes_read_the_instances(cells_db, start, end, extra):
     cell, _, _ = grid(cells_db)
@@ -344,6 +371,57 @@ def test_databases_without_the_track_cells_read_the_instances(cells_db, tmp_path
     from_cells, used_cells, _ = report(cells_db, flags, cells=True)
     assert not used and used_cells
     assert table_figures(from_old) == table_figures(from_cells)
+
+
+@pytest.mark.parametrize("scope", [{"thread": "t*"}, {"group_by": "thread"}])
+def test_track_cells_of_a_database_from_before_their_own_width_are_read_on_cell_dur(
+    fine_track_cells_db, tmp_path, scope
+):
+    """A database from before report_grid.track_name_cell_dur has its track cells cell_dur wide (ten name cells):
+    a range's figures from them are the instances' (read on name_cell_dur, they would not be)."""
+    cells_db = fine_track_cells_db
+    copy = tmp_path / "old.db"
+    with_track_cells(cells_db, copy, "cell_dur")
+    with closing(sqlite3.connect(copy)) as conn:
+        conn.execute("ALTER TABLE report_grid DROP COLUMN track_name_cell_dur")
+        conn.commit()
+        cell, name_cell = conn.execute("SELECT cell_dur, name_cell_dur FROM report_grid").fetchone()
+    assert cell == 10 * name_cell
+    read = 0
+    for label, first, end in ranges(cells_db):
+        flags = {"time": f"{first}ns,{end}ns", "sort": "name", "top": "50", **scope}
+        old, used, _ = report(copy, flags, cells=True)
+        from_instances, _, _ = report(cells_db, flags, cells=False)
+        assert table_figures(old) == table_figures(from_instances), label
+        read += used
+    assert read >= 5  # the ranges holding whole cell_dur cells read them
+
+
+def test_fine_track_cells_equal_their_sql_definition(fine_track_cells_db, cells_db, tmp_path):
+    copy = tmp_path / "copy.db"
+    copy.write_bytes(fine_track_cells_db.read_bytes())
+    derived = next(d for d in schema.DERIVED if d.name == TRACK_CELLS)
+    populate = derived.populate.replace(f">= {schema.REPORT_NAME_CELL_MIN_SLICES}", ">= 0")
+    kept, defined = kept_and_defined(copy, derived, populate)
+    assert kept == defined
+    with closing(sqlite3.connect(cells_db)) as conn:
+        assert conn.execute(f"SELECT count(*) FROM {TRACK_CELLS}").fetchone()[0] < len(kept)
+
+
+@pytest.mark.parametrize("extra_slices, fine", [(-1, False), (0, False), (1, True)])
+def test_track_cells_are_as_fine_as_the_name_cells_where_cells_hold_many_slices(tmp_path, extra_slices, fine):
+    """report_grid: track_name_cell_dur is cell_dur, or name_cell_dur once a cell_dur cell holds more than
+    TRACK_NAME_FINE_CELL_SLICES slices on average (the count is the last slice id + 1)."""
+    span = 1_000_000_000  # a 1 s trace: 20 buckets of 50 ms, cells of 10 ms, name cells of 1 ms
+    at_limit = schema.TRACK_NAME_FINE_CELL_SLICES * span // 10_000_000
+    with closing(sqlite3.connect(tmp_path / "grid.db")) as conn:
+        for table in (schema.SLICE, schema.TRACE_BOUNDS, schema.REPORT_GRID):
+            conn.execute(table.create_sql())
+        conn.execute("INSERT INTO trace_bounds (start_ts, end_ts) VALUES (5, ?)", (5 + span,))
+        conn.execute("INSERT INTO slice (id, ts, dur) VALUES (?, 5, 1)", (at_limit + extra_slices - 1,))
+        conn.execute(next(d for d in schema.DERIVED if d.name == "report_grid").populate)
+        row = conn.execute("SELECT cell_dur, name_cell_dur, track_name_cell_dur FROM report_grid").fetchone()
+    assert row == (10_000_000, 1_000_000, 1_000_000 if fine else 10_000_000)
 
 
 @pytest.mark.parametrize("scope", [{}, {"thread": "t*"}, {"group_by": "thread"}])

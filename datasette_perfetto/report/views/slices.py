@@ -673,7 +673,7 @@ class Edge:
 # in report_grid.
 CELL_TABLES = {
     "name": ("report_slice_name_cell", "name_cell_dur"),
-    "track": ("report_slice_track_name_cell", "cell_dur"),
+    "track": ("report_slice_track_name_cell", "track_name_cell_dur"),
     "process": ("report_slice_process_name_cell", "name_cell_dur"),
 }
 
@@ -686,6 +686,8 @@ def cell_split(run: ReportRun, per: str = "name") -> CellSplit | None:
     table, width = CELL_TABLES[per]
     if run.scope.time is None or not run.has_tables(table, "report_grid"):
         return None
+    if not run.has_columns("report_grid", width):  # a database from before the width's column: cell_dur wide
+        width = "cell_dur"
     cell_dur = run.value(
         "the cell width, where cells were kept",
         f"SELECT {width} FROM report_grid WHERE EXISTS (SELECT 1 FROM {table})",

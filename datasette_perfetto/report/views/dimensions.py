@@ -356,22 +356,31 @@ def _order(key: str, nv: NameValues, count: int, values: list[str]) -> tuple:
         return (-count, nv.name)
     if key == "max":
         return (-max(nv.per_value.get(v, {}).get("max", 0) for v in values), nv.name)
-    totals = [nv.total(v) for v in values]
+    # Every name is ordered (hundreds of them, by as many values): each value's figures looked up once.
+    nothing: dict[str, int] = {}
+    figures = [nv.per_value.get(v, nothing) for v in values]
+    totals = [f.get("total", 0) for f in figures]
     if key == "total":
         return (-sum(totals), nv.name)
-    missing = any(not nv.per_value.get(v, {}).get("count", 0) for v in values)
+    missing = not all(f.get("count", 0) for f in figures)
     return (missing, -_spread(totals)[1], -sum(totals), nv.name)
 
 
-def _spread(totals: list[int]) -> tuple[float, float, int | None]:
-    """(median, max / median, index of the value furthest from the median: the larger total on a tie; None
-    when every value has the same total)."""
+def _spread(totals: list[int]) -> tuple[float, float]:
+    """(median, max / median: 1 when every value has the same total)."""
     median = statistics.median(totals)
+    highest = max(totals)
+    if highest == min(totals):
+        return median, 1.0
+    return median, highest / median if median else math.inf
+
+
+def _straggler(totals: list[int], median: float) -> int | None:
+    """The index of the value furthest from the median (the larger total on a tie; the first of equals); None
+    when every value has the same total."""
     if max(totals) == min(totals):
-        return median, 1.0, None
-    spread = max(totals) / median if median else math.inf
-    far = max(range(len(totals)), key=lambda i: (abs(totals[i] - median), totals[i], -i))
-    return median, spread, far
+        return None
+    return max(range(len(totals)), key=lambda i: (abs(totals[i] - median), totals[i], -i))
 
 
 # The canned query: per slice name and value of the dimension `by`, the slices' count, total, self and
@@ -566,7 +575,8 @@ GROUP BY +s.name, value"""
         row = pb.DimensionsCompare.Name(name=nv.name, count=count, collective=is_collective(nv.name))
         totals = [nv.total(v) for v in values]
         row.total_dur = sum(totals)
-        median, spread, far = _spread(totals)
+        median, spread = _spread(totals)
+        far = _straggler(totals, median)
         row.median_total, row.spread = median, spread
         if far is not None:
             row.straggler, row.straggler_label = values[far], group.label(values[far])

@@ -686,8 +686,7 @@ def cell_split(run: ReportRun, per: str = "name") -> CellSplit | None:
     table, width = CELL_TABLES[per]
     if run.scope.time is None or not run.has_tables(table, "report_grid"):
         return None
-    if not run.has_columns("report_grid", width):  # a database from before the width's column: cell_dur wide
-        width = "cell_dur"
+    width = grid_width(run, width)
     cell_dur = run.value(
         "the cell width, where cells were kept",
         f"SELECT {width} FROM report_grid WHERE EXISTS (SELECT 1 FROM {table})",
@@ -2007,15 +2006,19 @@ def bucket_range(run: ReportRun) -> tuple[int, int, int, int]:
     return start, end, -(-span // bucket_dur), bucket_dur
 
 
+def grid_width(run: ReportRun, width: str) -> str:
+    """report_grid's column `width` of a cell table, or cell_dur in a database from before that column existed
+    (its cells were cell_dur wide)."""
+    return width if run.has_columns("report_grid", width) else "cell_dur"
+
+
 def cells_per_bucket(run: ReportRun, bucket_dur: int, width: str = "cell_dur") -> int:
     """How many cells of the grid precomputed at import (report_grid's `width`) make one timeline bucket: the
     whole trace in buckets of whole cells; 0 when the buckets are not (a time range, a width the grid does not
-    divide) or min_duration leaves instances out. A database from before a width existed has its cells
-    cell_dur wide."""
+    divide) or min_duration leaves instances out."""
     if run.scope.time is not None or run.scope.min_duration is not None:
         return 0
-    if not run.has_columns("report_grid", width):
-        width = "cell_dur"
+    width = grid_width(run, width)
     cell = run.value("the grid of the per-cell aggregates", f"SELECT {width} FROM report_grid") or 0
     return bucket_dur // cell if cell and bucket_dur % cell == 0 else 0
 

@@ -235,7 +235,7 @@ class TreeView(StackSamplesView, CallTreeView):
         return load_samples(run)
 
     def total_text(self, total_value: int) -> str:
-        return fmt.plural(total_value, "sample", fmt.number(total_value))
+        return _samples(total_value)
 
     def value_cells(self, n: pb.CallTree.Node) -> list[Cell]:
         return [
@@ -314,4 +314,5 @@ DIFFS: list[DiffSpec] = [FunctionsDiff(), TopDownDiff(), BottomUpDiff()]
 
 
 def _samples(n: int) -> str:
-    return fmt.plural(n, "sample", f"{n:,}")
+    """`n samples`, n with thousands separators (a tree's total, the samples of hidden functions)."""
+    return fmt.plural(n, "sample", fmt.number(n))

@@ -35,6 +35,7 @@ from .aggregates import SliceNameAggregates, TimeBounds
 from .model import HOST_MACHINE_ID, MAX_CPUS_PER_MACHINE, TraceModel
 from .stats import INDEX_REFS
 from .storage import TraceStorage
+from .trackers.args_translation import MOJO_MAPPING_ID
 from .trackers.dimension_tracker import SOURCE_SYNTHESIZED
 
 # Model registries: attribute of TraceModel -> the table its rows are written to.
@@ -72,7 +73,13 @@ DIMENSION_REFS: dict[Any, str] = {
 EFFECTIVE_REFS = {"machine": "machine", "process": "process", "thread": "thread"}
 # Args whose value is an id (trace_processor's own keys for them), in the args table and in the arg
 # lists model rows keep until the end.
-ARG_REFS = {"utid": "thread", "end_utid": "thread", "legacy_event.passthrough_utid": "thread", "upid": "process"}
+ARG_REFS = {
+    "utid": "thread",
+    "end_utid": "thread",
+    "legacy_event.passthrough_utid": "thread",
+    "upid": "process",
+    MOJO_MAPPING_ID: "stack_profile_mapping",  # a mojo method's native symbol (args_translation.py)
+}
 # Columns whose table depends on another column of the row: (table, column) -> (that column, its
 # value -> the table). A stat's index is a upid for heap graph stats, a CPU or buffer number for most.
 KEYED_REFS = {("stats", "idx"): ("name", INDEX_REFS), ("args", "int_value"): ("key", ARG_REFS)}

@@ -60,8 +60,9 @@ def test_every_conformance_trace_in_one_database_is_the_serial_one(tmp_path, job
 
 @pytest.mark.skipif(not Path(RANKS[0]).is_file(), reason="needs the shared pytorch_ddp traces")
 def test_real_traces_give_the_serial_database(tmp_path):
-    """Two PyTorch ranks (distributedInfo dimensions, flows) and a V8 CPU profile (callstacks, samples)."""
-    paths = [*RANKS, str(TRACES / "chrome_v8_cpu_profile.json.gz"), RANKS[0]]
+    """Two PyTorch ranks (distributedInfo dimensions, flows), a V8 CPU profile (callstacks, samples) and a
+    Chrome proto trace (mojo methods' native symbols: args whose value is a stack_profile_mapping id)."""
+    paths = [*RANKS, str(TRACES / "chrome_v8_cpu_profile.json.gz"), str(TRACES / "chrome_startup.pftrace"), RANKS[0]]
     serial, merged = serial_and_parallel(tmp_path, paths, jobs=2)
     assert_same_database(serial, merged)
 

@@ -180,6 +180,47 @@ async def test_histogram_scoped_to_a_thread(ds, demo_db):
     assert stats(hist["stats"]) == expected_stats(durs)
 
 
+def bucket_counts(durs: list[int], buckets: list[dict]) -> list[int]:
+    """Each bucket's instances: [low, high), the last one's high included; a log scale's zero bucket (0, 0)
+    holds the zero durations, which no other bucket counts."""
+    edges = [(int(b.get("low", 0)), int(b.get("high", 0))) for b in buckets]
+    zero_bucket = edges[0] == (0, 0)
+    out = []
+    for i, (low, high) in enumerate(edges):
+        if zero_bucket and i == 0:
+            out.append(sum(1 for d in durs if d == 0))
+            continue
+        last = i == len(edges) - 1
+        out.append(sum(1 for d in durs if (d > 0 or not zero_bucket) and low <= d and (d < high or last and d == high)))
+    return out
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "thread, name, driver",
+    [
+        ("Compositor", "Raster", "name"),  # 48 Raster slices, 100 on the thread: the name index drives
+        ("ThreadPoolBackgroundWorker", "Raster", "owner"),  # 44 slices on the thread, fewer than 48
+    ],
+)
+async def test_histogram_buckets_under_an_owner_match_sql_whichever_index_drives(ds, demo_db, thread, name, driver):
+    """Under an owner's scope, buckets are counted by ranges of the (name, dur) index when the name drives the
+    scan, and in one pass over the owner's slices when their tracks drive it (a range each would read them all
+    again: seconds on a gigabyte trace)."""
+    data = await get_json(ds, f"/demo/-/report/slices/histogram.json?name={name}&thread={thread}&buckets=4")
+    hist = data["slices_histogram"]
+    durs = durations(
+        demo_db,
+        name,
+        "AND s.track_id IN (SELECT tt.id FROM thread_track tt JOIN thread t USING (utid) WHERE t.name = ?)",
+        (thread,),
+    )
+    assert stats(hist["stats"]) == expected_stats(durs)
+    assert [int(b.get("count", 0)) for b in hist["buckets"]] == bucket_counts(durs, hist["buckets"])
+    (bucket_sql,) = [q["sql"] for q in data["queries"] if q["purpose"] == "instances per bucket"]
+    assert ("UNION ALL" in bucket_sql) == (driver == "name")
+
+
 @pytest.mark.asyncio
 async def test_single_series_views_need_exactly_one_name(ds):
     for view in ("histogram", "timeline", "inspect"):

@@ -1519,6 +1519,15 @@ def name_where(
     return w
 
 
+# name_where's name term when the name drives the scan (through the (name, dur) index).
+NAME_DRIVES = "s.name = :slice_name"
+
+
+def name_drives(w: Where) -> bool:
+    """Whether name_where's terms `w` read the instances through the name index, in (name, dur) order."""
+    return NAME_DRIVES in w.terms
+
+
 def fetch_instances(run: ReportRun, purpose: str, ids: list[int]) -> dict[int, Any]:
     """Slices by id with their owners, for display."""
     if not ids:
@@ -2392,10 +2401,11 @@ WHERE s.id IN ({top_ids})""",
             return _ranked_bucket_counts_sql(
                 index.format(d=dur), unfinished_w.sql().replace(chr(10), chr(10) + "  "), buckets, log_scale
             )
-        if run.scope.time is None and not by_self:
+        if run.scope.time is None and not by_self and name_drives(w):
             # Finished instances by dur alone: each bucket's count is a range of the (name, dur) index, counted
             # without reading a row or sorting; the few unfinished ones (dur -1) by the time they count for,
-            # which needs their start.
+            # which needs their start. (When an owner's tracks drive the scan, each range would read all their
+            # slices again: one pass below.)
             # One lower and one upper bound per range (with two lower bounds SQLite seeks to the wrong one).
             # Bucket 0 starts at the shortest (linear) or above zero (log, where zero has a bucket of its own).
             ranges = [(-1, ["s.dur = 0"])] if log_scale else []

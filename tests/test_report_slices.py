@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import sqlite3
 from contextlib import closing
+from urllib.parse import unquote
 
 import pytest
-from conftest import get_error, get_json, served
+from conftest import get_error, get_json, report_of, served
 
 from datasette_perfetto.report.base import percentile_index
 from datasette_perfetto.report.format import offset
@@ -203,10 +204,10 @@ def bucket_counts(durs: list[int], buckets: list[dict]) -> list[int]:
         ("ThreadPoolBackgroundWorker", "Raster", "owner"),  # 44 slices on the thread, fewer than 48
     ],
 )
-async def test_histogram_buckets_under_an_owner_match_sql_whichever_index_drives(ds, demo_db, thread, name, driver):
+async def test_histogram_under_an_owner_matches_sql_whichever_index_drives(ds, demo_db, thread, name, driver):
     """Under an owner's scope, buckets are counted by ranges of the (name, dur) index when the name drives the
-    scan, and in one pass over the owner's slices when their tracks drive it (a range each would read them all
-    again: seconds on a gigabyte trace)."""
+    scan; when the owner's tracks drive it, their instances are read once and every figure computed from them
+    (each query would read all their slices again: seconds on a gigabyte trace)."""
     data = await get_json(ds, f"/demo/-/report/slices/histogram.json?name={name}&thread={thread}&buckets=4")
     hist = data["slices_histogram"]
     durs = durations(
@@ -217,8 +218,20 @@ async def test_histogram_buckets_under_an_owner_match_sql_whichever_index_drives
     )
     assert stats(hist["stats"]) == expected_stats(durs)
     assert [int(b.get("count", 0)) for b in hist["buckets"]] == bucket_counts(durs, hist["buckets"])
-    (bucket_sql,) = [q["sql"] for q in data["queries"] if q["purpose"] == "instances per bucket"]
-    assert ("UNION ALL" in bucket_sql) == (driver == "name")
+    start = demo_db.one("SELECT start_ts FROM trace_bounds")
+    longest_ts = demo_db.one(
+        "SELECT s.ts FROM slice s JOIN thread_track tt ON tt.id = s.track_id JOIN thread t USING (utid)"
+        " WHERE s.name = ? AND t.name = ? ORDER BY s.dur DESC, s.id DESC LIMIT 1",
+        (name, thread),
+    )
+    (longest,) = [step["url"] for step in data["next_steps"] if step["label"].startswith(f"The longest {name} (")]
+    assert f"ts={offset(longest_ts, start)}" in unquote(longest)
+    sql = {q["purpose"]: q["sql"] for q in data["queries"]}
+    read_once = [p for p in sql if p.startswith("the instances in scope with the duration each counts for")]
+    if driver == "name":
+        assert "UNION ALL" in sql["instances per bucket"] and not read_once
+    else:
+        assert read_once and "instances per bucket" not in sql and "the longest instance" in sql
 
 
 @pytest.mark.asyncio
@@ -437,3 +450,60 @@ def test_histogram_buckets_of_a_fractional_width_hold_every_instance(tmp_path, f
     last = len(hist.buckets) - 1
     for i, b in enumerate(hist.buckets):
         assert b.count == sum(1 for d in durs if b.low <= d and (d <= b.high if i == last else d < b.high)), b
+
+
+@pytest.fixture
+def quiet_thread_db(tmp_path):
+    """ "Work" 200 times on a busy thread, and on a quiet thread a few times: zero-length, long, nested (self
+    times), one never ended. Scoped to the quiet thread, its few slices drive the scan, not the name's index."""
+    from conftest import ingest_built
+
+    from datasette_perfetto.trace_builder import TraceBuilder
+
+    builder = TraceBuilder()
+    seq = builder.sequence(1)
+    seq.process(1, "busy")
+    busy = seq.thread(1, 2, "main")
+    for i in range(200):
+        seq.slice_begin(1_000 + i * 1_000, busy, "Work")
+        seq.slice_end(1_000 + i * 1_000 + 300 + i, busy)
+    seq.process(3, "quiet")
+    side = seq.thread(3, 4, "side")
+    ts = 500_000
+    for dur in (0, 0, 40, 700, 2_000, 90_000, 5):
+        seq.slice_begin(ts, side, "Work")
+        if dur == 2_000:  # a child: its parent's self time is less its duration
+            seq.slice_begin(ts + 100, side, "Work")
+            seq.slice_end(ts + 600, side)
+        seq.slice_end(ts + dur, side)
+        ts += 100_000
+    seq.slice_begin(ts, side, "Work")  # never ends: it counts to the end of the trace
+    seq.slice_begin(ts + 50_000, busy, "Tail")
+    seq.slice_end(ts + 60_000, busy)
+    return ingest_built(tmp_path, builder)
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [{}, {"buckets": "3"}, {"measure": "self"}, {"min_duration": "10ns"}, {"process": "quiet"}],
+    ids=["log scale", "3 buckets", "self times", "min_duration", "by process"],
+)
+def test_histogram_read_once_is_the_histogram_of_its_queries(quiet_thread_db, monkeypatch, flags):
+    """Read once (the quiet thread's instances, every figure computed from them), the histogram is the one its
+    own queries give (READ_ONCE_MAX 0: count, percentiles, buckets and the longest each by SQL)."""
+    from datasette_perfetto.report.views import slices
+
+    scope = {"name": "Work", **({} if "process" in flags else {"thread": "side"}), **flags}
+
+    def histogram():
+        result = report_of(quiet_thread_db.path, "slices", "histogram", scope)
+        purposes = [q.purpose for q in result.report.queries]
+        return result.result_message(), [s.label for s in result.report.next_steps], purposes
+
+    once, once_steps, once_queries = histogram()
+    monkeypatch.setattr(slices, "READ_ONCE_MAX", 0)
+    by_sql, sql_steps, sql_queries = histogram()
+    assert any(p.startswith("the instances in scope with the duration") for p in once_queries)
+    assert not any(p.startswith("the instances in scope with the duration") for p in sql_queries)
+    assert once == by_sql and once_steps == sql_steps
+    assert once.stats.count == (9 if "min_duration" not in flags else 6)  # 7, a child, the unended one

@@ -485,8 +485,16 @@ def quiet_thread_db(tmp_path):
 
 @pytest.mark.parametrize(
     "flags",
-    [{}, {"buckets": "3"}, {"measure": "self"}, {"min_duration": "10ns"}, {"process": "quiet"}],
-    ids=["log scale", "3 buckets", "self times", "min_duration", "by process"],
+    [
+        {},
+        {"buckets": "3"},
+        {"measure": "self"},
+        {"min_duration": "10ns"},
+        {"process": "quiet"},
+        {"time": "500us,800us"},
+        {"time": "500us,800us", "measure": "self"},
+    ],
+    ids=["log scale", "3 buckets", "self times", "min_duration", "by process", "time range", "self in range"],
 )
 def test_histogram_read_once_is_the_histogram_of_its_queries(quiet_thread_db, monkeypatch, flags):
     """Read once (the quiet thread's instances, every figure computed from them), the histogram is the one its
@@ -506,4 +514,5 @@ def test_histogram_read_once_is_the_histogram_of_its_queries(quiet_thread_db, mo
     assert any(p.startswith("the instances in scope with the duration") for p in once_queries)
     assert not any(p.startswith("the instances in scope with the duration") for p in sql_queries)
     assert once == by_sql and once_steps == sql_steps
-    assert once.stats.count == (9 if "min_duration" not in flags else 6)  # 7, a child, the unended one
+    # 7, a child and the unended one; 6 of at least 10ns; 3 in the range (offsets from the trace's start, 1us)
+    assert once.stats.count == {"min_duration": 6, "time": 3}.get(next(iter(flags), ""), 9)

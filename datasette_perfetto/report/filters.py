@@ -33,6 +33,7 @@ TRACK_FLAGS = OWNER_FLAGS + ("track", "dim")
 class Where:
     terms: list[str] = field(default_factory=list)
     params: dict[str, Any] = field(default_factory=dict)
+    driver: str | None = None  # which term's index the scan goes through, where the builder chose one
 
     def add(self, term: str, **params: Any) -> None:
         self.terms.append(term)

@@ -1500,6 +1500,8 @@ def name_where(
                 {"range_start": start, "range_end": end, "longest": longest},
             )
             cost["time"] = per_ns * (end - start + longest)
+            if "owner" in cost:  # each of the owner's tracks read over the range only: its (track_id, ts) index
+                cost["owner"] *= min(1.0, (end - start + longest) / max(run.trace.dur, 1))
         if at is not None and at_start:
             terms["at"] = ("{+}s.ts BETWEEN :ts_low AND :ts_high", {"ts_low": at[0], "ts_high": at[1]})
             cost["at"] = per_ns * (at[1] - at[0] + 1)
@@ -1511,21 +1513,19 @@ def name_where(
             )
             cost["at"] = per_ns * (at[1] - at[0] + longest)
     driver = min(cost, key=lambda k: cost[k])
-    w = Where()
+    w = Where(driver=driver)
     for key, (term, params) in terms.items():
-        w.add(term.replace("{+}", "" if key == driver else "+"), **params)
+        # The owner's tracks are read through their (track_id, ts) index: its time bounds stay usable with them.
+        drives = key == driver or (driver == "owner" and key in ("time", "at"))
+        w.add(term.replace("{+}", "" if drives else "+"), **params)
     if min_duration and s.min_duration is not None:
         w.add(MIN_DURATION, min_duration=s.min_duration)
     return w
 
 
-# name_where's name term when the name drives the scan (through the (name, dur) index).
-NAME_DRIVES = "s.name = :slice_name"
-
-
 def name_drives(w: Where) -> bool:
     """Whether name_where's terms `w` read the instances through the name index, in (name, dur) order."""
-    return NAME_DRIVES in w.terms
+    return w.driver == "name"
 
 
 def fetch_instances(run: ReportRun, purpose: str, ids: list[int]) -> dict[int, Any]:
@@ -1714,10 +1714,10 @@ READ_ONCE_MAX = 500_000
 
 @dataclass
 class InstancesReadOnce:
-    """One name's instances on an owner's tracks over the whole trace, read in one pass when the owner's
-    tracks (not the (name, dur) index) drive the scan: the histogram's count, total, longest, percentiles and
-    buckets from their counted durations, sorted here (each from its own query would read every slice of those
-    tracks again: four passes, over a second on a gigabyte trace)."""
+    """One name's instances on an owner's tracks (in the time range, if any), read in one pass when the owner's
+    tracks (not the name's or the time's index) drive the scan: the histogram's count, total, longest,
+    percentiles and buckets from their counted durations, sorted here (each from its own query would read
+    every slice of those tracks again: four passes or more, over a second on a gigabyte trace)."""
 
     ordered: list[int]  # the counted durations, sorted
     longest_id: int | None  # the longest (the highest id among equals, as longest_first ranks them)
@@ -1725,10 +1725,11 @@ class InstancesReadOnce:
 
     @staticmethod
     def of(run: ReportRun, sn: SliceName, w: Where, dur: str) -> InstancesReadOnce | None:
-        """Read, if the scope is an owner's over the whole trace, its tracks drive the scan of `w` (name_where's)
-        and their instances of the name (report_slice_track_name) are at most READ_ONCE_MAX; else None."""
+        """Read, if the owner's tracks drive the scan of `w` (name_where's) and their instances of the name
+        (report_slice_track_name, over the whole trace) are at most READ_ONCE_MAX; else None. Under `time` the
+        duration each counts for (`dur`) is its part inside the range, as the histogram's queries count it."""
         owner = owner_tracks(run)
-        if owner is None or run.scope.time is not None or name_drives(w):
+        if owner is None or w.driver != "owner":
             return None
         expected = run.value(
             "instances of the name on the tracks in scope (few enough: read once)",

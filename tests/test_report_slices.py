@@ -454,8 +454,8 @@ def test_histogram_buckets_of_a_fractional_width_hold_every_instance(tmp_path, f
 
 @pytest.fixture
 def quiet_thread_db(tmp_path):
-    """ "Work" 200 times on a busy thread, and on a quiet thread a few times: zero-length, long, nested (self
-    times), one never ended. Scoped to the quiet thread, its few slices drive the scan, not the name's index."""
+    """Work slices, 200 on a busy thread and a few on a quiet one: zero-length, long, nested (self times), one
+    never ended. Scoped to the quiet thread, its few slices drive the scan, not the name's index."""
     from conftest import ingest_built
 
     from datasette_perfetto.trace_builder import TraceBuilder

@@ -269,14 +269,22 @@ def _wait(result: Callable[[float], Any], idle: Callable[[], None]) -> Any:
 def _stop(executor: ProcessPoolExecutor, futures: list[Future]) -> None:
     """After a failure: the workers killed (their work is thrown away) and the parts made so far removed."""
     # The executor offers no way to stop a running task (Python 3.14's kill_workers() will): its
-    # processes, and the thread that manages them, read before shutdown() forgets them.
+    # processes, the thread that manages them and its results queue, read before shutdown() forgets them.
     processes = list((getattr(executor, "_processes", None) or {}).values())
     manager = getattr(executor, "_executor_manager_thread", None)
+    results = getattr(executor, "_result_queue", None)
     executor.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         process.kill()
     for process in processes:
         process.join()
+    # A worker killed while it sent a result leaves part of it in the results pipe, and the managing thread
+    # waits in its read for the rest for as long as a write end is open: this process's own is the last (the
+    # workers' went with them), and the interpreter's exit would wait on that thread for ever. Closed, the
+    # read ends (EOFError: the pool is broken) and the thread with it.
+    writer = getattr(results, "_writer", None)
+    if writer is not None:
+        writer.close()
     if manager is not None:
         # Its end closes the pipe that wakes it. Until then, the interpreter's exit could write to that pipe
         # while it closes: a traceback (OSError, bad file descriptor) printed after the clean exit (Python

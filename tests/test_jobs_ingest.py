@@ -270,6 +270,40 @@ def test_stopped_jobs_leave_no_executor_thread_for_the_exit_to_wake():
     assert all(wakeup._closed for wakeup in list(futures_process._threads_wakeups.values()))
 
 
+_EXECUTOR = None  # the executor whose results pipe _send_half_a_result writes to (a worker's copy, forked)
+
+
+def _send_half_a_result() -> None:
+    """As a worker killed while it sent its result: a message's length and part of its bytes, then nothing."""
+    import struct
+
+    writer = _EXECUTOR._result_queue._writer  # type: ignore[union-attr]
+    os.write(writer.fileno(), struct.pack("!i", 1_000) + b"x" * 10)
+    time.sleep(30)
+
+
+def test_a_job_killed_while_it_sends_its_result_leaves_no_thread_for_the_exit_to_wait_on():
+    """The executor's managing thread reads the half-sent result until a write end closes: after the workers
+    are killed this process's own end is closed too, so the thread ends (the interpreter's exit joins it: a
+    hang at the end of an ingest that failed, seen once after the test suite)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    global _EXECUTOR
+    _EXECUTOR = executor = ProcessPoolExecutor(1, multiprocessing.get_context("fork"))
+    try:
+        futures = [executor.submit(_send_half_a_result)]
+        manager = executor._executor_manager_thread
+        time.sleep(0.5)  # the worker has written its half message; the thread waits for the rest
+        assert manager is not None and manager.is_alive()
+        started = time.monotonic()
+        parallel._stop(executor, futures)
+        assert not manager.is_alive()
+        assert time.monotonic() - started < parallel.MANAGER_EXIT_SECONDS
+    finally:
+        _EXECUTOR = None
+
+
 @pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="needs /proc to find the child processes")
 @pytest.mark.parametrize("sig", ["SIGKILL", "SIGTERM"])
 def test_killed_parallel_ingest_leaves_nothing_behind(tmp_path, demo_trace, sig):

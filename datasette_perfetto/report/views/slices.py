@@ -1523,11 +1523,6 @@ def name_where(
     return w
 
 
-def name_drives(w: Where) -> bool:
-    """Whether name_where's terms `w` read the instances through the name index, in (name, dur) order."""
-    return w.driver == "name"
-
-
 def fetch_instances(run: ReportRun, purpose: str, ids: list[int]) -> dict[int, Any]:
     """Slices by id with their owners, for display."""
     if not ids:
@@ -1780,12 +1775,18 @@ WHERE t.name = :slice_name AND t.track_id IN {owner.terms[0]}""",
         on a log scale those at or below zero in a bucket of their own (-1)."""
         ordered = self.ordered
         below = [bisect.bisect_left(ordered, e) for e in edges[1:-1]]  # how many lie below each inner edge
-        zeros = bisect.bisect_right(ordered, 0) if log_scale else 0
-        bounds = [zeros, *(max(b, zeros) for b in below), len(ordered)]
-        counts = {i: hi - lo for i, (lo, hi) in enumerate(zip(bounds, bounds[1:])) if hi > lo}
-        if zeros:
-            counts[-1] = zeros
-        return counts
+        zero = bisect.bisect_right(ordered, 0) if log_scale else 0
+        return counts_between_cuts(zero, below, len(ordered), log_scale)
+
+
+def counts_between_cuts(zero: int, below: list[int], total: int, log_scale: bool) -> dict[int, int]:
+    """Histogram bucket counts from how many of `total` sorted values lie below each inner edge (`below`); on a
+    log scale the `zero` values at or below zero have a bucket of their own (-1), before bucket 0."""
+    cuts = [zero, *below, total]
+    counts = {i: cuts[i + 1] - cuts[i] for i in range(len(cuts) - 1)}
+    if log_scale:
+        counts[-1] = zero
+    return counts
 
 
 # A name's instances in a time range are read through what lies outside it when the slices (of any name)
@@ -1920,10 +1921,7 @@ class RangeComplement:
         xs = ([1] if log_scale else []) + list(edges[1:buckets])
         below = self.below(xs) if xs else []
         zero = below.pop(0) if log_scale else 0
-        cuts = [zero, *below, self.wholly_inside]
-        counts = {i: cuts[i + 1] - cuts[i] for i in range(buckets)}
-        if log_scale:
-            counts[-1] = zero
+        counts = counts_between_cuts(zero, below, self.wholly_inside, log_scale)
         for _, counted in self.edges:
             bucket = -1 if log_scale and counted <= 0 else bisect.bisect_right(edges, counted, 1, buckets) - 1
             counts[bucket] = counts.get(bucket, 0) + 1
@@ -2501,7 +2499,7 @@ WHERE s.id IN ({top_ids})""",
             return _ranked_bucket_counts_sql(
                 index.format(d=dur), unfinished_w.sql().replace(chr(10), chr(10) + "  "), buckets, log_scale
             )
-        if run.scope.time is None and not by_self and name_drives(w):
+        if run.scope.time is None and not by_self and w.driver == "name":
             # Finished instances by dur alone: each bucket's count is a range of the (name, dur) index, counted
             # without reading a row or sorting; the few unfinished ones (dur -1) by the time they count for,
             # which needs their start. (When an owner's tracks drive the scan, each range would read all their

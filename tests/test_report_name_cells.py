@@ -747,3 +747,59 @@ def test_comparing_the_one_machine_over_a_range_reads_the_name_cells(cells_db, m
             from_instances, _ = compare(time)
         assert any("in the range's cells" in p for p in purposes), label
         assert from_cells == from_instances and from_cells, label
+
+
+def timeline(db, flags: dict[str, str]) -> tuple[tuple, bool]:
+    """The slices timeline's page (result, footnotes, next steps), and whether it read the running totals."""
+    result = report_of(db, "slices", "timeline", flags)
+    report = result.report
+    from_totals = any("running totals per track" in q.purpose for q in result.run.queries)
+    return (result.result_message(), list(report.footnotes), list(report.next_steps)), from_totals
+
+
+@pytest.mark.parametrize("owner", [{}, {"thread": "t0"}, {"process": "app"}], ids=["every track", "thread", "process"])
+@pytest.mark.parametrize("fine", [False, True], ids=["cell_dur track cells", "fine track cells"])
+def test_a_timeline_over_a_range_from_the_running_totals_is_the_instances_one(
+    cells_db, fine_track_cells_db, monkeypatch, owner, fine
+):
+    # Each bucket's instances (those open at the range's start in the first) and covered time per track, and so
+    # its top threads: the running totals at the cell edges nearest the bucket edges, corrected by the instances
+    # between, equal reading the instances. Nested, unfinished, zero-length and unnamed-sibling instances, edges
+    # on cell edges and inside cells, ranges past the trace's end.
+    db = fine_track_cells_db if fine else cells_db
+    conn = sqlite3.connect(db)
+    names = [n for (n,) in conn.execute("SELECT name FROM report_slice_name WHERE name != '' ORDER BY name")]
+    conn.close()
+    monkeypatch.setattr(slices, "TIMELINE_TOTALS_MAX_EDGE_SHARE", float("inf"))  # every name, however long
+    ms = 1_000_000
+    odd = [("on the edges thread's slice ends", 110 * ms, 410 * ms), ("one nanosecond", 300 * ms, 300 * ms + 1)]
+    checked = from_totals_seen = 0
+    for k, (label, first, end) in enumerate(ranges(db, by_track=not fine) + odd):
+        for name in names:
+            flags = {"name": name, "time": f"{first}ns,{end}ns", "buckets": "20" if k % 2 else "3", **owner}
+            monkeypatch.setattr(slices, "TIMELINE_TOTALS_MIN_INSTANCES", 10**18)
+            from_instances, read_totals = timeline(db, flags)
+            assert not read_totals
+            monkeypatch.setattr(slices, "TIMELINE_TOTALS_MIN_INSTANCES", 0)
+            from_totals, read_totals = timeline(db, flags)
+            assert from_totals == from_instances, (label, name)
+            from_totals_seen += read_totals
+            checked += any(b.count for b in from_totals[0].buckets)
+    assert checked > 60 and from_totals_seen > 60
+
+
+def test_a_timeline_over_a_range_reads_the_instances_when_the_totals_would_not_spare_reading_them(
+    cells_db, monkeypatch
+):
+    # Too few instances in the range, min_duration (the cells count every instance), or instances long against
+    # the cells (the parts around the bucket edges, inside 10 ms cells here, would reach back over most of the
+    # range: Run lasts up to 40 ms).
+    monkeypatch.setattr(slices, "TIMELINE_TOTALS_MIN_INSTANCES", 0)
+    ms = 1_000_000
+    inside_cells = f"{100 * ms + 3}ns,{800 * ms + 3}ns"
+    assert timeline(cells_db, {"name": "Mark", "time": inside_cells})[1]
+    assert not timeline(cells_db, {"name": "Mark", "time": inside_cells, "min_duration": "1ns"})[1]
+    assert not timeline(cells_db, {"name": "Run", "time": inside_cells})[1]
+    assert timeline(cells_db, {"name": "Run", "time": f"{100 * ms}ns,{800 * ms}ns"})[1]  # edges on cell edges
+    monkeypatch.setattr(slices, "TIMELINE_TOTALS_MIN_INSTANCES", 10**9)
+    assert not timeline(cells_db, {"name": "Mark", "time": inside_cells})[1]

@@ -9,7 +9,7 @@ import math
 import re
 import sqlite3
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -2637,9 +2637,12 @@ ORDER BY i"""
         start, end, buckets, bucket_dur = bucket_range(run)
         out.bucket_dur = bucket_dur
         per_bucket_cells = cells_per_bucket(run, bucket_dur) if sn.count >= REPORT_CELL_MIN_COUNT else 0
+        rows: Sequence[Any] | None = None
         if per_bucket_cells:
             rows = self._from_cells(run, sn, buckets, per_bucket_cells)
         else:
+            rows = _from_running_totals(run, sn, [start + i * bucket_dur for i in range(buckets)] + [end])
+        if rows is None:
             rows = self._from_instances(run, sn, start, end, buckets, bucket_dur)
         track_ids = sorted({r["track_id"] for r in rows})
         owners, subtitles = track_owners(run, track_ids), track_subtitles(run, track_ids)
@@ -2751,6 +2754,152 @@ GROUP BY bucket, c.track_id""",
                 bars,
             )
         ]
+
+
+# A timeline over a time range reads the running totals of report_slice_track_name_cell, where kept, instead of
+# the instances once the name has about this many instances in the range (read one by one, 1.6 us each)...
+TIMELINE_TOTALS_MIN_INSTANCES = 50_000
+# ... unless the parts its edges read (each reaching back by the name's longest instance) add up to more than
+# this share of the range.
+TIMELINE_TOTALS_MAX_EDGE_SHARE = 0.5
+
+
+def _from_running_totals(run: ReportRun, sn: SliceName, edges: list[int]) -> list[dict] | None:
+    """SlicesTimelineView._from_instances's rows for the buckets between `edges` (the range's start, the bucket
+    edges, its end), from the per track and name cells' running totals: at each edge, per track, the instances
+    started before it and the time they cover before it, as of the cell edge nearest it (two index lookups),
+    corrected by the instances between the two (at most half a cell, read through the (track_id, ts) index);
+    a bucket's figures are the differences at its edges. The instances open at the range's start count in the
+    first bucket, as they do there. None when the cells were not kept, min_duration leaves instances out, or the
+    range holds few enough instances to read them."""
+    s = run.scope
+    table = "report_slice_track_name_cell"
+    start, end = edges[0], edges[-1]
+    t0, t1 = run.trace.start, run.trace.end
+    share = min(1.0, max(end - start, 0) / max(t1 - t0, 1))
+    if s.time is None or s.min_duration is not None or sn.count * share < TIMELINE_TOTALS_MIN_INSTANCES:
+        return None
+    if not run.has_tables(table, "report_grid") or not run.has_columns(table, "cum_covered"):
+        return None
+    cell_dur = run.value(
+        "the cell width, where cells were kept",
+        f"SELECT {grid_width(run, 'track_name_cell_dur')} FROM report_grid WHERE EXISTS (SELECT 1 FROM {table})",
+    )
+    if not cell_dur:
+        return None
+    w = Where()
+    w.add(f"EXISTS (SELECT 1 FROM {table} c WHERE c.track_id = tr.id AND c.name = :slice_name)", slice_name=sn.name)
+    owner = owner_tracks(run)
+    if owner is not None:
+        w.add(f"tr.id IN {owner.terms[0]}", **owner.params)
+    found_tracks = run.rows("the tracks with instances of the name", f"SELECT tr.id FROM track tr\n{w.sql()}", w.params)
+    tracks = [r[0] for r in found_tracks]
+    cells, parts = _nearest_cell_edges(edges, t0, cell_dur)
+    params = {"slice_name": sn.name, "tracks": json.dumps(tracks)}
+    reach = run.value("the longest finished instance", "SELECT max(dur) FROM slice WHERE name = :slice_name", params)
+    reach = max(reach or 0, 0)
+    if (
+        reach + sum(high - low + reach for low, high, sign in parts if sign)
+        > (end - start) * TIMELINE_TOTALS_MAX_EDGE_SHARE
+    ):
+        return None  # instances long against the cells: reading back by the longest would read much of the range
+    started: dict[tuple[int, int], int] = {}  # (edge, track) -> instances started before the edge
+    covered: dict[tuple[int, int], int] = {}  # (edge, track) -> the time they cover before it
+    for j, track_id, cum_starting, cum_covered in run.rows(
+        "the running totals per track at the cell edge nearest each bucket edge",
+        f"""SELECT e.key, t.value, coalesce(r.cum_starting, 0), coalesce(r.cum_covered, 0)
+FROM json_each(:cells) e
+CROSS JOIN json_each(:tracks) t
+LEFT JOIN {table} r ON r.rowid = (
+  SELECT c.rowid FROM {table} c
+  WHERE c.track_id = t.value AND c.name = :slice_name AND c.cell < e.value
+  ORDER BY c.cell DESC LIMIT 1)""",
+        {**params, "cells": json.dumps(cells)},
+    ):
+        started[j, track_id] = cum_starting
+        covered[j, track_id] = cum_covered
+    # The instances in each part, and those open at the range's start (the last window): finished ones through
+    # the (track_id, ts) index, reaching back by the name's longest; the unfinished ones (to the trace's end) apart.
+    windows = {j: (low, high) for j, (low, high, sign) in enumerate(parts) if sign}
+    opening = len(parts)
+    windows[opening] = (start, start)
+    found = list(
+        run.rows(
+            "the instances near each bucket edge, and those open at the range's start",
+            """SELECT e.key, s.track_id, s.ts, s.ts + s.dur
+FROM json_each(:windows) e
+CROSS JOIN json_each(:tracks) t
+CROSS JOIN slice s
+WHERE s.track_id = t.value
+  AND s.ts >= json_extract(e.value, '$[0]') - :reach AND s.ts <= json_extract(e.value, '$[1]')
+  AND +s.name = :slice_name AND s.dur >= 0 AND s.ts + s.dur >= json_extract(e.value, '$[0]')""",
+            {**params, "windows": json.dumps({str(j): window for j, window in windows.items()}), "reach": reach},
+        )
+    )
+    in_scope = set(tracks)
+    for track_id, ts in run.rows(
+        "the unfinished instances", "SELECT track_id, ts FROM slice WHERE name = :slice_name AND dur < 0", params
+    ):
+        if track_id in in_scope:
+            found.extend((j, track_id, ts, t1) for j, (low, high) in windows.items() if ts <= high and t1 >= low)
+    opened: dict[int, int] = {}
+    for j, track_id, ts, instance_end in found:
+        j = int(j)
+        low, high = windows[j]
+        if j == opening:  # open at the range's start: started before it, not ended before it
+            if ts < start <= instance_end:
+                opened[track_id] = opened.get(track_id, 0) + 1
+            continue
+        sign = parts[j][2]
+        if low <= ts < high:
+            started[j, track_id] = started.get((j, track_id), 0) + sign
+        overlap = min(instance_end, high) - max(ts, low)
+        if overlap > 0:
+            covered[j, track_id] = covered.get((j, track_id), 0) + sign * overlap
+    return _bucket_rows(len(edges) - 1, tracks, started, covered, opened)
+
+
+def _nearest_cell_edges(edges: list[int], t0: int, cell_dur: int) -> tuple[list[int], list[tuple[int, int, int]]]:
+    """Per edge: the cell whose running totals stand for it (those of the cells before it: the cell edge nearest
+    the edge), and the part between the two as (low, high, sign): added when the edge lies after that cell edge,
+    subtracted when before it, none (sign 0) when on it."""
+    cells: list[int] = []
+    parts: list[tuple[int, int, int]] = []
+    for t in edges:
+        cell = (t - t0) // cell_dur
+        cell_start = t0 + cell * cell_dur
+        if t == cell_start:
+            cells.append(cell)
+            parts.append((t, t, 0))
+        elif t - cell_start <= cell_dur // 2:
+            cells.append(cell)
+            parts.append((cell_start, t, 1))
+        else:
+            cells.append(cell + 1)
+            parts.append((t, cell_start + cell_dur, -1))
+    return cells, parts
+
+
+def _bucket_rows(
+    buckets: int,
+    tracks: list[int],
+    started: dict[tuple[int, int], int],
+    covered: dict[tuple[int, int], int],
+    opened: dict[int, int],
+) -> list[dict]:
+    """(bucket, track_id, count, covered) rows from the instances started and the time covered before each edge
+    per track (`opened`: those open at the range's start, counted in the first bucket); none for a track with
+    nothing in a bucket."""
+    rows = []
+    for i in range(buckets):
+        for track_id in tracks:
+            count = started.get((i + 1, track_id), 0) - started.get((i, track_id), 0)
+            if i == 0:
+                count += opened.get(track_id, 0)
+            time = covered.get((i + 1, track_id), 0) - covered.get((i, track_id), 0)
+            if count or time:
+                rows.append({"bucket": i, "track_id": track_id, "count": count, "covered": time})
+    return rows
 
 
 def track_owners(run: ReportRun, track_ids: list[int]) -> dict[int, str]:

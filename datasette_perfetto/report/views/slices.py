@@ -2759,8 +2759,8 @@ GROUP BY bucket, c.track_id""",
 # A timeline over a time range reads the running totals of report_slice_track_name_cell, where kept, instead of
 # the instances once the name has about this many instances in the range (read one by one, 1.6 us each)...
 TIMELINE_TOTALS_MIN_INSTANCES = 50_000
-# ... unless the parts its edges read (each reaching back by the name's longest instance) add up to more than
-# this share of the range.
+# ... unless the slices its edges read (every name's on the name's tracks, each part reaching back by the name's
+# longest instance) would be more than this share of the instances in the range.
 TIMELINE_TOTALS_MAX_EDGE_SHARE = 0.5
 
 
@@ -2798,11 +2798,15 @@ def _from_running_totals(run: ReportRun, sn: SliceName, edges: list[int]) -> lis
     params = {"slice_name": sn.name, "tracks": json.dumps(tracks)}
     reach = run.value("the longest finished instance", "SELECT max(dur) FROM slice WHERE name = :slice_name", params)
     reach = max(reach or 0, 0)
-    if (
-        reach + sum(high - low + reach for low, high, sign in parts if sign)
-        > (end - start) * TIMELINE_TOTALS_MAX_EDGE_SHARE
-    ):
-        return None  # instances long against the cells: reading back by the longest would read much of the range
+    on_tracks = run.value(
+        "slices on those tracks (to weigh reading the edges against reading the instances)",
+        "SELECT coalesce(sum(event_count), 0) FROM report_track_stats\n"
+        "WHERE track_id IN (SELECT value FROM json_each(:tracks))",
+        params,
+    )
+    edge_time = reach + sum(high - low + reach for low, high, sign in parts if sign)
+    if (on_tracks or 0) * edge_time / max(t1 - t0, 1) > sn.count * share * TIMELINE_TOTALS_MAX_EDGE_SHARE:
+        return None  # cells wide or instances long against the buckets: the edges would read as much
     started: dict[tuple[int, int], int] = {}  # (edge, track) -> instances started before the edge
     covered: dict[tuple[int, int], int] = {}  # (edge, track) -> the time they cover before it
     for j, track_id, cum_starting, cum_covered in run.rows(

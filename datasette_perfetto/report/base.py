@@ -9,6 +9,7 @@ are four renderings of the one `Report` message plus the view's tables.
 
 from __future__ import annotations
 
+import functools
 import json
 import shlex
 import sqlite3
@@ -16,7 +17,7 @@ import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote_plus
 
 from ..report_tables import nearest_rank
 from . import format as fmt
@@ -58,6 +59,13 @@ class Link:
         return cls(noun, view, tuple(pairs), format, database)
 
 
+@functools.lru_cache(maxsize=4096)
+def _quoted(text: str) -> str:
+    """A query string's key or value as urlencode quotes it: a page's thousands of links repeat the same few
+    (its flags' values), and quoting is most of a link's cost."""
+    return quote_plus(text)
+
+
 class Linker:
     """Turns links into URLs (under a report base path) and CLI commands (for a database file)."""
 
@@ -75,7 +83,7 @@ class Linker:
         path = self.url_base + "".join(f"/{p}" for p in (link.noun, link.view) if p)
         if link.format:
             path += f".{link.format}"
-        return path + (f"?{urlencode(link.params)}" if link.params else "")
+        return path + (f"?{'&'.join(f'{_quoted(k)}={_quoted(v)}' for k, v in link.params)}" if link.params else "")
 
     def details(self, kind: str, ident: int | None) -> str | None:
         """The details page of a track, slice, thread or process of this database (pages/); None offline."""

@@ -516,3 +516,22 @@ def test_histogram_read_once_is_the_histogram_of_its_queries(quiet_thread_db, mo
     assert once == by_sql and once_steps == sql_steps
     # 7, a child and the unended one; 6 of at least 10ns; 3 in the range (offsets from the trace's start, 1us)
     assert once.stats.count == {"min_duration": 6, "time": 3}.get(next(iter(flags), ""), 9)
+
+
+@pytest.mark.parametrize("flags", [{}, {"min_duration": "50us"}], ids=["every instance", "min_duration"])
+def test_a_timeline_reads_a_busy_names_instances_from_its_name_index(quiet_thread_db, flags):
+    """The (name, dur, ts, track_id) index holds every column the timeline reads: a name with most of the slices,
+    over most of the trace, is read there (one pass over its entries; with min_duration only the long ones), not
+    through the time index over every slice."""
+    result = report_of(quiet_thread_db.path, "slices", "timeline", {"name": "Work", "time": "0ns,2ms", **flags})
+    query = next(q for q in result.report.queries if q.purpose == "time covered per bucket and track")
+    params = {k: int(v) if v.lstrip("-").isdigit() else v for k, v in query.params.items()}
+    with closing(sqlite3.connect(quiet_thread_db.path)) as conn:
+        plan = [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {query.sql}", params)]
+        read = conn.execute(
+            "SELECT count(*) FROM slice WHERE name = 'Work' AND (dur < 0 OR dur >= ?)",
+            (50_000 if flags else 0,),
+        ).fetchone()[0]
+    assert any("slice_name_dur_ts_track_id" in step for step in plan), plan
+    assert not any("slice_ts" in step or "slice_track_id_ts" in step for step in plan), plan
+    assert sum(b.count for b in result.result_message().buckets) == read

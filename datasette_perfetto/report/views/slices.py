@@ -1454,7 +1454,6 @@ def name_where(
     sn: SliceName,
     at: tuple[int, int] | None = None,
     at_start: bool = False,
-    may_scan: bool = False,
     min_duration: bool = True,
 ) -> Where:
     """WHERE terms on `slice s` for the instances of one name in scope (and, for inspect, containing
@@ -1463,8 +1462,6 @@ def name_where(
     Whichever of the name, the owner's tracks, the time range or the instant selects the fewest
     slices drives the scan; a unary + keeps SQLite off the other indexes (it misjudges IN-subquery
     and range sizes). Time bounds reach back by the name's longest instance, so they use the ts index.
-    With `may_scan` (queries that read more than the (name, dur) index holds), a name with a large
-    share of all slices is read by scanning the table: one pass in order beats that many lookups.
     """
     s = run.scope
     terms: dict[str, tuple[str, dict]] = {"name": ("{+}s.name = :slice_name", {"slice_name": sn.name})}
@@ -1481,7 +1478,7 @@ def name_where(
             )
             or 0
         )
-    if s.time is not None or at is not None or may_scan:
+    if s.time is not None or at is not None:
         total = (
             run.value(
                 "slices in the trace (to pick the index to scan)",
@@ -1490,12 +1487,10 @@ def name_where(
             or 0
         )
         per_ns = total / max(run.trace.dur, 1)
-        if may_scan:
-            cost["scan"] = total / TABLE_SCAN_SPEEDUP
         if s.time is not None:
             start, end = run.time_range()
             terms["time"] = (
-                "{+}s.ts < :range_end AND s.ts >= :range_start - :longest\n"
+                "{+}s.ts < :range_end AND {+}s.ts >= :range_start - :longest\n"
                 "  AND (s.dur < 0 AND (SELECT end_ts FROM trace_bounds) >= :range_start OR s.ts + s.dur >= :range_start)",
                 {"range_start": start, "range_end": end, "longest": longest},
             )
@@ -2123,8 +2118,6 @@ def nice_ceil(value: float) -> int:
 
 
 NAME_LIST_LIMIT = 50
-# Reading a slice row by index lookup costs about this many rows of a sequential table scan.
-TABLE_SCAN_SPEEDUP = 20
 PERCENTILES = REPORT_PERCENTILES  # report_slice_name_percentile's
 # The slices table in a narrowed scope ranks at most this many instances for the minimum and percentiles
 # of its names, and none in a scope of more than SCOPE_BUDGET slices: ranking reads the whole scope again
@@ -2688,7 +2681,7 @@ ORDER BY i"""
     def _from_instances(run: ReportRun, sn: SliceName, start: int, end: int, buckets: int, bucket_dur: int) -> list:
         """(bucket, track_id, count, covered) from the instances: each is clipped to the range; the few that
         cross a bucket edge are split at the edges (recursively), and an instance counts in its first bucket."""
-        w = name_where(run, sn, may_scan=True)
+        w = name_where(run, sn)
         return run.query(
             "time covered per bucket and track",
             f"""WITH RECURSIVE instance AS MATERIALIZED (

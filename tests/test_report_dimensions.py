@@ -667,6 +667,26 @@ def test_compare_charts_keep_both_ends_and_the_straggler_of_many_values(job, mon
         assert chart.title.endswith(f"the 1 largest and smallest of {len(values)} values (all in the table)")
 
 
+def test_compare_leaves_percentiles_out_beyond_its_ranking_budget(job, monkeypatch):
+    # Ranking the shown names' instances stops beyond PERCENTILE_BUDGET of them: no percentile is shown (rather than
+    # some), a footnote says why and links the histogram that has them; within it, every value has them.
+    from datasette_perfetto.report.views import dimensions
+
+    flags = {"by": "thread", "top": "3", "time": "0s,10s"}  # a range: the instances are ranked, not precomputed
+    within = report_of(job.path, "dimensions", "compare", flags).result_message()
+    instances = sum(n.count for n in within.names)
+    assert 0 < instances <= dimensions.PERCENTILE_BUDGET
+    assert all(v.stats.p50 > 0 for n in within.names for v in n.values if v.stats.count)
+    monkeypatch.setattr(dimensions, "PERCENTILE_BUDGET", instances - 1)
+    result = report_of(job.path, "dimensions", "compare", flags)
+    beyond = result.result_message()
+    assert [(n.name, n.count) for n in beyond.names] == [(n.name, n.count) for n in within.names]
+    assert all(v.stats.p50 == v.stats.p95 == v.stats.min == 0 for n in beyond.names for v in n.values)
+    notes = [f for f in result.report.footnotes if f.text.startswith("Percentiles are left out")]
+    assert len(notes) == 1 and f"{instances:,} instances" in notes[0].text
+    assert " slices histogram " in notes[0].command and "--group-by thread" in notes[0].command
+
+
 def test_compare_finds_the_injected_straggler(job):
     msg = report(job, "dimensions", "compare", by="rank")["dimensions_compare"]
     computing = [n for n in msg["names"] if n["name"] in ("forward", "backward") or n["name"].startswith("aten::")]

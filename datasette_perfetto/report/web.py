@@ -9,12 +9,12 @@ from typing import Any
 from urllib.parse import urlencode
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from ..compat import sql_editor_url, template_loader
 from ..metadata import trace_database_names
 from ..web import FORMAT_SUFFIX, Page, PageError, serve
-from .base import Link, Linker, ReportRun
+from .base import Cell, Link, Linker, ReportRun, Table
 from .diff import compute_side, join, prepare, with_baseline
 from .engine import run_report
 from .render import to_json, to_sql, to_text
@@ -99,14 +99,41 @@ async def _respond(page: Page, base: str):
 _TABLE_ENVIRONMENTS: weakref.WeakKeyDictionary[Any, jinja2.Environment] = weakref.WeakKeyDictionary()
 
 
-def _table_html(datasette, url_for: Callable[[Link], str]) -> Callable[[object], Markup]:
+def _table_html(datasette, url_for: Callable[[Link], str]) -> Callable[[Table], Markup]:
     """table -> its HTML (_report_table.html, as `datasette` finds it), links resolved by `url_for`."""
     environment = _TABLE_ENVIRONMENTS.get(datasette)
     if environment is None:
         environment = jinja2.Environment(loader=template_loader(datasette), autoescape=True)
         _TABLE_ENVIRONMENTS[datasette] = environment
     template = environment.get_template("_report_table.html")
-    return lambda table: Markup(template.render(table=table, url_for=url_for))
+    return lambda table: Markup(template.render(table=table, rows_html=rows_html(table, url_for), url_for=url_for))
+
+
+def rows_html(table: Table, url_for: Callable[[Link], str]) -> list[Markup]:
+    """Each row of `table` as its <td> cells, for _report_table.html: rendered here rather than cell by cell in
+    the template, as Datasette renders its table cells (render_cell), because a page of thousands of cells
+    (dimensions compare by thread: 22,800) takes a third of the time."""
+    align = table.alignment()
+    return [Markup("".join([_cell_html(cell, align[i], url_for) for i, cell in enumerate(row)])) for row in table.rows]
+
+
+def _cell_html(cell: Cell, align: str, url_for: Callable[[Link], str]) -> str:
+    """One cell: its text, linked to its report (with a link to its details page after it) or to its details
+    page; its hover text, extra class and subtitle; every value escaped."""
+    text = escape(cell.text)
+    if cell.link is not None:
+        inner = f'<a href="{escape(url_for(cell.link))}">{text}</a>'
+        if cell.href:
+            inner += f' <a class="perfetto-report-details" href="{escape(cell.href)}" title="details page">details</a>'
+    elif cell.href:
+        inner = f'<a href="{escape(cell.href)}">{text}</a>'
+    else:
+        inner = text
+    if cell.subtitle:
+        inner += f'<span class="perfetto-report-subtitle">{escape(cell.subtitle)}</span>'
+    css = f" perfetto-{escape(cell.css)}" if cell.css else ""
+    title = f' title="{escape(cell.title)}"' if cell.title else ""
+    return f'<td class="perfetto-align-{escape(align)}{css}"{title}>{inner}</td>'
 
 
 def _flags(params: dict[str, list[str]]) -> dict[str, str | list[str]]:

@@ -673,7 +673,8 @@ def test_compare_leaves_percentiles_out_beyond_its_ranking_budget(job, monkeypat
     from datasette_perfetto.report.views import dimensions
 
     flags = {"by": "thread", "top": "3", "time": "0s,10s"}  # a range: the instances are ranked, not precomputed
-    within = report_of(job.path, "dimensions", "compare", flags).result_message()
+    within_result = report_of(job.path, "dimensions", "compare", flags)
+    within = within_result.result_message()
     instances = sum(n.count for n in within.names)
     assert 0 < instances <= dimensions.PERCENTILE_BUDGET
     assert all(v.stats.p50 > 0 for n in within.names for v in n.values if v.stats.count)
@@ -685,6 +686,13 @@ def test_compare_leaves_percentiles_out_beyond_its_ranking_budget(job, monkeypat
     notes = [f for f in result.report.footnotes if f.text.startswith("Percentiles are left out")]
     assert len(notes) == 1 and f"{instances:,} instances" in notes[0].text
     assert " slices histogram " in notes[0].command and "--group-by thread" in notes[0].command
+    # Shown as left out, not as zero.
+    assert beyond.percentiles_left_out and not within.percentiles_left_out
+    table = next(t for t in result.view.tables(beyond, result.run) if "p50" in t.headers)
+    p50, p95 = table.headers.index("p50"), table.headers.index("p95")
+    assert {(row[p50].text, row[p95].text) for row in table.rows} == {("-", "-")}
+    kept_table = next(t for t in within_result.view.tables(within, within_result.run) if "p50" in t.headers)
+    assert all(row[p50].text not in ("-", "0ns") for row in kept_table.rows if row[3].text != "0")
 
 
 def test_compare_finds_the_injected_straggler(job):

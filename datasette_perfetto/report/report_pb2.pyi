@@ -1327,7 +1327,7 @@ class DimensionsList(_message.Message):
     def __init__(self, dimensions: _Optional[_Iterable[_Union[DimensionsList.Dimension, _Mapping]]] = ...) -> None: ...
 
 class DimensionsCompare(_message.Message):
-    __slots__ = ("by", "names", "total_rows", "baseline_value", "baseline_label", "totals", "waits", "steps", "collectives", "likely_straggler", "likely_straggler_label")
+    __slots__ = ("by", "names", "total_rows", "baseline_value", "baseline_label", "totals", "waits", "steps", "collectives", "likely_straggler", "likely_straggler_label", "percentiles_left_out")
     class Value(_message.Message):
         __slots__ = ("value", "label", "stats", "self_dur", "straggler", "change", "count_delta", "total_dur_delta", "self_dur_delta", "avg_dur_delta", "max_dur_delta")
         VALUE_FIELD_NUMBER: _ClassVar[int]
@@ -1415,6 +1415,7 @@ class DimensionsCompare(_message.Message):
     COLLECTIVES_FIELD_NUMBER: _ClassVar[int]
     LIKELY_STRAGGLER_FIELD_NUMBER: _ClassVar[int]
     LIKELY_STRAGGLER_LABEL_FIELD_NUMBER: _ClassVar[int]
+    PERCENTILES_LEFT_OUT_FIELD_NUMBER: _ClassVar[int]
     by: str
     names: _containers.RepeatedCompositeFieldContainer[DimensionsCompare.Name]
     total_rows: int
@@ -1426,4 +1427,5 @@ class DimensionsCompare(_message.Message):
     collectives: _containers.RepeatedScalarFieldContainer[str]
     likely_straggler: str
     likely_straggler_label: str
-    def __init__(self, by: _Optional[str] = ..., names: _Optional[_Iterable[_Union[DimensionsCompare.Name, _Mapping]]] = ..., total_rows: _Optional[int] = ..., baseline_value: _Optional[str] = ..., baseline_label: _Optional[str] = ..., totals: _Optional[_Iterable[_Union[DimensionsCompare.ValueTotal, _Mapping]]] = ..., waits: _Optional[_Iterable[_Union[DimensionsCompare.Wait, _Mapping]]] = ..., steps: _Optional[str] = ..., collectives: _Optional[_Iterable[str]] = ..., likely_straggler: _Optional[str] = ..., likely_straggler_label: _Optional[str] = ...) -> None: ...
+    percentiles_left_out: bool
+    def __init__(self, by: _Optional[str] = ..., names: _Optional[_Iterable[_Union[DimensionsCompare.Name, _Mapping]]] = ..., total_rows: _Optional[int] = ..., baseline_value: _Optional[str] = ..., baseline_label: _Optional[str] = ..., totals: _Optional[_Iterable[_Union[DimensionsCompare.ValueTotal, _Mapping]]] = ..., waits: _Optional[_Iterable[_Union[DimensionsCompare.Wait, _Mapping]]] = ..., steps: _Optional[str] = ..., collectives: _Optional[_Iterable[str]] = ..., likely_straggler: _Optional[str] = ..., likely_straggler_label: _Optional[str] = ..., percentiles_left_out: _Optional[bool] = ...) -> None: ...

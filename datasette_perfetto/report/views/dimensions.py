@@ -69,6 +69,8 @@ STEP_GLOBS = ("ProfilerStep#*", "train_step*")
 # the query limit.
 PERCENTILE_BUDGET = 150_000
 SORTS = ("spread", "total", "count", "max", "name")
+# A percentile the report did not rank (PERCENTILE_BUDGET).
+LEFT_OUT = Cell("-", title="left out: see the footnote")
 # A name's chart draws at most this many values (half the largest totals, half the smallest; and the straggler).
 CHART_VALUES = 24
 # The likely straggler waits in collectives for less than this share of the median value's waiting share.
@@ -663,6 +665,7 @@ GROUP BY value""",
             return
         instances = sum(n.count for n in out.names)
         if instances > PERCENTILE_BUDGET:
+            out.percentiles_left_out = True
             run.footnote(
                 f"Percentiles are left out: the names shown have {instances:,} instances in scope (ranking "
                 f"stops at {PERCENTILE_BUDGET:,}); the histogram of one name has them per {group.name}",
@@ -848,8 +851,11 @@ ORDER BY value, s.ts""",
                     cells += [
                         duration_cell(v.self_dur),
                         duration_cell(v.stats.avg),
-                        duration_cell(v.stats.p50),
-                        duration_cell(v.stats.p95),
+                        *(
+                            (LEFT_OUT, LEFT_OUT)
+                            if msg.percentiles_left_out
+                            else (duration_cell(v.stats.p50), duration_cell(v.stats.p95))
+                        ),
                         duration_cell(v.stats.max),
                         Cell("straggler" if v.straggler else "", css="diff-up" if v.straggler else ""),
                     ]

@@ -12,6 +12,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -693,6 +695,35 @@ def test_compare_leaves_percentiles_out_beyond_its_ranking_budget(job, monkeypat
     assert {(row[p50].text, row[p95].text) for row in table.rows} == {("-", "-")}
     kept_table = next(t for t in within_result.view.tables(within, within_result.run) if "p50" in t.headers)
     assert all(row[p50].text not in ("-", "0ns") for row in kept_table.rows if row[3].text != "0")
+
+
+@pytest.mark.parametrize("by", ["rank", "thread", "process"])
+def test_histogram_per_value_beyond_its_ranking_budget_keeps_counts_totals_and_longest(job, monkeypatch, by):
+    # Over the whole trace, beyond GROUP_RANKING_BUDGET instances each value's count, total, average and longest
+    # come from the per track aggregates kept at import, the same as ranking gives; minimum and percentiles are
+    # left out (flagged, "-" in the table, a footnote linking one value's histogram). A time range still ranks.
+    from datasette_perfetto.report.views import slices
+
+    with closing(sqlite3.connect(job.path)) as conn:
+        (name,) = conn.execute("SELECT name FROM report_slice_name ORDER BY count DESC LIMIT 1").fetchone()
+    flags = {"name": name, "group_by": by}
+    ranked = report_of(job.path, "slices", "histogram", flags).result_message()
+    monkeypatch.setattr(slices, "GROUP_RANKING_BUDGET", 0)
+    result = report_of(job.path, "slices", "histogram", flags)
+    totals = result.result_message()
+    assert totals.group_percentiles_left_out and not ranked.group_percentiles_left_out
+    assert len(ranked.groups) > 1
+    assert [(g.value, g.label, g.stats.count, g.stats.total, g.stats.avg, g.stats.max) for g in totals.groups] == [
+        (g.value, g.label, g.stats.count, g.stats.total, g.stats.avg, g.stats.max) for g in ranked.groups
+    ]
+    assert all(g.stats.min == g.stats.p50 == g.stats.p99 == 0 for g in totals.groups)
+    assert totals.stats == ranked.stats and list(totals.buckets) == list(ranked.buckets)
+    notes = [f for f in result.report.footnotes if f.text.startswith(f"Minimum and percentiles per {by}")]
+    assert len(notes) == 1 and f"--dim {by}=" in notes[0].command and "--group-by" not in notes[0].command
+    table = result.view.tables(totals, result.run)[-1]
+    assert {tuple(row[i].text for i in (3, 5, 6, 7)) for row in table.rows} == {("-",) * 4}
+    in_range = report_of(job.path, "slices", "histogram", {**flags, "time": "0s,10s"}).result_message()
+    assert not in_range.group_percentiles_left_out and all(g.stats.p50 > 0 for g in in_range.groups)
 
 
 def test_compare_finds_the_injected_straggler(job):

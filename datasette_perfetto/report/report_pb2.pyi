@@ -408,7 +408,7 @@ class HistogramBucket(_message.Message):
     def __init__(self, low: _Optional[float] = ..., high: _Optional[float] = ..., count: _Optional[int] = ...) -> None: ...
 
 class SlicesHistogram(_message.Message):
-    __slots__ = ("name", "scale", "buckets", "stats", "measure", "group_by", "groups")
+    __slots__ = ("name", "scale", "buckets", "stats", "measure", "group_by", "groups", "group_percentiles_left_out")
     NAME_FIELD_NUMBER: _ClassVar[int]
     SCALE_FIELD_NUMBER: _ClassVar[int]
     BUCKETS_FIELD_NUMBER: _ClassVar[int]
@@ -416,6 +416,7 @@ class SlicesHistogram(_message.Message):
     MEASURE_FIELD_NUMBER: _ClassVar[int]
     GROUP_BY_FIELD_NUMBER: _ClassVar[int]
     GROUPS_FIELD_NUMBER: _ClassVar[int]
+    GROUP_PERCENTILES_LEFT_OUT_FIELD_NUMBER: _ClassVar[int]
     name: str
     scale: str
     buckets: _containers.RepeatedCompositeFieldContainer[HistogramBucket]
@@ -423,7 +424,8 @@ class SlicesHistogram(_message.Message):
     measure: str
     group_by: str
     groups: _containers.RepeatedCompositeFieldContainer[GroupStats]
-    def __init__(self, name: _Optional[str] = ..., scale: _Optional[str] = ..., buckets: _Optional[_Iterable[_Union[HistogramBucket, _Mapping]]] = ..., stats: _Optional[_Union[DurationStats, _Mapping]] = ..., measure: _Optional[str] = ..., group_by: _Optional[str] = ..., groups: _Optional[_Iterable[_Union[GroupStats, _Mapping]]] = ...) -> None: ...
+    group_percentiles_left_out: bool
+    def __init__(self, name: _Optional[str] = ..., scale: _Optional[str] = ..., buckets: _Optional[_Iterable[_Union[HistogramBucket, _Mapping]]] = ..., stats: _Optional[_Union[DurationStats, _Mapping]] = ..., measure: _Optional[str] = ..., group_by: _Optional[str] = ..., groups: _Optional[_Iterable[_Union[GroupStats, _Mapping]]] = ..., group_percentiles_left_out: _Optional[bool] = ...) -> None: ...
 
 class GroupStats(_message.Message):
     __slots__ = ("value", "label", "stats")

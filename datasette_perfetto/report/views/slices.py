@@ -33,7 +33,7 @@ from ..filters import (
     subquery,
     unset,
 )
-from ..grouping import VALUE_TEXT, Grouping, group_stats, grouping, track_values
+from ..grouping import VALUE_TEXT, Grouping, dim_params, group_stats, grouping, track_values
 from ..links import glob_escape, view_link
 from ..scope import MAX_INT64, ReportError
 from ..scope import shown as quoted
@@ -2141,14 +2141,15 @@ def stats_table(title: str, stats: pb.DurationStats) -> Table:
     )
 
 
-def groups_table(title: str, dimension: str, groups: Iterable[pb.GroupStats]) -> Table:
-    """Duration stats per value of a dimension: one row per value, its label first."""
+def groups_table(title: str, dimension: str, groups: Iterable[pb.GroupStats], ranked: bool = True) -> Table:
+    """Duration stats per value of a dimension: one row per value, its label first; `ranked`: False when the
+    minimum and percentiles were left out ("-")."""
+    left_out = Cell("-", title="left out: see the footnote")
     rows = [
-        [Cell(g.label), count_cell(g.stats.count)]
-        + [
-            duration_cell(v)
-            for v in (g.stats.total, g.stats.min, g.stats.avg, g.stats.p50, g.stats.p95, g.stats.p99, g.stats.max)
-        ]
+        [Cell(g.label), count_cell(g.stats.count), duration_cell(g.stats.total)]
+        + [duration_cell(g.stats.min) if ranked else left_out, duration_cell(g.stats.avg)]
+        + [duration_cell(v) if ranked else left_out for v in (g.stats.p50, g.stats.p95, g.stats.p99)]
+        + [duration_cell(g.stats.max)]
         for g in groups
     ]
     headers = (dimension.capitalize(), "Count", "Total", "Min", "Avg", "p50", "p95", "p99", "Max")
@@ -2400,13 +2401,25 @@ FROM slice s
         group = grouping(run, self)
         if group is not None:
             out.group_by = group.name
-            per_value = group_stats(
-                run,
-                group,
-                f"count, total and percentiles per {group.name} value",
-                f"SELECT s.track_id, '' AS name, {dur} AS d FROM slice s\n  {w.sql()}",
-                w.params,
-            )
+            whole_trace = run.scope.time is None and run.scope.min_duration is None and not by_self
+            if known[0] > GROUP_RANKING_BUDGET and whole_trace:
+                per_value = _group_totals(run, sn, group)
+                out.group_percentiles_left_out = True
+                first = min((v for _, v in per_value if v is not None), key=group.rank, default=None)
+                one = dim_params(run, group.name, first) if first is not None else None
+                run.footnote(
+                    f"Minimum and percentiles per {group.name} are left out: {known[0]:,} instances in scope (ranking "
+                    f"stops at {GROUP_RANKING_BUDGET:,}); the histogram of one {group.name} has them",
+                    view_link(run, "slices", "histogram", group_by=None, dim=one),
+                )
+            else:
+                per_value = group_stats(
+                    run,
+                    group,
+                    f"count, total and percentiles per {group.name} value",
+                    f"SELECT s.track_id, '' AS name, {dur} AS d FROM slice s\n  {w.sql()}",
+                    w.params,
+                )
             for (_, value), stats in sorted(per_value.items(), key=lambda kv: group.rank(kv[0][1])):
                 out.groups.add(value=value or "", label=group.label(value), stats=stats)
         if not out.stats.count:
@@ -2547,8 +2560,47 @@ GROUP BY bucket"""
     def tables(self, msg: pb.SlicesHistogram, run: ReportRun) -> list[Table]:
         out = [stats_table(f"{msg.name} {measure_label(msg)}", msg.stats)]
         if msg.group_by:
-            out.append(groups_table(f"{msg.name} {measure_label(msg)} per {msg.group_by}", msg.group_by, msg.groups))
+            out.append(
+                groups_table(
+                    f"{msg.name} {measure_label(msg)} per {msg.group_by}",
+                    msg.group_by,
+                    msg.groups,
+                    ranked=not msg.group_percentiles_left_out,
+                )
+            )
         return out
+
+
+# The histogram per value of a dimension ranks at most this many instances (1 to 2 us each); beyond, over the
+# whole trace, each value's count, total, average and longest come from report_slice_track_name.
+GROUP_RANKING_BUDGET = 300_000
+
+
+def _group_totals(run: ReportRun, sn: SliceName, group: Grouping) -> dict[tuple[str, str | None], pb.DurationStats]:
+    """group_stats's figures but the minimum and percentiles, per value of `group`, of the name's instances on the
+    owner's tracks over the whole trace: summed from the per track and name aggregates kept at import."""
+    w = Where()
+    w.add("t.name = :slice_name", slice_name=sn.name)
+    owner = owner_tracks(run)
+    if owner is not None:
+        w.add(f"t.track_id IN {owner.terms[0]}", **owner.params)
+    rows = run.query(
+        f"count, total and longest per track (kept at import), for each {group.name} value",
+        f"SELECT t.track_id, t.count, t.total_dur, t.max_dur FROM report_slice_track_name t\n{w.sql()}",
+        w.params,
+    )
+    values = track_values(run, group, [r["track_id"] for r in rows])
+    per_value: dict[tuple[str, str | None], list[int]] = {}
+    for r in rows:
+        figures = per_value.setdefault(("", values.get(r["track_id"])), [0, 0, 0])
+        figures[0] += r["count"]
+        figures[1] += r["total_dur"]
+        figures[2] = max(figures[2], r["max_dur"])
+    return {
+        key: pb.DurationStats(count=n, total=total, avg=total // n, max=max(longest, 0))
+        for key, (n, total, longest) in per_value.items()
+        if n
+    }
 
 
 def measure_label(msg: pb.SlicesHistogram) -> str:

@@ -292,3 +292,16 @@ async def test_template_dir_overrides_the_report_table_partial(demo_db, tmp_path
     assert "perfetto-report-table" not in page.text
     default = await served(demo_db.path).client.get("/demo/-/report/slices")
     assert "site-table" not in default.text and 'class="rows-and-columns perfetto-report-table"' in default.text
+
+
+def test_table_cells_escape_every_field():
+    # A cell's text, link, details page, hover text, extra class and subtitle all reach the page escaped.
+    from datasette_perfetto.report.base import Cell, Link, Linker, Table
+    from datasette_perfetto.report.web import rows_html
+
+    hostile = '"><script>x</script>'
+    cell = Cell(hostile, Link.to("slices", "", {"name": hostile}), hostile, hostile, "/d/-/slice/1" + hostile, hostile)
+    (row,) = rows_html(Table("t", ["a"], [[cell]]), Linker("/d/-/report", "d.db").url)
+    assert "<script>" not in row and hostile not in row
+    assert row.count("&#34;&gt;&lt;script&gt;x&lt;/script&gt;") == 5  # text, title, class, href, subtitle
+    assert "name=%22%3E%3Cscript%3Ex%3C%2Fscript%3E" in row  # the link's value, quoted

@@ -130,6 +130,9 @@ def duration_cell(ns: float) -> Cell:
     return Cell(fmt.duration(ns), title=f"{ns} ns")
 
 
+# A figure the report did not compute (a ranking budget): a footnote says why.
+LEFT_OUT = Cell("-", title="left out: see the footnote")
+
 # The empty text of a table whose noun's data the trace does not have at all.
 NOT_PRESENT = "(not present in this trace)"
 

@@ -19,7 +19,7 @@ from typing import Any
 from ...schema import REPORT_PERCENTILES as PERCENTILES
 from .. import format as fmt
 from .. import report_pb2 as pb
-from ..base import Bar, Cell, Chart, ReportRun, Table, View, count_cell, duration_cell
+from ..base import LEFT_OUT, Bar, Cell, Chart, ReportRun, Table, View, count_cell, duration_cell
 from ..diff_spec import Measure, change_cell, signed
 from ..filters import (
     CANNED_TOP,
@@ -69,8 +69,6 @@ STEP_GLOBS = ("ProfilerStep#*", "train_step*")
 # the query limit.
 PERCENTILE_BUDGET = 150_000
 SORTS = ("spread", "total", "count", "max", "name")
-# A percentile the report did not rank (PERCENTILE_BUDGET).
-LEFT_OUT = Cell("-", title="left out: see the footnote")
 # A name's chart draws at most this many values (half the largest totals, half the smallest; and the straggler).
 CHART_VALUES = 24
 # The likely straggler waits in collectives for less than this share of the median value's waiting share.

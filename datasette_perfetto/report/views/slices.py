@@ -17,7 +17,19 @@ from ...pages import data
 from ...schema import REPORT_CELL_MIN_COUNT, REPORT_PERCENTILES
 from .. import format as fmt
 from .. import report_pb2 as pb
-from ..base import Bar, Cell, Chart, Link, ReportRun, Table, View, count_cell, duration_cell, percentile_index
+from ..base import (
+    LEFT_OUT,
+    Bar,
+    Cell,
+    Chart,
+    Link,
+    ReportRun,
+    Table,
+    View,
+    count_cell,
+    duration_cell,
+    percentile_index,
+)
 from ..diff_spec import DiffSpec, Measure, diff_link
 from ..filters import (
     CANNED_NICE,
@@ -2144,11 +2156,10 @@ def stats_table(title: str, stats: pb.DurationStats) -> Table:
 def groups_table(title: str, dimension: str, groups: Iterable[pb.GroupStats], ranked: bool = True) -> Table:
     """Duration stats per value of a dimension: one row per value, its label first; `ranked`: False when the
     minimum and percentiles were left out ("-")."""
-    left_out = Cell("-", title="left out: see the footnote")
     rows = [
         [Cell(g.label), count_cell(g.stats.count), duration_cell(g.stats.total)]
-        + [duration_cell(g.stats.min) if ranked else left_out, duration_cell(g.stats.avg)]
-        + [duration_cell(v) if ranked else left_out for v in (g.stats.p50, g.stats.p95, g.stats.p99)]
+        + [duration_cell(g.stats.min) if ranked else LEFT_OUT, duration_cell(g.stats.avg)]
+        + [duration_cell(v) if ranked else LEFT_OUT for v in (g.stats.p50, g.stats.p95, g.stats.p99)]
         + [duration_cell(g.stats.max)]
         for g in groups
     ]

@@ -690,19 +690,26 @@ CELL_TABLES = {
 }
 
 
+def kept_cell_width(run: ReportRun, per: str) -> int | None:
+    """The cell width of the cell table `per` (CELL_TABLES) when the import filled it (large traces), else None."""
+    table, width = CELL_TABLES[per]
+    if not run.has_tables(table, "report_grid"):
+        return None
+    return run.value(
+        "the cell width, where cells were kept",
+        f"SELECT {grid_width(run, width)} FROM report_grid WHERE EXISTS (SELECT 1 FROM {table})",
+    )
+
+
 def cell_split(run: ReportRun, per: str = "name") -> CellSplit | None:
     """Under `time`, the range split around the whole cells inside it of the cell table `per` name (for an
     owner's tracks or per dimension value: "track"; per process: "process"; CELL_TABLES), when that table was
     filled (large traces) and holds at least one whole cell of the range; else None. Before the trace's start
     and past its end nothing lies: the range reaches the first or last cell there."""
-    table, width = CELL_TABLES[per]
-    if run.scope.time is None or not run.has_tables(table, "report_grid"):
+    if run.scope.time is None:
         return None
-    width = grid_width(run, width)
-    cell_dur = run.value(
-        "the cell width, where cells were kept",
-        f"SELECT {width} FROM report_grid WHERE EXISTS (SELECT 1 FROM {table})",
-    )
+    table = CELL_TABLES[per][0]
+    cell_dur = kept_cell_width(run, per)
     start, end = run.time_range()
     t0, t1 = run.trace.start, run.trace.end
     if not cell_dur or end <= t0 or start >= t1:
@@ -2829,27 +2836,24 @@ def _from_running_totals(run: ReportRun, sn: SliceName, edges: list[int]) -> lis
     first bucket, as they do there. None when the cells were not kept, min_duration leaves instances out, or the
     range holds few enough instances to read them."""
     s = run.scope
-    table = "report_slice_track_name_cell"
+    table = CELL_TABLES["track"][0]
     start, end = edges[0], edges[-1]
     t0, t1 = run.trace.start, run.trace.end
     share = min(1.0, max(end - start, 0) / max(t1 - t0, 1))
     if s.time is None or s.min_duration is not None or sn.count * share < TIMELINE_TOTALS_MIN_INSTANCES:
         return None
-    if not run.has_tables(table, "report_grid") or not run.has_columns(table, "cum_covered"):
-        return None
-    cell_dur = run.value(
-        "the cell width, where cells were kept",
-        f"SELECT {grid_width(run, 'track_name_cell_dur')} FROM report_grid WHERE EXISTS (SELECT 1 FROM {table})",
-    )
-    if not cell_dur:
+    cell_dur = kept_cell_width(run, "track")
+    if not cell_dur or not run.has_columns(table, "cum_covered"):
         return None
     w = Where()
     w.add(f"EXISTS (SELECT 1 FROM {table} c WHERE c.track_id = tr.id AND c.name = :slice_name)", slice_name=sn.name)
     owner = owner_tracks(run)
     if owner is not None:
         w.add(f"tr.id IN {owner.terms[0]}", **owner.params)
-    found_tracks = run.rows("the tracks with instances of the name", f"SELECT tr.id FROM track tr\n{w.sql()}", w.params)
-    tracks = [r[0] for r in found_tracks]
+    tracks = [
+        r[0]
+        for r in run.rows("the tracks with instances of the name", f"SELECT tr.id FROM track tr\n{w.sql()}", w.params)
+    ]
     cells, parts = _nearest_cell_edges(edges, t0, cell_dur)
     params = {"slice_name": sn.name, "tracks": json.dumps(tracks)}
     reach = run.value("the longest finished instance", "SELECT max(dur) FROM slice WHERE name = :slice_name", params)

@@ -26,6 +26,7 @@ from .aggregates import clamp_int64, text_order_key
 from .schema import (
     REPORT_CELL_MIN_COUNT,
     REPORT_COUNTER_CELL_MIN_SAMPLES,
+    REPORT_DUR_CELL_MIN_COUNT,
     REPORT_NAME_CELL_MIN_SLICES,
     REPORT_PERCENTILES,
     REPORT_RANK_STEP,
@@ -257,6 +258,40 @@ def slice_name_dur_ranks(conn: sqlite3.Connection) -> None:
         if open_run:
             rows.append((name, last, read))
     _insert(conn, schema.REPORT_SLICE_NAME_DUR_RANK, rows)
+
+
+def slice_name_dur_cells(conn: sqlite3.Connection) -> None:
+    """report_slice_name_dur_cell: each very frequent name's finished instances read once, in (name, dur) index
+    order (its bucket found again only where the duration passes the bucket's end), counted per cell and bucket."""
+    if conn.execute("SELECT count(*) >= ? FROM slice", (REPORT_NAME_CELL_MIN_SLICES,)).fetchone()[0] == 0:
+        return
+    grid = conn.execute("SELECT g.name_cell_dur, b.start_ts FROM report_grid g, trace_bounds b").fetchone()
+    if grid is None:
+        return
+    cell_dur, t0 = grid
+    names = conn.execute(
+        "SELECT name FROM report_slice_name WHERE count - unfinished >= ? AND name IS NOT NULL ORDER BY name",
+        (REPORT_DUR_CELL_MIN_COUNT,),
+    ).fetchall()
+    for (name,) in names:
+        cells: dict[tuple[int, int], list[int]] = {}
+        bucket, bucket_end = -1, 0
+        for ts, dur in conn.execute("SELECT ts, dur FROM slice WHERE name = ? AND dur >= 0 ORDER BY dur", (name,)):
+            if dur >= bucket_end:
+                bucket = schema.dur_bucket(dur)
+                bucket_end = schema.dur_bucket_low(bucket + 1)
+            key = ((ts - t0) // cell_dur, bucket)
+            figures = cells.get(key)
+            if figures is None:
+                cells[key] = [1, dur]
+            else:
+                figures[0] += 1
+                figures[1] += dur
+        _insert(
+            conn,
+            schema.REPORT_SLICE_NAME_DUR_CELL,
+            [(name, cell, bucket, n, total) for (cell, bucket), (n, total) in sorted(cells.items())],
+        )
 
 
 # A slice name's entries per cell, while report_slice_name_cell is built: what starts or ends in the cell, and
@@ -591,6 +626,7 @@ COMPUTE: dict[str, Callable[[sqlite3.Connection], None]] = {
     "report_counter_integral": counter_integrals,
     "report_slice_dimension": slice_dimension,
     "report_slice_name_dur_rank": slice_name_dur_ranks,
+    "report_slice_name_dur_cell": slice_name_dur_cells,
     "report_slice_track_name_cell": slice_track_cells,
     "report_slice_process_name_cell": slice_process_cells,
     "report_track_event_cell": track_event_cells,

@@ -1905,6 +1905,67 @@ REPORT_SLICE_NAME_DUR_RANK = Table(
     indexes=(("name", "dur"),),
 )
 
+# Names with at least this many finished instances (in traces with report_slice_name_cell) get their durations
+# counted per cell and duration bucket (report_slice_name_dur_cell): below it, a time range's histogram reads the
+# instances themselves fast enough.
+REPORT_DUR_CELL_MIN_COUNT = 200_000
+
+# A duration bucket of report_slice_name_dur_cell: durations below 2 * DUR_BUCKET_STEPS ns each their own; above,
+# DUR_BUCKET_STEPS buckets a power of two, each at most 1/DUR_BUCKET_STEPS of its lowest duration wide.
+DUR_BUCKET_STEPS = 32
+_DUR_BUCKET_SHIFT = DUR_BUCKET_STEPS.bit_length()  # 6: 2 * DUR_BUCKET_STEPS is 1 << 6
+
+
+def dur_bucket(dur: int) -> int:
+    """A finished duration's bucket (report_slice_name_dur_cell.bucket): dur itself below 2 * DUR_BUCKET_STEPS,
+    else DUR_BUCKET_STEPS * e + the duration's top bits (e its bit length less _DUR_BUCKET_SHIFT): increasing
+    with the duration, and exact in integers (no floating logarithm to round)."""
+    if dur < 2 * DUR_BUCKET_STEPS:
+        return dur
+    e = dur.bit_length() - _DUR_BUCKET_SHIFT
+    return DUR_BUCKET_STEPS * e + (dur >> e)
+
+
+def dur_bucket_low(bucket: int) -> int:
+    """The shortest duration in `bucket` (dur_bucket's inverse at the bucket's low edge)."""
+    if bucket < 2 * DUR_BUCKET_STEPS:
+        return bucket
+    e = bucket // DUR_BUCKET_STEPS - 1
+    return (bucket - DUR_BUCKET_STEPS * e) << e
+
+
+def _dur_bucket_sql(dur: str) -> str:
+    """dur_bucket as SQL (SQLite has no bit length: the powers of two at most `dur`, counted)."""
+    bits = " + ".join(f"({dur} >= {1 << k})" for k in range(63))
+    return (
+        f"CASE WHEN {dur} < {2 * DUR_BUCKET_STEPS} THEN {dur} ELSE {DUR_BUCKET_STEPS} * (({bits}) - {_DUR_BUCKET_SHIFT})"
+        f" + ({dur} >> (({bits}) - {_DUR_BUCKET_SHIFT})) END"
+    )
+
+
+REPORT_SLICE_NAME_DUR_CELL = Table(
+    "report_slice_name_dur_cell",
+    f"For slice names with at least {REPORT_DUR_CELL_MIN_COUNT:,} finished instances, in traces with "
+    "report_slice_name_cell: per name, cell of time (report_grid.name_cell_dur) and duration bucket, the finished "
+    "instances starting in the cell with a duration in the bucket: a time range's histogram of such a name "
+    "counts those wholly inside its whole cells from these rows, and reads only the instances of the few buckets "
+    "it must split, and those at the range's edges (not a trace_processor table).",
+    (
+        C("name", "TEXT", "Slice name."),
+        C("cell", "INTEGER", "(ts - trace start) / report_grid.name_cell_dur."),
+        C(
+            "bucket",
+            "INTEGER",
+            f"Duration bucket: the duration itself below {2 * DUR_BUCKET_STEPS} ns; above, {DUR_BUCKET_STEPS} "
+            f"buckets a power of two (for a duration of bit length b, {DUR_BUCKET_STEPS} * (b - "
+            f"{_DUR_BUCKET_SHIFT}) + dur >> (b - {_DUR_BUCKET_SHIFT})).",
+        ),
+        C("count", "INTEGER", "Finished instances of the name starting in the cell, with a duration in the bucket."),
+        C("total_dur", "INTEGER", "Their durations summed.", unit=TS),
+    ),
+    indexes=(("name", "cell"),),
+)
+
 # Slices per cell_dur cell (on average) above which report_slice_track_name_cell takes name_cell_dur cells.
 TRACK_NAME_FINE_CELL_SLICES = 100_000
 
@@ -2317,6 +2378,16 @@ DERIVED: tuple[Derived, ...] = (
         "count(*) OVER (PARTITION BY name ORDER BY dur) AS at_most FROM slice WHERE dur >= 0 AND name IN "
         f"(SELECT name FROM report_slice_name WHERE count - unfinished >= {REPORT_CELL_MIN_COUNT})) "
         f"WHERE position % {REPORT_RANK_STEP} = 0 ORDER BY name, dur",
+    ),
+    # The frequent names' finished instances per cell and duration bucket, in traces with report_slice_name_cell.
+    Derived(
+        REPORT_SLICE_NAME_DUR_CELL,
+        "INSERT INTO report_slice_name_dur_cell (name, cell, bucket, count, total_dur) "
+        f"SELECT s.name, (s.ts - b.start_ts) / g.name_cell_dur AS cell, {_dur_bucket_sql('s.dur')} AS bucket, count(*), "
+        "sum(s.dur) FROM slice s, report_grid g, trace_bounds b "
+        f"WHERE (SELECT count(*) FROM slice) >= {REPORT_NAME_CELL_MIN_SLICES} AND s.dur >= 0 AND s.name IN "
+        f"(SELECT name FROM report_slice_name WHERE count - unfinished >= {REPORT_DUR_CELL_MIN_COUNT}) "
+        "GROUP BY s.name, cell, bucket ORDER BY s.name, cell, bucket",
     ),
     Derived(
         REPORT_TRACK_STATS,

@@ -802,3 +802,29 @@ def test_a_timeline_over_a_range_reads_the_instances_when_the_totals_would_not_s
     assert not timeline(cells_db, {"name": "Run", "time": inside_cells})[1]
     monkeypatch.setattr(slices, "TIMELINE_TOTALS_MIN_INSTANCES", 10**9)
     assert not timeline(cells_db, {"name": "Mark", "time": inside_cells})[1]
+
+
+@pytest.mark.parametrize("by", ["rank", "thread", "process"])
+@pytest.mark.parametrize("owner", [{}, {"process": "app"}], ids=["every track", "process=app"])
+def test_histogram_per_value_over_a_range_beyond_its_ranking_budget_reads_the_cells(cells_db, monkeypatch, by, owner):
+    # Over a time range holding whole cells, beyond GROUP_RANKING_BUDGET instances each value's count, total and
+    # average come from the per track (or process) cells and the range's edges, its longest from the (name, dur)
+    # index: the same as ranking gives; minimum and percentiles are left out.
+    checked = 0
+    for label, first, end in ranges(cells_db, by_track=True):
+        flags = {"name": "Run", "group_by": by, "time": f"{first}ns,{end}ns", **owner}
+        monkeypatch.setattr(slices, "GROUP_RANKING_BUDGET", 10**9)
+        ranked = report_of(cells_db, "slices", "histogram", flags).result_message()
+        monkeypatch.setattr(slices, "GROUP_RANKING_BUDGET", 0)
+        result = report_of(cells_db, "slices", "histogram", flags)
+        totals = result.result_message()
+        from_cells = any("in the range's cells" in q.purpose for q in result.run.queries)
+        assert from_cells == totals.group_percentiles_left_out, label
+        assert [(g.value, g.label, g.stats.count, g.stats.total, g.stats.avg, g.stats.max) for g in totals.groups] == [
+            (g.value, g.label, g.stats.count, g.stats.total, g.stats.avg, g.stats.max) for g in ranked.groups
+        ], label
+        assert totals.stats == ranked.stats and list(totals.buckets) == list(ranked.buckets), label
+        if from_cells:
+            assert all(g.stats.min == g.stats.p50 == g.stats.p99 == 0 for g in totals.groups), label
+            checked += len(totals.groups) > (0 if by == "process" and owner else 1)  # app: one process
+    assert checked >= 8

@@ -11,10 +11,11 @@ import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 from ...pages import data
-from ...schema import REPORT_CELL_MIN_COUNT, REPORT_PERCENTILES
+from ...schema import REPORT_CELL_MIN_COUNT, REPORT_PERCENTILES, dur_bucket, dur_bucket_low
 from .. import format as fmt
 from .. import report_pb2 as pb
 from ..base import (
@@ -624,14 +625,15 @@ def unfinished_footnote(run: ReportRun, unfinished: int, link: Link) -> None:
         )
 
 
-def longest_first(run: ReportRun, w: Where, complement: RangeComplement | None = None) -> str:
+def longest_first(run: ReportRun, w: Where, in_range: RangeInstances | None = None) -> str:
     """The ids of the instances under `w` (with a name term), longest first by the counted duration, at most
     :top. The (name, dur) index gives the longest of those that count their own duration: over the whole
     trace the finished ones, in a time range the ones wholly inside it; the others (unfinished, or across the
-    range's edges: few; given the range's `complement`, its :edge_ids) are ranked by the time they count for."""
+    range's edges: few; given the range's instances known as `in_range`, its :edge_ids) are ranked by the time
+    they count for."""
     own = Where(list(w.terms), dict(w.params))
     rest = Where(list(w.terms), dict(w.params))
-    if complement is not None:
+    if in_range is not None:
         own.add(WHOLLY_INSIDE)
         rest = Where(["s.id IN (SELECT value FROM json_each(:edge_ids))"])
         counted = CLIPPED_DUR
@@ -1614,13 +1616,13 @@ def duration_stats(
     known: tuple[int, int, int] | None = None,
     narrowed: bool = True,
     value: str | None = None,
-    complement: RangeComplement | None = None,
+    in_range: RangeInstances | None = None,
 ) -> None:
     """count/total/min/avg/max and nearest-rank p50/p95/p99 of what each instance counts for (`value`, an
     expression of slice s; default its duration in scope) over `slice s` under `w` (which selects instances
     of `name` only). A `value` other than the duration is always ranked (nothing is precomputed for it); the
     duration inside a time range is read in rank order where it is an instance's own (_clipped_ranks, through
-    the range's `complement` when given)."""
+    the range's instances known as `in_range` when given)."""
     value = value or scope_dur(run)
     if known is None:
         agg = run.query(
@@ -1634,7 +1636,7 @@ FROM slice s
         known = (agg["n"], agg["total"], agg["longest"])
     if run.scope.time is not None and value == CLIPPED_DUR and known[0]:
         wanted = sorted({0, *(percentile_index(known[0], p) for p in PERCENTILES)})
-        _fill_stats(out, known, _clipped_ranks(run, w, wanted, complement))
+        _fill_stats(out, known, _clipped_ranks(run, w, wanted, in_range))
         return
     if narrowed or value != scope_dur(run):
         stats_in_scope(run, {name: out}, w, {name: known}, value=value)
@@ -1668,17 +1670,17 @@ FROM report_slice_name_percentile WHERE name = :name""",
 
 
 def _clipped_ranks(
-    run: ReportRun, w: Where, ranks: list[int], complement: RangeComplement | None = None
+    run: ReportRun, w: Where, ranks: list[int], in_range: RangeInstances | None = None
 ) -> dict[int, int]:
     """The durations inside the time range at `ranks` (nearest rank, from 0) of the instances under `w` (one
     name's, with the range's terms), without ranking them all: those wholly inside the range count their own
-    duration, in order in the (name, dur) index (or, given the range's `complement`, that index less the few
-    outside); the others (across its edges, unfinished: few) are sorted here. Of m others, the one at rank r
+    duration, in order in the (name, dur) index (or, given `in_range`, the range's instances known otherwise, its
+    window); the others (across its edges, unfinished: few) are sorted here. Of m others, the one at rank r
     lies among the wholly inside ones from rank r - m to r, and the others: one index read of at most m + 1
     durations a rank."""
-    if complement is not None:
-        others = sorted(counted for _, counted in complement.edges)
-        window = complement.window
+    if in_range is not None:
+        others = sorted(counted for _, counted in in_range.edges)
+        window = in_range.window
     else:
         edges = Where(list(w.terms), dict(w.params))
         edges.add(f"NOT ({WHOLLY_INSIDE})")
@@ -1854,30 +1856,66 @@ SELECT (SELECT json_group_array(dur) FROM outside WHERE dur >= 0) AS finished,
 
 
 @dataclass
-class RangeComplement:
-    """One name's instances in a time range over most of the trace, known from the few outside it.
-
-    Those wholly inside the range (W) are the name's finished instances (report_slice_name, the samples of
-    report_slice_name_dur_rank, the (name, dur) index) less the finished ones that are not (`finished_outside`);
-    of the instances not wholly inside, those with a part in the range count that part (`edges`). So no pass
-    reads every instance in range: at a gigabyte trace's most frequent name, millions."""
+class RangeInstances:
+    """One name's instances in a time range, known without a pass over them all (at a gigabyte trace's most
+    frequent name, millions): those wholly inside the range (W), counting their own duration, as the
+    subclasses find them in rank order (window) and count them below a duration (below); and the few others
+    with a part in the range (`edges`: across its edges, or unfinished), counting that part."""
 
     run: ReportRun
     name: str
     count: int  # instances with a part in the range
     total: int  # their durations inside it
     wholly_inside: int
-    finished_outside: list[int]  # sorted
     edges: list[tuple[int, int]]  # (id, duration inside the range) of those across its edges or unfinished
     unfinished: int  # unfinished instances in the range
-    samples: list[tuple[int, int]]  # (dur, W at most that long) of report_slice_name_dur_rank
-
-    def __post_init__(self) -> None:
-        self._at_most = [at_most for _, at_most in self.samples]
 
     @property
     def params(self) -> dict[str, str]:
         return {"edge_ids": json.dumps([i for i, _ in self.edges])}
+
+    def window(self, base: int, size: int) -> list[int]:
+        """The durations of W from rank `base` (from 0, in order), at most `size`."""
+        raise NotImplementedError
+
+    def below(self, xs: list[float]) -> list[int]:
+        """How many of W last less than each of `xs`."""
+        raise NotImplementedError
+
+    def longest(self) -> int:
+        inside = self.window(self.wholly_inside - 1, 1)
+        return max([*inside, *(counted for _, counted in self.edges)], default=0)
+
+    def shortest_positive(self) -> int | None:
+        zero = self.below([1])[0]
+        inside = self.window(zero, 1)
+        return min([*inside, *(counted for _, counted in self.edges if counted > 0)], default=None)
+
+    def bucket_counts(self, edges: list[float], log_scale: bool) -> dict[int, int]:
+        """Instances per histogram bucket (as the view's CASE over `edges` buckets them; -1: zero, log scale)."""
+        buckets = len(edges) - 1
+        xs = ([1] if log_scale else []) + list(edges[1:buckets])
+        below = self.below(xs) if xs else []
+        zero = below.pop(0) if log_scale else 0
+        counts = counts_between_cuts(zero, below, self.wholly_inside, log_scale)
+        for _, counted in self.edges:
+            bucket = -1 if log_scale and counted <= 0 else bisect.bisect_right(edges, counted, 1, buckets) - 1
+            counts[bucket] = counts.get(bucket, 0) + 1
+        return counts
+
+
+@dataclass
+class RangeComplement(RangeInstances):
+    """One name's instances in a time range over most of the trace, known from the few outside it.
+
+    W is the name's finished instances (report_slice_name, the samples of report_slice_name_dur_rank, the
+    (name, dur) index) less the finished ones that are not wholly inside (`finished_outside`)."""
+
+    finished_outside: list[int]  # sorted
+    samples: list[tuple[int, int]]  # (dur, W at most that long) of report_slice_name_dur_rank
+
+    def __post_init__(self) -> None:
+        self._at_most = [at_most for _, at_most in self.samples]
 
     def window(self, base: int, size: int) -> list[int]:
         """The durations of W from rank `base` (from 0, in order), at most `size`: the (name, dur) index read
@@ -1919,27 +1957,6 @@ class RangeComplement:
             {"slice_name": self.name, **{f"x_{i}": x for i, x in enumerate(xs)}},
         )
         return [r["n"] - bisect.bisect_left(self.finished_outside, x) for r, x in zip(rows, xs)]
-
-    def longest(self) -> int:
-        inside = self.window(self.wholly_inside - 1, 1)
-        return max([*inside, *(counted for _, counted in self.edges)], default=0)
-
-    def shortest_positive(self) -> int | None:
-        zero = self.below([1])[0]
-        inside = self.window(zero, 1)
-        return min([*inside, *(counted for _, counted in self.edges if counted > 0)], default=None)
-
-    def bucket_counts(self, edges: list[float], log_scale: bool) -> dict[int, int]:
-        """Instances per histogram bucket (as the view's CASE over `edges` buckets them; -1: zero, log scale)."""
-        buckets = len(edges) - 1
-        xs = ([1] if log_scale else []) + list(edges[1:buckets])
-        below = self.below(xs) if xs else []
-        zero = below.pop(0) if log_scale else 0
-        counts = counts_between_cuts(zero, below, self.wholly_inside, log_scale)
-        for _, counted in self.edges:
-            bucket = -1 if log_scale and counted <= 0 else bisect.bisect_right(edges, counted, 1, buckets) - 1
-            counts[bucket] = counts.get(bucket, 0) + 1
-        return counts
 
 
 def range_complement(run: ReportRun, sn: SliceName) -> RangeComplement | None:
@@ -1994,6 +2011,231 @@ def range_complement(run: ReportRun, sn: SliceName) -> RangeComplement | None:
         unfinished=sum(unfinished for _, _, unfinished in in_range),
         samples=samples,
     )
+
+
+# A name's instances in a time range are counted through report_slice_name_dur_cell (where it has rows for the
+# name) when its edge parts hold at most this many slices (of any name) to read: the parts outside whole cells and
+# the name's longest finished instance's reach before the range and before its end. Over it (a name with an
+# instance as long as much of the trace), reading the instances costs less.
+DUR_CELL_EDGE_SLICES = 300_000
+
+
+@dataclass
+class RangeDurCells(RangeInstances):
+    """One name's instances in a time range holding whole cells of report_slice_name_dur_cell, known from its
+    rows and the few instances at the range's edges.
+
+    W is the finished instances starting in the whole cells (C: counted per duration bucket by the table; read
+    in order from the (name, dur) index, those of a time between the cells' bounds), less those of C ending
+    after the range (`removed`), plus the wholly inside ones starting in the range's parts outside whole cells
+    (`extras`). A count below a duration reads at most the instances of C in one bucket; a rank, those from its
+    bucket's start."""
+
+    cells_start: int  # the whole cells' time span [cells_start, cells_end)
+    cells_end: int
+    buckets: list[tuple[int, int]]  # (bucket, instances of C in it), by bucket
+    removed: list[int]  # sorted durations
+    extras: list[int]  # sorted durations
+
+    def __post_init__(self) -> None:
+        self._before = [0, *accumulate(n for _, n in self.buckets)]  # instances of C in the buckets before k
+
+    def _c_params(self, **more: Any) -> dict[str, Any]:
+        return {"slice_name": self.name, "cells_start": self.cells_start, "cells_end": self.cells_end, **more}
+
+    def _below_bucket(self, k: int) -> int:
+        """How many of W last less than bucket number k's (of self.buckets) shortest duration."""
+        low = dur_bucket_low(self.buckets[k][0])
+        return self._before[k] - bisect.bisect_left(self.removed, low) + bisect.bisect_left(self.extras, low)
+
+    def window(self, base: int, size: int) -> list[int]:
+        size = min(size, self.wholly_inside - base)
+        if size <= 0 or base < 0:
+            return []
+        # The last bucket with at most `base` of W below its start: W's rank `base` lies at or after that start.
+        k, rank, lower = 0, 0, 0
+        if self.buckets:
+            lo, hi = 0, len(self.buckets) - 1
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if self._below_bucket(mid) <= base:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            k = lo
+            lower = dur_bucket_low(self.buckets[k][0])
+            rank = self._below_bucket(k)
+            if rank > base:  # W's first durations are extras shorter than C's shortest
+                lower, rank = 0, 0
+        removed = self.removed[bisect.bisect_left(self.removed, lower) :]
+        limit = base - rank + size + len(removed)
+        read = (
+            []
+            if not self.buckets
+            else [
+                dur
+                for (dur,) in self.run.rows(
+                    f"the durations wholly inside the range's whole cells from rank {base} (less those ending after it)",
+                    "SELECT s.dur FROM slice s WHERE s.name = :slice_name AND s.dur >= :lower\n"
+                    "  AND s.ts >= :cells_start AND s.ts < :cells_end\nORDER BY s.dur LIMIT :limit",
+                    self._c_params(lower=lower, limit=limit),
+                )
+            ]
+        )
+        # Read up to `limit` only: past the last duration read, C's are unknown, so the extras there wait too.
+        top = read[-1] if len(read) == limit else MAX_INT64
+        skip = Counter(removed)
+        kept = []
+        for dur in read:
+            if skip.get(dur):
+                skip[dur] -= 1
+            else:
+                kept.append(dur)
+        extras = self.extras[bisect.bisect_left(self.extras, lower) : bisect.bisect_right(self.extras, top)]
+        return sorted(kept + extras)[base - rank : base - rank + size]
+
+    def below(self, xs: list[float]) -> list[int]:
+        buckets = [b for b, _ in self.buckets]
+        # Per x, C's instances below it: its buckets wholly below x from the table, and in the bucket of the
+        # longest duration below x those below x, read (unless the bucket lies wholly below x too).
+        whole: list[int] = []
+        reads: dict[int, tuple[int, float]] = {}  # i -> (that bucket's shortest duration, x)
+        for i, x in enumerate(xs):
+            longest_below = math.ceil(x) - 1
+            k = bisect.bisect_right(buckets, dur_bucket(longest_below)) - 1 if longest_below >= 0 else -1
+            if k < 0:
+                whole.append(0)
+            elif buckets[k] < dur_bucket(longest_below) or dur_bucket_low(buckets[k] + 1) <= x:
+                whole.append(self._before[k + 1])
+            else:
+                whole.append(self._before[k])
+                reads[i] = (dur_bucket_low(buckets[k]), x)
+        counted: dict[int, int] = {}
+        if reads:
+            values = ", ".join(f"({i}, :low_{i}, :x_{i})" for i in reads)
+            rows = self.run.query(
+                "instances of the range's whole cells in the duration bucket of each bucket edge, below it",
+                f"""WITH edge(i, low, x) AS (VALUES {values})
+SELECT i, (SELECT count(*) FROM slice s WHERE s.name = :slice_name AND s.dur >= e.low AND s.dur < e.x
+           AND s.ts >= :cells_start AND s.ts < :cells_end) AS n
+FROM edge e ORDER BY i""",
+                self._c_params(
+                    **{f"low_{i}": low for i, (low, _) in reads.items()}, **{f"x_{i}": x for i, (_, x) in reads.items()}
+                ),
+            )
+            counted = {r["i"]: r["n"] for r in rows}
+        return [
+            whole[i] + counted.get(i, 0) - bisect.bisect_left(self.removed, x) + bisect.bisect_left(self.extras, x)
+            for i, x in enumerate(xs)
+        ]
+
+
+def range_dur_cells(run: ReportRun, sn: SliceName) -> RangeDurCells | None:
+    """The RangeDurCells of `sn` in the run's time range, when only that range narrows the scope, the name has
+    rows in report_slice_name_dur_cell, the range holds a whole cell of it and its edge parts are short (else
+    None)."""
+    s = run.scope
+    if (
+        s.time is None
+        or s.min_duration is not None
+        or s.ts is not None
+        or any(getattr(s, flag) is not None for flag in TRACK_FLAGS)
+        or not run.has_tables("report_slice_name_dur_cell", "report_grid")
+    ):
+        return None
+    params: dict[str, Any] = {"slice_name": sn.name}
+    if not run.value(
+        "whether the name's durations are counted per cell",
+        "SELECT EXISTS (SELECT 1 FROM report_slice_name_dur_cell WHERE name = :slice_name)",
+        params,
+    ):
+        return None
+    cell_dur = run.value("the cell width", "SELECT name_cell_dur FROM report_grid")
+    start, end = run.time_range()
+    t0, t1 = run.trace.start, run.trace.end
+    if not cell_dur or end <= t0 or start >= t1:
+        return None
+    first = max(-((t0 - start) // cell_dur), 0)  # the first cell starting at or after start
+    # The first cell not ending by end; past the trace's end, every cell (each slice starts by then).
+    end_cell = (end - t0) // cell_dur if end <= t1 else (t1 - t0) // cell_dur + 1
+    if end_cell <= first:
+        return None
+    cells_start, cells_end = t0 + first * cell_dur, t0 + end_cell * cell_dur
+    longest = (
+        run.value(
+            "the longest finished instance",
+            "SELECT s.dur FROM slice s WHERE s.name = :slice_name AND s.dur >= 0 ORDER BY s.dur DESC LIMIT 1",
+            params,
+        )
+        or 0
+    )
+    # The parts read from the instances: the name's reach before the range to the cells, and from the cells' end
+    # (or the longest's reach before the range's end) to the range's end.
+    params.update(
+        before_start=start - longest,
+        before_end=cells_start,
+        after_start=max(cells_start, min(cells_end, end - longest)),
+        after_end=end,
+    )
+    slices = run.value("slices in the trace", "SELECT coalesce(sum(count), 0) FROM report_slice_name") or 0
+    edge_ns = (params["before_end"] - params["before_start"]) + (params["after_end"] - params["after_start"])
+    if slices * edge_ns / max(run.trace.dur, 1) > DUR_CELL_EDGE_SLICES:
+        return None
+    rows = run.query(
+        "the instances at the range's edges, and the unfinished ones",
+        f"""SELECT s.id, s.ts, s.dur FROM slice s
+WHERE {EVERY_TRACK} AND s.ts >= :before_start AND s.ts < :before_end AND +s.name = :slice_name
+UNION
+SELECT s.id, s.ts, s.dur FROM slice s
+WHERE {EVERY_TRACK} AND s.ts >= :after_start AND s.ts < :after_end AND +s.name = :slice_name
+UNION
+SELECT s.id, s.ts, s.dur FROM slice s WHERE s.name = :slice_name AND s.dur < 0""",
+        params,
+    )
+    removed, extras, edges, unfinished = [], [], [], 0
+    for slice_id, ts, dur in rows:
+        stop = t1 if dur < 0 else ts + dur
+        if ts >= end or (stop < start if dur >= 0 else t1 < start):  # no part in the range (IN_RANGE)
+            continue
+        in_cells = dur >= 0 and cells_start <= ts < cells_end
+        if dur >= 0 and ts >= start and stop <= end:  # wholly inside
+            if not in_cells:
+                extras.append(dur)
+            continue
+        edges.append((slice_id, max(min(stop, end) - max(ts, start), 0)))
+        unfinished += dur < 0
+        if in_cells:
+            removed.append(dur)
+    buckets = run.query(
+        "finished instances of the name starting in the range's whole cells, per duration bucket",
+        """SELECT bucket, sum(count) AS n, sum(total_dur) AS total FROM report_slice_name_dur_cell
+WHERE name = :slice_name AND cell >= :first_cell AND cell < :end_cell
+GROUP BY bucket ORDER BY bucket""",
+        {**params, "first_cell": first, "end_cell": end_cell},
+    )
+    removed.sort()
+    extras.sort()
+    wholly_inside = sum(r["n"] for r in buckets) - len(removed) + len(extras)
+    return RangeDurCells(
+        run,
+        sn.name,
+        count=wholly_inside + len(edges),
+        total=sum(r["total"] for r in buckets) - sum(removed) + sum(extras) + sum(d for _, d in edges),
+        wholly_inside=wholly_inside,
+        edges=edges,
+        unfinished=unfinished,
+        cells_start=cells_start,
+        cells_end=cells_end,
+        buckets=[(r["bucket"], r["n"]) for r in buckets],
+        removed=removed,
+        extras=extras,
+    )
+
+
+def range_known(run: ReportRun, sn: SliceName) -> RangeInstances | None:
+    """`sn`'s instances in the run's time range known without reading them all: through the few outside the
+    range (RangeComplement), or through report_slice_name_dur_cell (RangeDurCells); None where neither applies."""
+    return range_complement(run, sn) or range_dur_cells(run, sn)
 
 
 def stats_in_scope(
@@ -2370,12 +2612,12 @@ ORDER BY i"""
         by_self = out.measure == "self"
         dur = scope_self(run) if by_self else f"({scope_dur(run)})"
         ranked = is_narrowed(run) or by_self  # nothing precomputed applies
-        complement = None if by_self else range_complement(run, sn)
-        once = None if complement is not None else InstancesReadOnce.of(run, sn, w, dur)
-        if complement is not None:
-            known = (complement.count, complement.total, complement.longest())
-            positive = complement.shortest_positive()
-            unfinished = complement.unfinished
+        in_range = None if by_self else range_known(run, sn)
+        once = None if in_range is not None else InstancesReadOnce.of(run, sn, w, dur)
+        if in_range is not None:
+            known = (in_range.count, in_range.total, in_range.longest())
+            positive = in_range.shortest_positive()
+            unfinished = in_range.unfinished
         elif once is not None:
             known = (once.count, once.total, once.longest)
             positive = once.shortest_positive()
@@ -2413,15 +2655,17 @@ FROM slice s
                 _fill_stats(out.stats, known, once.at_ranks())
         else:
             # Durations over the whole trace: their percentiles are precomputed (a self time never is).
-            duration_stats(
-                run, out.stats, w, name, known, ranked, value=dur if by_self else None, complement=complement
-            )
+            duration_stats(run, out.stats, w, name, known, ranked, value=dur if by_self else None, in_range=in_range)
         group = grouping(run, self)
         if group is not None:
             out.group_by = group.name
-            whole_trace = run.scope.time is None and run.scope.min_duration is None and not by_self
-            if known[0] > GROUP_RANKING_BUDGET and whole_trace:
-                per_value = _group_totals(run, sn, group)
+            per_value = None
+            if known[0] > GROUP_RANKING_BUDGET and run.scope.min_duration is None and not by_self:
+                # Beyond the budget, whatever is kept: over the whole trace the per track aggregates, over a range
+                # the cells (none in small traces: those rank).
+                whole = run.scope.time is None
+                per_value = _group_totals(run, sn, group) if whole else _group_range_totals(run, sn, group)
+            if per_value is not None:
                 out.group_percentiles_left_out = True
                 first = min((v for _, v in per_value if v is not None), key=group.rank, default=None)
                 one = dim_params(run, group.name, first) if first is not None else None
@@ -2459,8 +2703,8 @@ FROM slice s
             f"WHEN {{d}} < :edge_{i} THEN {i - 1} " for i in range(1, buckets)
         )
         index = f"CASE {whens}ELSE {buckets - 1} END" if whens else "0"
-        if complement is not None:
-            counts = complement.bucket_counts(edges, out.scale == "log")
+        if in_range is not None:
+            counts = in_range.bucket_counts(edges, out.scale == "log")
         elif once is not None:
             counts = once.bucket_counts(edges, out.scale == "log")
         else:
@@ -2475,7 +2719,7 @@ FROM slice s
         elif by_self:
             top_ids = f"SELECT s.id FROM slice s\n{w.sql()}\nORDER BY {dur} DESC, s.id DESC LIMIT :top"
         else:
-            top_ids = longest_first(run, w, complement)
+            top_ids = longest_first(run, w, in_range)
         longest = run.query(
             "the instance with the most self time" if by_self else "the longest instance",
             f"""SELECT {INSTANCE_COLUMNS}
@@ -2484,7 +2728,7 @@ WHERE s.id IN ({top_ids})""",
             {
                 **w.params,
                 "top": 1,
-                **(complement.params if complement else {}),
+                **(in_range.params if in_range else {}),
                 **({"longest_id": once.longest_id} if once else {}),
             },
         )
@@ -2618,6 +2862,34 @@ def _group_totals(run: ReportRun, sn: SliceName, group: Grouping) -> dict[tuple[
         key: pb.DurationStats(count=n, total=total, avg=total // n, max=max(longest, 0))
         for key, (n, total, longest) in per_value.items()
         if n
+    }
+
+
+def _group_range_totals(
+    run: ReportRun, sn: SliceName, group: Grouping
+) -> dict[tuple[str, str | None], pb.DurationStats] | None:
+    """_group_totals over a time range holding whole cells (large traces): each value's count and total from the
+    per track (or per process) cells and the range's edges (SlicesTableView._by_cells), its longest part inside
+    the range by the (name, dur) index (top_longest); None without such cells."""
+    owner = owner_tracks(run)
+    cells = cell_split(run, cell_table(owner, group))
+    if cells is None:
+        return None
+    grouped, params = SlicesTableView._by_cells(run, cells, owner, group)
+    rows = [
+        r
+        for r in run.query(f"count and total of the name per {group.name} value in the range's cells", grouped, params)
+        if r["name"] == sn.name
+    ]
+    longest = top_longest(run, owner, group, {(sn.name, r["group_value"]) for r in rows}, every=True)
+    return {
+        ("", r["group_value"]): pb.DurationStats(
+            count=r["count"],
+            total=r["total_dur"],
+            avg=r["total_dur"] // r["count"],
+            max=max(longest.get((sn.name, r["group_value"]), (0, 0))[0], 0),
+        )
+        for r in rows
     }
 
 
@@ -3064,24 +3336,24 @@ ORDER BY longest.dur DESC, s.id DESC"""
             if not starting:
                 w = name_where(run, sn, at)
         narrowed = is_narrowed(run) or run.scope.ts is not None
-        complement = range_complement(run, sn)
+        in_range = range_known(run, sn)
         # Every instance of the name: its count, total and longest are report_slice_name's.
         known = None if narrowed else (sn.count, sn.total_dur, sn.max_dur)
-        if complement is not None:
-            known = (complement.count, complement.total, complement.longest())
-        duration_stats(run, out.stats, w, name, known, narrowed=narrowed, complement=complement)
+        if in_range is not None:
+            known = (in_range.count, in_range.total, in_range.longest())
+        duration_stats(run, out.stats, w, name, known, narrowed=narrowed, in_range=in_range)
         clipped_footnote(run)
         out.matched = out.stats.count
         rows = run.query(
             "the longest instances (an unfinished one by the time it counts for)",
             f"""SELECT {INSTANCE_COLUMNS}, s.arg_set_id, s.parent_id, {scope_dur(run)} AS counted
 {SLICE_FROM}
-WHERE s.id IN ({longest_first(run, w, complement)})
+WHERE s.id IN ({longest_first(run, w, in_range)})
 ORDER BY counted DESC, s.id DESC""",
-            {**w.params, "top": run.scope.top, **(complement.params if complement else {})},
+            {**w.params, "top": run.scope.top, **(in_range.params if in_range else {})},
         )
-        if complement is not None:
-            unfinished = complement.unfinished
+        if in_range is not None:
+            unfinished = in_range.unfinished
         else:
             unfinished = run.value(
                 "unfinished instances", f"SELECT count(*) FROM slice s\n{w.sql()} AND s.dur < 0", w.params

@@ -30,10 +30,11 @@ from ..filters import (
     dim_terms,
     optional_terms,
 )
-from ..grouping import VALUE_TEXT, Grouping, dim_params, dimension_grouping, group_stats
+from ..grouping import VALUE_TEXT, Grouping, dim_params, dimension_grouping, group_stats, track_values
 from ..links import glob_escape, scoped_link, view_link
 from ..scope import ReportError, shown
 from .slices import (
+    CELL_TABLES,
     IN_RANGE,
     CellSplit,
     SlicesTableView,
@@ -294,16 +295,49 @@ def _value_cell_figures(
     """_per_value over a time range holding whole cells (large traces) for a dimension with many values: the
     slices table's rows per name and value, from the per track (or process) cells and the edges around them
     (SlicesTableView._by_cells); the longest left at 0, for the names shown only (_longest)."""
-    grouped, params = SlicesTableView._by_cells(run, cells, owner, group)
-    # Tracks without the dimension are not compared.
-    found = run.rows(
-        f"count, total and self time per slice name and {group.name} in the range's cells",
-        f"""SELECT name, group_value, count, total_dur, self_dur, 0 FROM (
+    if cells.table != CELL_TABLES["track"][0]:  # per process: few keys, summed by SQLite
+        grouped, params = SlicesTableView._by_cells(run, cells, owner, group)
+        # Tracks without the dimension are not compared.
+        found = run.rows(
+            f"count, total and self time per slice name and {group.name} in the range's cells",
+            f"""SELECT name, group_value, count, total_dur, self_dur, 0 FROM (
 {grouped}
 ) WHERE group_value IS NOT NULL""",
+            params,
+        )
+        return _name_values(found)
+    # Per track and name (a hundred thousand keys in a large trace), summed per name and value here: SQLite's
+    # grouping of them cost as much again as reading them.
+    per_track, params = SlicesTableView._by_cells(run, cells, owner, group, per_track=True)
+    values = track_values(run, group)  # tracks without the dimension are not compared
+    names: dict[str, NameValues] = {}
+    emptied: list[tuple[NameValues, str]] = []  # figures a part left at no instance: dropped unless more come
+    for name, track_id, count, total, _, self_dur in run.rows(
+        f"count, total and self time per slice name and track in the range's cells (summed per {group.name} value)",
+        per_track,
         params,
-    )
-    return _name_values(found)
+    ):
+        value = values.get(track_id)
+        if value is None:
+            continue
+        nv = names.get(name or "")
+        if nv is None:
+            nv = names[name or ""] = NameValues(name or "")
+        figures = nv.per_value.get(value)
+        if figures is None:
+            figures = nv.per_value[value] = {"count": count, "total": total or 0, "self": self_dur or 0, "max": 0}
+        else:
+            figures["count"] += count
+            figures["total"] += total or 0
+            figures["self"] += self_dur or 0
+        if figures["count"] <= 0:
+            emptied.append((nv, value))
+    for nv, value in emptied:
+        if nv.per_value.get(value, {}).get("count", 1) <= 0:
+            del nv.per_value[value]
+            if not nv.per_value:
+                del names[nv.name]
+    return names, {value for nv in names.values() for value in nv.per_value}
 
 
 def _name_values(rows: Iterable[Sequence[Any]]) -> tuple[dict[str, NameValues], set[str]]:
@@ -314,7 +348,19 @@ def _name_values(rows: Iterable[Sequence[Any]]) -> tuple[dict[str, NameValues], 
         nv = names.get(name or "")
         if nv is None:
             nv = names[name or ""] = NameValues(name or "")
-        nv.per_value[value] = {"count": count, "total": total or 0, "self": self_dur or 0, "max": max(longest or 0, 0)}
+        figures = nv.per_value.get(value)
+        if figures is None:  # (a name's NULL and "" rows are one name, "", summed)
+            nv.per_value[value] = {
+                "count": count,
+                "total": total or 0,
+                "self": self_dur or 0,
+                "max": max(longest or 0, 0),
+            }
+        else:
+            figures["count"] += count
+            figures["total"] += total or 0
+            figures["self"] += self_dur or 0
+            figures["max"] = max(figures["max"], longest or 0)
         seen.add(value)
     return names, seen
 

@@ -18,7 +18,16 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import TraceDB, connect_with_functions, get_error, get_json, ingest_named, report_of, served
+from conftest import (
+    TraceDB,
+    connect_with_functions,
+    get_error,
+    get_json,
+    ingest_built,
+    ingest_named,
+    report_of,
+    served,
+)
 from datasette.cli import cli
 from shared_data import TRACES
 from test_report_golden import case_id, check_golden, check_json
@@ -29,6 +38,7 @@ from datasette_perfetto.report.canned import canned_queries
 from datasette_perfetto.report.diff import run_diff
 from datasette_perfetto.report.render import to_json, to_sql, to_text
 from datasette_perfetto.report.scope import ReportError
+from datasette_perfetto.trace_builder import TraceBuilder
 
 PYTORCH = TRACES / "pytorch_ddp"
 BENCHMARK = Path(__file__).resolve().parent.parent / "benchmarks" / "dimensions.py"
@@ -947,3 +957,30 @@ def test_a_dim_value_one_side_lacks_is_named_with_its_database(job, ddp):
         target.close()
         base.close()
     assert e.value.message.startswith("ddp: dim: dimension rank has no value '3'") and e.value.options == ["0", "1"]
+
+
+def test_compare_counts_unnamed_and_empty_named_slices_as_one_name(tmp_path):
+    # Slices without a name (NULL) and named "" are both shown as "": one row per value with all of them, not
+    # one replacing the other.
+    builder = TraceBuilder()
+    seq = builder.sequence(1)
+    seq.process(1, "app")
+    threads = [seq.thread(1, 2 + i, f"t{i}") for i in range(2)]
+    for i, track in enumerate(threads):
+        for k in range(3 + i):
+            ts = 1_000 + k * 100
+            seq.slice_begin(ts, track, "" if k % 2 else None)
+            seq.slice_end(ts + 50 + i, track)
+    db = ingest_built(tmp_path, builder).path
+    with closing(sqlite3.connect(db)) as conn:
+        kinds = conn.execute(
+            "SELECT count(*) FILTER (WHERE name IS NULL), count(*) FILTER (WHERE name = '') FROM slice"
+        )
+        assert kinds.fetchone() == (4, 3)
+    msg = report_of(db, "dimensions", "compare", {"by": "thread"}).result_message()
+    (row,) = msg.names
+    assert row.name == "" and row.count == 7
+    assert [(v.label, v.stats.count, v.stats.total) for v in row.values] == [
+        ("t0", 3, 150),
+        ("t1", 4, 204),
+    ]

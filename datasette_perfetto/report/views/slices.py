@@ -2899,8 +2899,8 @@ def _group_range_totals(
     return {
         ("", r["group_value"]): pb.DurationStats(
             count=r["count"],
-            total=r["total_dur"],
-            avg=r["total_dur"] // r["count"],
+            total=r["total_dur"] or 0,
+            avg=(r["total_dur"] or 0) // r["count"],
             max=max(longest.get((sn.name, r["group_value"]), (0, 0))[0], 0),
         )
         for r in rows

@@ -1973,16 +1973,21 @@ class RangeComplement(RangeInstances):
         return [r["n"] - bisect.bisect_left(self.finished_outside, x) for r, x in zip(rows, xs)]
 
 
+def only_time_narrows(run: ReportRun) -> bool:
+    """Whether a time range, and no other flag, narrows the instances of a name (RangeInstances' condition)."""
+    s = run.scope
+    return (
+        s.time is not None
+        and s.min_duration is None
+        and s.ts is None
+        and all(getattr(s, flag) is None for flag in TRACK_FLAGS)
+    )
+
+
 def range_complement(run: ReportRun, sn: SliceName) -> RangeComplement | None:
     """The RangeComplement of `sn` in the run's time range, when only that range narrows the scope, the name has
     duration samples and the slices outside the range are few beside its instances (else None)."""
-    s = run.scope
-    if (
-        s.time is None
-        or s.min_duration is not None
-        or s.ts is not None
-        or any(getattr(s, flag) is not None for flag in TRACK_FLAGS)
-    ):
+    if not only_time_narrows(run):
         return None
     if sn.count - sn.unfinished < REPORT_CELL_MIN_COUNT or not run.has_tables("report_slice_name_dur_rank"):
         return None
@@ -2148,14 +2153,7 @@ def range_dur_cells(run: ReportRun, sn: SliceName) -> RangeDurCells | None:
     """The RangeDurCells of `sn` in the run's time range, when only that range narrows the scope, the name has
     rows in report_slice_name_dur_cell, the range holds a whole cell of it and its edge parts are short (else
     None)."""
-    s = run.scope
-    if (
-        s.time is None
-        or s.min_duration is not None
-        or s.ts is not None
-        or any(getattr(s, flag) is not None for flag in TRACK_FLAGS)
-        or not run.has_tables("report_slice_name_dur_cell", "report_grid")
-    ):
+    if not only_time_narrows(run) or not run.has_tables("report_slice_name_dur_cell", "report_grid"):
         return None
     params: dict[str, Any] = {"slice_name": sn.name}
     if not run.value(

@@ -424,6 +424,26 @@ def test_track_cells_are_as_fine_as_the_name_cells_where_cells_hold_many_slices(
     assert row == (10_000_000, 1_000_000, 1_000_000 if fine else 10_000_000)
 
 
+def test_a_compare_over_cells_without_running_totals_is_the_same(cells_db, tmp_path):
+    # A database from before the per track cells' running totals: the compare by thread over a range sums its
+    # whole cells per name and track, and gives the same page.
+    copy = tmp_path / "old.db"
+    copy.write_bytes(cells_db.read_bytes())
+    with closing(sqlite3.connect(copy)) as conn:
+        conn.execute(f"DROP INDEX {TRACK_CELLS}_track_id_name_cell")
+        for column in schema.SLICE_CELL_TOTALS:
+            conn.execute(f"ALTER TABLE {TRACK_CELLS} DROP COLUMN cum_{column}")
+        conn.commit()
+    read = 0
+    for label, first, end in ranges(cells_db, by_track=True):
+        flags = {"by": "thread", "time": f"{first}ns,{end}ns"}
+        totals = report_of(cells_db, "dimensions", "compare", flags)
+        summed = report_of(copy, "dimensions", "compare", flags)
+        assert summed.result_message() == totals.result_message(), label
+        read += any("range's cells" in q.purpose for q in summed.run.queries)
+    assert read >= 8
+
+
 @pytest.mark.parametrize("scope", [{}, {"thread": "t*"}, {"group_by": "thread"}])
 def test_cells_without_running_totals_are_summed(cells_db, tmp_path, scope):
     """A database from before the name (or per track) cells' running totals: a range's whole cells are summed,

@@ -419,6 +419,8 @@ LIMIT :top""",
             parts = [_by_running_totals(cells, name is not None, owner, group is not None, per_track)]
         else:
             opened = "0" if _counts_open(cells) else "CASE WHEN c.cell = :first_cell THEN c.{} ELSE 0 END"
+            if per_track:
+                value, value_key, by_value = ", c.track_id AS track_id", ", c.track_id", ""
             parts = [_whole_cells_by_name(cells.table, opened, by_cell.sql(), value, value_key, by_value)]
         for side, edge in (("before", cells.before), ("after", cells.after)):
             if edge is None:

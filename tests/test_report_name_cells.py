@@ -424,16 +424,22 @@ def test_track_cells_are_as_fine_as_the_name_cells_where_cells_hold_many_slices(
     assert row == (10_000_000, 1_000_000, 1_000_000 if fine else 10_000_000)
 
 
+def without_running_totals(source, path, table: str):
+    """A copy of `source` at `path` as a database from before `table`'s running totals (and the per track cells'
+    (track_id, name, cell) index that finds them) had them."""
+    path.write_bytes(source.read_bytes())
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute(f"DROP INDEX {TRACK_CELLS}_track_id_name_cell")
+        for column in schema.SLICE_CELL_TOTALS:
+            conn.execute(f"ALTER TABLE {table} DROP COLUMN cum_{column}")
+        conn.commit()
+    return path
+
+
 def test_a_compare_over_cells_without_running_totals_is_the_same(cells_db, tmp_path):
     # A database from before the per track cells' running totals: the compare by thread over a range sums its
     # whole cells per name and track, and gives the same page.
-    copy = tmp_path / "old.db"
-    copy.write_bytes(cells_db.read_bytes())
-    with closing(sqlite3.connect(copy)) as conn:
-        conn.execute(f"DROP INDEX {TRACK_CELLS}_track_id_name_cell")
-        for column in schema.SLICE_CELL_TOTALS:
-            conn.execute(f"ALTER TABLE {TRACK_CELLS} DROP COLUMN cum_{column}")
-        conn.commit()
+    copy = without_running_totals(cells_db, tmp_path / "old.db", TRACK_CELLS)
     read = 0
     for label, first, end in ranges(cells_db, by_track=True):
         flags = {"by": "thread", "time": f"{first}ns,{end}ns"}
@@ -448,15 +454,7 @@ def test_a_compare_over_cells_without_running_totals_is_the_same(cells_db, tmp_p
 def test_cells_without_running_totals_are_summed(cells_db, tmp_path, scope):
     """A database from before the name (or per track) cells' running totals: a range's whole cells are summed,
     with the same rows as through the running totals (two rows per name, or per track and name)."""
-    table = CELLS if not scope else TRACK_CELLS
-    copy = tmp_path / "old.db"
-    copy.write_bytes(cells_db.read_bytes())
-    conn = sqlite3.connect(copy)
-    conn.execute(f"DROP INDEX {TRACK_CELLS}_track_id_name_cell")
-    for column in schema.SLICE_CELL_TOTALS:
-        conn.execute(f"ALTER TABLE {table} DROP COLUMN cum_{column}")
-    conn.commit()
-    conn.close()
+    copy = without_running_totals(cells_db, tmp_path / "old.db", CELLS if not scope else TRACK_CELLS)
     read = 0
     for label, first, end in ranges(cells_db, by_track=bool(scope)):
         flags = {"time": f"{first}ns,{end}ns", "sort": "name", "top": "50", **scope}

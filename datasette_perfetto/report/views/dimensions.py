@@ -310,38 +310,26 @@ def _value_cell_figures(
     # grouping of them cost as much again as reading them.
     per_track, params = SlicesTableView._by_cells(run, cells, owner, group, per_track=True)
     values = track_values(run, group)  # tracks without the dimension are not compared
-    names: dict[str, NameValues] = {}
-    emptied: list[tuple[NameValues, str]] = []  # figures a part left at no instance: dropped unless more come
-    for name, track_id, count, total, _, self_dur in run.rows(
-        f"count, total and self time per slice name and track in the range's cells (summed per {group.name} value)",
-        per_track,
-        params,
-    ):
-        value = values.get(track_id)
-        if value is None:
-            continue
-        nv = names.get(name or "")
-        if nv is None:
-            nv = names[name or ""] = NameValues(name or "")
-        figures = nv.per_value.get(value)
-        if figures is None:
-            figures = nv.per_value[value] = {"count": count, "total": total or 0, "self": self_dur or 0, "max": 0}
-        else:
-            figures["count"] += count
-            figures["total"] += total or 0
-            figures["self"] += self_dur or 0
-        if figures["count"] <= 0:
-            emptied.append((nv, value))
-    for nv, value in emptied:
-        if nv.per_value.get(value, {}).get("count", 1) <= 0:
+    names, _ = _name_values(
+        (name, value, count, total, self_dur, 0)
+        for name, track_id, count, total, _, self_dur in run.rows(
+            f"count, total and self time per slice name and track in the range's cells (summed per {group.name} value)",
+            per_track,
+            params,
+        )
+        if (value := values.get(track_id)) is not None
+    )
+    for nv in list(names.values()):  # what the parts left no instance of (the grouped query's HAVING)
+        for value in [value for value, figures in nv.per_value.items() if figures["count"] <= 0]:
             del nv.per_value[value]
-            if not nv.per_value:
-                del names[nv.name]
+        if not nv.per_value:
+            del names[nv.name]
     return names, {value for nv in names.values() for value in nv.per_value}
 
 
 def _name_values(rows: Iterable[Sequence[Any]]) -> tuple[dict[str, NameValues], set[str]]:
-    """Rows of (name, value, count, total, self, longest) as NameValues by name, and the values seen."""
+    """Rows of (name, value, count, total, self, longest) as NameValues by name, and the values seen; rows of one
+    name (NULL and "" are one name, "") and value summed."""
     names: dict[str, NameValues] = {}
     seen: set[str] = set()
     for name, value, count, total, self_dur, longest in rows:
@@ -349,7 +337,7 @@ def _name_values(rows: Iterable[Sequence[Any]]) -> tuple[dict[str, NameValues], 
         if nv is None:
             nv = names[name or ""] = NameValues(name or "")
         figures = nv.per_value.get(value)
-        if figures is None:  # (a name's NULL and "" rows are one name, "", summed)
+        if figures is None:
             nv.per_value[value] = {
                 "count": count,
                 "total": total or 0,

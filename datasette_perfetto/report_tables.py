@@ -260,10 +260,17 @@ def slice_name_dur_ranks(conn: sqlite3.Connection) -> None:
     _insert(conn, schema.REPORT_SLICE_NAME_DUR_RANK, rows)
 
 
+def _keeps_name_cells(conn: sqlite3.Connection) -> bool:
+    """Whether the trace has REPORT_NAME_CELL_MIN_SLICES slices or more (the definitions' count(*) of slice):
+    summed from report_slice_name (streamed, so written by now) rather than counted again over every slice."""
+    slices = conn.execute("SELECT coalesce(sum(count), 0) FROM report_slice_name").fetchone()[0]
+    return slices >= REPORT_NAME_CELL_MIN_SLICES
+
+
 def slice_name_dur_cells(conn: sqlite3.Connection) -> None:
     """report_slice_name_dur_cell: each very frequent name's finished instances read once, in (name, dur) index
     order (its bucket found again only where the duration passes the bucket's end), counted per cell and bucket."""
-    if conn.execute("SELECT count(*) >= ? FROM slice", (REPORT_NAME_CELL_MIN_SLICES,)).fetchone()[0] == 0:
+    if not _keeps_name_cells(conn):
         return
     grid = conn.execute("SELECT g.name_cell_dur, b.start_ts FROM report_grid g, trace_bounds b").fetchone()
     if grid is None:
@@ -357,7 +364,7 @@ def _slice_cells(
     covering every whole one); a cell's rows are written as soon as no slice can start in it any more, so memory
     holds the cells still open, not the trace. `make_cells(cell width, trace start)` gives the table's _Cells,
     its cells report_grid's `width` wide."""
-    if conn.execute("SELECT count(*) >= ? FROM slice", (REPORT_NAME_CELL_MIN_SLICES,)).fetchone()[0] == 0:
+    if not _keeps_name_cells(conn):
         return
     grid = conn.execute(
         f"SELECT {width}, (SELECT start_ts FROM trace_bounds), (SELECT end_ts FROM trace_bounds) FROM report_grid"

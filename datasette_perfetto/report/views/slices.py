@@ -1516,13 +1516,7 @@ def name_where(
             or 0
         )
     if s.time is not None or at is not None:
-        total = (
-            run.value(
-                "slices in the trace (to pick the index to scan)",
-                "SELECT coalesce(sum(count), 0) FROM report_slice_name",
-            )
-            or 0
-        )
+        total = trace_slices(run, "slices in the trace (to pick the index to scan)")
         per_ns = total / max(run.trace.dur, 1)
         if s.time is not None:
             start, end = run.time_range()
@@ -1986,6 +1980,23 @@ def only_time_narrows(run: ReportRun) -> bool:
     )
 
 
+def trace_slices(run: ReportRun, purpose: str = "slices in the trace") -> int:
+    """How many slices the trace holds (report_slice_name's counts summed)."""
+    return run.value(purpose, "SELECT coalesce(sum(count), 0) FROM report_slice_name") or 0
+
+
+def longest_finished(run: ReportRun, name: str) -> int:
+    """The duration of `name`'s longest finished instance (0 without one), from the (name, dur) index."""
+    return (
+        run.value(
+            "the longest finished instance",
+            "SELECT s.dur FROM slice s WHERE s.name = :slice_name AND s.dur >= 0 ORDER BY s.dur DESC LIMIT 1",
+            {"slice_name": name},
+        )
+        or 0
+    )
+
+
 def range_complement(run: ReportRun, sn: SliceName) -> RangeComplement | None:
     """The RangeComplement of `sn` in the run's time range, when only that range narrows the scope, the name has
     duration samples and the slices outside the range are few beside its instances (else None)."""
@@ -1995,15 +2006,11 @@ def range_complement(run: ReportRun, sn: SliceName) -> RangeComplement | None:
         return None
     start, end = run.time_range()
     params: dict[str, Any] = {"slice_name": sn.name, "range_start": start, "range_end": end}
-    longest = run.value(
-        "the longest finished instance",
-        "SELECT s.dur FROM slice s WHERE s.name = :slice_name AND s.dur >= 0 ORDER BY s.dur DESC LIMIT 1",
-        params,
-    )
-    slices = run.value("slices in the trace", "SELECT coalesce(sum(count), 0) FROM report_slice_name") or 0
-    if slices * run.outside_range_ns(longest or 0) / max(run.trace.dur, 1) > sn.count * COMPLEMENT_SHARE:
+    params["longest_finished"] = longest_finished(run, sn.name)
+    if trace_slices(run) * run.outside_range_ns(params["longest_finished"]) / max(run.trace.dur, 1) > (
+        sn.count * COMPLEMENT_SHARE
+    ):
         return None
-    params["longest_finished"] = longest or 0
     outside = run.query(
         "the instances not wholly inside the range (read through what lies outside it)", _OUTSIDE_RANGE, params
     )[0]
@@ -2155,7 +2162,7 @@ def range_dur_cells(run: ReportRun, sn: SliceName) -> RangeDurCells | None:
     """The RangeDurCells of `sn` in the run's time range, when only that range narrows the scope, the name has
     rows in report_slice_name_dur_cell, the range holds a whole cell of it and its edge parts are short (else
     None)."""
-    if not only_time_narrows(run) or not run.has_tables("report_slice_name_dur_cell", "report_grid"):
+    if not only_time_narrows(run) or not run.has_tables("report_slice_name_dur_cell"):
         return None
     params: dict[str, Any] = {"slice_name": sn.name}
     if not run.value(
@@ -2164,7 +2171,7 @@ def range_dur_cells(run: ReportRun, sn: SliceName) -> RangeDurCells | None:
         params,
     ):
         return None
-    cell_dur = run.value("the cell width", "SELECT name_cell_dur FROM report_grid")
+    cell_dur = kept_cell_width(run, "name")  # its cells are report_slice_name_cell's
     start, end = run.time_range()
     t0, t1 = run.trace.start, run.trace.end
     if not cell_dur or end <= t0 or start >= t1:
@@ -2175,25 +2182,17 @@ def range_dur_cells(run: ReportRun, sn: SliceName) -> RangeDurCells | None:
     if end_cell <= first:
         return None
     cells_start, cells_end = t0 + first * cell_dur, t0 + end_cell * cell_dur
-    longest = (
-        run.value(
-            "the longest finished instance",
-            "SELECT s.dur FROM slice s WHERE s.name = :slice_name AND s.dur >= 0 ORDER BY s.dur DESC LIMIT 1",
-            params,
-        )
-        or 0
-    )
+    longest_dur = longest_finished(run, sn.name)
     # The parts read from the instances: the name's reach before the range to the cells, and from the cells' end
     # (or the longest's reach before the range's end) to the range's end.
     params.update(
-        before_start=start - longest,
+        before_start=start - longest_dur,
         before_end=cells_start,
-        after_start=max(cells_start, min(cells_end, end - longest)),
+        after_start=max(cells_start, min(cells_end, end - longest_dur)),
         after_end=end,
     )
-    slices = run.value("slices in the trace", "SELECT coalesce(sum(count), 0) FROM report_slice_name") or 0
     edge_ns = (params["before_end"] - params["before_start"]) + (params["after_end"] - params["after_start"])
-    if slices * edge_ns / max(run.trace.dur, 1) > DUR_CELL_EDGE_SLICES:
+    if trace_slices(run) * edge_ns / max(run.trace.dur, 1) > DUR_CELL_EDGE_SLICES:
         return None
     rows = run.query(
         "the instances at the range's edges, and the unfinished ones",

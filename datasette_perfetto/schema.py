@@ -512,8 +512,10 @@ ARGS = Table(
             ),
         ),
     ),
-    # (arg_set_id) alone: a set's args are read in id (insertion) order, as trace_processor lists them.
-    indexes=(("arg_set_id",), ("key",)),
+    # (arg_set_id) alone: a set's args are read in id (insertion) order, as trace_processor lists them. No
+    # index on key: every lookup here starts from a set, a scan for a key takes ~60 ms on 1.2 M args, and
+    # keeping one costs a random insert per arg (the largest share of a --jobs merge).
+    indexes=(("arg_set_id",),),
 )
 
 STATS = Table(

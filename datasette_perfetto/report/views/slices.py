@@ -317,13 +317,13 @@ FROM report_slice_name
         shown = Where()
         if s.min_duration is not None:
             shown.add("total_dur >= :min_duration", min_duration=s.min_duration)
-        # The names min_duration hides are counted before it applies (for its footnote).
+        # The names min_duration hides are counted before it applies (for its footnote). The totals: one aggregate
+        # over the materialized names, not window sums over every row (9% faster on 100,000 rows).
         rows: list[Any] = run.query(
             "slice names, top by the sort key (with the totals in scope)",
             f"""WITH by_name AS (
 {grouped}
 ),
--- MATERIALIZED and totals as one aggregate, not window sums over every row: 9% faster on 100,000 rows.
 judged AS MATERIALIZED (
   SELECT *, {" AND ".join(shown.terms) or "1"} AS shown FROM by_name {having.sql()}
 ),

@@ -530,6 +530,50 @@ def test_comparing_many_values_over_a_range_reads_the_track_cells(cells_db, monk
     assert read >= 8
 
 
+def test_what_only_a_subtracted_edge_held_is_not_compared(tmp_path, monkeypatch):
+    # by=thread over a range starting early in a cell: that cell is read whole and its part before the range
+    # subtracted, so what lies only there nets to no instance: t2 (its one slice there) is no value of the
+    # compare, "Gone" no name of it; "Sliver" is, by t0's instance inside the range. As from the instances.
+    builder = TraceBuilder()
+    seq = builder.sequence(1)
+    seq.process(1, "app")
+    t0, t1, t2 = (seq.thread(1, 2 + i, f"t{i}") for i in range(3))
+    ms = 1_000_000
+    for track in (t0, t1):
+        for k in range(90):
+            seq.slice_begin(1_000 + k * 10 * ms, track, "Run")
+            seq.slice_end(1_000 + k * 10 * ms + 4 * ms, track)
+    for track, name, at in [(t1, "Sliver", 200), (t1, "Gone", 201), (t2, "Lonely", 200), (t0, "Sliver", 500)]:
+        seq.slice_begin(1_000 + at * ms + 100, track, name)
+        seq.slice_end(1_000 + at * ms + ms // 2, track)
+    with monkeypatch.context() as m:
+        m.setattr(report_tables, "REPORT_NAME_CELL_MIN_SLICES", 0)
+        db = ingest_built(tmp_path, builder).path
+    cell, _, _ = grid(db, by_track=True)
+    assert cell == 10 * ms  # the range below starts 2 ms into the cell [200 ms, 210 ms)
+    flags = {"by": "thread", "time": "202ms,700ms"}
+
+    def compared() -> tuple[dict, list[str], list[str]]:
+        result = report_of(db, "dimensions", "compare", flags)
+        msg = result.result_message()
+        names = {n.name: {v.label: (v.stats.count, v.stats.total) for v in n.values} for n in msg.names}
+        return names, [t.label for t in msg.totals], [q.purpose for q in result.run.queries]
+
+    *from_cells, purposes = compared()
+    assert any("per slice name and track in the range's cells" in p for p in purposes)
+    from datasette_perfetto.report.views import dimensions
+
+    with monkeypatch.context() as m:
+        m.setattr(dimensions, "cell_split", lambda run, per="name": None)
+        *from_instances, slow = compared()
+    assert not any("in the range's cells" in p for p in slow)
+    assert from_cells == from_instances
+    names, values = from_cells
+    assert set(names) == {"Run", "Sliver"}
+    assert [label.split(" ")[0] for label in values] == ["t0", "t1"], values
+    assert [figures[0] for figures in names["Sliver"].values()] == [1, 0]
+
+
 @pytest.mark.parametrize("time", [None, "range"])
 @pytest.mark.parametrize("sort", ["spread", "total", "count", "max", "name"])
 def test_compare_orders_names_by_the_sort_key(cells_db, sort, time):

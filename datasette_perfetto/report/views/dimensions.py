@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -266,15 +266,21 @@ class DimensionsListView(View):
 # -- compare ----------------------------------------------------------------------------------------------
 
 
+# A name's figures on one value: a list [count, total, self, max] read by these positions. Lists, not dicts: a large
+# trace's compare by thread builds a hundred thousand of them and reads each several times.
+COUNT, TOTAL, SELF, MAX = range(4)
+NO_FIGURES = (0, 0, 0, 0)  # a value without the name
+
+
 @dataclass
 class NameValues:
     """One slice name's figures per value (the raw rows before they become a message)."""
 
     name: str
-    per_value: dict[str, dict[str, int]] = field(default_factory=dict)  # value -> count, total, self, max
+    per_value: dict[str, list[int]] = field(default_factory=dict)  # value -> [count, total, self, max]
 
     def total(self, value: str) -> int:
-        return self.per_value.get(value, {}).get("total", 0)
+        return self.per_value.get(value, NO_FIGURES)[TOTAL]
 
 
 def _name_cell_figures(run: ReportRun, group: Grouping, cells: CellSplit) -> tuple[dict[str, NameValues], set[str]]:
@@ -310,47 +316,50 @@ def _value_cell_figures(
     # grouping of them cost as much again as reading them.
     per_track, params = SlicesTableView._by_cells(run, cells, owner, group, per_track=True)
     values = track_values(run, group)  # tracks without the dimension are not compared
-    names, _ = _name_values(
-        (name, value, count, total, self_dur, 0)
+    # A sum can come to nothing only through a part that subtracts (count <= 0): those keys are checked after.
+    subtracted: list[tuple[str, str]] = []
+
+    def per_value_rows() -> Iterator[tuple]:
         for name, track_id, count, total, _, self_dur in run.rows(
             f"count, total and self time per slice name and track in the range's cells (summed per {group.name} value)",
             per_track,
             params,
-        )
-        if (value := values.get(track_id)) is not None
-    )
-    for nv in list(names.values()):  # what the parts left no instance of (the grouped query's HAVING)
-        for value in [value for value, figures in nv.per_value.items() if figures["count"] <= 0]:
+        ):
+            value = values.get(track_id)
+            if value is not None:
+                if count <= 0:
+                    subtracted.append((name or "", value))
+                yield name, value, count, total, self_dur, 0
+
+    names, _ = _name_values(per_value_rows())
+    for name, value in subtracted:  # what the parts left no instance of (the grouped query's HAVING)
+        nv = names.get(name)
+        if nv is not None and value in nv.per_value and nv.per_value[value][COUNT] <= 0:
             del nv.per_value[value]
-        if not nv.per_value:
-            del names[nv.name]
-    return names, {value for nv in names.values() for value in nv.per_value}
+            if not nv.per_value:
+                del names[name]
+    return names, set().union(*(nv.per_value for nv in names.values()))
 
 
 def _name_values(rows: Iterable[Sequence[Any]]) -> tuple[dict[str, NameValues], set[str]]:
     """Rows of (name, value, count, total, self, longest) as NameValues by name, and the values seen; rows of one
     name (NULL and "" are one name, "") and value summed."""
     names: dict[str, NameValues] = {}
-    seen: set[str] = set()
     for name, value, count, total, self_dur, longest in rows:
-        nv = names.get(name or "")
+        key = name or ""
+        nv = names.get(key)
         if nv is None:
-            nv = names[name or ""] = NameValues(name or "")
+            nv = names[key] = NameValues(key)
         figures = nv.per_value.get(value)
         if figures is None:
-            nv.per_value[value] = {
-                "count": count,
-                "total": total or 0,
-                "self": self_dur or 0,
-                "max": max(longest or 0, 0),
-            }
+            nv.per_value[value] = [count, total or 0, self_dur or 0, longest if longest and longest > 0 else 0]
         else:
-            figures["count"] += count
-            figures["total"] += total or 0
-            figures["self"] += self_dur or 0
-            figures["max"] = max(figures["max"], longest or 0)
-        seen.add(value)
-    return names, seen
+            figures[COUNT] += count
+            figures[TOTAL] += total or 0
+            figures[SELF] += self_dur or 0
+            if longest and longest > figures[MAX]:
+                figures[MAX] = longest
+    return names, set().union(*(nv.per_value for nv in names.values()))
 
 
 def _stored_names(name: str) -> tuple[str | None, ...]:
@@ -363,7 +372,7 @@ def _set_longest(names: dict[str, NameValues], longest: dict[tuple[str, str], in
     for (name, value), most in longest.items():
         figures = names[name].per_value.get(value) if name in names else None
         if figures is not None:
-            figures["max"] = most
+            figures[MAX] = most
 
 
 def _few_instances(run: ReportRun, names: str) -> bool:
@@ -391,14 +400,13 @@ def _order(key: str, nv: NameValues, count: int, values: list[str]) -> tuple:
     if key == "count":
         return (-count, nv.name)
     if key == "max":
-        return (-max(nv.per_value.get(v, {}).get("max", 0) for v in values), nv.name)
+        return (-max(nv.per_value.get(v, NO_FIGURES)[MAX] for v in values), nv.name)
     # Every name is ordered (hundreds of them, by as many values): each value's figures looked up once.
-    nothing: dict[str, int] = {}
-    figures = [nv.per_value.get(v, nothing) for v in values]
-    totals = [f.get("total", 0) for f in figures]
+    figures = [nv.per_value.get(v, NO_FIGURES) for v in values]
+    totals = [f[TOTAL] for f in figures]
     if key == "total":
         return (-sum(totals), nv.name)
-    missing = not all(f.get("count", 0) for f in figures)
+    missing = not all(f[COUNT] for f in figures)
     return (missing, -_spread(totals)[1], -sum(totals), nv.name)
 
 
@@ -490,7 +498,7 @@ class DimensionsCompareView(View):
         self._totals(run, group, names, values, out)
         counts = {}
         for nv in names.values():
-            count = sum(v.get("count", 0) for v in nv.per_value.values())
+            count = sum(figures[COUNT] for figures in nv.per_value.values())
             if s.min_count is not None and count < s.min_count:
                 continue
             counts[nv.name] = count
@@ -596,7 +604,7 @@ GROUP BY +s.name, value"""
             (stored, value)
             for name in shown
             for value, figures in names[name].per_value.items()
-            if figures.get("count")
+            if figures[COUNT]
             for stored in _stored_names(name)
         }
         longest: dict[tuple[str, str], int] = {}
@@ -616,22 +624,22 @@ GROUP BY +s.name, value"""
         row.median_total, row.spread = median, spread
         if far is not None:
             row.straggler, row.straggler_label = values[far], group.label(values[far])
-        base = nv.per_value.get(baseline, {}) if baseline is not None else {}
+        base = nv.per_value.get(baseline, NO_FIGURES) if baseline is not None else NO_FIGURES
         for i, value in enumerate(values):
-            figures = nv.per_value.get(value, {})
-            n = figures.get("count", 0)
+            figures = nv.per_value.get(value, NO_FIGURES)
+            n = figures[COUNT]
             v = row.values.add(value=value, label=group.label(value), straggler=i == far)
-            v.stats.count, v.stats.total, v.stats.max = n, figures.get("total", 0), figures.get("max", 0)
+            v.stats.count, v.stats.total, v.stats.max = n, figures[TOTAL], figures[MAX]
             v.stats.avg = v.stats.total // n if n else 0
-            v.self_dur = figures.get("self", 0)
+            v.self_dur = figures[SELF]
             if baseline is None:
                 continue
-            b_count, b_total = base.get("count", 0), base.get("total", 0)
+            b_count, b_total = base[COUNT], base[TOTAL]
             v.count_delta = n - b_count
             v.total_dur_delta = v.stats.total - b_total
-            v.self_dur_delta = v.self_dur - base.get("self", 0)
+            v.self_dur_delta = v.self_dur - base[SELF]
             v.avg_dur_delta = v.stats.avg - (b_total // b_count if b_count else 0)
-            v.max_dur_delta = v.stats.max - base.get("max", 0)
+            v.max_dur_delta = v.stats.max - base[MAX]
             if value == baseline:
                 v.change = "baseline"
             elif not b_count and n:
@@ -678,8 +686,8 @@ GROUP BY value""",
         times: dict[str, int] = {}
         for nv in names.values():
             for value, figures in nv.per_value.items():
-                counts[value] = counts.get(value, 0) + figures["count"]
-                times[value] = times.get(value, 0) + figures["self"]
+                counts[value] = counts.get(value, 0) + figures[COUNT]
+                times[value] = times.get(value, 0) + figures[SELF]
         for value in values:
             out.totals.add(
                 value=value,

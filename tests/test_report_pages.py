@@ -256,6 +256,24 @@ async def test_hostile_names_are_escaped_and_intact(tmp_path):
 
 
 @pytest.mark.asyncio
+async def test_text_that_is_not_utf8_is_read_as_datasette_reads_it(tmp_path):
+    # An import writes valid UTF-8 and pages read it with SQLite's decoding; bytes someone wrote into the database
+    # since are read Datasette's way, invalid sequences replaced, on every page that shows them.
+    path = tmp_path / "edited.db"
+    ingest_bytes(hostile_trace(), str(path))
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE slice SET name = CAST(X'626164FF6E616D65' AS TEXT) WHERE name LIKE '<img%'")
+    conn.execute("UPDATE report_slice_name SET name = CAST(X'626164FF6E616D65' AS TEXT) WHERE name LIKE '<img%'")
+    conn.commit()
+    conn.close()
+    ds = served(path)
+    r = await ds.client.get("/edited/-/report/slices.json?top=50")
+    assert r.status_code == 200 and "bad\ufffdname" in {row["name"] for row in r.json()["slices_table"]["rows"]}
+    page = await ds.client.get("/edited/-/report/slices?top=50")
+    assert page.status_code == 200 and "bad\ufffdname" in page.text
+
+
+@pytest.mark.asyncio
 async def test_fuzzed_parameters_never_500(demo_ds):
     paths = ["/demo/-/report"] + [f"/demo/-/report/{noun}/{view}" for noun, views in NOUNS.items() for view in views]
     flags = [f for f in FLAGS if f != "baseline"]  # one database: no baseline to compare with

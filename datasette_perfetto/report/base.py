@@ -328,7 +328,11 @@ ORDER BY value_type, int_value, string_value""",
 
     def rows(self, purpose: str, sql: str, params: dict[str, Any] | None = None) -> Iterator[tuple]:
         """query() as plain tuples, read as they come: for many rows that Python goes through once."""
-        return self._execute(purpose, sql, params)
+        cursor = self._execute(purpose, sql, params)
+        # Whatever the connection's own factory (Datasette's is sqlite3.Row): a Row costs an object more per row
+        # and unpacks through the iterator protocol, 30% of a compare by thread's time on 100,000 rows.
+        cursor.row_factory = None
+        return cursor
 
     def _execute(self, purpose: str, sql: str, params: dict[str, Any] | None) -> sqlite3.Cursor:
         """Runs a query of this report and records it (the SQL shown is the SQL run)."""

@@ -330,7 +330,7 @@ ORDER BY value_type, int_value, string_value""",
         """query() as plain tuples, read as they come: for many rows that Python goes through once."""
         cursor = self._execute(purpose, sql, params)
         # Whatever the connection's own factory (Datasette's is sqlite3.Row): a Row costs an object more per row
-        # and unpacks through the iterator protocol, 30% of a compare by thread's time on 100,000 rows.
+        # and unpacks through the iterator protocol (40 of a compare by thread's 500 ms on 100,000 rows).
         cursor.row_factory = None
         return cursor
 

@@ -568,6 +568,26 @@ FROM report_slice_name n
                 w.add(f"t.track_id IN {owner.terms[0]}", **owner.params)
             if s.name is not None:
                 w.add("t.name GLOB :name", name=s.name)
+            values = track_values(run, group)  # tracks without the dimension are not compared
+            if 2 * len(set(values.values())) > len(values):
+                # About a track per value (threads: a hundred thousand keys in a large trace): the per track and
+                # name rows summed per name and value here, as over a range; SQLite's grouping of them took 2.5
+                # times as long as reading them. Fewer values (processes): SQLite's grouping leaves fewer rows.
+                per_track = run.rows(
+                    f"count, total, self time and longest per slice name and track (summed per {group.name} value)",
+                    f"""SELECT t.name, t.track_id, t.count, t.total_dur, t.self_dur, t.max_dur
+FROM report_slice_track_name t
+{w.sql()}""",
+                    w.params,
+                )
+                return (
+                    *_name_values(
+                        (name, values[track_id], count, total, self_dur, longest)
+                        for name, track_id, count, total, self_dur, longest in per_track
+                        if track_id in values
+                    ),
+                    False,
+                )
             sql = f"""SELECT t.name, {VALUE_TEXT.format(d="g")} AS value, sum(t.count) AS count,
        sum(t.total_dur) AS total, sum(t.self_dur) AS self, max(t.max_dur) AS longest
 FROM report_slice_track_name t

@@ -331,19 +331,29 @@ def _value_cell_figures(
                     subtracted.append((name or "", value))
                 yield name, value, count, total, self_dur, 0
 
-    names, _ = _name_values(per_value_rows())
+    names = _summed(per_value_rows())
     for name, value in subtracted:  # what the parts left no instance of (the grouped query's HAVING)
         nv = names.get(name)
         if nv is not None and value in nv.per_value and nv.per_value[value][COUNT] <= 0:
             del nv.per_value[value]
             if not nv.per_value:
                 del names[name]
-    return names, set().union(*(nv.per_value for nv in names.values()))
+    return names, _values_of(names)
 
 
 def _name_values(rows: Iterable[Sequence[Any]]) -> tuple[dict[str, NameValues], set[str]]:
-    """Rows of (name, value, count, total, self, longest) as NameValues by name, and the values seen; rows of one
-    name (NULL and "" are one name, "") and value summed."""
+    """_summed's NameValues, and the values seen."""
+    names = _summed(rows)
+    return names, _values_of(names)
+
+
+def _values_of(names: dict[str, NameValues]) -> set[str]:
+    return set().union(*(nv.per_value for nv in names.values()))
+
+
+def _summed(rows: Iterable[Sequence[Any]]) -> dict[str, NameValues]:
+    """Rows of (name, value, count, total, self, longest) as NameValues by name; rows of one name (NULL and "" are
+    one name, "") and value summed."""
     names: dict[str, NameValues] = {}
     for name, value, count, total, self_dur, longest in rows:
         key = name or ""
@@ -359,7 +369,7 @@ def _name_values(rows: Iterable[Sequence[Any]]) -> tuple[dict[str, NameValues], 
             figures[SELF] += self_dur or 0
             if longest and longest > figures[MAX]:
                 figures[MAX] = longest
-    return names, set().union(*(nv.per_value for nv in names.values()))
+    return names
 
 
 def _stored_names(name: str) -> tuple[str | None, ...]:

@@ -795,25 +795,43 @@ def _by_running_totals(
 ) -> str:
     """Per key of the cell table (name; process and name; track and name: _RUNNING_TOTAL_KEYS), the whole cells
     [:first_cell, :end_cell) from its running totals: those of the key's last row before :end_cell less those
-    of its last row before :first_cell (a few index lookups per key, however many cells the range holds); a
-    slice open at the range's start is counted by the first cell's `open`, unless a part of the range lies
-    before the cells (which counts it). Keys with no row among the cells had nothing there. `by_name`: only the
-    names matching :name; `owner`: only the owner's tracks (per track); `by_value`: each track's value of the
-    group_by dimension as group_value (per track; per process the process is the group_value); `per_track`: each
-    track's id as track_id instead (per track)."""
+    before the cells; two index lookups per key, however many cells the range holds. Keys with no row among the
+    cells had nothing there. A slice open at the range's start is counted by a part of the range before the
+    cells, or else by the first cell's `open`: the key's first row from :first_cell on then gives both that and
+    the totals before the cells (its running totals less its own figures: they are exact sums over the key's
+    cells), one lookup where the last row before :first_cell and the row of :first_cell took two. `by_name`:
+    only the names matching :name; `owner`: only the owner's tracks (per track); `by_value`: each track's value
+    of the group_by dimension as group_value (per track; per process the process is the group_value);
+    `per_track`: each track's id as track_id instead (per track)."""
     table = cells.table
     keys, key_columns = _RUNNING_TOTAL_KEYS[table]
     same = "".join(f"c.{k} IS k.{k} AND " for k in key_columns)
 
-    def last_row(alias: str, before: str) -> str:
+    def row(alias: str, where: str, order: str) -> str:
         # Found by its rowid, which the (key, name, cell) index holds: one lookup fewer than by its cell.
         return (
             f"{table} {alias} ON {alias}.rowid = (SELECT c.rowid FROM {table} c WHERE {same}"
-            f"c.name IS k.name AND c.cell < {before} ORDER BY c.cell DESC LIMIT 1)"
+            f"c.name IS k.name AND {where} ORDER BY {order} LIMIT 1)"
         )
 
-    opened = not _counts_open(cells)
-    first = f"\n  LEFT JOIN {table} f ON {same.replace('c.', 'f.')}f.name IS k.name AND f.cell = :first_cell"
+    last = f"JOIN {row('hi', 'c.cell < :end_cell', 'c.cell DESC')}"
+    if _counts_open(cells):
+        # Without the first cell's open slices, the last row before :first_cell (none for a key that starts
+        # later: no lookup of its row) costs less than the first row from it on.
+        lookups = f"{last}\n  LEFT JOIN {row('lo', 'c.cell < :first_cell', 'c.cell DESC')}"
+        in_range = "hi.cell >= :first_cell"
+
+        def in_cells(column: str, opened: str = "") -> str:
+            return f"hi.cum_{column} - coalesce(lo.cum_{column}, 0)"
+
+    else:
+        lookups = f"JOIN {row('since', 'c.cell >= :first_cell', 'c.cell')}\n  {last}"
+        in_range = "since.cell < :end_cell"
+
+        def in_cells(column: str, opened: str = "") -> str:
+            total = f"hi.cum_{column} - since.cum_{column} + since.{column}"
+            return f"{total} + iif(since.cell = :first_cell, since.{opened}, 0)" if opened else total
+
     value, value_join = "", ""
     if key_columns == ("process",):
         value = ", k.process AS group_value"
@@ -826,16 +844,13 @@ def _by_running_totals(
     if owner is not None:
         terms.append(f" AND k.track_id IN {owner.terms[0]}")
     return f"""  SELECT k.name AS name{value},
-         hi.cum_starting - coalesce(lo.cum_starting, 0){" + coalesce(f.open, 0)" if opened else ""} AS count,
-         hi.cum_covered - coalesce(lo.cum_covered, 0) AS total_dur,
-         hi.cum_unfinished_starting - coalesce(lo.cum_unfinished_starting, 0){
-        " + coalesce(f.unfinished_open, 0)" if opened else ""
-    } AS unfinished,
-         hi.cum_self_covered - coalesce(lo.cum_self_covered, 0) AS self_dur
+         {in_cells("starting", "open")} AS count,
+         {in_cells("covered")} AS total_dur,
+         {in_cells("unfinished_starting", "unfinished_open")} AS unfinished,
+         {in_cells("self_covered")} AS self_dur
   FROM {keys} k
-  JOIN {last_row("hi", ":end_cell")}
-  LEFT JOIN {last_row("lo", ":first_cell")}{first if opened else ""}{value_join}
-  WHERE hi.cell >= :first_cell{"".join(terms)}"""
+  {lookups}{value_join}
+  WHERE {in_range}{"".join(terms)}"""
 
 
 def _edge_dur(label: str) -> str:

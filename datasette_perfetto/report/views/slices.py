@@ -815,22 +815,22 @@ def _by_running_totals(
         )
 
     last = f"JOIN {row('hi', 'c.cell < :end_cell', 'c.cell DESC')}"
-    if _counts_open(cells):
+    open_counted_before = _counts_open(cells)
+    if open_counted_before:
         # Without the first cell's open slices, the last row before :first_cell (none for a key that starts
         # later: no lookup of its row) costs less than the first row from it on.
         lookups = f"{last}\n  LEFT JOIN {row('lo', 'c.cell < :first_cell', 'c.cell DESC')}"
         in_range = "hi.cell >= :first_cell"
-
-        def in_cells(column: str, opened: str = "") -> str:
-            return f"hi.cum_{column} - coalesce(lo.cum_{column}, 0)"
-
     else:
         lookups = f"JOIN {row('since', 'c.cell >= :first_cell', 'c.cell')}\n  {last}"
         in_range = "since.cell < :end_cell"
 
-        def in_cells(column: str, opened: str = "") -> str:
-            total = f"hi.cum_{column} - since.cum_{column} + since.{column}"
-            return f"{total} + iif(since.cell = :first_cell, since.{opened}, 0)" if opened else total
+    def in_cells(column: str, opened: str = "") -> str:
+        """`column` summed over the whole cells, and the first cell's `opened` when no part before them counts it."""
+        if open_counted_before:
+            return f"hi.cum_{column} - coalesce(lo.cum_{column}, 0)"
+        total = f"hi.cum_{column} - since.cum_{column} + since.{column}"
+        return f"{total} + iif(since.cell = :first_cell, since.{opened}, 0)" if opened else total
 
     value, value_join = "", ""
     if key_columns == ("process",):

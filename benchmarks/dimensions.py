@@ -144,9 +144,9 @@ def main() -> None:
     ]
     results = asyncio.run(time_requests(args.db, paths, args.repeat))
     print(f"{'page':<30} {'p50 ms':>8} {'p95 ms':>8}  status")
-    for label, p50, p95, status in results:
-        flag = "" if p50 < 250 and status == 200 else "  <-- over target"
-        print(f"{label:<30} {p50:8.1f} {p95:8.1f}  {status}{flag}")
+    for t in results:
+        flag = "" if t.p50 < 250 and t.status == 200 else "  <-- over target"
+        print(f"{t.label:<30} {t.p50:8.1f} {t.p95:8.1f}  {t.status}{flag}")
     print("target: p50 < 250 ms")
 
 

@@ -86,18 +86,18 @@ def main() -> None:
     if args.rebuild or not os.path.exists(args.db):
         build(args.db, args.slices)
     results = asyncio.run(time_requests(args.db, paths(args.db), args.repeat))
-    answered = [r for r in results if r[3] == 200]
-    refused = [r for r in results if r[3] == 400]  # a flag the view does not take: refused, as it should be
+    answered = [r for r in results if r.status == 200]
+    refused = [r for r in results if r.status == 400]  # a flag the view does not take: refused, as it should be
     print(
         f"{len(results)} pages (views x scopes): {len(answered)} answered 200 within Datasette's 1 s limit, "
         f"{len(refused)} refused a flag their view does not take (400)"
     )
     print("slowest that answered (p50 ms):")
-    for label, p50, _, _ in sorted(answered, key=lambda r: -r[1])[:10]:
-        print(f"  {p50:7.1f}  {label}")
-    others = [r for r in results if r[3] not in (200, 400)]
-    for label, p50, _, status in others:
-        print(f"  {status} after {p50:.0f} ms: {label}")
+    for t in sorted(answered, key=lambda r: -r.p50)[:10]:
+        print(f"  {t.p50:7.1f}  {t.label}")
+    others = [r for r in results if r.status not in (200, 400)]
+    for t in others:
+        print(f"  {t.status} (p50 {t.p50:.0f} ms): {t.label}")
     print(f"pages over the limit or failing: {len(others)} (target 0)")
 
 

@@ -419,7 +419,11 @@ LIMIT :top""",
             by_cell.add("c.name GLOB :name", name=name)
         params.update(by_cell.params)
         if run.has_columns(cells.table, "cum_covered"):
-            parts = [_by_running_totals(cells, name is not None, owner, group is not None, per_track)]
+            parts = [
+                _by_running_totals(
+                    cells.table, _counts_open(cells), name is not None, owner, group is not None, per_track
+                )
+            ]
         else:
             opened = "0" if _counts_open(cells) else "CASE WHEN c.cell = :first_cell THEN c.{} ELSE 0 END"
             if per_track:
@@ -792,19 +796,25 @@ _RUNNING_TOTAL_KEYS = {
 
 
 def _by_running_totals(
-    cells: CellSplit, by_name: bool, owner: Where | None = None, by_value: bool = False, per_track: bool = False
+    table: str,
+    open_counted_before: bool | str,
+    by_name: bool,
+    owner: Where | None = None,
+    by_value: bool = False,
+    per_track: bool = False,
 ) -> str:
-    """Per key of the cell table (name; process and name; track and name: _RUNNING_TOTAL_KEYS), the whole cells
-    [:first_cell, :end_cell) from its running totals: those of the key's last row before :end_cell less those
-    before the cells; two index lookups per key, however many cells the range holds. Keys with no row among the
-    cells had nothing there. A slice open at the range's start is counted by a part of the range before the
-    cells, or else by the first cell's `open`: the key's first row from :first_cell on then gives both that and
-    the totals before the cells (its running totals less its own figures: they are exact sums over the key's
-    cells), one lookup where the last row before :first_cell and the row of :first_cell took two. `by_name`:
-    only the names matching :name; `owner`: only the owner's tracks (per track); `by_value`: each track's value
-    of the group_by dimension as group_value (per track; per process the process is the group_value);
-    `per_track`: each track's id as track_id instead (per track)."""
-    table = cells.table
+    """Per key of the cell table `table` (name; process and name; track and name: _RUNNING_TOTAL_KEYS), the whole
+    cells [:first_cell, :end_cell) from its running totals: those of the key's last row before :end_cell less
+    those before the cells; two index lookups per key, however many cells the range holds. Keys with no row among
+    the cells had nothing there. A slice open at the range's start is counted by a part of the range before the
+    cells (`open_counted_before`: _counts_open), or else by the first cell's `open`: the key's first row from
+    :first_cell on then gives both that and the totals before the cells (its running totals less its own figures:
+    they are exact sums over the key's cells), one lookup where the last row before :first_cell and the row of
+    :first_cell took two. `open_counted_before` may be an SQL expression instead (the canned query, whose split is
+    SQL): the first row from :first_cell on is read, its `open` added where the expression is false. `by_name`:
+    only the names matching :name; `owner`: only the owner's tracks (per track); `by_value`: each track's value of
+    the group_by dimension as group_value (per track; per process the process is the group_value); `per_track`:
+    each track's id as track_id instead (per track)."""
     keys, key_columns = _RUNNING_TOTAL_KEYS[table]
     same = "".join(f"c.{k} IS k.{k} AND " for k in key_columns)
 
@@ -816,8 +826,7 @@ def _by_running_totals(
         )
 
     last = f"JOIN {row('hi', 'c.cell < :end_cell', 'c.cell DESC')}"
-    open_counted_before = _counts_open(cells)
-    if open_counted_before:
+    if open_counted_before is True:
         # Without the first cell's open slices, the last row before :first_cell (none for a key that starts
         # later: no lookup of its row) costs less than the first row from it on.
         lookups = f"{last}\n  LEFT JOIN {row('lo', 'c.cell < :first_cell', 'c.cell DESC')}"
@@ -825,13 +834,14 @@ def _by_running_totals(
     else:
         lookups = f"JOIN {row('since', 'c.cell >= :first_cell', 'c.cell')}\n  {last}"
         in_range = "since.cell < :end_cell"
+    first_open = "since.cell = :first_cell" + (f" AND NOT {open_counted_before}" if open_counted_before else "")
 
     def in_cells(column: str, opened: str = "") -> str:
         """`column` summed over the whole cells, and the first cell's `opened` when no part before them counts it."""
-        if open_counted_before:
+        if open_counted_before is True:
             return f"hi.cum_{column} - coalesce(lo.cum_{column}, 0)"
         total = f"hi.cum_{column} - since.cum_{column} + since.{column}"
-        return f"{total} + iif(since.cell = :first_cell, since.{opened}, 0)" if opened else total
+        return f"{total} + iif({first_open}, since.{opened}, 0)" if opened else total
 
     value, value_join = "", ""
     if key_columns == ("process",):
@@ -983,7 +993,7 @@ def _from_slice_cells(sql: str) -> str:
     split read from the slice_cells CTE (absent parts NULL, so they select nothing), the name glob optional."""
     for column in sorted(_CANNED_SPLIT_COLUMNS, key=len, reverse=True):
         sql = sql.replace(f":{column}", f"(SELECT {column} FROM slice_cells)")
-    for alias in ("s", "c"):
+    for alias in ("s", "c", "k"):
         sql = sql.replace(f"{alias}.name GLOB :name", f"(:name = '' OR {alias}.name GLOB :name)")
     return sql
 
@@ -997,11 +1007,7 @@ _EVERY_TRACK_OWNED = f"\n  AND {EVERY_TRACK}"
 def _canned_cells_by_name() -> str:
     """Per name, the parts of the canned slices table's range from the cells (_by_cells' for every track): its
     whole cells and each edge there may be (before or after them, inside the range or outside it)."""
-    whole = _whole_cells_by_name(
-        CELL_TABLES["name"][0],
-        "CASE WHEN c.cell = :first_cell AND NOT :counts_open THEN c.{} ELSE 0 END",
-        "WHERE c.cell >= :first_cell AND c.cell < :end_cell\n  AND c.name GLOB :name",
-    )
+    whole = _by_running_totals(CELL_TABLES["name"][0], ":counts_open", True)
     edges = [_edge_by_name(side, edge, True, _EVERY_TRACK_OWNED) for side, edge in _CANNED_EDGES]
     return _from_slice_cells("\n  UNION ALL\n".join([whole, *edges]))
 

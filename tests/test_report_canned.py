@@ -6,11 +6,16 @@ same query string drives both the report and the canned query here.
 
 from __future__ import annotations
 
+import shutil
+import sqlite3
+from contextlib import closing
+
 import pytest
 from conftest import datasette_with, served
 from datasette.app import Datasette
 from markupsafe import escape
 
+from datasette_perfetto import schema
 from datasette_perfetto.report.canned import canned_queries
 from datasette_perfetto.report.format import offset
 from datasette_perfetto.report.views import NOUNS
@@ -276,12 +281,6 @@ async def test_flags_are_checked_only_once_datasette_lets_the_actor_run_the_quer
 async def test_a_database_from_an_older_version_is_told_to_ingest_again(demo_db, tmp_path):
     # The canned slices_table reads the name cells' running totals (a range's whole cells are two rows a name); a
     # database written before they existed cannot compile it: the page says so, not SQLite's "no such column".
-    import shutil
-    import sqlite3
-    from contextlib import closing
-
-    from datasette_perfetto import schema
-
     old = tmp_path / "old.db"
     shutil.copy(demo_db.path, old)
     with closing(sqlite3.connect(old)) as conn:

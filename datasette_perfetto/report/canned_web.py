@@ -1,5 +1,6 @@
 """The report's canned queries as Datasette serves them (`/{db}/slices_table?...`): their flags checked as the
-report checks them, once Datasette has answered (an asgi_wrapper: Datasette runs a canned query itself)."""
+report checks them, and what a database written by an older version lacks named, once Datasette has answered (an
+asgi_wrapper: Datasette runs a canned query itself)."""
 
 from __future__ import annotations
 
